@@ -1,0 +1,118 @@
+package tunnel
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"github.com/quic-go/quic-go"
+)
+
+// Config tunes a tunnel. The zero value of any field means its default;
+// DefaultConfig lists them.
+type Config struct {
+	// HandshakeTimeout bounds a transport handshake, welcome included.
+	HandshakeTimeout time.Duration
+	// FallbackDelay is how long Dial gives QUIC before it tries TCP.
+	FallbackDelay time.Duration
+	// KeepAlive is how often an idle connection is pinged; it also paces
+	// the round-trip measurement on TCP.
+	KeepAlive time.Duration
+	// IdleTimeout is how long a connection may go without hearing from the
+	// peer before it is closed: a dead or frozen peer is noticed within it.
+	IdleTimeout time.Duration
+	// MaxStreams bounds the concurrent streams each side may have open in
+	// one session, each direction counted separately.
+	MaxStreams int
+	// StreamWindow is the largest per-stream receive window in bytes; a
+	// single bulk stream can have this much in flight.
+	StreamWindow int
+	// ConnWindow is the largest per-connection receive window in bytes
+	// (QUIC only; yamux has no connection-level window).
+	ConnWindow int
+}
+
+// DefaultConfig returns the defaults: a dead peer noticed within 5 s,
+// 256 streams each way, and windows sized for bulk git and archive
+// transfers.
+func DefaultConfig() Config {
+	return Config{
+		HandshakeTimeout: 5 * time.Second,
+		FallbackDelay:    2 * time.Second,
+		KeepAlive:        time.Second,
+		IdleTimeout:      5 * time.Second,
+		MaxStreams:       256,
+		StreamWindow:     16 << 20,
+		ConnWindow:       64 << 20,
+	}
+}
+
+// withDefaults fills unset fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&c.HandshakeTimeout, d.HandshakeTimeout)
+	set(&c.FallbackDelay, d.FallbackDelay)
+	set(&c.KeepAlive, d.KeepAlive)
+	set(&c.IdleTimeout, d.IdleTimeout)
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = d.MaxStreams
+	}
+	if c.StreamWindow <= 0 {
+		c.StreamWindow = d.StreamWindow
+	}
+	if c.ConnWindow <= 0 {
+		c.ConnWindow = d.ConnWindow
+	}
+	return c
+}
+
+// Validate reports settings that cannot work together.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.KeepAlive >= c.IdleTimeout {
+		return fmt.Errorf("tunnel config: keepalive %v must be shorter than idle timeout %v", c.KeepAlive, c.IdleTimeout)
+	}
+	if c.StreamWindow < 256<<10 {
+		return fmt.Errorf("tunnel config: stream window %d is below yamux's minimum of 256 KiB", c.StreamWindow)
+	}
+	return nil
+}
+
+func (c Config) quic() *quic.Config {
+	return &quic.Config{
+		HandshakeIdleTimeout:           c.HandshakeTimeout,
+		MaxIdleTimeout:                 c.IdleTimeout,
+		KeepAlivePeriod:                c.KeepAlive,
+		MaxIncomingStreams:             int64(c.MaxStreams),
+		MaxIncomingUniStreams:          4, // the welcome only
+		InitialStreamReceiveWindow:     1 << 20,
+		MaxStreamReceiveWindow:         uint64(c.StreamWindow),
+		InitialConnectionReceiveWindow: 2 << 20,
+		MaxConnectionReceiveWindow:     uint64(c.ConnWindow),
+		Allow0RTT:                      false,
+	}
+}
+
+func (c Config) yamux() *yamux.Config {
+	y := yamux.DefaultConfig()
+	y.AcceptBacklog = c.MaxStreams
+	y.EnableKeepAlive = false // Session pings itself, to measure RTT too
+	y.ConnectionWriteTimeout = c.IdleTimeout
+	y.StreamOpenTimeout = c.IdleTimeout
+	y.MaxStreamWindowSize = uint32(c.StreamWindow)
+	y.LogOutput = nil
+	y.Logger = discardLogger{}
+	return y
+}
+
+// discardLogger silences yamux, whose errors surface through Session.Err.
+type discardLogger struct{}
+
+func (discardLogger) Print(...any)          {}
+func (discardLogger) Printf(string, ...any) {}
+func (discardLogger) Println(...any)        {}

@@ -1,0 +1,221 @@
+package tunnel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// Header is what the opener of a stream says about it before the channel's
+// own bytes: which service it is for and that service's metadata.
+type Header struct {
+	// Kind names the service, e.g. KindRelay.
+	Kind string
+	// Meta is the service's metadata: a JSON object, or empty.
+	Meta json.RawMessage
+}
+
+// HeaderError is returned for a stream header that is malformed, too large
+// or of an unknown version. The stream carrying it is refused.
+type HeaderError struct {
+	Reason string
+}
+
+func (e *HeaderError) Error() string { return "tunnel: bad stream header: " + e.Reason }
+
+func badHeader(format string, args ...any) error {
+	return &HeaderError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// validKind reports whether k is a syntactically valid stream kind.
+func validKind(k string) bool {
+	if len(k) == 0 || len(k) > MaxKindLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validMeta reports whether m is empty or exactly one JSON object in valid
+// UTF-8 (json.Valid alone lets invalid UTF-8 through).
+func validMeta(m []byte) bool {
+	if len(m) == 0 {
+		return true
+	}
+	t := bytes.TrimSpace(m)
+	return len(t) > 0 && t[0] == '{' && utf8.Valid(t) && json.Valid(t)
+}
+
+// MarshalBinary encodes the header in the wire format of const.go.
+func (h Header) MarshalBinary() ([]byte, error) {
+	if !validKind(h.Kind) {
+		return nil, badHeader("kind %q: want 1-%d of [a-z0-9-]", h.Kind, MaxKindLen)
+	}
+	if len(h.Meta) > MaxMetaLen {
+		return nil, badHeader("metadata is %d bytes, limit %d", len(h.Meta), MaxMetaLen)
+	}
+	if !validMeta(h.Meta) {
+		return nil, badHeader("metadata is not a JSON object")
+	}
+	b := make([]byte, 0, 4+len(h.Kind)+len(h.Meta))
+	b = append(b, HeaderVersion, byte(len(h.Kind)))
+	b = append(b, h.Kind...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(h.Meta)))
+	return append(b, h.Meta...), nil
+}
+
+// ReadHeader reads one stream header from r. It reads exactly the header's
+// bytes and no more, and returns a *HeaderError for anything malformed.
+func ReadHeader(r io.Reader) (Header, error) {
+	var fixed [2]byte
+	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+		return Header{}, fmt.Errorf("tunnel: reading stream header: %w", err)
+	}
+	if fixed[0] != HeaderVersion {
+		return Header{}, badHeader("unknown version %d (this side speaks %d)", fixed[0], HeaderVersion)
+	}
+	klen := int(fixed[1])
+	if klen == 0 || klen > MaxKindLen {
+		return Header{}, badHeader("kind length %d out of range 1-%d", klen, MaxKindLen)
+	}
+	kind := make([]byte, klen+2)
+	if _, err := io.ReadFull(r, kind); err != nil {
+		return Header{}, badHeader("truncated kind: %v", err)
+	}
+	mlen := int(binary.BigEndian.Uint16(kind[klen:]))
+	kind = kind[:klen]
+	if !validKind(string(kind)) {
+		return Header{}, badHeader("kind %q: want [a-z0-9-]", kind)
+	}
+	if mlen > MaxMetaLen {
+		return Header{}, badHeader("metadata length %d exceeds limit %d", mlen, MaxMetaLen)
+	}
+	h := Header{Kind: string(kind)}
+	if mlen > 0 {
+		h.Meta = make([]byte, mlen)
+		if _, err := io.ReadFull(r, h.Meta); err != nil {
+			return Header{}, badHeader("truncated metadata: %v", err)
+		}
+		if !validMeta(h.Meta) {
+			return Header{}, badHeader("metadata is not a JSON object")
+		}
+	}
+	return h, nil
+}
+
+// RemoteError is the reason the other side gave for refusing a stream.
+type RemoteError struct {
+	Kind   string
+	Reason string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("tunnel: %s stream refused by peer: %s", e.Kind, e.Reason)
+}
+
+// writeStatus writes the acceptor's verdict: accepted when reason is empty.
+func writeStatus(w io.Writer, reason string) error {
+	if reason == "" {
+		_, err := w.Write([]byte{statusAccepted})
+		return err
+	}
+	if len(reason) > maxReasonLen {
+		reason = reason[:maxReasonLen]
+	}
+	reason = string(bytes.ToValidUTF8([]byte(reason), []byte("?")))
+	b := []byte{statusRejected}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(reason)))
+	_, err := w.Write(append(b, reason...))
+	return err
+}
+
+// readStatus reads the acceptor's verdict: nil when accepted, a
+// *RemoteError when refused.
+func readStatus(r io.Reader, kind string) error {
+	var s [1]byte
+	if _, err := io.ReadFull(r, s[:]); err != nil {
+		return err
+	}
+	switch s[0] {
+	case statusAccepted:
+		return nil
+	case statusRejected:
+		var l [2]byte
+		if _, err := io.ReadFull(r, l[:]); err != nil {
+			return fmt.Errorf("tunnel: reading refusal of %s stream: %w", kind, err)
+		}
+		n := int(binary.BigEndian.Uint16(l[:]))
+		if n > maxReasonLen {
+			return fmt.Errorf("tunnel: refusal of %s stream: reason of %d bytes exceeds %d", kind, n, maxReasonLen)
+		}
+		reason := make([]byte, n)
+		if _, err := io.ReadFull(r, reason); err != nil {
+			return fmt.Errorf("tunnel: reading refusal of %s stream: %w", kind, err)
+		}
+		if !utf8.Valid(reason) {
+			reason = bytes.ToValidUTF8(reason, []byte("?"))
+		}
+		return &RemoteError{Kind: kind, Reason: string(reason)}
+	default:
+		return fmt.Errorf("tunnel: %s stream: unknown status byte %#x from peer", kind, s[0])
+	}
+}
+
+// errShortWelcome is returned when a connection ends before its welcome.
+var errShortWelcome = errors.New("tunnel: connection ended before the server's welcome")
+
+// Welcome is what the server tells a client once the handshake has
+// succeeded: who it took the client to be, and its own version.
+type Welcome struct {
+	// Identity is the client's identity as the server read it from the
+	// client's certificate.
+	Identity Identity `json:"identity"`
+	// ServerVersion is hostd's version string.
+	ServerVersion string `json:"server_version,omitempty"`
+}
+
+func writeWelcome(w io.Writer, wel Welcome) error {
+	body, err := json.Marshal(wel)
+	if err != nil {
+		return fmt.Errorf("tunnel: encoding welcome: %w", err)
+	}
+	b := []byte{welcomeVersion}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(body)))
+	_, err = w.Write(append(b, body...))
+	return err
+}
+
+func readWelcome(r io.Reader) (Welcome, error) {
+	var fixed [3]byte
+	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return Welcome{}, errShortWelcome
+		}
+		return Welcome{}, err
+	}
+	if fixed[0] != welcomeVersion {
+		return Welcome{}, fmt.Errorf("tunnel: server welcome has unknown version %d", fixed[0])
+	}
+	n := int(binary.BigEndian.Uint16(fixed[1:]))
+	if n > maxWelcomeLen {
+		return Welcome{}, fmt.Errorf("tunnel: server welcome of %d bytes exceeds %d", n, maxWelcomeLen)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return Welcome{}, fmt.Errorf("tunnel: reading server welcome: %w", err)
+	}
+	var wel Welcome
+	if err := json.Unmarshal(body, &wel); err != nil {
+		return Welcome{}, fmt.Errorf("tunnel: decoding server welcome: %w", err)
+	}
+	return wel, nil
+}

@@ -1,0 +1,159 @@
+package tunnel
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestHeaderRoundTrip(t *testing.T) {
+	for _, h := range []Header{
+		{Kind: "relay"},
+		{Kind: "git", Meta: []byte(`{"rig":"gastown"}`)},
+		{Kind: strings.Repeat("a", MaxKindLen), Meta: []byte(`{"x":"` + strings.Repeat("y", MaxMetaLen-8) + `"}`)},
+		{Kind: "a-0", Meta: []byte(` {"nested":{"a":[1,2,"\u0000"]}} `)},
+	} {
+		b, err := h.MarshalBinary()
+		if err != nil {
+			t.Fatalf("marshal %q: %v", h.Kind, err)
+		}
+		r := bytes.NewReader(append(b, "trailing channel bytes"...))
+		got, err := ReadHeader(r)
+		if err != nil {
+			t.Fatalf("read %q: %v", h.Kind, err)
+		}
+		if got.Kind != h.Kind || !bytes.Equal(got.Meta, h.Meta) {
+			t.Errorf("round trip of %q changed it", h.Kind)
+		}
+		if rest, _ := io.ReadAll(r); string(rest) != "trailing channel bytes" {
+			t.Errorf("ReadHeader consumed channel bytes: %q left", rest)
+		}
+	}
+}
+
+func TestHeaderHostile(t *testing.T) {
+	meta := func(s string) []byte {
+		return append([]byte{byte(len(s) >> 8), byte(len(s))}, s...)
+	}
+	cases := []struct {
+		name string
+		wire []byte
+		want string
+	}{
+		{"empty", nil, "reading stream header"},
+		{"version 0", []byte{0, 5, 'r', 'e', 'l', 'a', 'y', 0, 0}, "unknown version 0"},
+		{"version 2", []byte{2, 5, 'r', 'e', 'l', 'a', 'y', 0, 0}, "unknown version 2"},
+		{"version 255", []byte{255}, "reading stream header"},
+		{"zero kind length", []byte{1, 0, 0, 0}, "kind length 0"},
+		{"kind too long", append([]byte{1, MaxKindLen + 1}, bytes.Repeat([]byte{'a'}, 40)...), "kind length 33"},
+		{"kind upper case", append([]byte{1, 5}, append([]byte("RELAY"), 0, 0)...), "want [a-z0-9-]"},
+		{"kind with slash", append([]byte{1, 4}, append([]byte("../x"), 0, 0)...), "want [a-z0-9-]"},
+		{"kind with NUL", append([]byte{1, 3}, append([]byte("a\x00b"), 0, 0)...), "want [a-z0-9-]"},
+		{"truncated kind", []byte{1, 5, 'r', 'e'}, "truncated kind"},
+		{"meta length over limit", append([]byte{1, 1, 'a'}, 0xff, 0xff), "exceeds limit"},
+		{"truncated meta", append([]byte{1, 1, 'a'}, append(meta(`{"a":1}`), 0)[:5]...), "truncated metadata"},
+		{"meta not JSON", append([]byte{1, 1, 'a'}, meta(`{"a":`)...), "not a JSON object"},
+		{"meta array", append([]byte{1, 1, 'a'}, meta(`[1,2]`)...), "not a JSON object"},
+		{"meta string", append([]byte{1, 1, 'a'}, meta(`"x"`)...), "not a JSON object"},
+		{"meta two objects", append([]byte{1, 1, 'a'}, meta(`{}{}`)...), "not a JSON object"},
+		{"meta invalid UTF-8", append([]byte{1, 1, 'a'}, meta("{\"a\":\"\xff\"}")...), "not a JSON object"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadHeader(bytes.NewReader(c.wire))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+			if c.name != "empty" && c.name != "version 255" {
+				var he *HeaderError
+				if !errors.As(err, &he) {
+					t.Errorf("error %v is not a *HeaderError", err)
+				}
+			}
+		})
+	}
+	for _, h := range []Header{{Kind: ""}, {Kind: "Bad"}, {Kind: "a", Meta: []byte("[]")}, {Kind: "a", Meta: bytes.Repeat([]byte(" "), MaxMetaLen+1)}} {
+		if _, err := h.MarshalBinary(); err == nil {
+			t.Errorf("MarshalBinary accepted %q / %q", h.Kind, h.Meta)
+		}
+	}
+}
+
+func TestStatusHostile(t *testing.T) {
+	cases := []struct {
+		name string
+		wire []byte
+		want string
+	}{
+		{"unknown status", []byte{7}, "unknown status byte"},
+		{"truncated reason length", []byte{statusRejected, 0}, "reading refusal"},
+		{"reason too long", []byte{statusRejected, 0xff, 0xff}, "exceeds"},
+		{"truncated reason", []byte{statusRejected, 0, 10, 'a'}, "reading refusal"},
+	}
+	for _, c := range cases {
+		if err := readStatus(bytes.NewReader(c.wire), "relay"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	var buf bytes.Buffer
+	_ = writeStatus(&buf, "bad \xff"+strings.Repeat("x", 2*maxReasonLen))
+	err := readStatus(&buf, "relay")
+	var re *RemoteError
+	if !errors.As(err, &re) || len(re.Reason) > maxReasonLen || !strings.HasPrefix(re.Reason, "bad ?") {
+		t.Errorf("oversized, invalid UTF-8 reason: got %v", err)
+	}
+}
+
+func TestWelcomeHostile(t *testing.T) {
+	for name, wire := range map[string][]byte{
+		"empty":          nil,
+		"bad version":    {9, 0, 2, '{', '}'},
+		"too long":       {welcomeVersion, 0xff, 0xff},
+		"truncated":      {welcomeVersion, 0, 10, '{'},
+		"not JSON":       {welcomeVersion, 0, 1, '{'},
+		"bad identity":   append([]byte{welcomeVersion, 0, 21}, `{"identity":"a/b/c/d"}`[:21]...),
+		"wrong identity": append([]byte{welcomeVersion, 0, 22}, `{"identity":"a/b/c/d"}`...),
+	} {
+		if _, err := readWelcome(bytes.NewReader(wire)); err == nil {
+			t.Errorf("%s: welcome accepted", name)
+		}
+	}
+}
+
+// FuzzReadHeader: any bytes give a header that re-encodes to the bytes
+// read, or an error; never a panic or an over-limit allocation.
+func FuzzReadHeader(f *testing.F) {
+	for _, h := range []Header{{Kind: "relay"}, {Kind: "git", Meta: []byte(`{"a":1}`)}} {
+		b, _ := h.MarshalBinary()
+		f.Add(b)
+	}
+	f.Add([]byte{1, 1, 'a', 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ReadHeader(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		enc, err := h.MarshalBinary()
+		if err != nil {
+			t.Fatalf("read a header it cannot write: %v", err)
+		}
+		if !bytes.HasPrefix(b, enc) {
+			t.Fatalf("re-encoding differs from the input")
+		}
+	})
+}
+
+// FuzzReadStatus: the opener's parse of the acceptor's verdict.
+func FuzzReadStatus(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{1, 0, 3, 'n', 'o', '!'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := readStatus(bytes.NewReader(b), "relay")
+		var re *RemoteError
+		if errors.As(err, &re) && len(re.Reason) > maxReasonLen {
+			t.Fatalf("reason of %d bytes accepted", len(re.Reason))
+		}
+	})
+}

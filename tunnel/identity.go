@@ -1,0 +1,128 @@
+package tunnel
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// DefaultTrustDomain is the SPIFFE trust domain used when none is
+// configured.
+const DefaultTrustDomain = "gastown.local"
+
+// maxNameLen bounds rig and polecat names.
+const maxNameLen = 64
+
+// Identity is a polecat's identity: its rig and its name. It comes only
+// from a verified certificate's URI SAN; nothing the container says about
+// itself is trusted.
+type Identity struct {
+	Rig  string
+	Name string
+}
+
+// String returns "rig/name", the form operators type.
+func (id Identity) String() string {
+	if id.IsZero() {
+		return ""
+	}
+	return id.Rig + "/" + id.Name
+}
+
+// IsZero reports whether id is the empty identity.
+func (id Identity) IsZero() bool { return id.Rig == "" && id.Name == "" }
+
+// CommonName is the legacy Gas Town CN, gt-<rig>-<name>. It is written into
+// certificates for compatibility and never parsed for authorization.
+func (id Identity) CommonName() string { return "gt-" + id.Rig + "-" + id.Name }
+
+// URI is the identity's SPIFFE URI in trustDomain.
+func (id Identity) URI(trustDomain string) *url.URL {
+	return &url.URL{Scheme: "spiffe", Host: trustDomain, Path: "/rig/" + id.Rig + "/polecat/" + id.Name}
+}
+
+// Validate checks the rig against [A-Za-z0-9_-]+ and the name against
+// [A-Za-z0-9_]+ (Gas Town polecat names are single words).
+func (id Identity) Validate() error {
+	if err := checkName("rig", id.Rig, true); err != nil {
+		return err
+	}
+	return checkName("polecat name", id.Name, false)
+}
+
+func checkName(what, s string, dashOK bool) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("%s is %d characters long, limit %d", what, len(s), maxNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || (dashOK && c == '-')
+		if !ok {
+			allowed := "[A-Za-z0-9_]"
+			if dashOK {
+				allowed = "[A-Za-z0-9_-]"
+			}
+			return fmt.Errorf("%s %q has %q at byte %d; allowed: %s", what, s, c, i, allowed)
+		}
+	}
+	return nil
+}
+
+// ParseIdentity parses "rig/name" and validates both parts.
+func ParseIdentity(s string) (Identity, error) {
+	rig, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return Identity{}, fmt.Errorf("identity %q: want <rig>/<name>", s)
+	}
+	id := Identity{Rig: rig, Name: name}
+	if err := id.Validate(); err != nil {
+		return Identity{}, fmt.Errorf("identity %q: %w", s, err)
+	}
+	return id, nil
+}
+
+// IdentityFromCert reads the polecat identity from a verified certificate:
+// exactly one URI SAN of the form spiffe://<trustDomain>/rig/<rig>/polecat/<name>.
+// The CN is ignored.
+func IdentityFromCert(cert *x509.Certificate, trustDomain string) (Identity, error) {
+	if len(cert.URIs) != 1 {
+		return Identity{}, fmt.Errorf("certificate has %d URI SANs, want exactly 1 polecat identity", len(cert.URIs))
+	}
+	return identityFromURI(cert.URIs[0], trustDomain)
+}
+
+func identityFromURI(u *url.URL, trustDomain string) (Identity, error) {
+	if u.Scheme != "spiffe" || u.Host != trustDomain || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return Identity{}, fmt.Errorf("URI SAN %q is not a polecat identity in trust domain %q", u.String(), trustDomain)
+	}
+	parts := strings.Split(u.Path, "/")
+	if len(parts) != 5 || parts[0] != "" || parts[1] != "rig" || parts[3] != "polecat" {
+		return Identity{}, fmt.Errorf("URI SAN path %q: want /rig/<rig>/polecat/<name>", u.Path)
+	}
+	id := Identity{Rig: parts[2], Name: parts[4]}
+	if err := id.Validate(); err != nil {
+		return Identity{}, fmt.Errorf("URI SAN %q: %w", u.String(), err)
+	}
+	return id, nil
+}
+
+// MarshalText encodes the identity as "rig/name".
+func (id Identity) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText decodes "rig/name"; the empty string is the zero identity.
+func (id *Identity) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*id = Identity{}
+		return nil
+	}
+	p, err := ParseIdentity(string(b))
+	if err != nil {
+		return err
+	}
+	*id = p
+	return nil
+}

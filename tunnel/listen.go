@@ -1,0 +1,157 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/quic-go/quic-go"
+)
+
+// ServerConfig configures a Listener.
+type ServerConfig struct {
+	// GetCertificate returns the server's certificate (it may rotate).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ClientCAs verifies client certificates.
+	ClientCAs *x509.CertPool
+	// TrustDomain is the SPIFFE trust domain of client identities;
+	// DefaultTrustDomain when empty.
+	TrustDomain string
+	// Authorize, when set, is asked about every verified client
+	// certificate during the handshake; an error refuses it (revocation).
+	Authorize func(id Identity, leaf *x509.Certificate) error
+	// Join, when set, serves clients that ask for JoinALPN on the TCP port.
+	// They have no certificate; Join owns the connection and must close it.
+	Join func(conn *tls.Conn)
+	// ServerVersion is sent to clients in the welcome.
+	ServerVersion string
+	// Config tunes sessions; zero fields take their defaults.
+	Config Config
+	// Logger receives refused handshakes; slog.Default() when nil.
+	Logger *slog.Logger
+	// DisableQUIC serves TCP only (for tests of the fallback, and for
+	// hosts where UDP cannot be served).
+	DisableQUIC bool
+}
+
+// Listener accepts tunnels on one port number, QUIC on UDP and TLS+yamux
+// on TCP.
+type Listener struct {
+	sc       ServerConfig
+	cfg      Config
+	log      *slog.Logger
+	tcp      net.Listener
+	udp      net.PacketConn
+	qtr      *quic.Transport
+	sessions chan *Session
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// Listen starts listening on addr ("host:port"; port 0 picks a port free on
+// both UDP and TCP).
+func Listen(addr string, sc ServerConfig) (*Listener, error) {
+	if sc.GetCertificate == nil || sc.ClientCAs == nil {
+		return nil, errors.New("tunnel: Listen needs a server certificate and client CAs")
+	}
+	if err := sc.Config.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Listener{
+		sc:       sc,
+		cfg:      sc.Config.withDefaults(),
+		log:      sc.Logger,
+		sessions: make(chan *Session),
+		closed:   make(chan struct{}),
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	l.sc.Config = l.cfg
+	if err := l.bind(addr); err != nil {
+		return nil, err
+	}
+	go l.serveTCP(l.tcp)
+	if l.udp != nil {
+		ql, err := l.qtr.Listen(l.sc.serverTLS(l.log), l.cfg.quic())
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("tunnel: starting QUIC listener: %w", err)
+		}
+		go l.serveQUIC(ql)
+	}
+	return l, nil
+}
+
+// bind opens the TCP listener and, unless QUIC is disabled, a UDP socket on
+// the same port number. With port 0 it retries until both are free.
+func (l *Listener) bind(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("tunnel: listen address %q: %w", addr, err)
+	}
+	for attempt := 0; ; attempt++ {
+		tcp, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("tunnel: listening on tcp %s: %w", addr, err)
+		}
+		if l.sc.DisableQUIC {
+			l.tcp = tcp
+			return nil
+		}
+		bound := net.JoinHostPort(host, strconv.Itoa(tcp.Addr().(*net.TCPAddr).Port))
+		udp, err := net.ListenPacket("udp", bound)
+		if err != nil {
+			_ = tcp.Close()
+			if port == "0" && attempt < 10 {
+				continue
+			}
+			return fmt.Errorf("tunnel: listening on udp %s: %w", bound, err)
+		}
+		l.tcp, l.udp = tcp, udp
+		l.qtr = &quic.Transport{Conn: udp}
+		return nil
+	}
+}
+
+// Addr is the address listened on; UDP and TCP share its port.
+func (l *Listener) Addr() string { return l.tcp.Addr().String() }
+
+// Accept waits for the next established, authenticated session.
+func (l *Listener) Accept(ctx context.Context) (*Session, error) {
+	select {
+	case s := <-l.sessions:
+		return s, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *Listener) deliver(s *Session) {
+	select {
+	case l.sessions <- s:
+	case <-l.closed:
+		_ = s.CloseWithReason("server shutting down")
+	}
+}
+
+// Close stops listening. Established sessions are not closed.
+func (l *Listener) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.closed)
+		err = l.tcp.Close()
+		if l.qtr != nil {
+			err = errors.Join(err, l.qtr.Close())
+		}
+	})
+	return err
+}

@@ -1,0 +1,218 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// ErrStreamLimit is returned by OpenStream when this side already has
+// Config.MaxStreams streams open in the session, and is the reason given
+// to a peer that opens more than that.
+var ErrStreamLimit = errors.New("tunnel: stream limit reached; close finished streams or raise max_streams")
+
+// ErrSessionClosed is returned for operations on a session that has ended.
+var ErrSessionClosed = errors.New("tunnel: session closed")
+
+// transport is what a Session needs from QUIC or TLS+yamux. It is the only
+// place the two differ.
+type transport interface {
+	open(ctx context.Context) (rawStream, error)
+	accept(ctx context.Context) (rawStream, error)
+	close(reason string) error
+	done() <-chan struct{}
+	err() error
+	rtt() time.Duration
+	localAddr() net.Addr
+	remoteAddr() net.Addr
+	name() string
+}
+
+// rawStream is one transport stream with half-close.
+type rawStream interface {
+	io.ReadWriter
+	// closeWrite ends our direction; the peer reads EOF.
+	closeWrite() error
+	// close ends our direction and stops reading.
+	close() error
+	SetDeadline(time.Time) error
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// Session is one established tunnel: a single connection carrying many
+// streams. It behaves the same on both transports and is safe for
+// concurrent use.
+type Session struct {
+	t       transport
+	cfg     Config
+	since   time.Time
+	peer    Identity
+	cert    *x509.Certificate
+	welcome Welcome
+	out     atomic.Int32
+	in      atomic.Int32
+}
+
+func newSession(t transport, cfg Config) *Session {
+	return &Session{t: t, cfg: cfg, since: time.Now()}
+}
+
+// Peer is the identity of the other side, read from its certificate. It is
+// the zero Identity on the client (the server is hostd).
+func (s *Session) Peer() Identity { return s.peer }
+
+// PeerCertificate is the certificate the client presented (server side
+// only; nil on the client).
+func (s *Session) PeerCertificate() *x509.Certificate { return s.cert }
+
+// Welcome is what the server said when the session was established (client
+// side only).
+func (s *Session) Welcome() Welcome { return s.welcome }
+
+// Transport names the transport in use: TransportQUIC or TransportTCP.
+func (s *Session) Transport() string { return s.t.name() }
+
+// RTT is the latest smoothed round-trip time to the peer.
+func (s *Session) RTT() time.Duration { return s.t.rtt() }
+
+// Since is when the session was established.
+func (s *Session) Since() time.Time { return s.since }
+
+// LocalAddr is this side's network address.
+func (s *Session) LocalAddr() net.Addr { return s.t.localAddr() }
+
+// RemoteAddr is the peer's network address.
+func (s *Session) RemoteAddr() net.Addr { return s.t.remoteAddr() }
+
+// Streams is how many streams are open now, opened by either side.
+func (s *Session) Streams() int { return int(s.out.Load() + s.in.Load()) }
+
+// Done is closed when the session has ended, for whatever reason.
+func (s *Session) Done() <-chan struct{} { return s.t.done() }
+
+// Err says why the session ended; nil while it is up.
+func (s *Session) Err() error {
+	select {
+	case <-s.t.done():
+		if err := s.t.err(); err != nil {
+			return err
+		}
+		return ErrSessionClosed
+	default:
+		return nil
+	}
+}
+
+// Close ends the session and every stream on it.
+func (s *Session) Close() error { return s.CloseWithReason("closed") }
+
+// CloseWithReason ends the session, telling the peer why where the
+// transport can carry it (QUIC).
+func (s *Session) CloseWithReason(reason string) error { return s.t.close(reason) }
+
+// OpenStream opens a stream of the given kind with metadata meta (any value
+// that encodes to a JSON object, or nil). The header goes out with the
+// first Write, CloseWrite or Read, so a request costs no extra packet; if
+// the peer refuses the stream, Read returns a *RemoteError.
+func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Stream, error) {
+	h, err := newHeader(kind, meta)
+	if err != nil {
+		return nil, err
+	}
+	if int(s.out.Add(1)) > s.cfg.MaxStreams {
+		s.out.Add(-1)
+		return nil, fmt.Errorf("opening %s stream: %w (%d open)", kind, ErrStreamLimit, s.cfg.MaxStreams)
+	}
+	raw, err := s.t.open(ctx)
+	if err != nil {
+		s.out.Add(-1)
+		if e := s.Err(); e != nil {
+			return nil, fmt.Errorf("tunnel: opening %s stream: session ended: %w", kind, e)
+		}
+		return nil, fmt.Errorf("tunnel: opening %s stream: %w", kind, err)
+	}
+	return &Stream{raw: raw, sess: s, hdr: h, opener: true, counter: &s.out}, nil
+}
+
+// AcceptStream waits for the peer to open a stream and reads its header.
+// A stream whose header is malformed is refused (the peer sees why) and
+// AcceptStream returns the *HeaderError; callers may log it and go on.
+func (s *Session) AcceptStream(ctx context.Context) (*Stream, error) {
+	raw, err := s.acceptRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.readHeader(raw)
+}
+
+func (s *Session) acceptRaw(ctx context.Context) (rawStream, error) {
+	raw, err := s.t.accept(ctx)
+	if err != nil {
+		if e := s.Err(); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("tunnel: accepting stream: %w", err)
+	}
+	return raw, nil
+}
+
+// readHeader reads the header of an accepted stream within the handshake
+// timeout and enforces this side's stream limit.
+func (s *Session) readHeader(raw rawStream) (*Stream, error) {
+	st := &Stream{raw: raw, sess: s, counter: &s.in}
+	s.in.Add(1)
+	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	h, err := ReadHeader(raw)
+	_ = raw.SetReadDeadline(time.Time{})
+	if err != nil {
+		var he *HeaderError
+		if errors.As(err, &he) {
+			_ = st.Reject(he.Error())
+		} else {
+			_ = st.Close()
+		}
+		return nil, err
+	}
+	st.hdr = h
+	if int(s.in.Load()) > s.cfg.MaxStreams {
+		_ = st.Reject(ErrStreamLimit.Error())
+		return nil, fmt.Errorf("refused %s stream from %s: %w", h.Kind, s.peerName(), ErrStreamLimit)
+	}
+	return st, nil
+}
+
+func (s *Session) peerName() string {
+	if s.peer.IsZero() {
+		return s.RemoteAddr().String()
+	}
+	return s.peer.String()
+}
+
+// Serve accepts streams until the session ends, giving each to h in its
+// own goroutine and closing it when h returns. It returns why the session
+// ended, or ctx's error.
+func (s *Session) Serve(ctx context.Context, h Handler) error {
+	for {
+		raw, err := s.acceptRaw(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		go func() {
+			st, err := s.readHeader(raw)
+			if err != nil {
+				return
+			}
+			defer st.Close()
+			h.ServeStream(ctx, st)
+		}()
+	}
+}

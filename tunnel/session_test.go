@@ -1,0 +1,359 @@
+package tunnel_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+var testID = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+
+var transports = []string{tunnel.TransportQUIC, tunnel.TransportTCP}
+
+// pair is an established client and server session on loopback.
+type pair struct {
+	client, server *tunnel.Session
+	ln             *tunnel.Listener
+	relay          *tunneltest.Relay
+}
+
+type pairOpts struct {
+	server, client tunnel.Config
+	relay          bool
+}
+
+func newPair(t *testing.T, transport string, o pairOpts) *pair {
+	t.Helper()
+	ca := tunneltest.NewCA(t)
+	sc := ca.ServerConfig(ca.Server(t))
+	sc.Config = o.server
+	ln, err := tunnel.Listen("127.0.0.1:0", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &pair{ln: ln}
+	addr := ln.Addr()
+	if o.relay {
+		p.relay = tunneltest.NewRelay(t, addr)
+		addr = p.relay.Addr
+	}
+	cc := ca.ClientConfig(ca.Client(t, testID))
+	cc.Transport, cc.Config = transport, o.client
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.client, err = tunnel.Dial(ctx, addr, cc)
+	if err != nil {
+		t.Fatalf("dial %s: %v", transport, err)
+	}
+	t.Cleanup(func() { p.client.Close() })
+	p.server, err = ln.Accept(ctx)
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	t.Cleanup(func() { p.server.Close() })
+	return p
+}
+
+// echo serves KindPing streams by copying input back until EOF.
+func echo(ctx context.Context, st *tunnel.Stream) {
+	_, _ = io.Copy(st, st)
+	_ = st.CloseWrite()
+}
+
+func serveEcho(t *testing.T, s *tunnel.Session) {
+	mux := tunnel.NewServeMux()
+	mux.HandleFunc(tunnel.KindPing, echo)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Serve(ctx, mux)
+}
+
+// roundTrip opens a ping stream on s, sends msg, half-closes and returns
+// what came back.
+func roundTrip(s *tunnel.Session, msg []byte) ([]byte, error) {
+	st, err := s.OpenStream(context.Background(), tunnel.KindPing, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	go func() {
+		_, _ = st.Write(msg)
+		_ = st.CloseWrite()
+	}()
+	return io.ReadAll(st)
+}
+
+func TestSession(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Run("both sides open streams", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				serveEcho(t, p.server)
+				serveEcho(t, p.client)
+				for name, s := range map[string]*tunnel.Session{"client": p.client, "server": p.server} {
+					got, err := roundTrip(s, []byte("hello from "+name))
+					if err != nil || string(got) != "hello from "+name {
+						t.Errorf("%s-opened stream: got %q, %v", name, got, err)
+					}
+				}
+			})
+
+			t.Run("identity transport rtt", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				if p.server.Peer() != testID {
+					t.Errorf("server sees peer %v, want %v", p.server.Peer(), testID)
+				}
+				if p.client.Welcome().Identity != testID {
+					t.Errorf("welcome says %v, want %v", p.client.Welcome().Identity, testID)
+				}
+				if p.server.PeerCertificate() == nil {
+					t.Error("server has no peer certificate")
+				}
+				for _, s := range []*tunnel.Session{p.client, p.server} {
+					if s.Transport() != tr {
+						t.Errorf("Transport() = %q, want %q", s.Transport(), tr)
+					}
+				}
+				serveEcho(t, p.server)
+				deadline := time.Now().Add(3 * time.Second)
+				for p.client.RTT() <= 0 && time.Now().Before(deadline) {
+					_, _ = roundTrip(p.client, []byte("x"))
+					time.Sleep(50 * time.Millisecond)
+				}
+				if rtt := p.client.RTT(); rtt <= 0 || rtt > time.Second {
+					t.Errorf("RTT on loopback = %v, want (0, 1s]", rtt)
+				}
+			})
+
+			t.Run("half close", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				mux := tunnel.NewServeMux()
+				mux.HandleFunc("count", func(ctx context.Context, st *tunnel.Stream) {
+					n, _ := io.Copy(io.Discard, st) // until the client's CloseWrite
+					fmt.Fprintf(st, "read %d bytes", n)
+				})
+				go p.server.Serve(context.Background(), mux)
+				st, err := p.client.OpenStream(context.Background(), "count", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				if _, err := st.Write(make([]byte, 1000)); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.CloseWrite(); err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(st)
+				if err != nil || string(got) != "read 1000 bytes" {
+					t.Fatalf("after half-close got %q, %v", got, err)
+				}
+			})
+
+			t.Run("metadata", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				type meta struct {
+					Argv []string `json:"argv"`
+				}
+				got := make(chan meta, 1)
+				mux := tunnel.NewServeMux()
+				mux.HandleFunc("meta", func(ctx context.Context, st *tunnel.Stream) {
+					var m meta
+					if err := st.DecodeMeta(&m); err != nil {
+						_ = st.Reject(err.Error())
+						return
+					}
+					got <- m
+					_, _ = st.Write([]byte("ok"))
+				})
+				go p.server.Serve(context.Background(), mux)
+				want := meta{Argv: []string{"bd", "show", "a b", "quote\"", "nl\n"}}
+				st, err := p.client.OpenStream(context.Background(), "meta", want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				if b, err := io.ReadAll(st); err != nil || string(b) != "ok" {
+					t.Fatalf("reply %q, %v", b, err)
+				}
+				if m := <-got; fmt.Sprint(m) != fmt.Sprint(want) {
+					t.Errorf("server decoded %v, want %v", m, want)
+				}
+				// Unknown fields are refused, with the reason shown to the opener.
+				st2, _ := p.client.OpenStream(context.Background(), "meta", map[string]any{"argv": []string{"x"}, "identity": "other/rig"})
+				defer st2.Close()
+				_, err = io.ReadAll(st2)
+				var re *tunnel.RemoteError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, "unknown field") {
+					t.Errorf("stream with unknown metadata field: %v, want a RemoteError about the unknown field", err)
+				}
+			})
+
+			t.Run("unknown kind refused", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				serveEcho(t, p.server)
+				st, err := p.client.OpenStream(context.Background(), "bogus", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				_, err = st.Read(make([]byte, 1))
+				var re *tunnel.RemoteError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, `unknown stream kind "bogus"`) || !strings.Contains(re.Reason, "ping") {
+					t.Fatalf("got %v, want a RemoteError naming the kind and what is served", err)
+				}
+			})
+
+			t.Run("bulk transfer intact", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				serveEcho(t, p.server)
+				data := make([]byte, 32<<20)
+				_, _ = rand.Read(data)
+				got, err := roundTrip(p.client, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sha256.Sum256(got) != sha256.Sum256(data) {
+					t.Fatalf("echoed %d bytes differ from the %d sent", len(got), len(data))
+				}
+			})
+
+			t.Run("many concurrent streams", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				serveEcho(t, p.server)
+				var wg sync.WaitGroup
+				errs := make(chan error, 200)
+				for i := range 200 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						msg := bytes.Repeat([]byte{byte(i)}, 10000+i)
+						got, err := roundTrip(p.client, msg)
+						if err == nil && !bytes.Equal(got, msg) {
+							err = fmt.Errorf("stream %d: echo differs", i)
+						}
+						if err != nil {
+							errs <- err
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Error(err)
+				}
+			})
+
+			t.Run("local stream limit", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{client: tunnel.Config{MaxStreams: 3}})
+				serveEcho(t, p.server)
+				var open []*tunnel.Stream
+				for range 3 {
+					st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					open = append(open, st)
+				}
+				if _, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil); !errors.Is(err, tunnel.ErrStreamLimit) {
+					t.Fatalf("4th stream: %v, want ErrStreamLimit", err)
+				}
+				open[0].Close()
+				st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+				if err != nil {
+					t.Fatalf("after closing one, opening failed: %v", err)
+				}
+				st.Close()
+			})
+
+			t.Run("peer stream limit", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{server: tunnel.Config{MaxStreams: 2}, client: tunnel.Config{MaxStreams: 10}})
+				hold := make(chan struct{})
+				t.Cleanup(func() { close(hold) })
+				mux := tunnel.NewServeMux()
+				mux.HandleFunc("hold", func(ctx context.Context, st *tunnel.Stream) {
+					_, _ = st.Write([]byte("k"))
+					<-hold
+				})
+				go p.server.Serve(context.Background(), mux)
+				for i := range 2 {
+					st, err := p.client.OpenStream(context.Background(), "hold", nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := st.Read(make([]byte, 1)); err != nil {
+						t.Fatalf("stream %d: %v", i, err)
+					}
+				}
+				st, err := p.client.OpenStream(context.Background(), "hold", nil)
+				if err == nil {
+					_, err = st.Read(make([]byte, 1))
+				}
+				if err == nil || !strings.Contains(err.Error(), "stream limit") {
+					t.Fatalf("3rd stream over the server's limit of 2: %v, want a stream-limit error", err)
+				}
+			})
+
+			t.Run("close ends streams", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				mux := tunnel.NewServeMux()
+				mux.HandleFunc("hold", func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() })
+				go p.server.Serve(context.Background(), mux)
+				st, err := p.client.OpenStream(context.Background(), "hold", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = st.Write([]byte("x"))
+				time.Sleep(50 * time.Millisecond)
+				p.server.CloseWithReason("test over")
+				readErr := make(chan error, 1)
+				go func() { _, err := st.Read(make([]byte, 1)); readErr <- err }()
+				select {
+				case err := <-readErr:
+					if err == nil {
+						t.Fatal("read on a closed session succeeded")
+					}
+				case <-time.After(3 * time.Second):
+					t.Fatal("stream read still blocked 3s after the session closed")
+				}
+				select {
+				case <-p.client.Done():
+				case <-time.After(3 * time.Second):
+					t.Fatal("client session not done 3s after the server closed it")
+				}
+				if p.client.Err() == nil {
+					t.Error("Err() is nil on a done session")
+				}
+			})
+
+			t.Run("dead peer noticed", func(t *testing.T) {
+				cfg := tunnel.Config{KeepAlive: 200 * time.Millisecond, IdleTimeout: time.Second}
+				p := newPair(t, tr, pairOpts{server: cfg, client: cfg, relay: true})
+				p.relay.Cut(true)
+				start := time.Now()
+				for name, s := range map[string]*tunnel.Session{"client": p.client, "server": p.server} {
+					select {
+					case <-s.Done():
+					case <-time.After(5 * time.Second):
+						t.Fatalf("%s did not notice the partition within 5s", name)
+					}
+				}
+				if d := time.Since(start); d > 3*time.Second {
+					t.Errorf("partition noticed after %v, want about the 1s idle timeout", d)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package tunnel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stream is one bidirectional channel within a Session. It supports
+// half-close: CloseWrite ends this direction while the other still reads.
+// Read and Write may be used from different goroutines.
+type Stream struct {
+	raw     rawStream
+	sess    *Session
+	hdr     Header
+	opener  bool
+	counter *atomic.Int32
+
+	// mu serialises the one-time preamble: the header (opener) or the
+	// verdict (acceptor), sent before our first bytes.
+	mu       sync.Mutex
+	sent     bool
+	sendErr  error
+	readOnce sync.Once
+	readErr  error
+	closed   atomic.Bool
+}
+
+func newHeader(kind string, meta any) (Header, error) {
+	h := Header{Kind: kind}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return Header{}, fmt.Errorf("tunnel: encoding %s stream metadata: %w", kind, err)
+		}
+		h.Meta = b
+	}
+	if _, err := h.MarshalBinary(); err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
+// Kind is the stream's kind, from its header.
+func (st *Stream) Kind() string { return st.hdr.Kind }
+
+// Header is the stream's header as the opener sent it.
+func (st *Stream) Header() Header { return st.hdr }
+
+// DecodeMeta decodes the header's metadata into v. Unknown fields are an
+// error: metadata crosses a trust boundary.
+func (st *Stream) DecodeMeta(v any) error {
+	if len(st.hdr.Meta) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(st.hdr.Meta))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("tunnel: %s stream metadata: %w", st.hdr.Kind, err)
+	}
+	return nil
+}
+
+// Session is the session the stream belongs to (for the peer's identity).
+func (st *Stream) Session() *Session { return st.sess }
+
+// preamble returns the bytes that must precede our first write.
+func (st *Stream) preamble() []byte {
+	if st.opener {
+		b, _ := st.hdr.MarshalBinary() // validated in OpenStream
+		return b
+	}
+	return []byte{statusAccepted}
+}
+
+// sendPreamble sends the preamble, prefixed to p, once. It reports how many
+// of p's bytes were written.
+func (st *Stream) sendPreamble(p []byte) (n int, done bool, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sent {
+		return 0, false, st.sendErr
+	}
+	st.sent = true
+	pre := st.preamble()
+	m, err := st.raw.Write(append(pre, p...))
+	st.sendErr = err
+	return max(m-len(pre), 0), true, err
+}
+
+// Write writes p to the peer.
+func (st *Stream) Write(p []byte) (int, error) {
+	n, done, err := st.sendPreamble(p)
+	if done || err != nil {
+		return n, err
+	}
+	return st.raw.Write(p)
+}
+
+// Read reads from the peer. On the opening side the first Read also
+// receives the peer's verdict: a *RemoteError if it refused the stream.
+func (st *Stream) Read(p []byte) (int, error) {
+	if st.opener {
+		if _, _, err := st.sendPreamble(nil); err != nil {
+			return 0, err
+		}
+		st.readOnce.Do(func() { st.readErr = readStatus(st.raw, st.hdr.Kind) })
+		if st.readErr != nil {
+			return 0, st.readErr
+		}
+	}
+	return st.raw.Read(p)
+}
+
+// CloseWrite ends our direction of the stream; the peer reads EOF while we
+// may still read.
+func (st *Stream) CloseWrite() error {
+	if _, _, err := st.sendPreamble(nil); err != nil {
+		return err
+	}
+	return st.raw.closeWrite()
+}
+
+// Close ends the stream in both directions. It is safe to call more than
+// once.
+func (st *Stream) Close() error {
+	if st.closed.Swap(true) {
+		return nil
+	}
+	st.counter.Add(-1)
+	_, _, _ = st.sendPreamble(nil)
+	return st.raw.close()
+}
+
+// Reject refuses an accepted stream with a reason the opener sees, and
+// closes it. It fails if bytes were already written.
+func (st *Stream) Reject(reason string) error {
+	if st.opener {
+		return errors.New("tunnel: Reject called on the opening side")
+	}
+	if reason == "" {
+		reason = "refused"
+	}
+	st.mu.Lock()
+	already := st.sent
+	st.sent = true
+	st.mu.Unlock()
+	if already {
+		return fmt.Errorf("tunnel: cannot reject %s stream: already accepted", st.hdr.Kind)
+	}
+	err := writeStatus(st.raw, reason)
+	if st.closed.Swap(true) {
+		return err
+	}
+	st.counter.Add(-1)
+	_ = st.raw.closeWrite()
+	return errors.Join(err, st.raw.close())
+}
+
+// SetDeadline sets the read and write deadlines.
+func (st *Stream) SetDeadline(t time.Time) error { return st.raw.SetDeadline(t) }
+
+// SetReadDeadline sets the read deadline.
+func (st *Stream) SetReadDeadline(t time.Time) error { return st.raw.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the write deadline.
+func (st *Stream) SetWriteDeadline(t time.Time) error { return st.raw.SetWriteDeadline(t) }

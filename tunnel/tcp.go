@@ -1,0 +1,198 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// tcpTransport is a Session over TLS 1.3 on TCP, multiplexed by yamux.
+// yamux's own keepalive is off: the transport pings on its own schedule so
+// that it can also report the round-trip time.
+type tcpTransport struct {
+	conn  *tls.Conn
+	ys    *yamux.Session
+	rttNs atomic.Int64
+
+	mu    sync.Mutex
+	cause error
+}
+
+func newTCPTransport(conn *tls.Conn, ys *yamux.Session, cfg Config) *tcpTransport {
+	t := &tcpTransport{conn: conn, ys: ys}
+	go t.pinger(cfg.KeepAlive, cfg.IdleTimeout)
+	return t
+}
+
+func (t *tcpTransport) pinger(every, idle time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		rtt, err := t.ys.Ping()
+		if err != nil {
+			t.setCause(fmt.Errorf("tunnel: peer did not answer a ping within %v: %w", idle, err))
+			_ = t.ys.Close()
+			return
+		}
+		t.rttNs.Store(int64(rtt))
+		select {
+		case <-t.ys.CloseChan():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *tcpTransport) setCause(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cause == nil {
+		t.cause = err
+	}
+}
+
+func (t *tcpTransport) open(ctx context.Context) (rawStream, error) {
+	s, err := t.ys.OpenStream()
+	if err != nil {
+		return nil, err
+	}
+	return yamuxStream{s}, nil
+}
+
+func (t *tcpTransport) accept(ctx context.Context) (rawStream, error) {
+	s, err := t.ys.AcceptStreamWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return yamuxStream{s}, nil
+}
+
+func (t *tcpTransport) close(reason string) error {
+	t.setCause(fmt.Errorf("tunnel: session closed: %s", reason))
+	return t.ys.Close()
+}
+
+func (t *tcpTransport) done() <-chan struct{} { return t.ys.CloseChan() }
+
+func (t *tcpTransport) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cause != nil {
+		return t.cause
+	}
+	return errors.New("tunnel: tcp session ended")
+}
+
+func (t *tcpTransport) rtt() time.Duration   { return time.Duration(t.rttNs.Load()) }
+func (t *tcpTransport) localAddr() net.Addr  { return t.conn.LocalAddr() }
+func (t *tcpTransport) remoteAddr() net.Addr { return t.conn.RemoteAddr() }
+func (t *tcpTransport) name() string         { return TransportTCP }
+
+// yamuxStream adapts a yamux stream, whose Close is already a half-close.
+// A full close cannot abort the peer's direction on yamux; the stream is
+// reclaimed when the peer closes too, or after yamux's close timeout.
+type yamuxStream struct{ *yamux.Stream }
+
+func (s yamuxStream) closeWrite() error { return s.Stream.Close() }
+func (s yamuxStream) close() error      { return s.Stream.Close() }
+
+// dialTCP establishes a TLS+yamux session and waits for the welcome.
+func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config) (*Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
+	defer cancel()
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcp connect to %s: %w", addr, err)
+	}
+	setKeepAlive(raw, cfg.KeepAlive)
+	conn := tls.Client(raw, tlsConf)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
+	}
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetReadDeadline(deadline)
+	wel, err := readWelcome(conn)
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("tcp session with %s: waiting for welcome: %w", addr, err)
+	}
+	ys, err := yamux.Client(conn, cfg.yamux())
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("tcp session with %s: starting yamux: %w", addr, err)
+	}
+	s := newSession(newTCPTransport(conn, ys, cfg), cfg)
+	s.welcome = wel
+	return s, nil
+}
+
+func setKeepAlive(c net.Conn, every time.Duration) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: every, Interval: every, Count: 5})
+	}
+}
+
+// serveTCP accepts TCP connections until ln closes. Each handshake runs in
+// its own goroutine, bounded by the handshake timeout, so a slow or hostile
+// client cannot hold up others.
+func (l *Listener) serveTCP(ln net.Listener) {
+	conf := l.sc.tcpTLS(l.log)
+	for {
+		raw, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		go l.handshakeTCP(raw, conf)
+	}
+}
+
+func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config) {
+	setKeepAlive(raw, l.cfg.KeepAlive)
+	conn := tls.Server(raw, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := conn.HandshakeContext(ctx); err != nil {
+		l.log.Debug("tunnel: handshake failed", "transport", TransportTCP, "remote", raw.RemoteAddr(), "err", err)
+		_ = raw.Close()
+		return
+	}
+	cs := conn.ConnectionState()
+	if cs.NegotiatedProtocol == JoinALPN {
+		l.sc.Join(conn)
+		return
+	}
+	id, err := l.sc.authorize(cs)
+	if err == nil {
+		_ = conn.SetWriteDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
+		err = writeWelcome(conn, Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
+		_ = conn.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		l.log.Warn("tunnel: dropping connection after handshake", "transport", TransportTCP, "remote", raw.RemoteAddr(), "err", err)
+		_ = conn.Close()
+		return
+	}
+	ys, err := yamux.Server(conn, l.cfg.yamux())
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	s := newSession(newTCPTransport(conn, ys, l.cfg), l.cfg)
+	s.peer, s.cert = id, cs.PeerCertificates[0]
+	l.deliver(s)
+}
