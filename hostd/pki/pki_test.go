@@ -1,0 +1,332 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+
+func newCA(t *testing.T) *CA {
+	t.Helper()
+	ca, created, err := Init(filepath.Join(t.TempDir(), "ca"), "")
+	if err != nil || !created {
+		t.Fatalf("Init: %v (created %v)", err, created)
+	}
+	return ca
+}
+
+func TestInitCreatesAndReuses(t *testing.T) {
+	ca := newCA(t)
+	st, err := os.Stat(filepath.Join(ca.Dir, KeyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	if st, _ := os.Stat(ca.Dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("CA directory mode %v, want 0700", st.Mode().Perm())
+	}
+	again, created, err := Init(ca.Dir, "")
+	if err != nil || created {
+		t.Fatalf("second Init: created=%v err=%v; want reuse", created, err)
+	}
+	if !again.Cert.Equal(ca.Cert) {
+		t.Error("second Init made a different CA")
+	}
+}
+
+// TestOpenExistingRSA reuses a CA in the form openssl writes (PKCS#1 RSA),
+// as a town whose Gas Town proxy already made one would have.
+func TestOpenExistingRSA(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	tmpl := &x509.Certificate{SerialNumber: randomSerial(), Subject: pkix.Name{CommonName: "gt proxy CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(1, 0, 0), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	_ = os.WriteFile(filepath.Join(dir, CertFile), pemBlock("CERTIFICATE", der), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, KeyFile), pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key)), 0o600)
+	ca, created, err := Init(dir, "")
+	if err != nil || created {
+		t.Fatalf("Init over an existing RSA CA: created=%v err=%v", created, err)
+	}
+	if _, _, err := ca.NewClientKeyPair(furiosa, time.Hour); err != nil {
+		t.Fatalf("issuing from the reused CA: %v", err)
+	}
+}
+
+func TestOpenRefusesBadCA(t *testing.T) {
+	good := newCA(t)
+	other := newCA(t)
+	certPEM, _ := os.ReadFile(filepath.Join(good.Dir, CertFile))
+	keyPEM, _ := os.ReadFile(filepath.Join(good.Dir, KeyFile))
+	otherKey, _ := os.ReadFile(filepath.Join(other.Dir, KeyFile))
+	leafPEM, _, _ := good.NewClientKeyPair(furiosa, time.Hour)
+	cases := []struct {
+		name       string
+		cert, key  []byte
+		keyMode    os.FileMode
+		wantSubstr string
+	}{
+		{"key readable by others", certPEM, keyPEM, 0o644, "chmod 600"},
+		{"key of another CA", certPEM, otherKey, 0o600, "does not match"},
+		{"garbage certificate", []byte("not pem"), keyPEM, 0o600, "no PEM CERTIFICATE"},
+		{"garbage key", certPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600, "parsing PRIVATE KEY"},
+		{"encrypted key", certPEM, []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"), 0o600, "encrypted"},
+		{"leaf as CA", leafPEM, keyPEM, 0o600, "not a CA"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_ = os.WriteFile(filepath.Join(dir, CertFile), c.cert, 0o644)
+			_ = os.WriteFile(filepath.Join(dir, KeyFile), c.key, c.keyMode)
+			_ = os.Chmod(filepath.Join(dir, KeyFile), c.keyMode)
+			_, err := Open(dir, "")
+			if err == nil || !strings.Contains(err.Error(), c.wantSubstr) {
+				t.Fatalf("got %v, want error containing %q", err, c.wantSubstr)
+			}
+			if _, _, err := Init(dir, ""); err == nil {
+				t.Fatal("Init replaced or accepted a broken CA")
+			}
+		})
+	}
+	if _, _, err := Init(func() string { d := t.TempDir(); _ = os.WriteFile(filepath.Join(d, KeyFile), keyPEM, 0o600); return d }(), ""); err == nil || !strings.Contains(err.Error(), "exists but") {
+		t.Errorf("Init with a key but no certificate: %v", err)
+	}
+}
+
+func TestIssueClient(t *testing.T) {
+	ca := newCA(t)
+	certPEM, keyPEM, err := ca.NewClientKeyPair(furiosa, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := ParseCertPEM(certPEM)
+	if _, err := ParseKeyPEM(keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "gt-gastown-furiosa" {
+		t.Errorf("CN %q", cert.Subject.CommonName)
+	}
+	if id, err := tunnel.IdentityFromCert(cert, tunnel.DefaultTrustDomain); err != nil || id != furiosa {
+		t.Errorf("identity %v, %v", id, err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("client cert does not verify for client auth: %v", err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("client cert verifies for server auth")
+	}
+	if d := cert.NotAfter.Sub(time.Now()); d < 23*time.Hour || d > 25*time.Hour {
+		t.Errorf("lifetime %v, want 24h", d)
+	}
+	recs, _ := ca.Records()
+	if len(recs) != 1 || recs[0].Serial != SerialOf(cert) || recs[0].Source != SourceIssue {
+		t.Errorf("records %+v", recs)
+	}
+
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, c := range []struct {
+		id  tunnel.Identity
+		ttl time.Duration
+	}{
+		{tunnel.Identity{Rig: "gastown", Name: "furi-osa"}, time.Hour},
+		{tunnel.Identity{Rig: "gas/town", Name: "x"}, time.Hour},
+		{tunnel.Identity{Rig: "", Name: "x"}, time.Hour},
+		{tunnel.Identity{Rig: "r", Name: "x\n"}, time.Hour},
+		{tunnel.Identity{Rig: "r", Name: "../../x"}, time.Hour},
+		{furiosa, 0},
+		{furiosa, -time.Hour},
+		{furiosa, MaxTTL + time.Hour},
+		{furiosa, 20 * 365 * 24 * time.Hour},
+	} {
+		if _, err := ca.IssueClient(c.id, key.Public(), c.ttl, SourceIssue); err == nil {
+			t.Errorf("issued for %q ttl %v", c.id, c.ttl)
+		}
+	}
+	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	if _, err := ca.IssueClient(furiosa, small.Public(), time.Hour, SourceIssue); err == nil {
+		t.Error("issued for a 1024-bit RSA key")
+	}
+}
+
+func TestSignCSR(t *testing.T) {
+	ca := newCA(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	evil, _ := url.Parse("spiffe://gastown.local/rig/gastown/polecat/nux")
+	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "gt-gastown-nux"}, URIs: []*url.URL{evil}, DNSNames: []string{"hostd"}}, key)
+	cert, err := ca.SignCSR(furiosa, csrDER, time.Hour, SourceRenew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := tunnel.IdentityFromCert(cert, tunnel.DefaultTrustDomain); id != furiosa || len(cert.DNSNames) != 0 || cert.Subject.CommonName != "gt-gastown-furiosa" {
+		t.Errorf("CSR contents leaked into the certificate: id %v, DNS %v, CN %q", id, cert.DNSNames, cert.Subject.CommonName)
+	}
+	if !publicKeysEqual(cert.PublicKey, key.Public()) {
+		t.Error("certificate is not for the CSR's key")
+	}
+	tampered := append([]byte(nil), csrDER...)
+	tampered[len(tampered)-5] ^= 0xff
+	for name, b := range map[string][]byte{"garbage": []byte("xyz"), "empty": nil, "bad signature": tampered} {
+		if _, err := ca.SignCSR(furiosa, b, time.Hour, SourceRenew); err == nil {
+			t.Errorf("%s CSR signed", name)
+		}
+	}
+}
+
+func TestRevoke(t *testing.T) {
+	ca := newCA(t)
+	c1, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
+	c2, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
+	nux, _, _ := ca.NewClientKeyPair(tunnel.Identity{Rig: "gastown", Name: "nux"}, time.Hour)
+	cert1, _ := ParseCertPEM(c1)
+	cert2, _ := ParseCertPEM(c2)
+	nuxCert, _ := ParseCertPEM(nux)
+
+	got, err := ca.Revoke("0x" + strings.ToUpper(SerialOf(nuxCert)))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("revoke by serial: %v %v", got, err)
+	}
+	got, err = ca.Revoke("gastown/furiosa")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("revoke by name: %d records, %v; want 2", len(got), err)
+	}
+	reopened, err := Open(ca.Dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := reopened.RevokedSerials()
+	for _, c := range []*x509.Certificate{cert1, cert2, nuxCert} {
+		if !set[SerialOf(c)] {
+			t.Errorf("serial %s not revoked after reopening", SerialOf(c))
+		}
+	}
+	for _, target := range []string{"", "gastown/other", "zz", "gastown/fu-riosa", "../x/y", "123abc", "gastown/furiosa/x"} {
+		if _, err := ca.Revoke(target); err == nil {
+			t.Errorf("Revoke(%q) succeeded", target)
+		}
+	}
+	recs, _ := ca.Records()
+	for _, r := range recs {
+		if r.Status(time.Now()) != "revoked" {
+			t.Errorf("record %s status %s", r.Serial, r.Status(time.Now()))
+		}
+	}
+}
+
+func TestJoinTokens(t *testing.T) {
+	ca := newCA(t)
+	tok, err := ca.CreateToken(furiosa, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.RedeemToken(tok, furiosa); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := ca.RedeemToken(tok, furiosa); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("second use: %v", err)
+	}
+
+	other, _ := ca.CreateToken(furiosa, time.Minute)
+	if err := ca.RedeemToken(other, tunnel.Identity{Rig: "gastown", Name: "nux"}); err == nil || !strings.Contains(err.Error(), "not gastown/nux") {
+		t.Fatalf("token for another name: %v", err)
+	}
+	if err := ca.RedeemToken(other, furiosa); err == nil {
+		t.Fatal("a token presented for the wrong name stayed usable")
+	}
+
+	expiring, _ := ca.CreateToken(furiosa, time.Minute)
+	ca.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if err := ca.RedeemToken(expiring, furiosa); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired token: %v", err)
+	}
+	ca.now = time.Now
+
+	fresh, _ := ca.CreateToken(furiosa, time.Minute)
+	parts := strings.Split(fresh, ".")
+	foreign := newCA(t)
+	hostile := []string{
+		"", "gtj1", "gtj1...", "gtj2." + strings.Join(parts[1:], "."),
+		strings.Join(append(parts[:2], "AAAAAAAAAAAAAAAAAAAAAA", parts[3]), "."),
+		strings.Join(append(parts[:3], "AAAA"), "."),
+		strings.Join(append(parts[:3], strings.Split(mustToken(t, foreign), ".")[3]), "."),
+		fresh + ".extra", strings.Replace(fresh, ".", "..", 1), fresh[:len(fresh)-2] + "\x00\n",
+	}
+	for _, h := range hostile {
+		if err := ca.RedeemToken(h, furiosa); err == nil {
+			t.Errorf("hostile token %q redeemed", h)
+		}
+	}
+	if err := ca.RedeemToken(fresh, furiosa); err != nil {
+		t.Errorf("untouched token after hostile attempts: %v", err)
+	}
+	for _, ttl := range []time.Duration{0, -time.Second, 8 * 24 * time.Hour} {
+		if _, err := ca.CreateToken(furiosa, ttl); err == nil {
+			t.Errorf("token with ttl %v created", ttl)
+		}
+	}
+}
+
+func mustToken(t *testing.T, ca *CA) string {
+	tok, err := ca.CreateToken(furiosa, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestServerCert(t *testing.T) {
+	ca := newCA(t)
+	c, err := ca.ServerCert([]string{"localhost", "host.docker.internal"}, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := x509.VerifyOptions{Roots: ca.Pool(), DNSName: "host.docker.internal"}
+	if _, err := c.Leaf.Verify(opts); err != nil {
+		t.Errorf("server cert: %v", err)
+	}
+	opts.KeyUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if _, err := c.Leaf.Verify(opts); err == nil {
+		t.Error("server cert verifies as a client certificate")
+	}
+}
+
+// FuzzParseJoinToken: no token string panics the parser, and what it
+// accepts has the advertised shape.
+func FuzzParseJoinToken(f *testing.F) {
+	f.Add("gtj1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("gtj1...")
+	f.Fuzz(func(t *testing.T, s string) {
+		jt, err := ParseJoinToken(s)
+		if err == nil && len(jt.CAFingerprint) != 32 {
+			t.Fatalf("accepted fingerprint of %d bytes", len(jt.CAFingerprint))
+		}
+	})
+}
+
+// FuzzParseKeyPEM: arbitrary bytes as a key or certificate file never
+// panic, and what parses is usable.
+func FuzzParseKeyPEM(f *testing.F) {
+	f.Add([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if k, err := ParseKeyPEM(b); err == nil && k.Public() == nil {
+			t.Fatal("parsed a key with no public half")
+		}
+		if c, err := ParseCertPEM(b); err == nil && c.Raw == nil {
+			t.Fatal("parsed a certificate with no DER")
+		}
+	})
+}

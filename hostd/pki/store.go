@@ -1,0 +1,176 @@
+package pki
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// How a certificate came to be issued.
+const (
+	SourceIssue = "issue" // hostd cert issue
+	SourceJoin  = "join"  // redeemed join token
+	SourceRenew = "renew" // renewed over the tunnel
+)
+
+// Record is what hostd remembers of an issued certificate.
+type Record struct {
+	Serial    string          `json:"serial"`
+	Identity  tunnel.Identity `json:"identity"`
+	NotBefore time.Time       `json:"not_before"`
+	NotAfter  time.Time       `json:"not_after"`
+	Source    string          `json:"source"`
+	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
+}
+
+// Status is a record's state at t: revoked, expired, expiring (within a
+// quarter of its lifetime or an hour, whichever is less) or valid.
+func (r Record) Status(t time.Time) string {
+	switch {
+	case r.RevokedAt != nil:
+		return "revoked"
+	case !t.Before(r.NotAfter):
+		return "expired"
+	case r.NotAfter.Sub(t) < min(r.NotAfter.Sub(r.NotBefore)/4, time.Hour):
+		return "expiring"
+	default:
+		return "valid"
+	}
+}
+
+// keepExpired is how long expired records stay listed before pruning.
+const keepExpired = 7 * 24 * time.Hour
+
+// withLock runs f holding an exclusive lock on the CA directory, so that
+// the CLI and the daemon can both update the records safely.
+func (ca *CA) withLock(f func() error) error {
+	lf, err := os.OpenFile(filepath.Join(ca.Dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening CA lock: %w", err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking CA directory: %w", err)
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	return f()
+}
+
+// loadJSON reads a JSON file into v; a missing file leaves v as it is.
+func loadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s is corrupt (%v); move it away to start afresh", path, err)
+	}
+	return nil
+}
+
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteAtomic(path, append(b, '\n'), 0o600)
+}
+
+// updateRecords applies f to the records under the lock and saves them.
+func (ca *CA) updateRecords(f func([]Record) ([]Record, error)) error {
+	return ca.withLock(func() error {
+		path := filepath.Join(ca.Dir, recordFile)
+		var recs []Record
+		if err := loadJSON(path, &recs); err != nil {
+			return err
+		}
+		recs, err := f(recs)
+		if err != nil {
+			return err
+		}
+		return saveJSON(path, recs)
+	})
+}
+
+func (ca *CA) record(r Record) error {
+	now := ca.now()
+	return ca.updateRecords(func(recs []Record) ([]Record, error) {
+		recs = slices.DeleteFunc(recs, func(x Record) bool { return now.Sub(x.NotAfter) > keepExpired })
+		return append(recs, r), nil
+	})
+}
+
+// Records lists every remembered certificate, oldest first.
+func (ca *CA) Records() ([]Record, error) {
+	var recs []Record
+	err := ca.withLock(func() error { return loadJSON(filepath.Join(ca.Dir, recordFile), &recs) })
+	return recs, err
+}
+
+// Revoke revokes by "rig/name" (every unexpired certificate of that
+// polecat) or by serial (hex). It returns the records it revoked; revoking
+// what is already revoked is not an error.
+func (ca *CA) Revoke(target string) ([]Record, error) {
+	var byID *tunnel.Identity
+	if strings.Contains(target, "/") {
+		id, err := tunnel.ParseIdentity(target)
+		if err != nil {
+			return nil, err
+		}
+		byID = &id
+	} else {
+		target = strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(target, "0x"), "0X"))
+		if target == "" || strings.Trim(target, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("%q is neither <rig>/<name> nor a hex serial", target)
+		}
+		target = strings.TrimLeft(target, "0")
+	}
+	now := ca.now()
+	var revoked []Record
+	err := ca.updateRecords(func(recs []Record) ([]Record, error) {
+		for i := range recs {
+			r := &recs[i]
+			match := (byID != nil && r.Identity == *byID && now.Before(r.NotAfter)) || (byID == nil && r.Serial == target)
+			if !match {
+				continue
+			}
+			if r.RevokedAt == nil {
+				t := now
+				r.RevokedAt = &t
+			}
+			revoked = append(revoked, *r)
+		}
+		if len(revoked) == 0 {
+			return nil, fmt.Errorf("no certificate matches %q (see 'hostd cert list')", target)
+		}
+		return recs, nil
+	})
+	return revoked, err
+}
+
+// RevokedSerials is the set of revoked serials.
+func (ca *CA) RevokedSerials() (map[string]bool, error) {
+	recs, err := ca.Records()
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, r := range recs {
+		if r.RevokedAt != nil {
+			set[r.Serial] = true
+		}
+	}
+	return set, nil
+}
