@@ -157,3 +157,56 @@ func FuzzReadStatus(f *testing.F) {
 		}
 	})
 }
+
+func TestParseJoinToken(t *testing.T) {
+	good := JoinToken{ID: "AAAAAAAAAAAAAAAAAAAAAA", Secret: "BBBBBBBBBBBBBBBBBBBBBB", CAFingerprint: bytes.Repeat([]byte{7}, 32)}
+	got, err := ParseJoinToken(" " + good.String() + "\n")
+	if err != nil || got.ID != good.ID || got.Secret != good.Secret || !bytes.Equal(got.CAFingerprint, good.CAFingerprint) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	s := good.String()
+	for _, bad := range []string{"", "gtj1", "gtj1...", "gtj2" + s[4:], s + ".x", s[:len(s)-2], strings.Replace(s, "AAAA", "AA", 1),
+		strings.Replace(s, "BBBB", "B=BB", 1), strings.Replace(s, ".", ". ", 1), "gtj1.\x00.\x00.\x00"} {
+		if _, err := ParseJoinToken(bad); err == nil {
+			t.Errorf("ParseJoinToken(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzParseJoinToken: what parses re-formats to the same token.
+func FuzzParseJoinToken(f *testing.F) {
+	f.Add("gtj1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("gtj1...")
+	f.Fuzz(func(t *testing.T, s string) {
+		jt, err := ParseJoinToken(s)
+		if err != nil {
+			return
+		}
+		if len(jt.CAFingerprint) != 32 {
+			t.Fatalf("accepted fingerprint of %d bytes", len(jt.CAFingerprint))
+		}
+		if again, err := ParseJoinToken(jt.String()); err != nil || again.String() != jt.String() {
+			t.Fatalf("re-formatted token does not parse back: %v", err)
+		}
+	})
+}
+
+func TestJoinMessageHostile(t *testing.T) {
+	for name, wire := range map[string]string{
+		"empty":         "",
+		"no newline":    `{"token":"x"}`,
+		"unknown field": `{"token":"x","admin":true}` + "\n",
+		"not json":      "hello\n",
+		"bad identity":  `{"identity":"../../etc"}` + "\n",
+		"too long":      `{"token":"` + strings.Repeat("x", maxJoinMessage) + `"}` + "\n",
+	} {
+		var req JoinRequest
+		if err := ReadJoinMessage(strings.NewReader(wire), &req); err == nil {
+			t.Errorf("%s: join message accepted", name)
+		}
+	}
+	var req JoinRequest
+	if err := ReadJoinMessage(strings.NewReader(`{"token":"t","identity":"gastown/furiosa","csr":"AAEC"}`+"\nrest"), &req); err != nil || req.Identity.Name != "furiosa" || len(req.CSR) != 3 {
+		t.Errorf("valid join message: %+v, %v", req, err)
+	}
+}

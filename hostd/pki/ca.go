@@ -46,7 +46,8 @@ const (
 	// MinTTL is the shortest (renewal needs room to happen).
 	MinTTL = 5 * time.Second
 	// clockSkew backdates NotBefore so a container whose clock runs a
-	// little behind still accepts a fresh certificate.
+	// little behind still accepts a fresh certificate (a tenth of a short
+	// lifetime at most, so short-lived certificates stay short).
 	clockSkew = time.Minute
 )
 
@@ -186,7 +187,7 @@ func (ca *CA) IssueClient(id tunnel.Identity, pub crypto.PublicKey, ttl time.Dur
 		SerialNumber: randomSerial(),
 		Subject:      pkix.Name{CommonName: id.CommonName()},
 		URIs:         []*url.URL{id.URI(ca.TrustDomain)},
-		NotBefore:    now.Add(-clockSkew),
+		NotBefore:    now.Add(-min(clockSkew, ttl/10)),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

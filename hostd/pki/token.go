@@ -10,14 +10,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
-
-// tokenPrefix marks a join token and its format version.
-const tokenPrefix = "gtj1"
 
 // DefaultTokenTTL is how long a join token stays redeemable by default.
 const DefaultTokenTTL = 15 * time.Minute
@@ -29,32 +25,6 @@ type token struct {
 	Identity   tunnel.Identity `json:"identity"`
 	Expires    time.Time       `json:"expires"`
 	UsedAt     *time.Time      `json:"used_at,omitempty"`
-}
-
-// JoinToken is a parsed join token: gtj1.<id>.<secret>.<ca-fingerprint>.
-// The CA fingerprint lets a fresh container verify hostd before it has the
-// CA certificate.
-type JoinToken struct {
-	ID, Secret    string
-	CAFingerprint []byte
-}
-
-// ParseJoinToken parses a token string without consulting any store.
-func ParseJoinToken(s string) (JoinToken, error) {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) != 4 || parts[0] != tokenPrefix {
-		return JoinToken{}, errors.New("join token is malformed: want gtj1.<id>.<secret>.<ca-sha256> as printed by 'hostd token create'")
-	}
-	fp, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if err != nil || len(fp) != sha256.Size {
-		return JoinToken{}, errors.New("join token is malformed: bad CA fingerprint")
-	}
-	for _, p := range parts[1:3] {
-		if b, err := base64.RawURLEncoding.DecodeString(p); err != nil || len(b) != 16 {
-			return JoinToken{}, errors.New("join token is malformed: bad id or secret")
-		}
-	}
-	return JoinToken{ID: parts[1], Secret: parts[2], CAFingerprint: fp}, nil
 }
 
 // Fingerprint is the SHA-256 of the CA certificate, as join tokens carry it.
@@ -80,14 +50,14 @@ func (ca *CA) CreateToken(id tunnel.Identity, ttl time.Duration) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("saving join token: %w", err)
 	}
-	return strings.Join([]string{tokenPrefix, t.ID, enc(secret), enc(ca.Fingerprint())}, "."), nil
+	return tunnel.JoinToken{ID: t.ID, Secret: enc(secret), CAFingerprint: ca.Fingerprint()}.String(), nil
 }
 
 // RedeemToken spends a join token for id: it must exist, be unused,
 // unexpired, carry the right secret and be bound to id. Whatever the
 // outcome, a token presented with the right secret cannot be used again.
 func (ca *CA) RedeemToken(s string, id tunnel.Identity) error {
-	jt, err := ParseJoinToken(s)
+	jt, err := tunnel.ParseJoinToken(s)
 	if err != nil {
 		return err
 	}

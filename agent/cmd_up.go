@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+func upCmd(v *viper.Viper) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Connect to hostd and keep the tunnel up",
+		Long: `Connect to hostd and keep the tunnel up until stopped (SIGINT/SIGTERM).
+
+The first connection must succeed within --connect-timeout; after that a lost
+tunnel is retried for ever with exponential backoff and jitter (100ms up to
+10s). A certificate hostd refuses (expired, revoked, another CA) ends the
+agent with an error, since retrying cannot fix it. The certificate is renewed
+over the tunnel two thirds into its lifetime, with a key made here.
+
+A fresh container with no certificate can join with a one-time token:
+  gt-agent up --join <token from 'hostd token create'> --identity <rig>/<name>
+The key is made here; the certificate, key and CA are written to the
+--cert/--key/--ca paths (default under --state-dir).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd.Context(), v) },
+	}
+	f := cmd.Flags()
+	def := tunnel.DefaultConfig()
+	f.String("url", "", "hostd URL, https://<host>:9876 (env GT_PROXY_URL)")
+	f.String("cert", "", "client certificate (env GT_PROXY_CERT; default <state-dir>/client.crt)")
+	f.String("key", "", "client key (env GT_PROXY_KEY; default <state-dir>/client.key)")
+	f.String("ca", "", "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)")
+	f.String("state-dir", "/run/gt-agent", "directory for default credential paths")
+	f.String("join", "", "one-time join token, used when there is no valid certificate yet")
+	f.String("identity", "", "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)")
+	f.String("transport", tunnel.TransportAuto, "auto (QUIC, falling back to TCP), quic or tcp")
+	f.Duration("connect-timeout", 0, "give up if hostd cannot be reached at start for this long (default 30s)")
+	f.Duration("quic-probe", 0, "while on TCP, try QUIC again this often (default 30s)")
+	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
+	f.Duration("idle-timeout", def.IdleTimeout, "reconnect after this long without hearing from hostd")
+	return cmd
+}
+
+func runUp(ctx context.Context, v *viper.Viper) error {
+	addr, serverName, err := parseProxyURL(v.GetString("url"))
+	if err != nil {
+		return err
+	}
+	state := v.GetString("state-dir")
+	paths := creds.Paths{
+		Cert: orDefault(v.GetString("cert"), filepath.Join(state, "client.crt")),
+		Key:  orDefault(v.GetString("key"), filepath.Join(state, "client.key")),
+		CA:   orDefault(v.GetString("ca"), filepath.Join(state, "ca.crt")),
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	store, err := creds.Load(paths)
+	if token := v.GetString("join"); err != nil && token != "" {
+		id, idErr := joinIdentity(v.GetString("identity"))
+		if idErr != nil {
+			return idErr
+		}
+		slog.Info("no usable certificate; joining with token", "identity", id, "addr", addr, "because", err)
+		store, err = creds.Join(ctx, addr, serverName, paths, token, id)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		slog.Info("joined; certificate saved", "cert", paths.Cert, "not_after", store.Leaf().NotAfter)
+	} else if err == nil && token != "" {
+		slog.Info("already have a valid certificate; --join not needed", "cert", paths.Cert)
+	}
+	if err != nil {
+		return err
+	}
+
+	sup := supervisor.New(supervisor.Config{
+		Addr:           addr,
+		ServerName:     serverName,
+		Creds:          store,
+		Transport:      v.GetString("transport"),
+		ConnectTimeout: v.GetDuration("connect-timeout"),
+		ProbeInterval:  v.GetDuration("quic-probe"),
+		Tunnel:         tunnel.Config{KeepAlive: v.GetDuration("keepalive"), IdleTimeout: v.GetDuration("idle-timeout")},
+		Logger:         slog.Default(),
+	})
+	err = sup.Run(ctx)
+	var fatal *supervisor.FatalError
+	if errors.As(err, &fatal) {
+		return fatal
+	}
+	return err
+}
+
+// parseProxyURL turns GT_PROXY_URL (https://<host>[:port]) into a dial
+// address and the server name to verify.
+func parseProxyURL(raw string) (addr, serverName string, err error) {
+	if raw == "" {
+		return "", "", errors.New("no hostd URL: set GT_PROXY_URL or --url (https://<host>:9876)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return "", "", fmt.Errorf("hostd URL %q: want https://<host>[:port]", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		port = strconv.Itoa(tunnel.DefaultPort)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", fmt.Errorf("hostd URL %q: bad port", raw)
+	}
+	return net.JoinHostPort(u.Hostname(), port), u.Hostname(), nil
+}
+
+func joinIdentity(flag string) (tunnel.Identity, error) {
+	if flag == "" {
+		rig, name := os.Getenv("GT_RIG"), os.Getenv("GT_POLECAT")
+		if rig == "" || name == "" {
+			return tunnel.Identity{}, errors.New("joining needs --identity <rig>/<name> (or GT_RIG and GT_POLECAT)")
+		}
+		flag = rig + "/" + name
+	}
+	return tunnel.ParseIdentity(flag)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

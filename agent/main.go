@@ -1,0 +1,84 @@
+// Command gt-agent runs inside every polecat container. 'gt-agent up' holds
+// the one mTLS tunnel to hostd (QUIC, or TLS+yamux over TCP when UDP is
+// blocked) and carries the polecat's traffic to the host over it. Run
+// 'gt-agent --help'.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "gt-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	v := viper.New()
+	root := &cobra.Command{
+		Use:   "gt-agent",
+		Short: "The in-container side of polecat-sidecar: one tunnel to hostd for everything",
+		Long: `gt-agent runs in a polecat container and holds one mutually authenticated
+tunnel to hostd on the operator's machine: QUIC, or TLS+yamux over TCP when
+UDP is blocked (it moves back to QUIC when it can).
+
+It reads the settings Gas Town's proxy client uses: GT_PROXY_URL
+(https://<host>:9876), GT_PROXY_CERT, GT_PROXY_KEY and GT_PROXY_CA; flags
+and a YAML config file (--config) can set the same.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	pf := root.PersistentFlags()
+	pf.String("config", "", "YAML config file with any of the flags' keys (url, cert, key, ca, ...)")
+	pf.String("log-level", "info", "log level: debug, info, warn, error")
+	pf.String("log-format", "text", "log format: text or json")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return loadConfig(v, cmd)
+	}
+	root.AddCommand(upCmd(v))
+	return root
+}
+
+// loadConfig binds flags, Gas Town's environment names and the config
+// file, in that order of precedence.
+func loadConfig(v *viper.Viper, cmd *cobra.Command) error {
+	_ = v.BindPFlags(cmd.Flags())
+	for k, env := range map[string]string{"url": "GT_PROXY_URL", "cert": "GT_PROXY_CERT", "key": "GT_PROXY_KEY", "ca": "GT_PROXY_CA"} {
+		_ = v.BindEnv(k, env)
+	}
+	v.SetEnvPrefix("GT_AGENT")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	if f := v.GetString("config"); f != "" {
+		v.SetConfigFile(f)
+		if err := v.ReadInConfig(); err != nil {
+			return fmt.Errorf("reading config %s: %w", f, err)
+		}
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch f := v.GetString("log-format"); f {
+	case "text":
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+	case "json":
+		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", f)
+	}
+	return nil
+}

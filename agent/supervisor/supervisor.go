@@ -1,0 +1,265 @@
+// Package supervisor owns gt-agent's tunnel: it connects, reconnects with
+// exponential backoff and jitter when the tunnel is lost, returns from the
+// TCP fallback to QUIC when UDP works again, and renews the certificate
+// before it expires. Services ask it for the current session.
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Config configures a Supervisor.
+type Config struct {
+	// Addr is hostd's host:port.
+	Addr string
+	// ServerName is the name hostd's certificate must carry.
+	ServerName string
+	// Creds are the agent's certificate, key and CA.
+	Creds *creds.Store
+	// Transport is tunnel.TransportAuto (default), TransportQUIC or
+	// TransportTCP.
+	Transport string
+	// Tunnel tunes the session.
+	Tunnel tunnel.Config
+	// MinBackoff and MaxBackoff bound the wait between reconnection
+	// attempts (defaults 100ms and 10s); each wait is jittered.
+	MinBackoff, MaxBackoff time.Duration
+	// ConnectTimeout bounds the first connection: if hostd cannot be
+	// reached for this long at start, Run fails (default 30s). Once
+	// connected, the agent retries for ever.
+	ConnectTimeout time.Duration
+	// ProbeInterval is how often, while on TCP in auto mode, QUIC is tried
+	// again (default 30s).
+	ProbeInterval time.Duration
+	// Handler serves streams hostd opens (nudges, sync); nil refuses them.
+	Handler tunnel.Handler
+	// Logger receives state changes.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Transport == "" {
+		c.Transport = tunnel.TransportAuto
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 10 * time.Second
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 30 * time.Second
+	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = 30 * time.Second
+	}
+	if c.Handler == nil {
+		c.Handler = tunnel.NewServeMux()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Supervisor keeps one tunnel up.
+type Supervisor struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	current *tunnel.Session
+	changed chan struct{} // closed and replaced whenever current changes
+}
+
+// New returns a Supervisor; Run starts it.
+func New(cfg Config) *Supervisor {
+	cfg.defaults()
+	return &Supervisor{cfg: cfg, log: cfg.Logger, changed: make(chan struct{})}
+}
+
+// Session returns the current session, waiting for one until ctx ends.
+func (s *Supervisor) Session(ctx context.Context) (*tunnel.Session, error) {
+	for {
+		s.mu.Lock()
+		cur, ch := s.current, s.changed
+		s.mu.Unlock()
+		if cur != nil && cur.Err() == nil {
+			return cur, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no tunnel to hostd at %s: %w", s.cfg.Addr, ctx.Err())
+		}
+	}
+}
+
+func (s *Supervisor) setCurrent(sess *tunnel.Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = sess
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// FatalError is a failure retrying cannot fix: hostd refused the
+// certificate, or never answered within ConnectTimeout.
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// Run keeps the tunnel up until ctx ends (returning nil) or a *FatalError.
+func (s *Supervisor) Run(ctx context.Context) error {
+	start := time.Now()
+	connectedOnce := false
+	backoff := s.cfg.MinBackoff
+	for {
+		sess, err := s.dial(ctx, s.cfg.Transport)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if tunnel.IsAuthError(err) {
+				return &FatalError{fmt.Errorf("hostd at %s refused the tunnel handshake (certificate expired, revoked, or from another CA; or hostd's certificate is not from our CA): %w", s.cfg.Addr, err)}
+			}
+			if !connectedOnce && time.Since(start) > s.cfg.ConnectTimeout {
+				return &FatalError{fmt.Errorf("cannot reach hostd at %s after %v (is 'hostd serve' running and reachable?): %w", s.cfg.Addr, s.cfg.ConnectTimeout.Round(time.Second), err)}
+			}
+			wait := jitter(backoff)
+			s.log.Warn("tunnel connect failed; retrying", "addr", s.cfg.Addr, "in", wait.Round(time.Millisecond), "err", err)
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			backoff = min(backoff*2, s.cfg.MaxBackoff)
+			continue
+		}
+		connectedOnce = true
+		backoff = s.cfg.MinBackoff
+		if err := s.hold(ctx, sess); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Lost: the first retry comes at once, with jitter only.
+		if !sleep(ctx, jitter(s.cfg.MinBackoff)) {
+			return nil
+		}
+	}
+}
+
+func (s *Supervisor) dial(ctx context.Context, transport string) (*tunnel.Session, error) {
+	return tunnel.Dial(ctx, s.cfg.Addr, tunnel.ClientConfig{
+		GetClientCertificate: s.cfg.Creds.GetClientCertificate,
+		RootCAs:              s.cfg.Creds.RootCAs(),
+		ServerName:           s.cfg.ServerName,
+		Transport:            transport,
+		Config:               s.cfg.Tunnel,
+	})
+}
+
+// hold serves a session until it ends, moving to QUIC when a probe
+// succeeds and renewing the certificate on schedule. It returns a
+// *FatalError only when the certificate can no longer be used.
+func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) error {
+	s.connected(ctx, sess, "connected")
+	renew := time.NewTimer(time.Until(s.cfg.Creds.RenewAt()))
+	defer renew.Stop()
+	probe := time.NewTicker(s.cfg.ProbeInterval)
+	defer probe.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = sess.CloseWithReason("agent shutting down")
+			s.setCurrent(nil)
+			return nil
+		case <-sess.Done():
+			s.setCurrent(nil)
+			s.log.Warn("tunnel lost; reconnecting", "transport", sess.Transport(), "up_for", time.Since(sess.Since()).Round(time.Millisecond), "err", sess.Err())
+			return nil
+		case <-renew.C:
+			next, err := s.renew(ctx, sess)
+			if err != nil {
+				return err
+			}
+			renew.Reset(next)
+		case <-probe.C:
+			if s.cfg.Transport != tunnel.TransportAuto || sess.Transport() != tunnel.TransportTCP {
+				continue
+			}
+			q, err := s.dial(ctx, tunnel.TransportQUIC)
+			if err != nil {
+				s.log.Debug("QUIC still unavailable; staying on TCP", "err", err)
+				continue
+			}
+			old := sess
+			sess = q
+			s.connected(ctx, sess, "moved back to QUIC")
+			go drain(old)
+		}
+	}
+}
+
+// connected publishes sess and starts serving the streams hostd opens.
+func (s *Supervisor) connected(ctx context.Context, sess *tunnel.Session, what string) {
+	s.setCurrent(sess)
+	w := sess.Welcome()
+	s.log.Info("tunnel "+what, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "identity", w.Identity, "hostd", w.ServerVersion, "rtt", sess.RTT())
+	go func() { _ = sess.Serve(ctx, s.cfg.Handler) }()
+}
+
+// renew renews the certificate over sess and says when to renew next;
+// failures are retried until the certificate expires.
+func (s *Supervisor) renew(ctx context.Context, sess *tunnel.Session) (time.Duration, error) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.cfg.Creds.Renew(rctx, sess); err != nil {
+		left := time.Until(s.cfg.Creds.Leaf().NotAfter)
+		if left <= 0 {
+			return 0, &FatalError{fmt.Errorf("certificate expired without renewal: %w", err)}
+		}
+		retry := min(max(left/10, time.Second), 5*time.Minute)
+		s.log.Warn("certificate renewal failed; retrying", "in", retry, "expires_in", left.Round(time.Second), "err", err)
+		return retry, nil
+	}
+	leaf := s.cfg.Creds.Leaf()
+	s.log.Info("certificate renewed", "serial", leaf.SerialNumber.Text(16), "not_after", leaf.NotAfter)
+	return max(time.Until(s.cfg.Creds.RenewAt()), time.Second), nil
+}
+
+// drainLimit bounds how long a replaced session is kept for its streams.
+const drainLimit = 5 * time.Minute
+
+// drain closes a replaced session once its streams are done.
+func drain(old *tunnel.Session) {
+	deadline := time.Now().Add(drainLimit)
+	for old.Streams() > 0 && time.Now().Before(deadline) && old.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = old.CloseWithReason("replaced by a QUIC session")
+}
+
+// jitter returns a wait in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: accept polecat tunnels on UDP and TCP, serve the control socket",
+		Long: `Run the daemon. It listens for tunnels on one port, QUIC on UDP and TLS+yamux
+on TCP (default :9876, Gas Town's proxy port), and serves the CLI on the unix
+socket <town>/.runtime/hostd/hostd.sock. The CA must exist ('hostd ca init').
+Stop it with SIGINT or SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := a.v
+			s, err := server.New(server.Config{
+				Town:        a.town(),
+				Listen:      v.GetString("listen"),
+				TrustDomain: v.GetString("trust_domain"),
+				ServerNames: v.GetStringSlice("server_names"),
+				CertTTL:     v.GetDuration("cert_ttl"),
+				Version:     version,
+				Logger:      slog.Default(),
+				Tunnel: tunnel.Config{
+					KeepAlive:   v.GetDuration("keepalive"),
+					IdleTimeout: v.GetDuration("idle_timeout"),
+					MaxStreams:  v.GetInt("max_streams"),
+				},
+			})
+			if err != nil {
+				return fmt.Errorf("starting hostd: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return s.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	def := tunnel.DefaultConfig()
+	f.String("listen", fmt.Sprintf(":%d", tunnel.DefaultPort), "tunnel address, UDP and TCP")
+	f.StringSlice("server-name", nil, "extra DNS name or IP for hostd's certificate (repeatable)")
+	f.Duration("cert-ttl", pki.DefaultTTL, "lifetime of certificates issued on join and renewal")
+	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
+	f.Duration("idle-timeout", def.IdleTimeout, "close a tunnel after this long without hearing from the agent")
+	f.Int("max-streams", def.MaxStreams, "concurrent streams per polecat, each direction")
+	for _, k := range []string{"listen", "cert-ttl", "keepalive", "idle-timeout", "max-streams"} {
+		_ = a.v.BindPFlag(key(k), f.Lookup(k))
+	}
+	_ = a.v.BindPFlag("server_names", f.Lookup("server-name"))
+	return cmd
+}

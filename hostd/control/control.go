@@ -1,0 +1,173 @@
+// Package control is the running hostd's local API: HTTP with JSON over a
+// unix socket under <town>/.runtime/hostd (directory 0700, socket 0600),
+// which the CLI subcommands (status, cert revoke) use to reach the daemon.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Polecat is one connected polecat as hostd status shows it.
+type Polecat struct {
+	Identity    tunnel.Identity `json:"identity"`
+	Rig         string          `json:"rig"`
+	Name        string          `json:"name"`
+	Transport   string          `json:"transport"`
+	Remote      string          `json:"remote"`
+	Since       time.Time       `json:"connected_since"`
+	RTTMillis   float64         `json:"rtt_ms"`
+	Streams     int             `json:"streams"`
+	CertSerial  string          `json:"cert_serial"`
+	CertExpires time.Time       `json:"cert_expires"`
+}
+
+// Status is the daemon's state.
+type Status struct {
+	Version  string    `json:"version"`
+	Listen   string    `json:"listen"`
+	Started  time.Time `json:"started"`
+	Polecats []Polecat `json:"polecats"`
+}
+
+// Backend is what the daemon provides to the API.
+type Backend interface {
+	Status() Status
+	// ReloadRevocations re-reads the revocation records and closes live
+	// tunnels of revoked certificates, returning how many it closed.
+	ReloadRevocations() (int, error)
+}
+
+// SocketDir is the daemon's runtime directory for a town.
+func SocketDir(town string) string { return filepath.Join(town, ".runtime", "hostd") }
+
+// SocketPath is the control socket for a town.
+func SocketPath(town string) string { return filepath.Join(SocketDir(town), "hostd.sock") }
+
+// Listen opens the control socket, making its directory 0700. A stale
+// socket left by a crashed daemon is replaced; a live one is an error.
+func Listen(town string) (net.Listener, error) {
+	dir, path := SocketDir(town), SocketPath(town)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("securing %s: %w", dir, err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another hostd is already serving this town (socket %s answers)", path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("securing control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// Handler serves the API for b.
+func Handler(b Backend) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, b.Status())
+	})
+	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
+		n, err := b.ReloadRevocations()
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"closed": n})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ErrNotRunning means no daemon answers on the town's control socket.
+var ErrNotRunning = errors.New("hostd is not running")
+
+// Client talks to a running daemon.
+type Client struct {
+	path string
+	hc   *http.Client
+}
+
+// NewClient returns a client for the daemon serving town.
+func NewClient(town string) *Client {
+	path := SocketPath(town)
+	return &Client{path: path, hc: &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}
+}
+
+// Status fetches the daemon's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.do(ctx, http.MethodGet, "/v1/status", &s)
+	return s, err
+}
+
+// ReloadRevocations tells the daemon to re-read revocations and close the
+// tunnels of revoked certificates; it returns how many it closed.
+func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {
+	var r struct {
+		Closed int `json:"closed"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/revocations/reload", &r)
+	return r.Closed, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+		}
+		return fmt.Errorf("asking hostd (%s): %w", c.path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading hostd's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decoding hostd's answer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+// Command hostd is the operator-side daemon of polecat-sidecar: it
+// terminates the polecats' tunnels, owns the CA and certificates, and shows
+// every polecat's state. Run 'hostd --help'.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "hostd:", err)
+		os.Exit(1)
+	}
+}
+
+// app holds what every subcommand shares: the merged configuration.
+type app struct {
+	v *viper.Viper
+}
+
+func newRoot() *cobra.Command {
+	a := &app{v: viper.New()}
+	root := &cobra.Command{
+		Use:   "hostd",
+		Short: "The host side of polecat-sidecar: tunnels, certificates and status for containerised polecats",
+		Long: `hostd terminates the one mTLS tunnel (QUIC, or TLS+yamux over TCP) that each
+polecat container's gt-agent holds, owns the town's CA at
+<town>/.runtime/ca, and shows every connected polecat.
+
+Configuration comes from flags, then HOSTD_* environment variables (e.g.
+HOSTD_LISTEN), then a YAML config file (--config, or
+<town>/.runtime/hostd/config.yaml when present). The town root is --town,
+else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.load(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
+	pf.String("config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
+	pf.String("trust-domain", tunnel.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
+	pf.String("log-level", "info", "log level: debug, info, warn, error")
+	pf.String("log-format", "text", "log format: text or json")
+	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
+		_ = a.v.BindPFlag(key(k), pf.Lookup(k))
+	}
+	root.AddCommand(a.serveCmd(), a.caCmd(), a.certCmd(), a.tokenCmd(), a.statusCmd())
+	return root
+}
+
+// key maps a flag name to its config key (trust-domain -> trust_domain).
+func key(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
+
+// load merges flags, environment and the config file.
+func (a *app) load(cmd *cobra.Command) error {
+	v := a.v
+	v.SetEnvPrefix("HOSTD")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
+	v.AutomaticEnv()
+	_ = v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN")
+	if v.GetString("town") == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("no --town given and no home directory: %w", err)
+		}
+		v.SetDefault("town", filepath.Join(home, "gt"))
+	}
+	cfgFile, _ := cmd.Flags().GetString("config")
+	if cfgFile == "" {
+		if p := filepath.Join(control.SocketDir(a.town()), "config.yaml"); fileExists(p) {
+			cfgFile = p
+		}
+	}
+	if cfgFile != "" {
+		v.SetConfigFile(cfgFile)
+		if err := v.ReadInConfig(); err != nil {
+			return fmt.Errorf("reading config %s: %w", cfgFile, err)
+		}
+	}
+	return a.setupLog()
+}
+
+func (a *app) town() string {
+	t, _ := filepath.Abs(a.v.GetString("town"))
+	return t
+}
+
+func (a *app) setupLog() error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(a.v.GetString("log_level"))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch f := a.v.GetString("log_format"); f {
+	case "text":
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+	case "json":
+		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", f)
+	}
+	return nil
+}
+
+// openCA opens the town's CA with the configured trust domain.
+func (a *app) openCA() (*pki.CA, error) {
+	return pki.Open(pki.Dir(a.town()), a.v.GetString("trust_domain"))
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

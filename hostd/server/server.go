@@ -1,0 +1,188 @@
+// Package server is the hostd daemon: it terminates polecat tunnels on one
+// port (QUIC and TCP), authorizes them against the CA and its revocations,
+// keeps the registry of connected polecats, serves the host side of each
+// stream kind, and answers the control socket.
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Config is what the daemon needs to run.
+type Config struct {
+	// Town is the Gas Town root (the CA lives under it).
+	Town string
+	// Listen is the tunnel address, UDP and TCP (default ":9876").
+	Listen string
+	// TrustDomain is the SPIFFE trust domain of polecat identities.
+	TrustDomain string
+	// ServerNames are extra DNS names and IP addresses for hostd's server
+	// certificate, beyond localhost, the host's own names and addresses,
+	// and host.docker.internal.
+	ServerNames []string
+	// CertTTL is the lifetime of certificates issued by joining and
+	// renewal.
+	CertTTL time.Duration
+	// Tunnel tunes the sessions.
+	Tunnel tunnel.Config
+	// Version is reported to agents and by status.
+	Version string
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+// Server is a running hostd.
+type Server struct {
+	cfg     Config
+	ca      *pki.CA
+	log     *slog.Logger
+	reg     *Registry
+	certs   *serverCert
+	revoked atomic.Pointer[map[string]bool]
+	mux     *tunnel.ServeMux
+	started time.Time
+	ln      *tunnel.Listener
+}
+
+// New opens the CA and prepares a server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = fmt.Sprintf(":%d", tunnel.DefaultPort)
+	}
+	if cfg.CertTTL <= 0 {
+		cfg.CertTTL = pki.DefaultTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ca, err := pki.Open(pki.Dir(cfg.Town), cfg.TrustDomain)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, ca: ca, log: cfg.Logger, started: time.Now()}
+	s.reg = newRegistry(s.log)
+	s.certs = newServerCert(ca, cfg.ServerNames)
+	if _, err := s.certs.get(nil); err != nil {
+		return nil, err
+	}
+	if _, err := s.ReloadRevocations(); err != nil {
+		return nil, err
+	}
+	s.mux = tunnel.NewServeMux()
+	s.mux.HandleFunc(tunnel.KindCert, s.serveRenew)
+	s.mux.HandleFunc(tunnel.KindPing, servePing)
+	return s, nil
+}
+
+// Handle registers the host side of a stream kind; later issues' services
+// (relay, git, heartbeat, sync) plug in here.
+func (s *Server) Handle(kind string, h tunnel.Handler) { s.mux.Handle(kind, h) }
+
+// Run listens for tunnels and on the control socket until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := tunnel.Listen(s.cfg.Listen, tunnel.ServerConfig{
+		GetCertificate: s.certs.get,
+		ClientCAs:      s.ca.Pool(),
+		TrustDomain:    s.ca.TrustDomain,
+		Authorize:      s.authorize,
+		Join:           s.serveJoin,
+		ServerVersion:  s.cfg.Version,
+		Config:         s.cfg.Tunnel,
+		Logger:         s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	defer ln.Close()
+	ctlLn, err := control.Listen(s.cfg.Town)
+	if err != nil {
+		return err
+	}
+	ctl := &http.Server{Handler: control.Handler(s), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = ctl.Serve(ctlLn) }()
+	defer ctl.Close()
+	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", control.SocketPath(s.cfg.Town), "ca", s.ca.Dir)
+
+	for {
+		sess, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.reg.closeAll("hostd shutting down")
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			continue
+		}
+		go s.serveSession(ctx, sess)
+	}
+}
+
+// Addr is the tunnel listen address once Run has started.
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr()
+}
+
+func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
+	c := s.reg.add(sess)
+	err := sess.Serve(ctx, s.mux)
+	s.reg.remove(c, err)
+}
+
+// authorize refuses revoked certificates during the handshake.
+func (s *Server) authorize(id tunnel.Identity, leaf *x509.Certificate) error {
+	if (*s.revoked.Load())[pki.SerialOf(leaf)] {
+		return errors.New("certificate revoked")
+	}
+	return nil
+}
+
+// ReloadRevocations re-reads the revocation records and closes the live
+// tunnels of revoked certificates.
+func (s *Server) ReloadRevocations() (int, error) {
+	set, err := s.ca.RevokedSerials()
+	if err != nil {
+		return 0, fmt.Errorf("loading revocations: %w", err)
+	}
+	s.revoked.Store(&set)
+	return s.reg.closeSerials(set), nil
+}
+
+// Status reports the daemon's state for the control API.
+func (s *Server) Status() control.Status {
+	return control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.reg.snapshot()}
+}
+
+// servePing echoes, for tests and benchmarks of the tunnel through hostd.
+func servePing(_ context.Context, st *tunnel.Stream) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := st.Read(buf)
+		if n > 0 {
+			if _, werr := st.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			_ = st.CloseWrite()
+			return
+		}
+	}
+}
