@@ -35,6 +35,12 @@ type ServerConfig struct {
 	Config Config
 	// Logger receives refused handshakes; slog.Default() when nil.
 	Logger *slog.Logger
+	// StatelessResetKey, when set and kept across restarts, lets a
+	// restarted server reset its predecessor's QUIC connections as soon as
+	// a client sends stream data (quic-go answers only packets over 42
+	// bytes, so a tunnel carrying only keepalives still waits for the idle
+	// timeout).
+	StatelessResetKey *[32]byte
 	// DisableQUIC serves TCP only (for tests of the fallback, and for
 	// hosts where UDP cannot be served).
 	DisableQUIC bool
@@ -116,6 +122,10 @@ func (l *Listener) bind(addr string) error {
 		}
 		l.tcp, l.udp = tcp, udp
 		l.qtr = &quic.Transport{Conn: udp}
+		if k := l.sc.StatelessResetKey; k != nil {
+			key := quic.StatelessResetKey(*k)
+			l.qtr.StatelessResetKey = &key
+		}
 		return nil
 	}
 }

@@ -6,12 +6,15 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +95,12 @@ func (s *Server) Handle(kind string, h tunnel.Handler) { s.mux.Handle(kind, h) }
 
 // Run listens for tunnels and on the control socket until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	resetKey, err := loadResetKey(s.cfg.Town)
+	if err != nil {
+		return err
+	}
 	ln, err := tunnel.Listen(s.cfg.Listen, tunnel.ServerConfig{
+		StatelessResetKey: resetKey,
 		GetCertificate: s.certs.get,
 		ClientCAs:      s.ca.Pool(),
 		TrustDomain:    s.ca.TrustDomain,
@@ -185,4 +193,26 @@ func servePing(_ context.Context, st *tunnel.Stream) {
 			return
 		}
 	}
+}
+
+// loadResetKey returns the QUIC stateless reset key kept in the runtime
+// directory, making it on first use. Keeping it across restarts lets a
+// restarted hostd reset its predecessor's connections the moment an agent
+// sends stream data, rather than after the idle timeout.
+func loadResetKey(town string) (*[32]byte, error) {
+	path := filepath.Join(control.SocketDir(town), "quic-reset.key")
+	var key [32]byte
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) == len(key) {
+		copy(key[:], b)
+		return &key, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating runtime directory: %w", err)
+	}
+	_, _ = rand.Read(key[:])
+	if err := pki.WriteAtomic(path, key[:], 0o600); err != nil {
+		return nil, fmt.Errorf("saving QUIC reset key: %w", err)
+	}
+	return &key, nil
 }
