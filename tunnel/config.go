@@ -25,16 +25,17 @@ type Config struct {
 	// one session, each direction counted separately.
 	MaxStreams int
 	// StreamWindow is the largest per-stream receive window in bytes; a
-	// single bulk stream can have this much in flight.
+	// single bulk stream can have this much in flight. The default, 4 MiB,
+	// covers 800 Mbit/s at 40 ms RTT; larger windows make yamux regrow its
+	// receive buffers and measured slower on loopback.
 	StreamWindow int
 	// ConnWindow is the largest per-connection receive window in bytes
 	// (QUIC only; yamux has no connection-level window).
 	ConnWindow int
 }
 
-// DefaultConfig returns the defaults: a dead peer noticed within 5 s,
-// 256 streams each way, and windows sized for bulk git and archive
-// transfers.
+// DefaultConfig returns the defaults: a dead peer noticed within 5 s, 256
+// streams each way, and windows sized for bulk git and archive transfers.
 func DefaultConfig() Config {
 	return Config{
 		HandshakeTimeout: 5 * time.Second,
@@ -42,7 +43,7 @@ func DefaultConfig() Config {
 		KeepAlive:        time.Second,
 		IdleTimeout:      5 * time.Second,
 		MaxStreams:       256,
-		StreamWindow:     16 << 20,
+		StreamWindow:     4 << 20,
 		ConnWindow:       64 << 20,
 	}
 }

@@ -1,0 +1,44 @@
+# polecat-sidecar. 'make help' lists the targets.
+
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+BENCHTIME ?= 1s
+COUNT     ?= 6
+FUZZTIME  ?= 20s
+
+.PHONY: help build test bench demo lint fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build static bin/hostd and bin/gt-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hostd ./hostd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gt-agent ./agent
+
+test: ## run every test (real sockets, real binaries)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+bench: ## print the benchmark table: ours beside its baseline, medians of $(COUNT) runs
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@echo
+	@$(GO) tool benchstat -col /impl $(BIN)/bench.txt
+
+demo: build ## show the whole product working on this machine, then clean up
+	./docs/demo.sh
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz: ## run each fuzz target for $(FUZZTIME)
+	@for t in $$($(GO) test -list '^Fuzz' ./... | grep -E '^Fuzz'); do \
+		pkg=$$(grep -rl "func $$t(" --include='*_test.go' . | head -1 | xargs dirname); \
+		echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+clean: ## remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# make demo: the whole product on one machine, in a throw-away town.
+# Needs only the binaries from 'make build'. Cleans up after itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$PWD/bin
+TOWN=$(mktemp -d "${TMPDIR:-/tmp}/polecat-demo.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TOWN"
+}
+trap cleanup EXIT
+
+if [ -t 1 ]; then B=$'\033[1m' N=$'\033[0m'; else B='' N=''; fi
+step() { printf '\n%s== %s%s\n' "$B" "$*" "$N"; }
+hostd() { "$BIN/hostd" --town "$TOWN" "$@"; }
+
+# wait_for CMD...: retry CMD quietly for up to 10 seconds.
+wait_for() {
+  for _ in $(seq 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "timed out waiting for: $*" >&2; return 1
+}
+
+step "a throw-away town at $TOWN; create its CA"
+hostd ca init
+
+step "start hostd (QUIC on UDP and TLS+yamux on TCP, one port)"
+hostd serve --listen 127.0.0.1:0 >"$TOWN/hostd.log" 2>&1 &
+pids+=($!)
+wait_for hostd status
+ADDR=$(hostd status --json | sed -n 's/.*"listen": "\(.*\)".*/\1/p')
+PORT=${ADDR##*:}
+echo "hostd listens on port $PORT (log: hostd.log)"
+
+step "issue a certificate for gastown/furiosa (hostd cert issue)"
+hostd cert issue gastown/furiosa --ttl 1h --out "$TOWN/furiosa"
+
+step "start gt-agent with Gas Town's GT_PROXY_* settings"
+GT_PROXY_URL=https://localhost:$PORT \
+GT_PROXY_CERT=$TOWN/furiosa/client.crt GT_PROXY_KEY=$TOWN/furiosa/client.key GT_PROXY_CA=$TOWN/furiosa/ca.crt \
+  "$BIN/gt-agent" up >"$TOWN/furiosa.log" 2>&1 &
+FURIOSA=$!
+pids+=($FURIOSA)
+
+step "a second polecat joins with a one-time token: its key is made in the container"
+TOKEN=$(hostd token create gastown/nux)
+echo "token: ${TOKEN:0:24}..."
+GT_PROXY_URL=https://localhost:$PORT \
+  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" >"$TOWN/nux.log" 2>&1 &
+pids+=($!)
+wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"nux\"' && '$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"furiosa\"'"
+ls -l "$TOWN/nux"
+
+step "hostd status"
+hostd status
+
+step "the token is spent: using it again is refused"
+GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" 2>&1 | tail -1 || true
+
+step "revoke furiosa: its live tunnel closes and the agent stops"
+hostd cert revoke gastown/furiosa
+wait_for sh -c "! '$BIN/hostd' --town '$TOWN' status --json | grep -q furiosa"
+hostd status
+wait_for sh -c "! kill -0 $FURIOSA"
+echo "furiosa's agent exited: $(tail -1 "$TOWN/furiosa.log")"
+
+step "certificates"
+hostd cert list
+
+step "demo finished; cleaning up"
