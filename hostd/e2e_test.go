@@ -128,30 +128,10 @@ func (tw *town) try(args ...string) (string, error) {
 // serve starts hostd on a free loopback port and returns it and the port.
 func (tw *town) serve(args ...string) (*proc, string) {
 	tw.t.Helper()
-	addr := freeAddr(tw.t)
+	addr := tunneltest.FreeAddr(tw.t)
 	p := start(tw.t, nil, "hostd", append([]string{"--town", tw.dir, "serve", "--listen", addr}, args...)...)
 	tw.waitStatus(5*time.Second, func(control.Status) bool { return true })
 	return p, addr
-}
-
-// freeAddr finds a loopback port free on both TCP and UDP.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port")
-	return ""
 }
 
 // issue writes a certificate for id and returns the directory holding it.

@@ -221,16 +221,30 @@ func (ca *CA) NewClientKeyPair(id tunnel.Identity, ttl time.Duration) (certPEM, 
 	return pemBlock("CERTIFICATE", cert.Raw), pemBlock("PRIVATE KEY", keyDER), nil
 }
 
-// SignCSR issues a certificate for id over the key in a PKCS#10 request,
-// after checking the request's self-signature. Everything else the request
-// says (subject, SANs) is ignored: the identity is the caller's.
-func (ca *CA) SignCSR(id tunnel.Identity, csrDER []byte, ttl time.Duration, source string) (*x509.Certificate, error) {
-	csr, err := x509.ParseCertificateRequest(csrDER)
+// ParseCSR parses a PKCS#10 request and checks its self-signature and key
+// type, so that a bad request can be refused before anything is spent on
+// it.
+func ParseCSR(der []byte) (*x509.CertificateRequest, error) {
+	csr, err := x509.ParseCertificateRequest(der)
 	if err != nil {
 		return nil, fmt.Errorf("parsing certificate request: %w", err)
 	}
 	if err := csr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("certificate request signature: %w", err)
+	}
+	if err := checkKey(csr.PublicKey); err != nil {
+		return nil, fmt.Errorf("certificate request: %w", err)
+	}
+	return csr, nil
+}
+
+// SignCSR issues a certificate for id over the key in a PKCS#10 request.
+// Everything else the request says (subject, SANs) is ignored: the
+// identity is the caller's.
+func (ca *CA) SignCSR(id tunnel.Identity, csrDER []byte, ttl time.Duration, source string) (*x509.Certificate, error) {
+	csr, err := ParseCSR(csrDER)
+	if err != nil {
+		return nil, err
 	}
 	return ca.IssueClient(id, csr.PublicKey, ttl, source)
 }

@@ -21,12 +21,17 @@ func (s *Server) serveJoin(c *tls.Conn) {
 		_ = tunnel.WriteJoinMessage(c, tunnel.JoinResponse{Error: err.Error()})
 		return
 	}
+	// Everything that can be checked is checked before the token is
+	// spent, so a malformed request does not burn it.
 	resp := tunnel.JoinResponse{}
-	if err := req.Identity.Validate(); err != nil {
+	csr, err := pki.ParseCSR(req.CSR)
+	if err != nil {
+		resp.Error = err.Error()
+	} else if err := req.Identity.Validate(); err != nil {
 		resp.Error = "identity: " + err.Error()
 	} else if err := s.ca.RedeemToken(req.Token, req.Identity); err != nil {
 		resp.Error = err.Error()
-	} else if cert, err := s.ca.SignCSR(req.Identity, req.CSR, s.cfg.CertTTL, pki.SourceJoin); err != nil {
+	} else if cert, err := s.ca.IssueClient(req.Identity, csr.PublicKey, s.cfg.CertTTL, pki.SourceJoin); err != nil {
 		resp.Error = err.Error()
 	} else {
 		resp.Cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})

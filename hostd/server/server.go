@@ -101,14 +101,14 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	ln, err := tunnel.Listen(s.cfg.Listen, tunnel.ServerConfig{
 		StatelessResetKey: resetKey,
-		GetCertificate: s.certs.get,
-		ClientCAs:      s.ca.Pool(),
-		TrustDomain:    s.ca.TrustDomain,
-		Authorize:      s.authorize,
-		Join:           s.serveJoin,
-		ServerVersion:  s.cfg.Version,
-		Config:         s.cfg.Tunnel,
-		Logger:         s.log,
+		GetCertificate:    s.certs.get,
+		ClientCAs:         s.ca.Pool(),
+		TrustDomain:       s.ca.TrustDomain,
+		Authorize:         s.authorize,
+		Join:              s.serveJoin,
+		ServerVersion:     s.cfg.Version,
+		Config:            s.cfg.Tunnel,
+		Logger:            s.log,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,75 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+type fakeDaemon struct{ reloads int }
+
+func (f *fakeDaemon) Status() Status {
+	return Status{Version: "v1", Polecats: []Polecat{{Identity: tunnel.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
+}
+
+func (f *fakeDaemon) ReloadRevocations() (int, error) {
+	f.reloads++
+	if f.reloads > 1 {
+		return 0, errors.New("records unreadable")
+	}
+	return 2, nil
+}
+
+func TestSocket(t *testing.T) {
+	town := t.TempDir()
+	c := NewClient(town)
+	if _, err := c.Status(context.Background()); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("no daemon: %v, want ErrNotRunning", err)
+	}
+	// A stale socket file from a crashed daemon is replaced.
+	_ = os.MkdirAll(SocketDir(town), 0o755)
+	stale, _ := net.Listen("unix", SocketPath(town))
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	ln, err := Listen(town)
+	if err != nil {
+		t.Fatalf("over a stale socket: %v", err)
+	}
+	defer ln.Close()
+	if st, _ := os.Stat(SocketDir(town)); st.Mode().Perm() != 0o700 {
+		t.Errorf("runtime dir mode %v, want 0700", st.Mode().Perm())
+	}
+	if st, _ := os.Stat(SocketPath(town)); st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, want 0600", st.Mode().Perm())
+	}
+	if _, err := Listen(town); err == nil {
+		t.Fatal("a second daemon could listen on a live socket")
+	}
+	d := &fakeDaemon{}
+	srv := &http.Server{Handler: Handler(d), ReadHeaderTimeout: time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	st, err := c.Status(context.Background())
+	if err != nil || st.Version != "v1" || len(st.Polecats) != 1 || st.Polecats[0].Identity.Name != "n" {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {
+		t.Fatalf("reload: %d, %v", n, err)
+	}
+	if _, err := c.ReloadRevocations(context.Background()); err == nil || !strings.Contains(err.Error(), "records unreadable") {
+		t.Fatalf("failed reload: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(SocketDir(town), "hostd.sock")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+
+// fixture is a running hostd server on loopback with its CA.
+type fixture struct {
+	ca   *pki.CA
+	addr string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	town := t.TempDir()
+	ca, _, err := pki.Init(pki.Dir(town), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := tunneltest.FreeAddr(t)
+	s, err := New(Config{Town: town, Listen: addr, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f := &fixture{ca: ca, addr: addr}
+	f.waitUp(t)
+	return f
+}
+
+func (f *fixture) waitUp(t *testing.T) {
+	for range 100 {
+		if c, err := tls.Dial("tcp", f.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{tunnel.JoinALPN}}); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("server did not come up")
+}
+
+// client issues a certificate valid for ttl and dials with it.
+func (f *fixture) client(t *testing.T, ttl time.Duration) *tunnel.Session {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := f.ca.IssueClient(furiosa, key.Public(), ttl, pki.SourceIssue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
+	s, err := tunnel.Dial(context.Background(), f.addr, tunnel.ClientConfig{
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &tc, nil },
+		RootCAs:              f.ca.Pool(),
+		ServerName:           "localhost",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestUnrenewedSessionClosedAtExpiry(t *testing.T) {
+	f := newFixture(t)
+	s := f.client(t, pki.MinTTL)
+	select {
+	case <-s.Done():
+		if !strings.Contains(s.Err().Error(), "certificate expired") {
+			t.Errorf("closed for %v, want certificate expiry", s.Err())
+		}
+	case <-time.After(pki.MinTTL + 3*time.Second):
+		t.Fatal("session outlived its certificate")
+	}
+}
+
+func TestRenewalRefusals(t *testing.T) {
+	f := newFixture(t)
+	s := f.client(t, time.Hour)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	good, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	tampered := append([]byte(nil), good...)
+	tampered[len(tampered)-3] ^= 0x55
+	for name, body := range map[string][]byte{
+		"empty":         nil,
+		"garbage":       []byte("please sign me"),
+		"bad signature": tampered,
+		"oversized":     make([]byte, maxCSR+10),
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := s.OpenStream(context.Background(), tunnel.KindCert, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			_, _ = st.Write(body)
+			_ = st.CloseWrite()
+			_, err = io.ReadAll(st)
+			var re *tunnel.RemoteError
+			if !errors.As(err, &re) {
+				t.Fatalf("got %v, want a refusal", err)
+			}
+		})
+	}
+	if s.Err() != nil {
+		t.Fatalf("session died after refused renewals: %v", s.Err())
+	}
+	recs, _ := f.ca.Records()
+	if len(recs) != 1 {
+		t.Errorf("%d certificates recorded after refused renewals, want only the original", len(recs))
+	}
+	// Unknown kinds are refused with the list of what hostd serves.
+	st, _ := s.OpenStream(context.Background(), "bogus", nil)
+	defer st.Close()
+	if _, err := st.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "cert") {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// joinExchange sends one raw line on a join connection and returns the
+// decoded answer.
+func joinExchange(t *testing.T, addr string, line []byte) tunnel.JoinResponse {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{tunnel.JoinALPN}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write(line)
+	var resp tunnel.JoinResponse
+	if err := tunnel.ReadJoinMessage(c, &resp); err != nil {
+		t.Fatalf("reading join answer: %v", err)
+	}
+	return resp
+}
+
+func TestJoinHostile(t *testing.T) {
+	f := newFixture(t)
+	token, err := f.ca.CreateToken(furiosa, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	msg := func(tok, id string, csr []byte) []byte {
+		var b strings.Builder
+		_ = tunnel.WriteJoinMessage(&b, map[string]any{"token": tok, "identity": id, "csr": csr})
+		return []byte(b.String())
+	}
+	for name, line := range map[string][]byte{
+		"not json":        []byte("GET / HTTP/1.1\r\n\r\n"),
+		"unknown field":   []byte(`{"token":"x","admin":true}` + "\n"),
+		"oversized":       append([]byte(`{"token":"`+strings.Repeat("a", 40<<10)), '"', '}', '\n'),
+		"bad identity":    msg(token, "gastown/fu-riosa", csr),
+		"garbage csr":     msg(token, "gastown/furiosa", []byte("csr")),
+		"no csr":          msg(token, "gastown/furiosa", nil),
+		"forged token":    msg("gtj1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA."+strings.Split(token, ".")[3], "gastown/furiosa", csr),
+		"malformed token": msg("x", "gastown/furiosa", csr),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if resp := joinExchange(t, f.addr, line); resp.Error == "" || resp.Cert != nil {
+				t.Fatalf("answer %+v, want a refusal", resp)
+			}
+		})
+	}
+	// None of that spent the token.
+	resp := joinExchange(t, f.addr, msg(token, "gastown/furiosa", csr))
+	if resp.Error != "" || resp.Cert == nil {
+		t.Fatalf("valid join after hostile attempts: %+v", resp)
+	}
+}
