@@ -89,6 +89,7 @@ func (be *bench) server(b *testing.B) string {
 	return ln.Addr()
 }
 
+// dial establishes a session; the caller closes it.
 func (be *bench) dial(b *testing.B, addr, transport string) *tunnel.Session {
 	cc := be.cc
 	cc.Transport = transport
@@ -96,8 +97,26 @@ func (be *bench) dial(b *testing.B, addr, transport string) *tunnel.Session {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
 	return s
+}
+
+// ours runs body on a new stream of kind each iteration, on one session
+// established beforehand; size, when not 0, is the bytes moved per
+// iteration.
+func (be *bench) ours(b *testing.B, transport, kind string, size int64, body func(*tunnel.Stream)) {
+	s := be.dial(b, be.server(b), transport)
+	defer s.Close()
+	if size > 0 {
+		b.SetBytes(size)
+	}
+	for b.Loop() {
+		st, err := s.OpenStream(context.Background(), kind, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body(st)
+		_ = st.Close()
+	}
 }
 
 // rawQUIC starts a bare quic-go server running serve on every stream.
@@ -198,15 +217,7 @@ func BenchmarkStreamRTT(b *testing.B) {
 		}
 	})
 	b.Run("transport=quic/impl=ours", func(b *testing.B) {
-		s := be.dial(b, be.server(b), tunnel.TransportQUIC)
-		for b.Loop() {
-			st, err := s.OpenStream(context.Background(), tunnel.KindPing, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			exchange(b, st)
-			_ = st.Close()
-		}
+		be.ours(b, tunnel.TransportQUIC, tunnel.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
 	})
 	b.Run("transport=tcp/impl=baseline", func(b *testing.B) {
 		c, err := tls.Dial("tcp", be.rawTLS(b, true, func(c net.Conn) { echoOne(c) }), be.cliTLS)
@@ -228,15 +239,7 @@ func BenchmarkStreamRTT(b *testing.B) {
 		}
 	})
 	b.Run("transport=tcp/impl=ours", func(b *testing.B) {
-		s := be.dial(b, be.server(b), tunnel.TransportTCP)
-		for b.Loop() {
-			st, err := s.OpenStream(context.Background(), tunnel.KindPing, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			exchange(b, st)
-			_ = st.Close()
-		}
+		be.ours(b, tunnel.TransportTCP, tunnel.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
 	})
 }
 
@@ -270,16 +273,7 @@ func BenchmarkBulk(b *testing.B) {
 		}
 	})
 	b.Run("transport=quic/impl=ours", func(b *testing.B) {
-		s := be.dial(b, be.server(b), tunnel.TransportQUIC)
-		b.SetBytes(bulkSize)
-		for b.Loop() {
-			st, err := s.OpenStream(context.Background(), "sink", nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			push(b, st, st.CloseWrite, st)
-			_ = st.Close()
-		}
+		be.ours(b, tunnel.TransportQUIC, "sink", bulkSize, func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
 	})
 	b.Run("transport=tcp/impl=baseline", func(b *testing.B) {
 		addr := be.rawTLS(b, false, func(c net.Conn) { sink(c) })
@@ -296,16 +290,7 @@ func BenchmarkBulk(b *testing.B) {
 		}
 	})
 	b.Run("transport=tcp/impl=ours", func(b *testing.B) {
-		s := be.dial(b, be.server(b), tunnel.TransportTCP)
-		b.SetBytes(bulkSize)
-		for b.Loop() {
-			st, err := s.OpenStream(context.Background(), "sink", nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			push(b, st, st.CloseWrite, st)
-			_ = st.Close()
-		}
+		be.ours(b, tunnel.TransportTCP, "sink", bulkSize, func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
 	})
 }
 
@@ -323,18 +308,7 @@ func BenchmarkConnect(b *testing.B) {
 			c.CloseWithError(0, "")
 		}
 	})
-	b.Run("transport=quic/impl=ours", func(b *testing.B) {
-		addr := be.server(b)
-		cc := be.cc
-		cc.Transport = tunnel.TransportQUIC
-		for b.Loop() {
-			s, err := tunnel.Dial(context.Background(), addr, cc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.Close()
-		}
-	})
+	b.Run("transport=quic/impl=ours", func(b *testing.B) { be.connect(b, tunnel.TransportQUIC) })
 	b.Run("transport=tcp/impl=baseline", func(b *testing.B) {
 		addr := be.rawTLS(b, false, func(c net.Conn) { _, _ = c.Read(make([]byte, 1)) })
 		for b.Loop() {
@@ -345,16 +319,13 @@ func BenchmarkConnect(b *testing.B) {
 			c.Close()
 		}
 	})
-	b.Run("transport=tcp/impl=ours", func(b *testing.B) {
-		addr := be.server(b)
-		cc := be.cc
-		cc.Transport = tunnel.TransportTCP
-		for b.Loop() {
-			s, err := tunnel.Dial(context.Background(), addr, cc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.Close()
-		}
-	})
+	b.Run("transport=tcp/impl=ours", func(b *testing.B) { be.connect(b, tunnel.TransportTCP) })
+}
+
+// connect dials and closes a session each iteration.
+func (be *bench) connect(b *testing.B, transport string) {
+	addr := be.server(b)
+	for b.Loop() {
+		be.dial(b, addr, transport).Close()
+	}
 }
