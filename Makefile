@@ -13,9 +13,11 @@ FUZZTIME  ?= 20s
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## build static bin/hostd and bin/gt-agent
+build: ## build static bin/hostd and bin/gt-agent, with bin/gt and bin/bd linked to it
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hostd ./hostd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gt-agent ./agent
+	ln -sf gt-agent $(BIN)/gt
+	ln -sf gt-agent $(BIN)/bd
 
 test: ## run every test (real sockets, real binaries)
 	$(GO) vet ./...

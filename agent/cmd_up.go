@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
@@ -52,6 +54,8 @@ The key is made here; the certificate, key and CA are written to the
 	f.String("transport", tunnel.TransportAuto, "auto (QUIC, falling back to TCP), quic or tcp")
 	f.Duration("connect-timeout", 0, "give up if hostd cannot be reached at start for this long (default 30s)")
 	f.Duration("quic-probe", 0, "while on TCP, try QUIC again this often (default 30s)")
+	f.String("socket", relay.DefaultSocket, "unix socket where the gt/bd shims reach the agent (env "+relay.SocketEnv+")")
+	f.Duration("relay-wait", 10*time.Second, "how long a gt/bd command waits for a tunnel that is down")
 	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
 	f.Duration("idle-timeout", def.IdleTimeout, "reconnect after this long without hearing from hostd")
 	return cmd
@@ -100,6 +104,15 @@ func runUp(ctx context.Context, v *viper.Viper) error {
 		Tunnel:         tunnel.Config{KeepAlive: v.GetDuration("keepalive"), IdleTimeout: v.GetDuration("idle-timeout")},
 		Logger:         slog.Default(),
 	})
+	fwd := &relay.Forwarder{Path: v.GetString("socket"), Wait: v.GetDuration("relay-wait"), Sessions: sup, Logger: slog.Default()}
+	ln, err := fwd.Listen()
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() { _ = fwd.Serve(ctx, ln) }()
+	slog.Info("relaying gt/bd", "socket", fwd.Path)
+
 	err = sup.Run(ctx)
 	var fatal *supervisor.FatalError
 	if errors.As(err, &fatal) {

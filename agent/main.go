@@ -8,16 +8,46 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+
+	"github.com/polecat-sidecar/sidecar/agent/relay"
 )
+
+// execCmd relays one command explicitly, for when no gt/bd symlink is
+// installed or another socket is wanted.
+func execCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "exec [--socket PATH] -- gt|bd ARGS...",
+		Short: "Relay one gt or bd command to the host (what the gt and bd symlinks do)",
+		Long: `Relay one gt or bd command to the host through the running agent, streaming
+stdin, stdout and stderr and forwarding SIGINT, SIGTERM and SIGHUP. The exit
+status is the host command's (128+signal if a signal ended it), or 255 with
+one line on stderr when the command could not be relayed.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			socket, _ := cmd.Flags().GetString("socket")
+			sh := relay.Shim{Name: args[0], Socket: socket, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+			os.Exit(sh.Run(args[1:]))
+			return nil
+		},
+	}
+	cmd.Flags().String("socket", relay.SocketPath(), "the agent's relay socket (env "+relay.SocketEnv+")")
+	return cmd
+}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// Invoked as gt or bd (a symlink to gt-agent): relay the command.
+	if name := filepath.Base(os.Args[0]); name == "gt" || name == "bd" {
+		sh := relay.Shim{Name: name, Socket: relay.SocketPath(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+		os.Exit(sh.Run(os.Args[1:]))
+	}
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gt-agent:", err)
 		os.Exit(1)
@@ -33,6 +63,9 @@ func newRoot() *cobra.Command {
 tunnel to hostd on the operator's machine: QUIC, or TLS+yamux over TCP when
 UDP is blocked (it moves back to QUIC when it can).
 
+Installed as gt and bd (symlinks to gt-agent), it relays those commands to
+the host through the running agent.
+
 It reads the settings Gas Town's proxy client uses: GT_PROXY_URL
 (https://<host>:9876), GT_PROXY_CERT, GT_PROXY_KEY and GT_PROXY_CA; flags
 and a YAML config file (--config) can set the same.`,
@@ -47,7 +80,7 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(upCmd(v))
+	root.AddCommand(upCmd(v), execCmd())
 	return root
 }
 

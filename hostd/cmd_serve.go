@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
@@ -32,7 +34,15 @@ Stop it with SIGINT or SIGTERM.`,
 				ServerNames: v.GetStringSlice("server_names"),
 				CertTTL:     v.GetDuration("cert_ttl"),
 				Version:     version,
-				Logger:      slog.Default(),
+				Relay: relay.Config{
+					Binaries:      map[string]string{"gt": v.GetString("relay.gt"), "bd": v.GetString("relay.bd")},
+					Policy:        relay.Policy{Allow: v.GetStringMapStringSlice("relay.allow")},
+					Env:           v.GetStringSlice("relay.env"),
+					MaxConcurrent: v.GetInt("relay.max_concurrent"),
+					QueueWait:     v.GetDuration("relay.queue_wait"),
+					Timeout:       v.GetDuration("relay.timeout"),
+				},
+				Logger: slog.Default(),
 				Tunnel: tunnel.Config{
 					KeepAlive:   v.GetDuration("keepalive"),
 					IdleTimeout: v.GetDuration("idle_timeout"),
@@ -59,5 +69,13 @@ Stop it with SIGINT or SIGTERM.`,
 		_ = a.v.BindPFlag(key(k), f.Lookup(k))
 	}
 	_ = a.v.BindPFlag("server_names", f.Lookup("server-name"))
+	f.String("relay-gt", "", "the host's gt binary (default: gt on PATH)")
+	f.String("relay-bd", "", "the host's bd binary (default: bd on PATH)")
+	f.Int("relay-max-concurrent", 8, "relayed commands one polecat may run at once")
+	f.Duration("relay-queue-wait", 10*time.Second, "how long a command over that limit waits before it is refused")
+	f.Duration("relay-timeout", 0, "kill relayed commands running longer than this (0: no limit)")
+	for _, k := range []string{"gt", "bd", "max-concurrent", "queue-wait", "timeout"} {
+		_ = a.v.BindPFlag("relay."+key(k), f.Lookup("relay-"+k))
+	}
 	return cmd
 }

@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
+	for _, link := range []string{"gt", "bd"} {
+		if err := os.Symlink("gt-agent", filepath.Join(dir, link)); err != nil {
+			panic(err)
+		}
+	}
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)

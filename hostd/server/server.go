@@ -20,6 +20,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
@@ -40,6 +41,8 @@ type Config struct {
 	CertTTL time.Duration
 	// Tunnel tunes the sessions.
 	Tunnel tunnel.Config
+	// Relay configures the gt/bd relay (its Town and Logger are filled in).
+	Relay relay.Config
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -86,6 +89,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux = tunnel.NewServeMux()
 	s.mux.HandleFunc(tunnel.KindCert, s.serveRenew)
 	s.mux.HandleFunc(tunnel.KindPing, servePing)
+	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
+	s.mux.Handle(tunnel.KindRelay, relay.New(cfg.Relay))
 	return s, nil
 }
 

@@ -1,0 +1,130 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// ExitUnavailable is the shim's exit status when the command could not be
+// relayed at all (agent not running, tunnel down, command refused), as ssh
+// uses 255.
+const ExitUnavailable = 255
+
+// Shim relays one gt or bd command through the agent at Socket.
+type Shim struct {
+	// Name is the command, "gt" or "bd".
+	Name string
+	// Socket is the agent's relay socket.
+	Socket string
+	// Stdin, Stdout and Stderr are the command's streams.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// SocketPath is the socket the shim uses: $GT_AGENT_SOCKET or
+// DefaultSocket.
+func SocketPath() string {
+	if p := os.Getenv(SocketEnv); p != "" {
+		return p
+	}
+	return DefaultSocket
+}
+
+// Run relays args and returns the exit status to exit with: the host
+// command's, or ExitUnavailable with one line on stderr saying why.
+func (sh *Shim) Run(args []string) int {
+	c, err := net.Dial("unix", sh.Socket)
+	if err != nil {
+		return sh.fail("gt-agent is not running (cannot connect to %s: %v); start it with 'gt-agent up'", sh.Socket, rootCause(err))
+	}
+	defer c.Close()
+	req, err := tunnel.EncodeRelayRequest(sh.request(args))
+	if err != nil {
+		return sh.fail("%v", err)
+	}
+	w := tunnel.NewFrameWriter(c)
+	if err := w.Frame(tunnel.FrameRequest, req); err != nil {
+		return sh.fail("sending the command to gt-agent: %v", err)
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			_ = w.Frame(tunnel.FrameSignal, []byte{byte(s.(syscall.Signal))})
+		}
+	}()
+	go sh.pumpStdin(w)
+
+	fr := tunnel.NewFrameReader(c)
+	for {
+		typ, payload, err := fr.Next()
+		if err != nil {
+			return sh.fail("lost the connection to gt-agent before the command finished (%v)", rootCause(err))
+		}
+		switch typ {
+		case tunnel.FrameAttached:
+		case tunnel.FrameStdout:
+			_, _ = sh.Stdout.Write(payload)
+		case tunnel.FrameStderr:
+			_, _ = sh.Stderr.Write(payload)
+		case tunnel.FrameExit:
+			var e tunnel.RelayExit
+			if err := json.Unmarshal(payload, &e); err != nil || e.Code < 0 || e.Code > 255 {
+				return sh.fail("hostd sent a malformed exit status")
+			}
+			return e.Code
+		case tunnel.FrameError:
+			return sh.fail("%s", strings.ToValidUTF8(string(payload), "?"))
+		}
+	}
+}
+
+// request is what the host needs: argv, where we are, and the
+// allow-listed environment.
+func (sh *Shim) request(args []string) tunnel.RelayRequest {
+	req := tunnel.RelayRequest{Argv: [][]byte{[]byte(sh.Name)}}
+	for _, a := range args {
+		req.Argv = append(req.Argv, []byte(a))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		req.Cwd = []byte(wd)
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(tunnel.RelayEnv, k) {
+			req.Env = append(req.Env, []byte(kv))
+		}
+	}
+	return req
+}
+
+// pumpStdin sends stdin as it arrives, then its end.
+func (sh *Shim) pumpStdin(w *tunnel.FrameWriter) {
+	if w.Copy(tunnel.FrameStdin, sh.Stdin) == nil {
+		_ = w.Frame(tunnel.FrameStdinClose, nil)
+	}
+}
+
+func (sh *Shim) fail(format string, args ...any) int {
+	fmt.Fprintf(sh.Stderr, "%s: %s\n", sh.Name, fmt.Sprintf(format, args...))
+	return ExitUnavailable
+}
+
+// rootCause strips the net package's operation prefix for a one-line
+// message.
+func rootCause(err error) error {
+	if op, ok := err.(*net.OpError); ok && op.Err != nil {
+		return op.Err
+	}
+	return err
+}

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+// relayRig is hostd with the stand-in gt/bd, and one connected agent.
+type relayRig struct {
+	tw     *town
+	hostd  *proc
+	agent  *proc
+	socket string
+	relay  *tunneltest.Relay
+}
+
+type rigOpts struct {
+	serve    []string // extra hostd serve flags
+	agent    []string // extra gt-agent up flags
+	viaRelay bool     // put a tunneltest relay between agent and hostd
+}
+
+func newRelayRig(t *testing.T, o rigOpts) *relayRig {
+	fake, err := filepath.Abs("testdata/fake-gt.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := newTown(t)
+	hostd, addr := tw.serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
+	r := &relayRig{tw: tw, hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock")}
+	if o.viaRelay {
+		r.relay = tunneltest.NewRelay(t, addr)
+		addr = r.relay.Addr
+	}
+	r.agent = start(t, agentEnv(addr, tw.issue("gastown/furiosa", time.Hour)), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
+	tw.waitStatus(10*time.Second, connected("furiosa", ""))
+	return r
+}
+
+// result is how a shim run ended.
+type result struct {
+	stdout, stderr []byte
+	code           int
+}
+
+// command prepares the gt (or bd) shim with args.
+func (r *relayRig) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+r.socket)
+	return cmd
+}
+
+// run runs the shim to completion.
+func (r *relayRig) run(t *testing.T, stdin io.Reader, name string, args ...string) result {
+	t.Helper()
+	cmd := r.command(name, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return result{out.Bytes(), errb.Bytes(), cmd.ProcessState.ExitCode()}
+}
+
+func TestRelayArgvEnvAndExit(t *testing.T) {
+	r := newRelayRig(t, rigOpts{})
+	args := []string{"plain", "with space", `"double" 'single'`, "line\nbreak", "tab\there", "\xff\xfe non-UTF-8 \xc3", "", "-x", "--", "$HOME;`id`"}
+	res := r.run(t, nil, "gt", append([]string{"status", "args"}, args...)...)
+	if res.code != 0 {
+		t.Fatalf("exit %d, stderr %s", res.code, res.stderr)
+	}
+	got := strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00")
+	if len(got) != len(args) {
+		t.Fatalf("host saw %d arguments, sent %d: %q", len(got), len(args), got)
+	}
+	for i := range args {
+		if got[i] != args[i] {
+			t.Errorf("argument %d: host saw %q, sent %q", i, got[i], args[i])
+		}
+	}
+
+	cmd := r.command("bd", "show", "env")
+	cmd.Env = append(cmd.Env, "TERM=xterm-test", "COLUMNS=123", "GT_ROLE=evil/polecats/x", "BD_ACTOR=evil", "HOME=/evil", "SECRET_TOKEN=s3cret")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(out)
+	for _, want := range []string{"GT_ROLE=gastown/polecats/furiosa", "GT_RIG=gastown", "GT_POLECAT=furiosa", "BD_ACTOR=gastown/polecats/furiosa",
+		"BEADS_AGENT_NAME=gastown/furiosa", "GT_PROXY_IDENTITY=gastown/furiosa", "TERM=xterm-test", "COLUMNS=123"} {
+		if !strings.Contains(env, want+"\n") {
+			t.Errorf("host environment lacks %s:\n%s", want, env)
+		}
+	}
+	for _, bad := range []string{"evil", "s3cret", "HOSTD_", "GT_AGENT_SOCKET"} {
+		if strings.Contains(env, bad) {
+			t.Errorf("host environment contains %q:\n%s", bad, env)
+		}
+	}
+	if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != r.tw.dir {
+		t.Errorf("command ran in %q, want the town root %q", res.stdout, r.tw.dir)
+	}
+
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{[]string{"exit", "0"}, 0}, {[]string{"exit", "1"}, 1}, {[]string{"exit", "42"}, 42}, {[]string{"killself"}, 128 + 9}} {
+		if res := r.run(t, nil, "gt", append([]string{"status"}, c.args...)...); res.code != c.code {
+			t.Errorf("%v: exit %d, want %d (stderr %s)", c.args, res.code, c.code, res.stderr)
+		}
+	}
+}
+
+func TestRelayRefusals(t *testing.T) {
+	r := newRelayRig(t, rigOpts{})
+	marker := filepath.Join(t.TempDir(), "ran")
+	cases := []struct {
+		name string
+		cmd  string
+		args []string
+		want string
+	}{
+		{"gt subcommand not allowed", "gt", []string{"nuke", "touch", marker}, "not allowed"},
+		{"bd subcommand not allowed", "bd", []string{"delete", "touch", marker}, "not allowed"},
+		{"no subcommand", "gt", nil, "needs a subcommand"},
+		{"--actor", "bd", []string{"update", "touch", marker, "--actor", "mayor"}, "'--actor' is refused"},
+		{"--actor=", "bd", []string{"update", "touch", marker, "--actor=mayor"}, "'--actor' is refused"},
+		{"--identity", "gt", []string{"mail", "touch", marker, "--identity", "gastown/nux"}, "'--identity' is refused"},
+		{"-address=", "gt", []string{"mail", "touch", marker, "-address=x"}, "'--address' is refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := r.run(t, nil, c.cmd, c.args...)
+			if res.code != 255 || !strings.Contains(string(res.stderr), c.want) {
+				t.Errorf("exit %d, stderr %q; want 255 and %q", res.code, res.stderr, c.want)
+			}
+		})
+	}
+	// A client that is not our shim: identity env, other commands, junk.
+	raw := []struct {
+		name string
+		req  tunnel.RelayRequest
+		want string
+	}{
+		{"GT_ROLE from the container", tunnel.RelayRequest{Argv: b("gt", "status", "touch", marker), Env: b("GT_ROLE=mayor")}, "GT_ROLE"},
+		{"BD_ACTOR from the container", tunnel.RelayRequest{Argv: b("bd", "show", "touch", marker), Env: b("BD_ACTOR=mayor")}, "BD_ACTOR"},
+		{"env outside the allowlist", tunnel.RelayRequest{Argv: b("gt", "status", "touch", marker), Env: b("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
+		{"another command", tunnel.RelayRequest{Argv: b("sh", "-c", "touch "+marker)}, "only bd and gt"},
+		{"a path as the command", tunnel.RelayRequest{Argv: b("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
+	}
+	for _, c := range raw {
+		t.Run(c.name, func(t *testing.T) {
+			if msg := rawRelay(t, r.socket, c.req); !strings.Contains(msg, c.want) {
+				t.Errorf("refusal %q, want %q", msg, c.want)
+			}
+		})
+	}
+	t.Run("junk instead of a request", func(t *testing.T) {
+		c, err := net.Dial("unix", r.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = tunnel.WriteFrame(c, tunnel.FrameStdout, []byte("hello"))
+		if msg := readUntilError(t, c); !strings.Contains(msg, "want a request") {
+			t.Errorf("refusal %q", msg)
+		}
+	})
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a refused command ran on the host")
+	}
+	if res := r.run(t, nil, "gt", "status", "exit", "0"); res.code != 0 {
+		t.Fatalf("the polecat cannot relay after refusals: %d %s", res.code, res.stderr)
+	}
+}
+
+func b(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, x := range s {
+		out[i] = []byte(x)
+	}
+	return out
+}
+
+// rawRelay sends req on the agent socket as a hand-made client and returns
+// the refusal hostd sends.
+func rawRelay(t *testing.T, socket string, req tunnel.RelayRequest) string {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := tunnel.EncodeRelayRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tunnel.WriteFrame(c, tunnel.FrameRequest, p); err != nil {
+		t.Fatal(err)
+	}
+	return readUntilError(t, c)
+}
+
+func readUntilError(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	fr := tunnel.NewFrameReader(c)
+	for {
+		typ, p, err := fr.Next()
+		if err != nil {
+			t.Fatalf("no refusal: %v", err)
+		}
+		switch typ {
+		case tunnel.FrameError:
+			return string(p)
+		case tunnel.FrameExit:
+			t.Fatalf("command ran: %s", p)
+		}
+	}
+}
+
+// pidFrom waits for the stand-in to write its pid.
+func pidFrom(t *testing.T, path string) int {
+	t.Helper()
+	for range 200 {
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+			if err == nil {
+				return pid
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatal("the host command never started")
+	return 0
+}
+
+// waitGone waits until pid no longer exists.
+func waitGone(t *testing.T, pid int, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < d {
+		if syscall.Kill(pid, 0) != nil {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("host process %d still running %v later", pid, d)
+	return 0
+}
+
+func TestRelaySignalsAndKills(t *testing.T) {
+	r := newRelayRig(t, rigOpts{viaRelay: true})
+
+	t.Run("Ctrl-C reaches the host process", func(t *testing.T) {
+		cmd := r.command("gt", "status", "trap", filepath.Join(t.TempDir(), "pid"))
+		out, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 6)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+			t.Fatalf("stand-in not ready: %q %v", buf, err)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		rest, _ := io.ReadAll(out)
+		_ = cmd.Wait()
+		if !strings.Contains(string(rest), "got-INT") || cmd.ProcessState.ExitCode() != 130 {
+			t.Errorf("after SIGINT: output %q, exit %d (stderr %s); want got-INT and 130", rest, cmd.ProcessState.ExitCode(), stderr.Bytes())
+		}
+	})
+
+	t.Run("killing the shim kills the host process", func(t *testing.T) {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		cmd := r.command("gt", "status", "sleep", pidFile, "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := pidFrom(t, pidFile)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Logf("host process gone %v after the shim was killed", waitGone(t, pid, 3*time.Second))
+	})
+
+	t.Run("cutting the tunnel kills the host process", func(t *testing.T) {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		cmd := r.command("gt", "status", "sleep", pidFile, "60")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := pidFrom(t, pidFile)
+		r.relay.Cut(true)
+		defer r.relay.Cut(false)
+		t.Logf("host process gone %v after the tunnel was cut", waitGone(t, pid, 10*time.Second))
+		_ = cmd.Wait()
+		if cmd.ProcessState.ExitCode() != 255 || !strings.Contains(stderr.String(), "lost the connection") {
+			t.Errorf("shim after the cut: exit %d, %q", cmd.ProcessState.ExitCode(), stderr.String())
+		}
+	})
+}
+
+func TestRelayTunnelDown(t *testing.T) {
+	r := newRelayRig(t, rigOpts{agent: []string{"--relay-wait", "1s"}})
+	_ = r.hostd.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.hostd.exited(t, 5*time.Second)
+	start := time.Now()
+	res := r.run(t, nil, "gt", "status", "exit", "0")
+	if res.code != 255 || !strings.Contains(string(res.stderr), "did not come back within 1s") {
+		t.Errorf("tunnel down: exit %d, %q", res.code, res.stderr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("shim gave up after %v, want about the 1s wait", d)
+	}
+	if n := strings.Count(strings.TrimSpace(string(res.stderr)), "\n"); n != 0 {
+		t.Errorf("want one line, got %q", res.stderr)
+	}
+}
+
+// highWater is a process's peak resident memory in KiB.
+func highWater(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+func TestRelayStreams100MB(t *testing.T) {
+	const size = 100 << 20
+	r := newRelayRig(t, rigOpts{})
+	r.run(t, nil, "gt", "status", "zeros", "1048576") // warm up both sides
+	hostd0, agent0 := highWater(t, r.hostd.cmd.Process.Pid), highWater(t, r.agent.cmd.Process.Pid)
+
+	cmd := r.command("gt", "status", "zeros", strconv.Itoa(size))
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil || n != size {
+		t.Fatalf("stdout: %d bytes, %v; want %d", n, err, size)
+	}
+
+	data := make([]byte, size)
+	_, _ = rand.Read(data)
+	sum := sha256.Sum256(data)
+	res := r.run(t, bytes.NewReader(data), "gt", "status", "sha")
+	if strings.TrimSpace(string(res.stdout)) != hex.EncodeToString(sum[:]) {
+		t.Fatalf("stdin: host hashed %q, want %x (stderr %s)", res.stdout, sum, res.stderr)
+	}
+	hostd1, agent1 := highWater(t, r.hostd.cmd.Process.Pid), highWater(t, r.agent.cmd.Process.Pid)
+	t.Logf("peak RSS: hostd %d -> %d KiB, agent %d -> %d KiB", hostd0, hostd1, agent0, agent1)
+	const budget = 40 << 10 // KiB; 100 MiB streamed each way
+	if hostd1-hostd0 > budget || agent1-agent0 > budget {
+		t.Errorf("memory grew with the stream: hostd +%d KiB, agent +%d KiB", hostd1-hostd0, agent1-agent0)
+	}
+}
+
+func TestRelayConcurrencyLimit(t *testing.T) {
+	r := newRelayRig(t, rigOpts{serve: []string{"--relay-max-concurrent", "4"}})
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	results := make([]result, 50)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = r.run(t, nil, "gt", "status", "conc", dir, "0.1") }()
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.code != 0 {
+			t.Errorf("relay %d: exit %d, %s", i, res.code, res.stderr)
+		}
+	}
+	counts, _ := os.ReadFile(filepath.Join(dir, "counts"))
+	most := 0
+	for _, f := range strings.Fields(string(counts)) {
+		n, _ := strconv.Atoi(f)
+		most = max(most, n)
+	}
+	if lines := len(strings.Fields(string(counts))); lines != 50 || most > 4 || most < 2 {
+		t.Errorf("%d commands ran, at most %d at once; want 50 with at most 4 (and some overlap)", lines, most)
+	}
+
+	// With no patience in the queue, the extra commands fail clearly.
+	q := newRelayRig(t, rigOpts{serve: []string{"--relay-max-concurrent", "2", "--relay-queue-wait", "50ms"}})
+	results = make([]result, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = q.run(t, nil, "gt", "status", "conc", t.TempDir(), "1") }()
+	}
+	wg.Wait()
+	ok, refused := 0, 0
+	for _, res := range results {
+		switch {
+		case res.code == 0:
+			ok++
+		case res.code == 255 && strings.Contains(string(res.stderr), "too many concurrent gt/bd commands from this polecat (limit 2"):
+			refused++
+		default:
+			t.Errorf("unclear failure: exit %d, %q", res.code, res.stderr)
+		}
+	}
+	if ok < 2 || refused == 0 || ok+refused != 8 {
+		t.Errorf("%d completed, %d refused; want 2+ completed and the rest refused clearly", ok, refused)
+	}
+}

@@ -1,0 +1,123 @@
+// Package relay is hostd's side of the gt/bd relay: it checks a relayed
+// command against the allowlist and the identity rules, runs the real
+// binary in the town root under the polecat's identity (taken only from
+// its certificate), streams stdin, stdout and stderr, forwards signals to
+// the process group, and kills that group when the stream or the tunnel
+// dies.
+package relay
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// DefaultAllow is the default allowlist: per command, the subcommands a
+// polecat may run (argv[1]).
+var DefaultAllow = map[string][]string{
+	"gt": {"convoy", "done", "handoff", "hook", "mail", "mol", "mountain", "nudge", "prime", "sling", "status", "version"},
+	"bd": {"create", "update", "close", "show", "list", "ready", "dep", "export", "prime", "stats", "blocked", "doctor"},
+}
+
+// DefaultEnvAllow is the environment a shim may send: the shim's own list,
+// terminal and locale settings, nothing identity-like.
+var DefaultEnvAllow = tunnel.RelayEnv
+
+// identityFlags are refused anywhere on the command line: the host sets
+// the identity, from the certificate.
+var identityFlags = []string{"actor", "identity", "address"}
+
+// identityEnv are set by hostd from the certificate and refused from the
+// container.
+var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "BEADS_AGENT_NAME", "GT_PROXY_IDENTITY", "GT_PROXY_CWD"}
+
+// IdentityEnv is the environment a host polecat session of id gets in Gas
+// Town, which relayed commands run with.
+func IdentityEnv(id tunnel.Identity) []string {
+	role := id.Rig + "/polecats/" + id.Name
+	return []string{
+		"GT_ROLE=" + role,
+		"GT_RIG=" + id.Rig,
+		"GT_POLECAT=" + id.Name,
+		"BD_ACTOR=" + role,
+		"BEADS_AGENT_NAME=" + id.Rig + "/" + id.Name,
+		"GT_PROXY_IDENTITY=" + id.String(),
+	}
+}
+
+// Policy decides which relayed commands may run.
+type Policy struct {
+	// Allow maps a command (argv[0]) to its allowed subcommands (argv[1]).
+	Allow map[string][]string
+	// EnvAllow lists the environment variable names a shim may send.
+	EnvAllow []string
+}
+
+// Check refuses a request that is not allowed, with a reason the polecat
+// is shown. It returns the command and subcommand for logging.
+func (p Policy) Check(req tunnel.RelayRequest) (cmd, sub string, err error) {
+	cmd = string(req.Argv[0])
+	subs, ok := p.Allow[cmd]
+	if !ok {
+		return "", "", fmt.Errorf("only %s can be relayed", strings.Join(sortedKeys(p.Allow), " and "))
+	}
+	if len(req.Argv) < 2 {
+		return cmd, "", fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
+	}
+	sub = string(req.Argv[1])
+	if !slices.Contains(subs, sub) {
+		// The value is not repeated: it may be anything, and this is logged.
+		return cmd, "", fmt.Errorf("that %s subcommand is not allowed over the relay; allowed: %s", cmd, strings.Join(subs, ", "))
+	}
+	for _, a := range req.Argv[1:] {
+		if f := identityFlag(a); f != "" {
+			return cmd, sub, fmt.Errorf("'--%s' is refused: hostd sets the polecat's identity from its certificate", f)
+		}
+	}
+	for _, e := range req.Env {
+		k, _, _ := bytes.Cut(e, []byte("="))
+		key := string(k)
+		if slices.Contains(identityEnv, key) || strings.HasPrefix(key, "GT_") || strings.HasPrefix(key, "BD_") || strings.HasPrefix(key, "BEADS_") {
+			return cmd, sub, fmt.Errorf("environment variable %s is refused: hostd sets the polecat's identity from its certificate", printable(key))
+		}
+		if !slices.Contains(p.EnvAllow, key) {
+			return cmd, sub, fmt.Errorf("environment variable %s is not relayed (allowed: %s)", printable(key), strings.Join(p.EnvAllow, ", "))
+		}
+	}
+	return cmd, sub, nil
+}
+
+// identityFlag returns the identity flag a names (--actor, -actor,
+// --actor=x ...), or "".
+func identityFlag(a []byte) string {
+	s := strings.TrimLeft(string(a), "-")
+	if len(s) == len(a) || len(a)-len(s) > 2 {
+		return ""
+	}
+	name, _, _ := strings.Cut(s, "=")
+	if slices.Contains(identityFlags, name) {
+		return name
+	}
+	return ""
+}
+
+func sortedKeys(m map[string][]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// printable quotes s for an error message, keeping it short.
+func printable(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

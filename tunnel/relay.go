@@ -1,0 +1,233 @@
+package tunnel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// The relay channel (stream kind KindRelay) carries one gt/bd command. Both
+// directions are sequences of frames:
+//
+//	byte 0      frame type (Frame*)
+//	4 bytes     payload length, big-endian, at most MaxFramePayload
+//	payload
+//
+// The shim sends FrameRequest first, then FrameStdin chunks, one
+// FrameStdinClose at stdin's end, and FrameSignal whenever it is signalled.
+// gt-agent answers the shim's local connection with FrameAttached once the
+// tunnel stream is open (or FrameError if it cannot be), then forwards the
+// bytes verbatim both ways. hostd sends FrameStdout and FrameStderr chunks as
+// the command produces them, then exactly one FrameExit; or FrameError if it
+// refuses or cannot run the command.
+const (
+	FrameRequest    byte = 'Q' // shim -> host: RelayRequest (JSON)
+	FrameStdin      byte = 'I' // shim -> host: stdin bytes
+	FrameStdinClose byte = 'C' // shim -> host: stdin reached EOF
+	FrameSignal     byte = 'S' // shim -> host: one byte, a signal number
+	FrameAttached   byte = 'A' // agent -> shim: the tunnel stream is open
+	FrameStdout     byte = 'O' // host -> shim: stdout bytes
+	FrameStderr     byte = 'E' // host -> shim: stderr bytes
+	FrameExit       byte = 'X' // host -> shim: RelayExit (JSON), last frame
+	FrameError      byte = '!' // agent or host -> shim: UTF-8 reason, last frame
+)
+
+// Relay limits.
+const (
+	// MaxFramePayload bounds one frame's payload.
+	MaxFramePayload = 1 << 20
+	// RelayChunk is the largest data chunk a sender puts in one frame.
+	RelayChunk = 32 << 10
+	// maxRelayArgs bounds the number of arguments.
+	maxRelayArgs = 4096
+	// maxRelayEnv bounds the number of environment entries.
+	maxRelayEnv = 256
+	// maxRelayPath bounds the working directory.
+	maxRelayPath = 4096
+)
+
+// RelayEnv is the environment a shim sends by default, and hostd accepts
+// by default: terminal and locale settings, nothing identity-like.
+var RelayEnv = []string{"TERM", "COLUMNS", "LINES", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "COLORTERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
+
+// RelayRequest is the command a shim asks to run. Arguments, the working
+// directory and environment entries are bytes, not strings, so that
+// non-UTF-8 values arrive exactly as typed.
+type RelayRequest struct {
+	// Argv is the command line; Argv[0] is "gt" or "bd".
+	Argv [][]byte `json:"argv"`
+	// Cwd is the shim's working directory in the container (informational:
+	// the command runs in the town root on the host).
+	Cwd []byte `json:"cwd,omitempty"`
+	// Env holds KEY=VALUE entries from the shim's environment allowlist.
+	Env [][]byte `json:"env,omitempty"`
+}
+
+// RelayExit is how the command ended.
+type RelayExit struct {
+	// Code is the exit status as a shell reports it: the exit code, or
+	// 128+signal when a signal killed the command.
+	Code int `json:"code"`
+	// Signal is the signal that killed the command, or 0.
+	Signal int `json:"signal,omitempty"`
+}
+
+// WriteFrame writes one frame.
+func WriteFrame(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > MaxFramePayload {
+		return fmt.Errorf("relay frame of %d bytes exceeds %d", len(payload), MaxFramePayload)
+	}
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	if len(payload) <= 4096 {
+		_, err := w.Write(append(hdr[:], payload...))
+		return err
+	}
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+// FrameWriter writes whole frames from several goroutines (output pumps,
+// signals, the final status) without interleaving them.
+type FrameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewFrameWriter writes frames to w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// Frame writes one frame.
+func (fw *FrameWriter) Frame(typ byte, payload []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return WriteFrame(fw.w, typ, payload)
+}
+
+// Copy sends r's bytes as frames of typ, in chunks of at most RelayChunk,
+// as they arrive. It returns nil when r ends (however it ends), or the
+// error that stopped a frame from being written.
+func (fw *FrameWriter) Copy(typ byte, r io.Reader) error {
+	buf := make([]byte, RelayChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if werr := fw.Frame(typ, buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// FrameReader reads frames, reusing one buffer: a payload is valid only
+// until the next call.
+type FrameReader struct {
+	r   io.Reader
+	buf []byte
+}
+
+// NewFrameReader reads frames from r.
+func NewFrameReader(r io.Reader) *FrameReader { return &FrameReader{r: r} }
+
+// ErrFrameTooLarge is returned for a frame whose length exceeds
+// MaxFramePayload; the stream cannot be resynchronised after it.
+var ErrFrameTooLarge = errors.New("relay frame exceeds the 1 MiB limit")
+
+// Next reads the next frame. At a clean end between frames it returns
+// io.EOF; a frame cut short is io.ErrUnexpectedEOF.
+func (fr *FrameReader) Next() (typ byte, payload []byte, err error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > MaxFramePayload {
+		return 0, nil, ErrFrameTooLarge
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	payload = fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, payload); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return hdr[0], payload, nil
+}
+
+// EncodeRelayRequest validates and encodes a request for FrameRequest.
+func EncodeRelayRequest(req RelayRequest) ([]byte, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFramePayload {
+		return nil, fmt.Errorf("command line and environment too large (%d bytes encoded, limit %d)", len(b), MaxFramePayload)
+	}
+	return b, nil
+}
+
+// DecodeRelayRequest decodes and validates a FrameRequest payload. Unknown
+// fields are an error.
+func DecodeRelayRequest(b []byte) (RelayRequest, error) {
+	var req RelayRequest
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&req); err != nil {
+		return RelayRequest{}, fmt.Errorf("malformed relay request: %w", err)
+	}
+	if d.More() {
+		return RelayRequest{}, errors.New("malformed relay request: trailing data")
+	}
+	return req, req.validate()
+}
+
+func (req RelayRequest) validate() error {
+	switch {
+	case len(req.Argv) == 0:
+		return errors.New("relay request has no command")
+	case len(req.Argv) > maxRelayArgs:
+		return fmt.Errorf("relay request has %d arguments, limit %d", len(req.Argv), maxRelayArgs)
+	case len(req.Env) > maxRelayEnv:
+		return fmt.Errorf("relay request has %d environment entries, limit %d", len(req.Env), maxRelayEnv)
+	case len(req.Cwd) > maxRelayPath:
+		return fmt.Errorf("relay request working directory is %d bytes, limit %d", len(req.Cwd), maxRelayPath)
+	case bytes.IndexByte(req.Cwd, 0) >= 0:
+		return errors.New("relay request working directory contains a NUL byte")
+	}
+	for i, a := range req.Argv {
+		if bytes.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("argument %d contains a NUL byte", i)
+		}
+	}
+	for _, e := range req.Env {
+		k, _, ok := bytes.Cut(e, []byte("="))
+		if !ok || len(k) == 0 || bytes.IndexByte(e, 0) >= 0 {
+			return fmt.Errorf("environment entry %q is not KEY=VALUE", truncate(e))
+		}
+	}
+	return nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 40 {
+		return append(b[:40:40], "..."...)
+	}
+	return b
+}

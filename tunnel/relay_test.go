@@ -1,0 +1,154 @@
+package tunnel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFrames(t *testing.T) {
+	var buf bytes.Buffer
+	big := bytes.Repeat([]byte("x"), MaxFramePayload)
+	frames := []struct {
+		typ     byte
+		payload []byte
+	}{{FrameStdout, []byte("hello")}, {FrameStdinClose, nil}, {FrameStderr, big}, {FrameSignal, []byte{2}}}
+	for _, f := range frames {
+		if err := WriteFrame(&buf, f.typ, f.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := NewFrameReader(&buf)
+	for _, want := range frames {
+		typ, p, err := fr.Next()
+		if err != nil || typ != want.typ || !bytes.Equal(p, want.payload) {
+			t.Fatalf("frame %c: got %c, %d bytes, %v", want.typ, typ, len(p), err)
+		}
+	}
+	if _, _, err := fr.Next(); err != io.EOF {
+		t.Errorf("after the last frame: %v, want io.EOF", err)
+	}
+	if err := WriteFrame(io.Discard, FrameStdout, make([]byte, MaxFramePayload+1)); err == nil {
+		t.Error("oversized frame written")
+	}
+}
+
+func TestFramesHostile(t *testing.T) {
+	hdr := func(typ byte, n uint32) []byte {
+		b := []byte{typ, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[1:], n)
+		return b
+	}
+	cases := map[string]struct {
+		wire []byte
+		want error
+	}{
+		"length over limit": {hdr(FrameStdout, MaxFramePayload+1), ErrFrameTooLarge},
+		"length 4 GiB":      {hdr(FrameStdout, 0xffffffff), ErrFrameTooLarge},
+		"truncated header":  {[]byte{FrameStdout, 0, 0}, io.ErrUnexpectedEOF},
+		"truncated payload": {append(hdr(FrameStdout, 10), "abc"...), io.ErrUnexpectedEOF},
+		"no payload at all": {hdr(FrameStdout, 1), io.ErrUnexpectedEOF},
+	}
+	for name, c := range cases {
+		if _, _, err := NewFrameReader(bytes.NewReader(c.wire)).Next(); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+func TestRelayRequest(t *testing.T) {
+	req := RelayRequest{
+		Argv: [][]byte{[]byte("bd"), []byte("show"), []byte("a b"), []byte(`"quoted' \`), []byte("line\nbreak"), {0xff, 0xfe, 'x'}, {}},
+		Cwd:  []byte("/work/\xffdir"),
+		Env:  [][]byte{[]byte("TERM=xterm-256color"), []byte("COLUMNS=80"), []byte("NO_COLOR=")},
+	}
+	b, err := EncodeRelayRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRelayRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalise(got), normalise(req)) {
+		t.Errorf("round trip changed the request:\n got %q\nwant %q", got.Argv, req.Argv)
+	}
+	many := make([][]byte, maxRelayArgs+1)
+	for i := range many {
+		many[i] = []byte("a")
+	}
+	hostile := map[string]string{
+		"not json":       "argv",
+		"unknown field":  `{"argv":["Z3Q="],"identity":"x"}`,
+		"trailing data":  `{"argv":["Z3Q="]}{}`,
+		"argv not bytes": `{"argv":["gt status"]}`,
+		"no argv":        `{}`,
+		"empty argv":     `{"argv":[]}`,
+		"NUL in arg":     `{"argv":["Z3Q=","c3QAYXR1cw=="]}`,
+		"env without =":  `{"argv":["Z3Q="],"env":["VEVSTQ=="]}`,
+		"env empty key":  `{"argv":["Z3Q="],"env":["PXg="]}`,
+		"NUL in cwd":     `{"argv":["Z3Q="],"cwd":"LwAv"}`,
+	}
+	for name, wire := range hostile {
+		if _, err := DecodeRelayRequest([]byte(wire)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := EncodeRelayRequest(RelayRequest{Argv: many}); err == nil || !strings.Contains(err.Error(), "arguments") {
+		t.Errorf("too many arguments: %v", err)
+	}
+	if _, err := EncodeRelayRequest(RelayRequest{Argv: [][]byte{[]byte("gt"), bytes.Repeat([]byte("a"), MaxFramePayload)}}); err == nil {
+		t.Error("oversized request encoded")
+	}
+}
+
+// normalise maps nil and empty byte slices alike, as JSON does.
+func normalise(r RelayRequest) RelayRequest {
+	for i, a := range r.Argv {
+		if len(a) == 0 {
+			r.Argv[i] = []byte{}
+		}
+	}
+	return r
+}
+
+// FuzzFrameReader: arbitrary bytes never make the reader allocate past the
+// limit or return a payload other than what the header announced.
+func FuzzFrameReader(f *testing.F) {
+	var seed bytes.Buffer
+	_ = WriteFrame(&seed, FrameStdout, []byte("out"))
+	_ = WriteFrame(&seed, FrameExit, []byte(`{"code":0}`))
+	f.Add(seed.Bytes())
+	f.Add([]byte{FrameStdin, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr := NewFrameReader(bytes.NewReader(b))
+		for {
+			_, p, err := fr.Next()
+			if err != nil {
+				return
+			}
+			if len(p) > MaxFramePayload {
+				t.Fatalf("payload of %d bytes", len(p))
+			}
+		}
+	})
+}
+
+// FuzzDecodeRelayRequest: whatever decodes is valid and re-encodes.
+func FuzzDecodeRelayRequest(f *testing.F) {
+	f.Add([]byte(`{"argv":["Z3Q=","c3RhdHVz"],"env":["VEVSTT14"]}`))
+	f.Add([]byte(`{"argv":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := DecodeRelayRequest(b)
+		if err != nil {
+			return
+		}
+		if _, err := EncodeRelayRequest(req); err != nil {
+			t.Fatalf("decoded a request that does not re-encode: %v", err)
+		}
+	})
+}
