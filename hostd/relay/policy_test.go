@@ -1,0 +1,77 @@
+package relay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+func req(env []string, argv ...string) tunnel.RelayRequest {
+	r := tunnel.RelayRequest{}
+	for _, a := range argv {
+		r.Argv = append(r.Argv, []byte(a))
+	}
+	for _, e := range env {
+		r.Env = append(r.Env, []byte(e))
+	}
+	return r
+}
+
+func TestPolicyCheck(t *testing.T) {
+	p := Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}
+	allowed := []tunnel.RelayRequest{
+		req(nil, "gt", "prime"),
+		req(nil, "gt", "mail", "inbox", "--json"),
+		req(nil, "bd", "show", "gt-123", "--actorish", "x--identity"),
+		req([]string{"TERM=xterm", "COLUMNS=80", "NO_COLOR="}, "bd", "ready"),
+		req(nil, "gt", "mail", "send", "-m", "use - not --"),
+	}
+	for _, r := range allowed {
+		if _, _, err := p.Check(r); err != nil {
+			t.Errorf("%q refused: %v", r.Argv, err)
+		}
+	}
+	refused := []struct {
+		r    tunnel.RelayRequest
+		want string
+	}{
+		{req(nil, "sh", "-c", "id"), "only bd and gt"},
+		{req(nil, "gt"), "needs a subcommand"},
+		{req(nil, "gt", "rig", "remove"), "not allowed"},
+		{req(nil, "gt", "Status"), "not allowed"},
+		{req(nil, "gt", "status "), "not allowed"},
+		{req(nil, "bd", "delete", "x"), "not allowed"},
+		{req(nil, "gt", "--actor", "status"), "not allowed"},
+		{req(nil, "bd", "update", "--actor", "mayor"), "'--actor' is refused"},
+		{req(nil, "bd", "update", "--actor=mayor"), "'--actor' is refused"},
+		{req(nil, "bd", "update", "-actor=mayor"), "'--actor' is refused"},
+		{req(nil, "gt", "mail", "inbox", "--identity=gastown/nux"), "'--identity' is refused"},
+		{req(nil, "gt", "nudge", "x", "--address", "a"), "'--address' is refused"},
+		{req([]string{"GT_ROLE=mayor"}, "gt", "prime"), `"GT_ROLE" is refused`},
+		{req([]string{"GT_RIG=x"}, "gt", "prime"), `"GT_RIG" is refused`},
+		{req([]string{"BD_ACTOR=x"}, "bd", "ready"), `"BD_ACTOR" is refused`},
+		{req([]string{"BEADS_DIR=/etc"}, "bd", "ready"), `"BEADS_DIR" is refused`},
+		{req([]string{"GT_PROXY_IDENTITY=x"}, "gt", "prime"), "refused"},
+		{req([]string{"LD_PRELOAD=/tmp/x"}, "gt", "prime"), "not relayed"},
+		{req([]string{"PATH=/tmp"}, "gt", "prime"), "not relayed"},
+		{req([]string{"HOME=/evil"}, "gt", "prime"), "not relayed"},
+	}
+	for _, c := range refused {
+		if _, _, err := p.Check(c.r); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q env %q: got %v, want %q", c.r.Argv, c.r.Env, err, c.want)
+		}
+	}
+	// The refusal of an unknown subcommand does not echo its value.
+	if _, _, err := p.Check(req(nil, "gt", "sekrit-value")); err == nil || strings.Contains(err.Error(), "sekrit") {
+		t.Errorf("refusal echoes the argument: %v", err)
+	}
+}
+
+func TestIdentityEnv(t *testing.T) {
+	got := strings.Join(IdentityEnv(tunnel.Identity{Rig: "gastown", Name: "furiosa"}), " ")
+	want := "GT_ROLE=gastown/polecats/furiosa GT_RIG=gastown GT_POLECAT=furiosa BD_ACTOR=gastown/polecats/furiosa BEADS_AGENT_NAME=gastown/furiosa GT_PROXY_IDENTITY=gastown/furiosa"
+	if got != want {
+		t.Errorf("IdentityEnv:\n got %s\nwant %s", got, want)
+	}
+}
