@@ -23,11 +23,14 @@ test: ## run every test (real sockets, real binaries)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-bench: ## print the benchmark table: ours beside its baseline, medians of $(COUNT) runs
+bench: ## print the benchmark tables: ours beside its baselines, medians of $(COUNT) runs
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL)'
-	@echo
-	@$(GO) tool benchstat -col /impl $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/ | tee $(BIN)/bench-relay.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
+	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
+	@echo; echo "== relay: ours beside direct execution and beside a per-call mTLS HTTPS POST"
+	@$(GO) tool benchstat -col /impl $(BIN)/bench-relay.txt
 
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh

@@ -29,6 +29,7 @@ type relayRig struct {
 	hostd  *proc
 	agent  *proc
 	socket string
+	certs  string
 	relay  *tunneltest.Relay
 }
 
@@ -38,7 +39,7 @@ type rigOpts struct {
 	viaRelay bool     // put a tunneltest relay between agent and hostd
 }
 
-func newRelayRig(t *testing.T, o rigOpts) *relayRig {
+func newRelayRig(t testing.TB, o rigOpts) *relayRig {
 	fake, err := filepath.Abs("testdata/fake-gt.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,8 @@ func newRelayRig(t *testing.T, o rigOpts) *relayRig {
 		r.relay = tunneltest.NewRelay(t, addr)
 		addr = r.relay.Addr
 	}
-	r.agent = start(t, agentEnv(addr, tw.issue("gastown/furiosa", time.Hour)), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
+	r.certs = tw.issue("gastown/furiosa", time.Hour)
+	r.agent = start(t, agentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
 	tw.waitStatus(10*time.Second, connected("furiosa", ""))
 	return r
 }
@@ -69,7 +71,7 @@ func (r *relayRig) command(name string, args ...string) *exec.Cmd {
 }
 
 // run runs the shim to completion.
-func (r *relayRig) run(t *testing.T, stdin io.Reader, name string, args ...string) result {
+func (r *relayRig) run(t testing.TB, stdin io.Reader, name string, args ...string) result {
 	t.Helper()
 	cmd := r.command(name, args...)
 	var out, errb bytes.Buffer

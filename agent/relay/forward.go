@@ -109,6 +109,19 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	if err := tunnel.WriteFrame(c, tunnel.FrameAttached, nil); err != nil {
 		return
 	}
+	// The shim has already sent its request. Forward it before anything
+	// reads the stream, so that the stream header and the request leave in
+	// one packet (a read would flush the header on its own).
+	buf := make([]byte, tunnel.RelayChunk)
+	_ = c.SetReadDeadline(time.Now().Add(f.Wait))
+	n, err := c.Read(buf)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return
+	}
+	if _, err := st.Write(buf[:n]); err != nil {
+		return
+	}
 	go func() {
 		_, _ = io.Copy(st, c)
 		_ = st.CloseWrite()

@@ -68,7 +68,8 @@ func (r *Relay) BlockUDP(on bool) { r.blockUDP.Store(on) }
 func (r *Relay) Cut(on bool) { r.cut.Store(on) }
 
 // SetDelay delays every datagram and TCP chunk by d in each direction, so a
-// round trip costs 2d more.
+// round trip costs 2d more; a new TCP connection also waits 2d before its
+// first byte, for the handshake it would have paid.
 func (r *Relay) SetDelay(d time.Duration) { r.delay.Store(int64(d)) }
 
 // Close stops the relay and every connection through it.
@@ -110,17 +111,24 @@ func (r *Relay) serveTCP() {
 		if err != nil {
 			return
 		}
-		up, err := net.Dial("tcp", r.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		if !r.track(c) || !r.track(up) {
-			continue
-		}
-		go r.pipe(up, c)
-		go r.pipe(c, up)
+		go r.connect(c)
 	}
+}
+
+// connect joins a client connection to the target. With a delay set, the
+// connection first waits one round trip, as its SYN and SYN-ACK would have.
+func (r *Relay) connect(c net.Conn) {
+	time.Sleep(2 * time.Duration(r.delay.Load()))
+	up, err := net.Dial("tcp", r.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !r.track(c) || !r.track(up) {
+		return
+	}
+	go r.pipe(up, c)
+	go r.pipe(c, up)
 }
 
 // pipe copies src to dst in order, dropping bytes while cut and holding
