@@ -26,8 +26,18 @@ wait_for() {
 step "a throw-away town at $TOWN; create its CA"
 hostd ca init
 
-step "start hostd (QUIC on UDP and TLS+yamux on TCP, one port)"
-hostd serve --listen 127.0.0.1:0 >"$TOWN/hostd.log" 2>&1 &
+# The operator's real gt is not needed: a stand-in shows what a relayed
+# command receives on the host.
+cat >"$TOWN/gt" <<'EOF'
+#!/bin/sh
+echo "host gt $*: GT_ROLE=$GT_ROLE BD_ACTOR=$BD_ACTOR GT_PROXY_IDENTITY=$GT_PROXY_IDENTITY cwd=$(pwd)"
+echo "reading stdin on the host: $(cat)"
+exit 3
+EOF
+chmod +x "$TOWN/gt"
+
+step "start hostd (QUIC on UDP and TLS+yamux on TCP, one port; gt relayed to a stand-in)"
+hostd serve --listen 127.0.0.1:0 --relay-gt "$TOWN/gt" >"$TOWN/hostd.log" 2>&1 &
 pids+=($!)
 wait_for hostd status
 ADDR=$(hostd status --json | sed -n 's/.*"listen": "\(.*\)".*/\1/p')
@@ -40,7 +50,7 @@ hostd cert issue gastown/furiosa --ttl 1h --out "$TOWN/furiosa"
 step "start gt-agent with Gas Town's GT_PROXY_* settings"
 GT_PROXY_URL=https://localhost:$PORT \
 GT_PROXY_CERT=$TOWN/furiosa/client.crt GT_PROXY_KEY=$TOWN/furiosa/client.key GT_PROXY_CA=$TOWN/furiosa/ca.crt \
-  "$BIN/gt-agent" up >"$TOWN/furiosa.log" 2>&1 &
+  "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" >"$TOWN/furiosa.log" 2>&1 &
 FURIOSA=$!
 pids+=($FURIOSA)
 
@@ -48,7 +58,7 @@ step "a second polecat joins with a one-time token: its key is made in the conta
 TOKEN=$(hostd token create gastown/nux)
 echo "token: ${TOKEN:0:24}..."
 GT_PROXY_URL=https://localhost:$PORT \
-  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" >"$TOWN/nux.log" 2>&1 &
+  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" >"$TOWN/nux.log" 2>&1 &
 pids+=($!)
 wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"nux\"' && '$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"furiosa\"'"
 ls -l "$TOWN/nux"
@@ -57,7 +67,20 @@ step "hostd status"
 hostd status
 
 step "the token is spent: using it again is refused"
-GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" 2>&1 | tail -1 || true
+GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" --socket "$TOWN/again.sock" 2>&1 | tail -1 || true
+
+step "relay: in furiosa's container, 'gt' (a symlink to gt-agent) runs on the host as furiosa"
+echo "\$ echo hello | gt status --verbose"
+set +e
+echo hello | GT_AGENT_SOCKET=$TOWN/furiosa.sock GT_ROLE=mayor "$BIN/gt" status --verbose
+echo "exit status: $? (the host command's own; GT_ROLE=mayor in the container was not passed on)"
+echo "\$ gt rig remove gastown"
+GT_AGENT_SOCKET=$TOWN/furiosa.sock "$BIN/gt" rig remove gastown
+echo "exit status: $?"
+echo "\$ gt mail inbox --identity mayor"
+GT_AGENT_SOCKET=$TOWN/furiosa.sock "$BIN/gt" mail inbox --identity mayor
+echo "exit status: $?"
+set -e
 
 step "revoke furiosa: its live tunnel closes and the agent stops"
 hostd cert revoke gastown/furiosa

@@ -77,7 +77,12 @@ func (p *proc) output() string {
 func start(t testing.TB, env []string, bin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(filepath.Join(binDir, bin), args...), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = os.Environ()
+	if bin == "gt-agent" {
+		// Each agent its own relay socket, unless the caller says otherwise.
+		p.cmd.Env = append(p.cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"))
+	}
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
