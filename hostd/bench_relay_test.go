@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
@@ -39,33 +41,68 @@ type perCallResponse struct {
 	ExitCode int    `json:"exitCode"`
 }
 
-// perCallClient is the baseline's client: one connection, one POST.
+// perCallClient is the baseline's client process: one connection, one
+// POST, as Gas Town's proxy client does per command.
 func perCallClient(args []string) int {
-	cert, err := tls.LoadX509KeyPair(os.Getenv("SIDECAR_PERCALL_CERT"), os.Getenv("SIDECAR_PERCALL_KEY"))
+	r, err := perCall(os.Getenv(perCallEnv), os.Getenv("SIDECAR_PERCALL_CERTS"), args)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 255
-	}
-	caPEM, _ := os.ReadFile(os.Getenv("SIDECAR_PERCALL_CA"))
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
-		Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13}}}
-	body, _ := json.Marshal(map[string][]string{"argv": args})
-	resp, err := hc.Post(os.Getenv(perCallEnv), "application/json", bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 255
-	}
-	defer resp.Body.Close()
-	var r perCallResponse
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 255
 	}
 	os.Stdout.Write(r.Stdout)
 	os.Stderr.Write(r.Stderr)
 	return r.ExitCode
+}
+
+// perCall makes a fresh mTLS connection with the credentials in certs and
+// POSTs one command.
+func perCall(url, certs string, args []string) (perCallResponse, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "client.crt"), filepath.Join(certs, "client.key"))
+	if err != nil {
+		return perCallResponse{}, err
+	}
+	caPEM, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13}}}
+	body, _ := json.Marshal(map[string][]string{"argv": args})
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return perCallResponse{}, err
+	}
+	defer resp.Body.Close()
+	var r perCallResponse
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	return r, err
+}
+
+// relayInProc is our relay without the shim's process: the same frames on
+// the agent's socket, from this process.
+func relayInProc(socket string, req []byte) error {
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := tunnel.NewFrameWriter(c)
+	if err := w.Frame(tunnel.FrameRequest, req); err != nil {
+		return err
+	}
+	_ = w.Frame(tunnel.FrameStdinClose, nil)
+	fr := tunnel.NewFrameReader(c)
+	for {
+		typ, p, err := fr.Next()
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case tunnel.FrameExit:
+			return nil
+		case tunnel.FrameError:
+			return errors.New(string(p))
+		}
+	}
 }
 
 // perCallServer is the baseline's server, with hostd's CA and certificate.
@@ -124,31 +161,48 @@ func runQuiet(cmd *exec.Cmd) error {
 }
 
 // BenchmarkRelayRoundTrip: a trivial command (the stand-in exiting 0).
+// client=process starts a client process per command (our gt shim; the
+// per-call client), as a polecat does; client=inproc sends the same
+// request from the benchmark's own process, to show what the mechanism
+// costs apart from starting a Go binary.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	fake, _ := filepath.Abs("testdata/fake-gt.sh")
 	r := newRelayRig(b, rigOpts{viaRelay: true})
 	pcRelay := tunneltest.NewRelay(b, perCallServer(b, r, fake))
+	pcURL := "https://localhost:" + portOf(pcRelay.Addr) + "/v1/exec"
 	self, _ := os.Executable()
+	args := []string{"gt", "status", "exit", "0"}
+	req, err := tunnel.EncodeRelayRequest(tunnel.RelayRequest{Argv: byteArgs(args...)})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, rtt := range []time.Duration{0, 10 * time.Millisecond} {
 		name := fmt.Sprintf("rtt=%dms", rtt.Milliseconds())
-		b.Run(name+"/impl=direct", func(b *testing.B) {
-			latencies(b, func() error { return runQuiet(exec.Command(fake, "status", "exit", "0")) })
-		})
-		b.Run(name+"/impl=ours", func(b *testing.B) {
-			r.relay.SetDelay(rtt / 2)
-			defer r.relay.SetDelay(0)
-			latencies(b, func() error { return runQuiet(r.command("gt", "status", "exit", "0")) })
-		})
-		b.Run(name+"/impl=percall", func(b *testing.B) {
-			pcRelay.SetDelay(rtt / 2)
-			defer pcRelay.SetDelay(0)
-			latencies(b, func() error {
-				cmd := exec.Command(self, "gt", "status", "exit", "0")
-				cmd.Env = append(os.Environ(), perCallEnv+"=https://localhost:"+portOf(pcRelay.Addr)+"/v1/exec",
-					"SIDECAR_PERCALL_CERT="+filepath.Join(r.certs, "client.crt"), "SIDECAR_PERCALL_KEY="+filepath.Join(r.certs, "client.key"),
-					"SIDECAR_PERCALL_CA="+filepath.Join(r.certs, "ca.crt"))
-				return runQuiet(cmd)
+		run := func(sub string, delay *tunneltest.Relay, op func() error) {
+			b.Run(name+"/"+sub, func(b *testing.B) {
+				if delay != nil {
+					delay.SetDelay(rtt / 2)
+					defer delay.SetDelay(0)
+				}
+				latencies(b, op)
 			})
+		}
+		direct := func() error { return runQuiet(exec.Command(fake, args[1:]...)) }
+		run("client=process/impl=direct", nil, direct)
+		run("client=process/impl=ours", r.relay, func() error { return runQuiet(r.command("gt", args[1:]...)) })
+		run("client=process/impl=percall", pcRelay, func() error {
+			cmd := exec.Command(self, args...)
+			cmd.Env = append(os.Environ(), perCallEnv+"="+pcURL, "SIDECAR_PERCALL_CERTS="+r.certs)
+			return runQuiet(cmd)
+		})
+		run("client=inproc/impl=direct", nil, direct)
+		run("client=inproc/impl=ours", r.relay, func() error { return relayInProc(r.socket, req) })
+		run("client=inproc/impl=percall", pcRelay, func() error {
+			resp, err := perCall(pcURL, r.certs, args)
+			if err == nil && resp.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", resp.ExitCode)
+			}
+			return err
 		})
 	}
 }

@@ -164,11 +164,11 @@ func TestRelayRefusals(t *testing.T) {
 		req  tunnel.RelayRequest
 		want string
 	}{
-		{"GT_ROLE from the container", tunnel.RelayRequest{Argv: b("gt", "status", "touch", marker), Env: b("GT_ROLE=mayor")}, "GT_ROLE"},
-		{"BD_ACTOR from the container", tunnel.RelayRequest{Argv: b("bd", "show", "touch", marker), Env: b("BD_ACTOR=mayor")}, "BD_ACTOR"},
-		{"env outside the allowlist", tunnel.RelayRequest{Argv: b("gt", "status", "touch", marker), Env: b("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
-		{"another command", tunnel.RelayRequest{Argv: b("sh", "-c", "touch "+marker)}, "only bd and gt"},
-		{"a path as the command", tunnel.RelayRequest{Argv: b("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
+		{"GT_ROLE from the container", tunnel.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("GT_ROLE=mayor")}, "GT_ROLE"},
+		{"BD_ACTOR from the container", tunnel.RelayRequest{Argv: byteArgs("bd", "show", "touch", marker), Env: byteArgs("BD_ACTOR=mayor")}, "BD_ACTOR"},
+		{"env outside the allowlist", tunnel.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
+		{"another command", tunnel.RelayRequest{Argv: byteArgs("sh", "-c", "touch "+marker)}, "only bd and gt"},
+		{"a path as the command", tunnel.RelayRequest{Argv: byteArgs("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
 	}
 	for _, c := range raw {
 		t.Run(c.name, func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestRelayRefusals(t *testing.T) {
 	}
 }
 
-func b(s ...string) [][]byte {
+func byteArgs(s ...string) [][]byte {
 	out := make([][]byte, len(s))
 	for i, x := range s {
 		out[i] = []byte(x)
