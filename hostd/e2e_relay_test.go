@@ -438,3 +438,20 @@ func TestRelayConcurrencyLimit(t *testing.T) {
 		t.Errorf("%d completed, %d refused; want 2+ completed and the rest refused clearly", ok, refused)
 	}
 }
+
+func TestRelayTimeout(t *testing.T) {
+	r := newRelayRig(t, rigOpts{serve: []string{"--relay-timeout", "500ms"}})
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	start := time.Now()
+	res := r.run(t, nil, "gt", "status", "sleep", pidFile, "30")
+	if res.code != 255 || !strings.Contains(string(res.stderr), "relay timeout of 500ms") {
+		t.Fatalf("exit %d, %q; want 255 and the timeout named", res.code, res.stderr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timed out after %v, want about 500ms", d)
+	}
+	waitGone(t, pidFrom(t, pidFile), time.Second)
+	if res := r.run(t, nil, "gt", "status", "exit", "0"); res.code != 0 {
+		t.Errorf("a quick command after a timeout: exit %d, %s", res.code, res.stderr)
+	}
+}
