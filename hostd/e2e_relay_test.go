@@ -327,6 +327,10 @@ func TestRelaySignalsAndKills(t *testing.T) {
 
 func TestRelayTunnelDown(t *testing.T) {
 	r := newRelayRig(t, rigOpts{agent: []string{"--relay-wait", "1s"}})
+	noAgent := &relayRig{socket: filepath.Join(t.TempDir(), "none.sock")}
+	if res := noAgent.run(t, nil, "bd", "ready"); res.code != 255 || !strings.Contains(string(res.stderr), "bd: gt-agent is not running") {
+		t.Errorf("no agent: exit %d, %q", res.code, res.stderr)
+	}
 	_ = r.hostd.cmd.Process.Signal(syscall.SIGTERM)
 	_ = r.hostd.exited(t, 5*time.Second)
 	start := time.Now()
