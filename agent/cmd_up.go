@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/forward"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -55,7 +56,8 @@ The key is made here; the certificate, key and CA are written to the
 	f.Duration("connect-timeout", 0, "give up if hostd cannot be reached at start for this long (default 30s)")
 	f.Duration("quic-probe", 0, "while on TCP, try QUIC again this often (default 30s)")
 	f.String("socket", relay.DefaultSocket, "unix socket where the gt/bd shims reach the agent (env "+relay.SocketEnv+")")
-	f.Duration("relay-wait", 10*time.Second, "how long a gt/bd command waits for a tunnel that is down")
+	f.Duration("relay-wait", 10*time.Second, "how long a gt/bd command or git request waits for a tunnel that is down")
+	f.String("git-listen", "127.0.0.1:9878", "where git reaches the rig's repository: origin is http://<this>/v1/git/<rig> (empty: off)")
 	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
 	f.Duration("idle-timeout", def.IdleTimeout, "reconnect after this long without hearing from hostd")
 	return cmd
@@ -104,14 +106,26 @@ func runUp(ctx context.Context, v *viper.Viper) error {
 		Tunnel:         tunnel.Config{KeepAlive: v.GetDuration("keepalive"), IdleTimeout: v.GetDuration("idle-timeout")},
 		Logger:         slog.Default(),
 	})
-	fwd := &relay.Forwarder{Path: v.GetString("socket"), Wait: v.GetDuration("relay-wait"), Sessions: sup, Logger: slog.Default()}
-	ln, err := fwd.Listen()
+	socket := v.GetString("socket")
+	relayLn, err := forward.ListenUnix(socket)
 	if err != nil {
-		return err
+		return fmt.Errorf("gt/bd relay socket: %w", err)
 	}
-	defer ln.Close()
-	go func() { _ = fwd.Serve(ctx, ln) }()
-	slog.Info("relaying gt/bd", "socket", fwd.Path)
+	defer relayLn.Close()
+	go func() { _ = relay.NewForwarder(sup, v.GetDuration("relay-wait"), slog.Default()).Serve(ctx, relayLn) }()
+	slog.Info("relaying gt/bd", "socket", socket)
+
+	if addr := v.GetString("git-listen"); addr != "" {
+		gitLn, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("git listener: %w", err)
+		}
+		defer gitLn.Close()
+		fwd := &forward.Forwarder{Kind: tunnel.KindGit, Wait: v.GetDuration("relay-wait"), Sessions: sup,
+			Unavailable: forward.HTTPUnavailable, Logger: slog.Default()}
+		go func() { _ = fwd.Serve(ctx, gitLn) }()
+		slog.Info("serving git", "origin", "http://"+gitLn.Addr().String()+"/v1/git/<rig>")
+	}
 
 	err = sup.Run(ctx)
 	var fatal *supervisor.FatalError

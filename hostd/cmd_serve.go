@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
@@ -34,6 +35,12 @@ Stop it with SIGINT or SIGTERM.`,
 				ServerNames: v.GetStringSlice("server_names"),
 				CertTTL:     v.GetDuration("cert_ttl"),
 				Version:     version,
+				Git: git.Config{
+					RefreshAge:     v.GetDuration("git.refresh_age"),
+					RefreshTimeout: v.GetDuration("git.refresh_timeout"),
+				},
+				Upstream:       v.GetBool("git.upstream"),
+				UpstreamConfig: git.UpstreamConfig{MinBackoff: v.GetDuration("git.upstream_retry")},
 				Relay: relay.Config{
 					Binaries:      map[string]string{"gt": v.GetString("relay.gt"), "bd": v.GetString("relay.bd")},
 					Policy:        relay.Policy{Allow: v.GetStringMapStringSlice("relay.allow")},
@@ -76,6 +83,13 @@ Stop it with SIGINT or SIGTERM.`,
 	f.Duration("relay-timeout", 0, "kill relayed commands running longer than this (0: no limit)")
 	for _, k := range []string{"gt", "bd", "max-concurrent", "queue-wait", "timeout"} {
 		_ = a.v.BindPFlag("relay."+key(k), f.Lookup("relay-"+k))
+	}
+	f.Duration("git-refresh-age", time.Minute, "refresh a rig's .repo.git from origin before a fetch when older than this (negative: never)")
+	f.Duration("git-refresh-timeout", 30*time.Second, "give up refreshing from origin after this and serve what is there")
+	f.Bool("git-upstream", true, "push branches that polecats push to the rig's origin, queued and retried")
+	f.Duration("git-upstream-retry", time.Second, "first retry delay of a failed upstream push (doubling up to 5m)")
+	for _, k := range []string{"refresh-age", "refresh-timeout", "upstream", "upstream-retry"} {
+		_ = a.v.BindPFlag("git."+key(k), f.Lookup("git-"+k))
 	}
 	return cmd
 }

@@ -28,13 +28,19 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "hostd %s on %s, up %s, %d polecat(s) connected\n", st.Version, st.Listen, since(st.Started), len(st.Polecats))
-			if len(st.Polecats) == 0 {
-				return nil
-			}
 			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "RIG\tPOLECAT\tTRANSPORT\tREMOTE\tSINCE\tRTT")
-			for _, p := range st.Polecats {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2fms\n", p.Rig, p.Name, p.Transport, p.Remote, since(p.Since), p.RTTMillis)
+			if len(st.Polecats) > 0 {
+				fmt.Fprintln(w, "RIG\tPOLECAT\tTRANSPORT\tREMOTE\tSINCE\tRTT")
+				for _, p := range st.Polecats {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2fms\n", p.Rig, p.Name, p.Transport, p.Remote, since(p.Since), p.RTTMillis)
+				}
+			}
+			if len(st.Upstream) > 0 {
+				fmt.Fprintf(w, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))
+				fmt.Fprintln(w, "RIG\tBRANCH\tWAITING\tATTEMPTS\tLAST ERROR")
+				for _, u := range st.Upstream {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", u.Rig, u.Branch, since(u.Since), u.Attempts, u.LastError)
+				}
 			}
 			return w.Flush()
 		},

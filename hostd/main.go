@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
@@ -22,6 +23,13 @@ import (
 var version = "dev"
 
 func main() {
+	// hostd is also the git hooks it installs for receive-pack.
+	switch filepath.Base(os.Args[0]) {
+	case git.PreReceive:
+		os.Exit(git.RunPreReceive(os.Stdin, os.Stderr))
+	case git.PostReceive:
+		os.Exit(git.RunPostReceive(os.Stdin))
+	}
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hostd:", err)
 		os.Exit(1)

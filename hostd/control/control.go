@@ -33,12 +33,24 @@ type Polecat struct {
 	CertExpires time.Time       `json:"cert_expires"`
 }
 
+// UpstreamItem is a branch waiting to be pushed from a rig's .repo.git to
+// its origin.
+type UpstreamItem struct {
+	Rig       string    `json:"rig"`
+	Branch    string    `json:"branch"`
+	Since     time.Time `json:"since"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	NextTry   time.Time `json:"next_try"`
+}
+
 // Status is the daemon's state.
 type Status struct {
-	Version  string    `json:"version"`
-	Listen   string    `json:"listen"`
-	Started  time.Time `json:"started"`
-	Polecats []Polecat `json:"polecats"`
+	Version  string         `json:"version"`
+	Listen   string         `json:"listen"`
+	Started  time.Time      `json:"started"`
+	Polecats []Polecat      `json:"polecats"`
+	Upstream []UpstreamItem `json:"upstream"`
 }
 
 // Backend is what the daemon provides to the API.

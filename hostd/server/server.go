@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -43,6 +44,13 @@ type Config struct {
 	Tunnel tunnel.Config
 	// Relay configures the gt/bd relay (its Town and Logger are filled in).
 	Relay relay.Config
+	// Git configures the git service (Town, HooksDir, Upstream and Logger
+	// are filled in).
+	Git git.Config
+	// Upstream turns on pushing landed branches to each rig's origin.
+	Upstream bool
+	// UpstreamConfig tunes the upstream queue.
+	UpstreamConfig git.UpstreamConfig
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -58,6 +66,8 @@ type Server struct {
 	certs   *serverCert
 	revoked atomic.Pointer[map[string]bool]
 	mux     *tunnel.ServeMux
+	git     *git.Service
+	queue   *git.Upstream
 	started time.Time
 	ln      *tunnel.Listener
 }
@@ -91,6 +101,18 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc(tunnel.KindPing, servePing)
 	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
 	s.mux.Handle(tunnel.KindRelay, relay.New(cfg.Relay))
+	runtime := control.SocketDir(cfg.Town)
+	if cfg.Upstream {
+		if s.queue, err = git.OpenUpstream(cfg.Town, filepath.Join(runtime, "upstream.json"), cfg.UpstreamConfig, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	gcfg := cfg.Git
+	gcfg.Town, gcfg.HooksDir, gcfg.Upstream, gcfg.Logger = cfg.Town, filepath.Join(runtime, "hooks"), s.queue, cfg.Logger
+	if s.git, err = git.New(gcfg); err != nil {
+		return nil, err
+	}
+	s.mux.Handle(tunnel.KindGit, s.git.Handler())
 	return s, nil
 }
 
@@ -127,6 +149,10 @@ func (s *Server) Run(ctx context.Context) error {
 	ctl := &http.Server{Handler: control.Handler(s), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = ctl.Serve(ctlLn) }()
 	defer ctl.Close()
+	go func() { _ = s.git.Serve(ctx) }()
+	if s.queue != nil {
+		go s.queue.Run(ctx)
+	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", control.SocketPath(s.cfg.Town), "ca", s.ca.Dir)
 
 	for {
@@ -180,7 +206,11 @@ func (s *Server) ReloadRevocations() (int, error) {
 
 // Status reports the daemon's state for the control API.
 func (s *Server) Status() control.Status {
-	return control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.reg.snapshot()}
+	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.reg.snapshot()}
+	if s.queue != nil {
+		st.Upstream = s.queue.Pending()
+	}
+	return st
 }
 
 // servePing echoes, for tests and benchmarks of the tunnel through hostd.

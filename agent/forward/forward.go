@@ -1,0 +1,138 @@
+// Package forward turns local connections inside the container (the gt/bd
+// shims' unix socket, git's loopback TCP port) into tunnel streams, one
+// stream per connection, copied verbatim both ways.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Sessions gives the current tunnel session, waiting until ctx ends.
+type Sessions interface {
+	Session(ctx context.Context) (*tunnel.Session, error)
+}
+
+// Forwarder forwards each accepted connection as one stream of Kind.
+type Forwarder struct {
+	// Kind is the stream kind to open.
+	Kind string
+	// Wait is how long a connection waits for a tunnel that is down
+	// (default 10s).
+	Wait time.Duration
+	// Sessions supplies the tunnel.
+	Sessions Sessions
+	// Attached, when set, tells the local client that its stream is open.
+	Attached func(c net.Conn) error
+	// Unavailable tells the local client, in its own protocol, that no
+	// stream could be had and why.
+	Unavailable func(c net.Conn, reason string)
+	// Logger receives forwarding failures.
+	Logger *slog.Logger
+}
+
+// Serve forwards each connection on ln until ctx ends.
+func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
+	if f.Wait <= 0 {
+		f.Wait = 10 * time.Second
+	}
+	if f.Logger == nil {
+		f.Logger = slog.Default()
+	}
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			continue
+		}
+		go f.forward(ctx, c)
+	}
+}
+
+// forward opens a stream for c and copies both ways until either side
+// ends. A local client that goes away ends the stream, and the host side
+// stops what it was doing for it.
+func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(ctx, f.Wait)
+	sess, err := f.Sessions.Session(wctx)
+	cancel()
+	if err != nil {
+		f.Unavailable(c, fmt.Sprintf("the tunnel to hostd is down and did not come back within %v (gt-agent keeps retrying; see its log)", f.Wait))
+		return
+	}
+	st, err := sess.OpenStream(ctx, f.Kind, nil)
+	if err != nil {
+		f.Logger.Warn("opening stream failed", "kind", f.Kind, "err", err)
+		f.Unavailable(c, "could not open a stream to hostd: "+err.Error())
+		return
+	}
+	defer st.Close()
+	if f.Attached != nil {
+		if err := f.Attached(c); err != nil {
+			return
+		}
+	}
+	// The client speaks first. Forward its first bytes before anything
+	// reads the stream, so the stream header and the request leave in one
+	// packet (a read would flush the header on its own).
+	buf := make([]byte, 32<<10)
+	_ = c.SetReadDeadline(time.Now().Add(f.Wait))
+	n, err := c.Read(buf)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return
+	}
+	if _, err := st.Write(buf[:n]); err != nil {
+		return
+	}
+	go func() {
+		_, _ = io.CopyBuffer(st, c, buf)
+		_ = st.CloseWrite()
+	}()
+	_, _ = io.Copy(c, st)
+}
+
+// ListenUnix opens a unix socket only this user can use (directory 0700,
+// socket 0600), replacing a stale socket but not a live one.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating socket directory: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another gt-agent already serves %s", path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// HTTPUnavailable answers a local HTTP client (git) with 503 and the
+// reason, which git shows as "remote: <reason>".
+func HTTPUnavailable(c net.Conn, reason string) {
+	body := "gt-agent: " + reason + "\n"
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}

@@ -1,0 +1,128 @@
+package git
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Hook names: hostd is installed under these names in its hooks directory
+// and acts as the hook when invoked by one of them.
+const (
+	PreReceive  = "pre-receive"
+	PostReceive = "post-receive"
+)
+
+// Environment the receive-pack hooks read, set by hostd only.
+const (
+	// IdentityEnv carries the pushing polecat's <rig>/<name>.
+	IdentityEnv = "SIDECAR_PUSH_IDENTITY"
+	// LandedEnv names the file post-receive appends landed updates to.
+	LandedEnv = "SIDECAR_LANDED_FILE"
+)
+
+// AllowedRef says whether id may create, update, force-update or delete
+// ref: only refs/heads/polecat/<name>-<something> and
+// refs/heads/polecat/<name>/<something>, for its own name. The reason says
+// why not.
+func AllowedRef(id tunnel.Identity, ref string) (ok bool, reason string) {
+	for _, prefix := range []string{"refs/heads/polecat/" + id.Name + "-", "refs/heads/polecat/" + id.Name + "/"} {
+		if strings.HasPrefix(ref, prefix) && len(ref) > len(prefix) {
+			return true, ""
+		}
+	}
+	switch {
+	case strings.HasPrefix(ref, "refs/heads/polecat/"):
+		return false, "another polecat's branch"
+	case strings.HasPrefix(ref, "refs/heads/"):
+		return false, "not a polecat branch"
+	case strings.HasPrefix(ref, "refs/tags/"):
+		return false, "tags are not pushed by polecats"
+	default:
+		return false, "outside refs/heads/polecat/"
+	}
+}
+
+// RunPreReceive is the pre-receive hook: it refuses the whole push unless
+// every updated ref is one of the pushing polecat's own branches and none
+// is a symbolic ref (pushing through a symref that points at main would
+// move main). Without an identity it refuses everything. It returns the
+// exit status.
+func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
+	idText := os.Getenv(IdentityEnv)
+	id, err := tunnel.ParseIdentity(idText)
+	if err != nil {
+		fmt.Fprintln(stderr, "push refused: no polecat identity (pushes are accepted only through hostd, from a polecat's tunnel)")
+		return 1
+	}
+	symrefs, err := symbolicRefs()
+	if err != nil {
+		fmt.Fprintf(stderr, "push refused: cannot list symbolic refs: %v\n", err)
+		return 1
+	}
+	refused := 0
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			fmt.Fprintf(stderr, "push refused: malformed update line from git: %q\n", sc.Text())
+			return 1
+		}
+		ref := f[2]
+		ok, why := AllowedRef(id, ref)
+		if ok && symrefs[ref] != "" {
+			ok, why = false, "it is a symbolic ref to "+symrefs[ref]
+		}
+		if !ok {
+			refused++
+			fmt.Fprintf(stderr, "refusing %s: %s; %s may push only refs/heads/polecat/%s-* and refs/heads/polecat/%s/*\n", ref, why, id, id.Name, id.Name)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(stderr, "push refused: reading updates: %v\n", err)
+		return 1
+	}
+	if refused > 0 {
+		fmt.Fprintf(stderr, "push refused: %d ref(s) not allowed; nothing was changed\n", refused)
+		return 1
+	}
+	return 0
+}
+
+// symbolicRefs maps each symbolic ref under refs/ to its target, in the
+// repository the hook runs in.
+func symbolicRefs() (map[string]string, error) {
+	out, err := exec.Command("git", "for-each-ref", "--format=%(refname) %(symref)").Output()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, target, ok := strings.Cut(line, " "); ok && target != "" {
+			m[name] = target
+		}
+	}
+	return m, nil
+}
+
+// RunPostReceive is the post-receive hook: it records the updates that
+// landed for hostd (which queues them upstream). It never fails the push.
+func RunPostReceive(stdin io.Reader) int {
+	path := os.Getenv(LandedEnv)
+	if path == "" {
+		_, _ = io.Copy(io.Discard, stdin)
+		return 0
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, stdin)
+	return 0
+}

@@ -1,0 +1,73 @@
+package git
+
+import (
+	"context"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// refreshSpecs fetch origin's branches and tags fast-forward only (no '+'),
+// never touching polecat branches: a refresh can neither rewind nor delete
+// a branch, nor overwrite what a polecat pushed and origin has not yet.
+var refreshSpecs = []string{"refs/heads/*:refs/heads/*", "^refs/heads/polecat/*", "refs/tags/*:refs/tags/*"}
+
+// refresher keeps each repository no staler than age, one refresh at a
+// time per repository.
+type refresher struct {
+	age, timeout time.Duration
+	env          []string
+	log          *slog.Logger
+
+	mu    sync.Mutex
+	repos map[string]*repoState
+}
+
+type repoState struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func newRefresher(age, timeout time.Duration, env []string, log *slog.Logger) *refresher {
+	return &refresher{age: age, timeout: timeout, env: env, log: log, repos: map[string]*repoState{}}
+}
+
+// maybe refreshes repo from its origin remote if the last refresh is older
+// than age. Concurrent callers wait for the refresh under way rather than
+// start another. Failures are logged, and the fetch is served from what is
+// there.
+func (r *refresher) maybe(ctx context.Context, repo string, env []string) {
+	if r.age < 0 {
+		return
+	}
+	r.mu.Lock()
+	st := r.repos[repo]
+	if st == nil {
+		st = &repoState{}
+		r.repos[repo] = st
+	}
+	r.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if time.Since(st.last) < r.age {
+		return
+	}
+	st.last = time.Now()
+	if exec.Command("git", "-C", repo, "remote", "get-url", "origin").Run() != nil {
+		return // no origin: nothing to refresh from
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	args := append([]string{"-C", repo, "fetch", "--quiet", "--no-write-fetch-head", "origin"}, refreshSpecs...)
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = env
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.log.Warn("refreshing from origin failed; serving the fetch from what is there", "repo", repo, "after", time.Since(start).Round(time.Millisecond), "err", err, "git", strings.TrimSpace(string(out)))
+		return
+	}
+	r.log.Debug("refreshed from origin", "repo", repo, "took", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,355 @@
+// Package git serves a rig's bare repository (<town>/<rig>/.repo.git) to
+// its polecats over their tunnels: a standard http.Server speaking git's
+// smart HTTP protocol on git streams, running git upload-pack and
+// receive-pack. Push policy is enforced inside git by hostd's own
+// pre-receive hook; landed branches are queued for the upstream origin;
+// fetches refresh the repository from origin when it is stale.
+package git
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Config configures the git service.
+type Config struct {
+	// Town is the Gas Town root; rig repositories are <town>/<rig>/.repo.git.
+	Town string
+	// HooksDir is the hooks directory hostd owns; receive-pack runs with
+	// core.hooksPath set to it.
+	HooksDir string
+	// Upstream queues landed branches for origin; nil when upstream
+	// pushing is off.
+	Upstream *Upstream
+	// RefreshAge is how stale a repository may be before a fetch refreshes
+	// it from origin (default 60s); negative turns refreshing off.
+	RefreshAge time.Duration
+	// RefreshTimeout bounds one refresh (default 30s).
+	RefreshTimeout time.Duration
+	// Logger receives one line per request.
+	Logger *slog.Logger
+}
+
+// Service is the git smart HTTP service.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	ln      *tunnel.StreamListener
+	refresh *refresher
+	env     []string
+}
+
+type idKey struct{}
+
+// New prepares the hooks directory (pre-receive and post-receive as links
+// to this hostd binary) and the service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RefreshAge == 0 {
+		cfg.RefreshAge = 60 * time.Second
+	}
+	if cfg.RefreshTimeout <= 0 {
+		cfg.RefreshTimeout = 30 * time.Second
+	}
+	if err := installHooks(cfg.HooksDir); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv()}
+	s.refresh = newRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
+	return s, nil
+}
+
+// installHooks links pre-receive and post-receive to the running binary.
+func installHooks(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding hostd's own binary for the git hooks: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating git hooks directory: %w", err)
+	}
+	for _, h := range []string{PreReceive, PostReceive} {
+		p := filepath.Join(dir, h)
+		_ = os.Remove(p)
+		if err := os.Symlink(self, p); err != nil {
+			return fmt.Errorf("installing git %s hook: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// gitEnv is hostd's environment without GIT_* variables, which would
+// redirect or reconfigure the git it runs.
+func gitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Handler is what the tunnel's git streams are given to.
+func (s *Service) Handler() tunnel.Handler { return s.ln }
+
+// Serve answers git requests until ctx ends.
+func (s *Service) Serve(ctx context.Context) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			id, _ := tunnel.ConnIdentity(c)
+			return context.WithValue(ctx, idKey{}, id)
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	go func() { <-ctx.Done(); srv.Close(); s.ln.Close() }()
+	err := srv.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeHTTP routes /v1/git/<rig>/{info/refs,git-upload-pack,git-receive-pack}
+// and refuses everything else, dumb HTTP included.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id, _ := r.Context().Value(idKey{}).(tunnel.Identity)
+	rig, op, status, err := s.serve(w, r, id)
+	if err != nil {
+		if status != 0 {
+			http.Error(w, err.Error(), status)
+		}
+		s.log.Warn("git request failed", "polecat", id, "rig", rig, "op", op, "status", status, "duration", time.Since(start), "err", err)
+		return
+	}
+	s.log.Info("git request", "polecat", id, "rig", rig, "op", op, "duration", time.Since(start))
+}
+
+// serve handles one request. On error, status is the HTTP status to send,
+// or 0 when the response has already started.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, id tunnel.Identity) (rig, op string, status int, err error) {
+	if id.IsZero() {
+		return "", "", http.StatusForbidden, errors.New("no polecat identity on this connection")
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/git/")
+	rig, op, _ = strings.Cut(rest, "/")
+	if !ok || !validRig(rig) {
+		return rig, op, http.StatusNotFound, errors.New("not a git endpoint: use /v1/git/<rig>")
+	}
+	service := ""
+	switch {
+	case op == "info/refs" && r.Method == http.MethodGet:
+		service = r.URL.Query().Get("service")
+		if service != "git-upload-pack" && service != "git-receive-pack" {
+			return rig, op, http.StatusForbidden, errors.New("only smart HTTP is served (git 1.6.6 or later)")
+		}
+	case (op == "git-upload-pack" || op == "git-receive-pack") && r.Method == http.MethodPost:
+		service = op
+		if ct := r.Header.Get("Content-Type"); ct != "application/x-"+op+"-request" {
+			return rig, op, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not a %s request", ct, op)
+		}
+	default:
+		return rig, op, http.StatusNotFound, fmt.Errorf("%s %s is not served: only smart HTTP fetch and push", r.Method, r.URL.Path)
+	}
+	if rig != id.Rig {
+		return rig, op, http.StatusForbidden, fmt.Errorf("polecat %s belongs to rig %s, not %s", id, id.Rig, rig)
+	}
+	repo := filepath.Join(s.cfg.Town, rig, ".repo.git")
+	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
+		return rig, op, http.StatusNotFound, fmt.Errorf("no repository for rig %s on this host", rig)
+	}
+	env, err := protocolEnv(r.Header.Get("Git-Protocol"))
+	if err != nil {
+		return rig, op, http.StatusBadRequest, err
+	}
+	env = append(append([]string{}, s.env...), env...)
+	w.Header().Set("Cache-Control", "no-cache, max-age=0, must-revalidate")
+	if op == "info/refs" {
+		return rig, op + "?" + service, 0, s.advertise(w, r, repo, service, env)
+	}
+	body, gzipped, err := requestBody(r)
+	if err != nil {
+		return rig, op, http.StatusBadRequest, err
+	}
+	if gzipped {
+		s.log.Debug("git request body is gzip-encoded", "polecat", id, "op", op)
+	}
+	defer body.Close()
+	w.Header().Set("Content-Type", "application/x-"+service+"-result")
+	if service == "git-upload-pack" {
+		return rig, op, 0, s.run(r.Context(), env, body, w, uploadPack(repo, false)...)
+	}
+	return rig, op, 0, s.receive(r.Context(), w, body, repo, rig, id, env)
+}
+
+// validRig is the rig name rule of tunnel.Identity.
+func validRig(rig string) bool {
+	return tunnel.Identity{Rig: rig, Name: "x"}.Validate() == nil
+}
+
+// protocolEnv validates the Git-Protocol header before it reaches git's
+// environment: only "version=1" or "version=2".
+func protocolEnv(h string) ([]string, error) {
+	switch h {
+	case "":
+		return nil, nil
+	case "version=1", "version=2":
+		return []string{"GIT_PROTOCOL=" + h}, nil
+	default:
+		return nil, fmt.Errorf("unsupported Git-Protocol header %q (want version=1 or version=2)", truncate(h))
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// requestBody undoes Content-Encoding (git gzips fetch requests over
+// 1 KiB, which Gas Town's proxy did not, failing clones of repositories
+// with many refs).
+func requestBody(r *http.Request) (body io.ReadCloser, gzipped bool, err error) {
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+		return r.Body, false, nil
+	case "gzip", "x-gzip":
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, false, fmt.Errorf("gzip request body: %w", err)
+		}
+		return gz, true, nil
+	default:
+		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", truncate(enc))
+	}
+}
+
+// uploadPack is the upload-pack command line: partial clones allowed.
+func uploadPack(repo string, advertise bool) []string {
+	args := []string{"-c", "uploadpack.allowFilter=true", "-c", "uploadpack.allowReachableSHA1InWant=true", "upload-pack", "--stateless-rpc"}
+	if advertise {
+		args = append(args, "--advertise-refs")
+	}
+	return append(args, repo)
+}
+
+// advertise answers info/refs: the service line (protocol v0/v1 only) and
+// the ref advertisement.
+func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, service string, env []string) error {
+	if service == "git-upload-pack" {
+		s.refresh.maybe(r.Context(), repo, env)
+	}
+	w.Header().Set("Content-Type", "application/x-"+service+"-advertisement")
+	if !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {
+		line := "# service=" + service + "\n"
+		fmt.Fprintf(w, "%04x%s0000", len(line)+4, line)
+	}
+	args := uploadPack(repo, true)
+	if service == "git-receive-pack" {
+		args = []string{"receive-pack", "--stateless-rpc", "--advertise-refs", repo}
+	}
+	return s.run(r.Context(), env, nil, w, args...)
+}
+
+// receive runs receive-pack with hostd's hooks and the identity, then
+// queues what landed for upstream.
+func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id tunnel.Identity, env []string) error {
+	landed, err := os.CreateTemp("", "sidecar-landed-*")
+	if err != nil {
+		return err
+	}
+	landed.Close()
+	defer os.Remove(landed.Name())
+	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name())
+	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir, "receive-pack", "--stateless-rpc", repo); err != nil {
+		return err
+	}
+	b, _ := os.ReadFile(landed.Name())
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && strings.HasPrefix(f[2], "refs/heads/") {
+			s.log.Info("push landed", "polecat", id, "rig", rig, "ref", f[2], "new", f[1])
+			if s.cfg.Upstream != nil {
+				s.cfg.Upstream.Enqueue(rig, strings.TrimPrefix(f[2], "refs/heads/"))
+			}
+		}
+	}
+	return nil
+}
+
+// run runs git in its own process group, streaming stdin and stdout. If
+// the request goes away, git gets SIGTERM (so it can remove its locks),
+// then SIGKILL.
+func (s *Service) run(ctx context.Context, env []string, stdin io.Reader, w http.ResponseWriter, args ...string) error {
+	name := "git"
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++
+		} else {
+			name = "git " + args[i]
+			break
+		}
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = env
+	cmd.Stdin = stdin
+	cmd.Stdout = flushWriter{w: w, rc: http.NewResponseController(w)}
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// flushWriter sends each chunk git writes at once: packs stream, they are
+// never held whole.
+type flushWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
+// limitedWriter keeps the first n bytes and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		_, _ = l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
