@@ -191,12 +191,19 @@ func (u *Upstream) push(ctx context.Context, rig, branch string) error {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "git", "-C", repo, "push", "--quiet", "--porcelain", "origin", spec).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("git push origin %s: %v: %s", spec, err, lastLine(string(out)))
+		return fmt.Errorf("git push origin %s: %v: %s", spec, err, gitError(string(out)))
 	}
 	return nil
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
+// gitError picks the line of git's output that says what went wrong: the
+// first "fatal:" or "error:" line, else the last line.
+func gitError(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") {
+			return strings.TrimSpace(l)
+		}
+	}
 	return strings.TrimSpace(lines[len(lines)-1])
 }

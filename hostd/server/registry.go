@@ -131,14 +131,6 @@ func (r *Registry) closeSerials(revoked map[string]bool) int {
 	return len(hit)
 }
 
-func (r *Registry) closeAll(reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.all {
-		_ = c.sess.CloseWithReason(reason)
-	}
-}
-
 // snapshot lists the current session of each polecat, sorted by rig and
 // name.
 func (r *Registry) snapshot() []control.Polecat {

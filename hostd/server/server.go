@@ -159,7 +159,6 @@ func (s *Server) Run(ctx context.Context) error {
 		sess, err := ln.Accept(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				s.reg.closeAll("hostd shutting down")
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -182,6 +181,11 @@ func (s *Server) Addr() string {
 func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
 	c := s.reg.add(sess)
 	err := sess.Serve(ctx, s.mux)
+	if ctx.Err() != nil {
+		// Tell the agent, so it reconnects at once instead of waiting for
+		// its idle timeout.
+		_ = sess.CloseWithReason("hostd shutting down")
+	}
 	s.reg.remove(c, err)
 }
 
