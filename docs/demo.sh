@@ -23,7 +23,13 @@ wait_for() {
   echo "timed out waiting for: $*" >&2; return 1
 }
 
-step "a throw-away town at $TOWN; create its CA"
+step "a throw-away town at $TOWN with a rig 'gastown' (its .repo.git cloned from an 'origin'); create its CA"
+git -c init.defaultBranch=main init -q "$TOWN/seed"
+echo "hello from the rig" >"$TOWN/seed/README"
+git -C "$TOWN/seed" add README
+git -C "$TOWN/seed" -c user.name=operator -c user.email=op@example.com commit -q -m "first commit"
+git clone -q --bare "$TOWN/seed" "$TOWN/origin.git"
+git clone -q --bare "$TOWN/origin.git" "$TOWN/gastown/.repo.git"
 hostd ca init
 
 # The operator's real gt is not needed: a stand-in shows what a relayed
@@ -50,7 +56,7 @@ hostd cert issue gastown/furiosa --ttl 1h --out "$TOWN/furiosa"
 step "start gt-agent with Gas Town's GT_PROXY_* settings"
 GT_PROXY_URL=https://localhost:$PORT \
 GT_PROXY_CERT=$TOWN/furiosa/client.crt GT_PROXY_KEY=$TOWN/furiosa/client.key GT_PROXY_CA=$TOWN/furiosa/ca.crt \
-  "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" >"$TOWN/furiosa.log" 2>&1 &
+  "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" --git-listen 127.0.0.1:0 >"$TOWN/furiosa.log" 2>&1 &
 FURIOSA=$!
 pids+=($FURIOSA)
 
@@ -58,7 +64,7 @@ step "a second polecat joins with a one-time token: its key is made in the conta
 TOKEN=$(hostd token create gastown/nux)
 echo "token: ${TOKEN:0:24}..."
 GT_PROXY_URL=https://localhost:$PORT \
-  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" >"$TOWN/nux.log" 2>&1 &
+  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" --git-listen "" >"$TOWN/nux.log" 2>&1 &
 pids+=($!)
 wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"nux\"' && '$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"furiosa\"'"
 ls -l "$TOWN/nux"
@@ -67,7 +73,7 @@ step "hostd status"
 hostd status
 
 step "the token is spent: using it again is refused"
-GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" --socket "$TOWN/again.sock" 2>&1 | tail -1 || true
+GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" --socket "$TOWN/again.sock" --git-listen "" 2>&1 | tail -1 || true
 
 step "relay: in furiosa's container, 'gt' (a symlink to gt-agent) runs on the host as furiosa"
 echo "\$ echo hello | gt status --verbose"
@@ -81,6 +87,21 @@ echo "\$ gt mail inbox --identity mayor"
 GT_AGENT_SOCKET=$TOWN/furiosa.sock "$BIN/gt" mail inbox --identity mayor
 echo "exit status: $?"
 set -e
+
+step "git: furiosa clones through its agent, commits, pushes its own branch"
+GIT_URL=$(sed -n 's/.*msg="serving git" origin=\(http:[^ ]*\)\/v1\/git.*/\1/p' "$TOWN/furiosa.log")/v1/git/gastown
+echo "origin inside the container: $GIT_URL"
+git clone -q "$GIT_URL" "$TOWN/work"
+cat "$TOWN/work/README"
+echo "furiosa was here" >>"$TOWN/work/README"
+git -C "$TOWN/work" -c user.name=furiosa -c user.email=furiosa@example.com commit -q -am "furiosa's change"
+git -C "$TOWN/work" push origin HEAD:polecat/furiosa-demo 2>&1
+step "git: a push to main is refused inside git, with the reason"
+set +e
+git -C "$TOWN/work" push origin HEAD:main 2>&1
+set -e
+wait_for sh -c "git -C '$TOWN/origin.git' rev-parse --verify -q refs/heads/polecat/furiosa-demo"
+echo "origin now has: $(git -C "$TOWN/origin.git" branch --list 'polecat/*' | tr -d ' ') (hostd pushed it upstream); main is unchanged: $(git -C "$TOWN/gastown/.repo.git" log -1 --format=%s main)"
 
 step "revoke furiosa: its live tunnel closes and the agent stops"
 hostd cert revoke gastown/furiosa
