@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -18,7 +19,8 @@ import (
 // SIDECAR_BENCH_GIT_BLOB change it), each in one run:
 //   impl=httpbackend  git over plain loopback HTTP against git http-backend
 //                     (hosted by net/http/cgi), the baseline
-//   impl=ours         git through gt-agent, the tunnel and hostd
+//   impl=ours         git through gt-agent, the tunnel (QUIC) and hostd
+//   impl=ourstcp      the same with the agent on the TCP fallback
 //   impl=file         git clone file://, the floor
 
 // benchRepo returns a bare repository with the benchmark's history,
@@ -97,11 +99,16 @@ func newGitBench(b *testing.B) *gitBench {
 	return &gitBench{g: g, pack: size, urls: map[string]string{
 		"httpbackend": backend.URL + "/gastown/.repo.git",
 		"ours":        g.polecat(b, "furiosa"),
+		"ourstcp":     g.polecat(b, "nux", "--transport", "tcp"),
 		"file":        "file://" + g.repo,
 	}}
 }
 
-var gitImpls = []string{"httpbackend", "ours", "file"}
+var gitImpls = []string{"httpbackend", "ours", "ourstcp", "file"}
+
+// pushes numbers the benchmark's pushes, so that branch names stay unique
+// across -count rounds.
+var pushes atomic.Int64
 
 func BenchmarkGit(b *testing.B) {
 	gb := newGitBench(b)
@@ -124,16 +131,15 @@ func BenchmarkGit(b *testing.B) {
 			work := filepath.Join(b.TempDir(), "w")
 			gb.g.git(b, "", "clone", "-q", "--depth", "1", gb.urls["file"], work)
 			b.SetBytes(pushSize)
-			n := 0
 			for b.Loop() {
 				b.StopTimer()
-				n++
+				n := pushes.Add(1)
 				gb.g.commit(b, work, fmt.Sprintf("push-%s-%d", impl, n), pushSize)
 				b.StartTimer()
 				// A post buffer larger than the push, for every impl: git
 				// would otherwise send it chunked, which http-backend under
 				// net/http/cgi (no CONTENT_LENGTH) refuses.
-				gb.g.git(b, work, "-c", "http.postBuffer=209715200", "push", "-q", gb.urls[impl], fmt.Sprintf("HEAD:refs/heads/polecat/furiosa-%s-%d", impl, n))
+				gb.g.git(b, work, "-c", "http.postBuffer=209715200", "push", "-q", gb.urls[impl], fmt.Sprintf("HEAD:refs/heads/polecat/%s-%s-%d", map[bool]string{true: "nux", false: "furiosa"}[impl == "ourstcp"], impl, n))
 			}
 		})
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -70,10 +73,11 @@ func newGitTown(t testing.TB, serve ...string) *gitTown {
 	return g
 }
 
-// polecat starts an agent for gastown/<name> and returns its git origin URL.
-func (g *gitTown) polecat(t testing.TB, name string) string {
+// polecat starts an agent for gastown/<name> (with extra flags) and returns
+// its git origin URL.
+func (g *gitTown) polecat(t testing.TB, name string, flags ...string) string {
 	gitAddr := tunneltest.FreeAddr(t)
-	start(t, agentEnv(g.addr, g.issue("gastown/"+name, time.Hour)), "gt-agent", "up", "--git-listen", gitAddr)
+	start(t, agentEnv(g.addr, g.issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
 	g.waitStatus(10*time.Second, connected(name, ""))
 	return "http://" + gitAddr + "/v1/git/gastown"
 }
@@ -132,11 +136,70 @@ func TestGitCloneFetchPull(t *testing.T) {
 	if got := strings.TrimSpace(g.git(t, work, "rev-parse", "HEAD")); got != want {
 		t.Fatalf("after pull HEAD is %s, want origin's %s", got, want)
 	}
-	// With origin unreachable the fetch is served from what is there.
+	// With origin unreachable the fetch is served from what is there, and
+	// the operator is told.
 	_ = os.Rename(g.origin, g.origin+".away")
 	defer os.Rename(g.origin+".away", g.origin)
 	time.Sleep(5 * time.Millisecond)
 	g.git(t, work, "fetch", "-q")
+	if !strings.Contains(g.hostd.output(), "refreshing from origin failed; serving the fetch from what is there") {
+		t.Error("no warning logged for the unreachable origin")
+	}
+}
+
+// TestGitKeepAliveAndV2 checks that one connection carries several
+// requests (one stream per connection) and that protocol v2 is what git
+// gets when it asks for it.
+func TestGitKeepAliveAndV2(t *testing.T) {
+	g := newGitTown(t)
+	url := g.polecat(t, "furiosa")
+	dials := 0
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials++
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	hc := &http.Client{Transport: tr}
+	for i := range 3 {
+		req, _ := http.NewRequest("GET", url+"/info/refs?service=git-upload-pack", nil)
+		req.Header.Set("Git-Protocol", "version=2")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("version 2")) || bytes.Contains(body, []byte("# service=")) {
+			t.Fatalf("request %d: status %d, body %q; want a v2 capability advertisement", i, resp.StatusCode, body)
+		}
+	}
+	if dials != 1 {
+		t.Errorf("%d connections for 3 requests; keep-alive does not work through the tunnel", dials)
+	}
+}
+
+// TestGitStreamsPacks pushes and clones a 64 MiB pack and checks that
+// hostd does not hold it in memory (the agent copies bytes with a fixed
+// buffer; the relay test measures it).
+func TestGitStreamsPacks(t *testing.T) {
+	g := newGitTown(t, "--git-upstream=false")
+	url := g.polecat(t, "furiosa")
+	work := filepath.Join(t.TempDir(), "w")
+	g.git(t, "", "clone", "-q", url, work)
+	g.git(t, work, "push", "-q", "origin", "HEAD:polecat/furiosa-warm") // warm up
+	hostd0 := highWater(t, g.hostd.cmd.Process.Pid)
+	want := g.commit(t, work, "big", 64<<20)
+	g.git(t, work, "-c", "http.postBuffer=1048576", "push", "-q", "origin", "HEAD:polecat/furiosa-big")
+	again := filepath.Join(t.TempDir(), "again")
+	g.git(t, "", "clone", "-q", "--branch", "polecat/furiosa-big", url, again)
+	if got := strings.TrimSpace(g.git(t, again, "rev-parse", "HEAD")); got != want {
+		t.Fatalf("cloned %s, want %s", got, want)
+	}
+	hostd1 := highWater(t, g.hostd.cmd.Process.Pid)
+	t.Logf("hostd peak RSS %d -> %d KiB over a 64 MiB push and clone", hostd0, hostd1)
+	if hostd1-hostd0 > 32<<10 {
+		t.Errorf("hostd grew by %d KiB: the pack is being held, not streamed", hostd1-hostd0)
+	}
 }
 
 func TestGitManyRefsGzip(t *testing.T) {
