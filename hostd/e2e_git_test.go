@@ -248,6 +248,7 @@ func TestGitPushPolicy(t *testing.T) {
 
 	// A symbolic ref that looks like furiosa's branch but points at main.
 	g.git(t, g.repo, "symbolic-ref", "refs/heads/polecat/furiosa-sym", "refs/heads/main")
+	g.git(t, g.repo, "symbolic-ref", "refs/heads/polecat/furiosa-dangle", "refs/heads/release")
 	g.git(t, work, "tag", "v1")
 	refused := []struct{ spec, want string }{
 		{"HEAD:main", "not a polecat branch"},
@@ -262,6 +263,7 @@ func TestGitPushPolicy(t *testing.T) {
 		{"HEAD:refs/notes/commits", "outside refs/heads/polecat/"},
 		{"HEAD:refs/sidecar/x", "outside refs/heads/polecat/"},
 		{"HEAD:polecat/furiosa-sym", "symbolic ref to refs/heads/main"},
+		{"HEAD:polecat/furiosa-dangle", "symbolic ref to refs/heads/release"},
 	}
 	rogue := g.commit(t, work, "rogue", 50000)
 	for _, c := range refused {
@@ -279,9 +281,13 @@ func TestGitPushPolicy(t *testing.T) {
 			}
 		})
 	}
-	// main did not move through the symref.
+	// main did not move through the symref, and release was not created
+	// through the dangling one.
 	if got := strings.TrimSpace(g.git(t, g.repo, "rev-parse", "main")); got == rogue {
 		t.Fatal("main moved")
+	}
+	if _, err := g.tryGit(g.repo, "rev-parse", "--verify", "-q", "refs/heads/release"); err == nil {
+		t.Fatal("release was created through a dangling symref")
 	}
 }
 

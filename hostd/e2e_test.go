@@ -80,8 +80,9 @@ func start(t testing.TB, env []string, bin string, args ...string) *proc {
 	p := &proc{cmd: exec.Command(filepath.Join(binDir, bin), args...), done: make(chan struct{})}
 	p.cmd.Env = os.Environ()
 	if bin == "gt-agent" {
-		// Each agent its own relay socket, unless the caller says otherwise.
-		p.cmd.Env = append(p.cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"))
+		// Each agent its own relay socket and git port, unless the caller
+		// says otherwise.
+		p.cmd.Env = append(p.cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"), "GT_AGENT_GIT_LISTEN=127.0.0.1:0")
 	}
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p

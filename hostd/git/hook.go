@@ -60,11 +60,6 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "push refused: no polecat identity (pushes are accepted only through hostd, from a polecat's tunnel)")
 		return 1
 	}
-	symrefs, err := symbolicRefs()
-	if err != nil {
-		fmt.Fprintf(stderr, "push refused: cannot list symbolic refs: %v\n", err)
-		return 1
-	}
 	refused := 0
 	sc := bufio.NewScanner(stdin)
 	for sc.Scan() {
@@ -75,8 +70,8 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 		}
 		ref := f[2]
 		ok, why := AllowedRef(id, ref)
-		if ok && symrefs[ref] != "" {
-			ok, why = false, "it is a symbolic ref to "+symrefs[ref]
+		if target, sym := symbolicRef(ref); ok && sym {
+			ok, why = false, "it is a symbolic ref to "+target
 		}
 		if !ok {
 			refused++
@@ -94,20 +89,16 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	return 0
 }
 
-// symbolicRefs maps each symbolic ref under refs/ to its target, in the
-// repository the hook runs in.
-func symbolicRefs() (map[string]string, error) {
-	out, err := exec.Command("git", "for-each-ref", "--format=%(refname) %(symref)").Output()
+// symbolicRef reports whether ref is a symbolic ref in the repository the
+// hook runs in, and its target. It asks about the one ref because listing
+// refs skips symbolic refs whose target does not exist yet, and a push
+// through one of those would create its target.
+func symbolicRef(ref string) (target string, ok bool) {
+	out, err := exec.Command("git", "symbolic-ref", "-q", ref).Output()
 	if err != nil {
-		return nil, err
+		return "", false
 	}
-	m := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if name, target, ok := strings.Cut(line, " "); ok && target != "" {
-			m[name] = target
-		}
-	}
-	return m, nil
+	return strings.TrimSpace(string(out)), true
 }
 
 // RunPostReceive is the post-receive hook: it records the updates that
