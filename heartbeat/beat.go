@@ -1,0 +1,182 @@
+// Package heartbeat is polecat liveness: what a beat says, how gt-agent
+// measures it inside the container (procfs over the session's process tree,
+// tmux for activity), and how hostd judges a stream of beats into states
+// (working, idle, stale, disconnected, dead, revoked).
+//
+// On the wire a heartbeat stream carries one beat per line: a JSON object
+// of at most MaxBeatSize bytes, sent every interval by the agent.
+package heartbeat
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// MaxBeatSize bounds one encoded beat.
+const MaxBeatSize = 16 << 10
+
+// maxProcNames bounds the process names a beat lists.
+const maxProcNames = 32
+
+// Session states a beat reports.
+const (
+	SessionRunning  = "running"
+	SessionExited   = "exited"
+	SessionNotFound = "not_found"
+)
+
+// Beat is one measurement of a polecat, taken by its agent.
+type Beat struct {
+	// Seq counts beats from 1 within one agent process.
+	Seq uint64 `json:"seq"`
+	// Interval is how often the agent beats, in seconds.
+	Interval float64 `json:"interval"`
+	// Session is the polecat's session.
+	Session Session `json:"session"`
+	// Container is the container's load.
+	Container Container `json:"container"`
+	// Agent is the agent itself.
+	Agent Agent `json:"agent"`
+}
+
+// Session describes the watched session and its process tree.
+type Session struct {
+	// Name is the tmux session or process name watched.
+	Name string `json:"name"`
+	// Command is the session's command line, for display.
+	Command string `json:"command,omitempty"`
+	// State is SessionRunning, SessionExited or SessionNotFound.
+	State string `json:"state"`
+	// ExitCode is set when State is SessionExited and the code is known.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Processes is how many processes the tree has.
+	Processes int `json:"processes"`
+	// Names are the distinct process names in the tree (at most 32).
+	Names []string `json:"names,omitempty"`
+	// CPUSeconds is the tree's CPU time; CPUPercent its use since the last
+	// beat (100 = one core).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUPercent float64 `json:"cpu_percent"`
+	// RSSBytes is the tree's resident memory.
+	RSSBytes uint64 `json:"rss_bytes"`
+	// Threads is the tree's thread count.
+	Threads int `json:"threads"`
+	// IdleSeconds is the time since the session's pane last changed; -1
+	// when unknown (a process watched without tmux).
+	IdleSeconds float64 `json:"idle_seconds"`
+}
+
+// Container is the container's load.
+type Container struct {
+	Load1         float64 `json:"load1"`
+	MemAvailable  uint64  `json:"mem_available"`
+	DiskFree      uint64  `json:"disk_free"`
+	DiskFreeError string  `json:"disk_free_error,omitempty"`
+}
+
+// Agent describes gt-agent.
+type Agent struct {
+	Version   string  `json:"version"`
+	Uptime    float64 `json:"uptime"`
+	Transport string  `json:"transport"`
+	RTTMillis float64 `json:"rtt_ms"`
+}
+
+// Validate checks a beat from the wire: known states, numbers in range.
+func (b *Beat) Validate() error {
+	switch b.Session.State {
+	case SessionRunning, SessionExited, SessionNotFound:
+	default:
+		return fmt.Errorf("unknown session state %q", b.Session.State)
+	}
+	if b.Seq == 0 {
+		return errors.New("sequence number 0")
+	}
+	if b.Interval <= 0 || b.Interval > 3600 {
+		return fmt.Errorf("interval %v s out of range", b.Interval)
+	}
+	if len(b.Session.Names) > maxProcNames {
+		return fmt.Errorf("%d process names, limit %d", len(b.Session.Names), maxProcNames)
+	}
+	for _, f := range []float64{b.Session.CPUSeconds, b.Session.CPUPercent, b.Session.IdleSeconds, b.Container.Load1, b.Agent.Uptime, b.Agent.RTTMillis} {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < -1 {
+			return fmt.Errorf("number %v out of range", f)
+		}
+	}
+	return nil
+}
+
+// Writer writes beats, one per line.
+type Writer struct{ w io.Writer }
+
+// NewWriter writes beats to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write sends one beat.
+func (bw *Writer) Write(b *Beat) error {
+	if len(b.Session.Names) > maxProcNames {
+		b.Session.Names = b.Session.Names[:maxProcNames]
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	if len(data) >= MaxBeatSize {
+		return fmt.Errorf("beat of %d bytes exceeds %d", len(data), MaxBeatSize)
+	}
+	_, err = bw.w.Write(append(data, '\n'))
+	return err
+}
+
+// Reader reads beats, refusing any that is oversized, malformed or
+// invalid.
+type Reader struct{ r *bufio.Reader }
+
+// NewReader reads beats from r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, MaxBeatSize)} }
+
+// ErrBeatTooLarge is returned for a line longer than MaxBeatSize; the
+// stream cannot be trusted after it.
+var ErrBeatTooLarge = errors.New("beat exceeds 16 KiB")
+
+// Read returns the next beat. At a clean end it returns io.EOF.
+func (br *Reader) Read() (*Beat, error) {
+	line, err := br.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, ErrBeatTooLarge
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.DisallowUnknownFields()
+	var b Beat
+	if err := d.Decode(&b); err != nil {
+		return nil, fmt.Errorf("malformed beat: %w", err)
+	}
+	if d.More() {
+		return nil, errors.New("malformed beat: more than one JSON value on the line")
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid beat: %w", err)
+	}
+	return &b, nil
+}
+
+// idleAt is the session's idle time as of now, the beat having been
+// received at got.
+func (b *Beat) idleAt(got, now time.Time) time.Duration {
+	if b.Session.IdleSeconds < 0 {
+		return -1
+	}
+	return time.Duration(b.Session.IdleSeconds*float64(time.Second)) + now.Sub(got)
+}

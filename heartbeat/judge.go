@@ -1,0 +1,278 @@
+package heartbeat
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// State is hostd's judgement of a polecat.
+type State string
+
+// The states, from what hostd sees (see Judge.evaluate for the rules).
+const (
+	// Working: beats arriving, session running, recent output.
+	Working State = "working"
+	// Idle: beats arriving, session running, no output for IdleAfter.
+	Idle State = "idle"
+	// Stale: the tunnel is up but no beat for StaleBeats intervals: the
+	// agent is stuck or frozen.
+	Stale State = "stale"
+	// Disconnected: the tunnel is gone, for less than Grace.
+	Disconnected State = "disconnected"
+	// Dead: the session exited or cannot be found, or the tunnel has been
+	// gone for longer than Grace.
+	Dead State = "dead"
+	// Revoked: the polecat's certificate was revoked.
+	Revoked State = "revoked"
+)
+
+// Alive reports whether a state counts as alive for scripts (hostd alive).
+func (s State) Alive() bool { return s == Working || s == Idle }
+
+// Thresholds tune the judgement. Zero fields take DefaultThresholds'.
+type Thresholds struct {
+	// Interval is how often agents beat.
+	Interval time.Duration
+	// StaleBeats is how many intervals without a beat, tunnel up, make a
+	// polecat stale.
+	StaleBeats int
+	// IdleAfter is how long without output in the session's pane makes a
+	// running polecat idle.
+	IdleAfter time.Duration
+	// Grace is how long a polecat may be disconnected before it is dead.
+	Grace time.Duration
+}
+
+// DefaultThresholds: beats every 5s, stale after 3 missed (15s), idle after
+// 5 minutes without output, dead after 2 minutes disconnected.
+func DefaultThresholds() Thresholds {
+	return Thresholds{Interval: 5 * time.Second, StaleBeats: 3, IdleAfter: 5 * time.Minute, Grace: 2 * time.Minute}
+}
+
+func (t Thresholds) withDefaults() Thresholds {
+	d := DefaultThresholds()
+	if t.Interval <= 0 {
+		t.Interval = d.Interval
+	}
+	if t.StaleBeats <= 0 {
+		t.StaleBeats = d.StaleBeats
+	}
+	if t.IdleAfter <= 0 {
+		t.IdleAfter = d.IdleAfter
+	}
+	if t.Grace <= 0 {
+		t.Grace = d.Grace
+	}
+	return t
+}
+
+// Event is one state change.
+type Event struct {
+	Time   time.Time `json:"time"`
+	From   State     `json:"from,omitempty"`
+	To     State     `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// maxEvents bounds the events kept per polecat.
+const maxEvents = 50
+
+// Record is what hostd knows of one polecat; it is what is kept on disk.
+type Record struct {
+	Identity       tunnel.Identity `json:"identity"`
+	State          State           `json:"state"`
+	Since          time.Time       `json:"since"`
+	Reason         string          `json:"reason"`
+	Connected      bool            `json:"connected"`
+	ConnectedAt    time.Time       `json:"connected_at"`
+	DisconnectedAt time.Time       `json:"disconnected_at"`
+	DisconnectWhy  string          `json:"disconnect_reason,omitempty"`
+	LastBeat       *Beat           `json:"last_beat,omitempty"`
+	LastBeatAt     time.Time       `json:"last_beat_at"`
+	Revoked        bool            `json:"revoked,omitempty"`
+	// Restored marks a record loaded from disk whose agent has not come
+	// back since hostd started: its state is the last known one.
+	Restored bool    `json:"restored,omitempty"`
+	Events   []Event `json:"events,omitempty"`
+}
+
+// Judge turns connections, beats and time into states. It is safe for
+// concurrent use; its clock is injectable for tests.
+type Judge struct {
+	th       Thresholds
+	now      func() time.Time
+	started  time.Time
+	onChange func(Record, Event)
+
+	mu   sync.Mutex
+	recs map[tunnel.Identity]*Record
+}
+
+// NewJudge returns a judge using th and the clock now; onChange (may be
+// nil) is called, without the judge's lock, after every state change.
+func NewJudge(th Thresholds, now func() time.Time, onChange func(Record, Event)) *Judge {
+	if now == nil {
+		now = time.Now
+	}
+	return &Judge{th: th.withDefaults(), now: now, started: now(), onChange: onChange, recs: map[tunnel.Identity]*Record{}}
+}
+
+// Thresholds are the judge's thresholds, defaults filled in.
+func (j *Judge) Thresholds() Thresholds { return j.th }
+
+// Restore loads records kept from a previous run; each keeps its last
+// known state, marked as such, until its agent is back or Grace passes.
+func (j *Judge) Restore(recs []Record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := range recs {
+		r := recs[i]
+		r.Connected = false
+		r.Restored = true
+		j.recs[r.Identity] = &r
+	}
+}
+
+// Connected records a new tunnel for id.
+func (j *Judge) Connected(id tunnel.Identity) {
+	j.change(id, func(r *Record, now time.Time) {
+		r.Connected, r.ConnectedAt, r.Restored, r.Revoked = true, now, false, false
+	})
+}
+
+// Disconnected records that id's tunnel is gone, and why.
+func (j *Judge) Disconnected(id tunnel.Identity, why string) {
+	j.change(id, func(r *Record, now time.Time) {
+		r.Connected, r.DisconnectedAt, r.DisconnectWhy = false, now, why
+	})
+}
+
+// Beat records a valid beat from id.
+func (j *Judge) Beat(id tunnel.Identity, b *Beat) {
+	j.change(id, func(r *Record, now time.Time) { r.LastBeat, r.LastBeatAt = b, now })
+}
+
+// Revoke records that id's certificate was revoked.
+func (j *Judge) Revoke(id tunnel.Identity) {
+	j.change(id, func(r *Record, now time.Time) { r.Revoked = true })
+}
+
+// Tick re-judges every polecat at the current time (time alone moves
+// polecats to stale, idle and dead).
+func (j *Judge) Tick() {
+	j.mu.Lock()
+	ids := make([]tunnel.Identity, 0, len(j.recs))
+	for id := range j.recs {
+		ids = append(ids, id)
+	}
+	j.mu.Unlock()
+	for _, id := range ids {
+		j.change(id, func(*Record, time.Time) {})
+	}
+}
+
+// change applies f to id's record and re-judges it.
+func (j *Judge) change(id tunnel.Identity, f func(*Record, time.Time)) {
+	j.mu.Lock()
+	now := j.now()
+	r := j.recs[id]
+	if r == nil {
+		r = &Record{Identity: id}
+		j.recs[id] = r
+	}
+	f(r, now)
+	state, reason := j.evaluate(r, now)
+	if state == r.State {
+		j.mu.Unlock()
+		return
+	}
+	ev := Event{Time: now, From: r.State, To: state, Reason: reason}
+	r.State, r.Since, r.Reason = state, now, reason
+	r.Events = append(r.Events, ev)
+	if len(r.Events) > maxEvents {
+		r.Events = r.Events[len(r.Events)-maxEvents:]
+	}
+	snapshot := copyRecord(r)
+	j.mu.Unlock()
+	if j.onChange != nil {
+		j.onChange(snapshot, ev)
+	}
+}
+
+// evaluate is the state machine: the state a record is in at now.
+func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
+	staleAfter := time.Duration(j.th.StaleBeats) * j.th.Interval
+	switch {
+	case r.Revoked:
+		return Revoked, "certificate revoked"
+	case r.Restored:
+		if now.Sub(j.started) >= j.th.Grace {
+			return Dead, fmt.Sprintf("not back within %v of hostd restarting", j.th.Grace)
+		}
+		return r.State, r.Reason
+	case !r.Connected:
+		if now.Sub(r.DisconnectedAt) >= j.th.Grace {
+			return Dead, fmt.Sprintf("tunnel gone for longer than %v (%s)", j.th.Grace, r.DisconnectWhy)
+		}
+		return Disconnected, "tunnel gone: " + r.DisconnectWhy
+	case r.LastBeat == nil || r.LastBeatAt.Before(r.ConnectedAt):
+		if now.Sub(r.ConnectedAt) > staleAfter {
+			return Stale, fmt.Sprintf("tunnel up but no beat in %v", staleAfter)
+		}
+		return Stale, "tunnel up, waiting for the first beat"
+	case now.Sub(r.LastBeatAt) > staleAfter:
+		return Stale, fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter)
+	}
+	s := r.LastBeat.Session
+	switch s.State {
+	case SessionExited:
+		if s.ExitCode != nil {
+			return Dead, fmt.Sprintf("session exited with code %d", *s.ExitCode)
+		}
+		return Dead, "session exited"
+	case SessionNotFound:
+		return Dead, "session not found"
+	}
+	if idle := r.LastBeat.idleAt(r.LastBeatAt, now); idle >= j.th.IdleAfter {
+		return Idle, fmt.Sprintf("no output for %v", j.th.IdleAfter)
+	}
+	return Working, "beating, session running"
+}
+
+// Get returns id's record.
+func (j *Judge) Get(id tunnel.Identity) (Record, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.recs[id]
+	if !ok {
+		return Record{}, false
+	}
+	return copyRecord(r), true
+}
+
+// Snapshot returns every record, sorted by rig and name.
+func (j *Judge) Snapshot() []Record {
+	j.mu.Lock()
+	out := make([]Record, 0, len(j.recs))
+	for _, r := range j.recs {
+		out = append(out, copyRecord(r))
+	}
+	j.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Identity.Rig != out[b].Identity.Rig {
+			return out[a].Identity.Rig < out[b].Identity.Rig
+		}
+		return out[a].Identity.Name < out[b].Identity.Name
+	})
+	return out
+}
+
+func copyRecord(r *Record) Record {
+	c := *r
+	c.Events = append([]Event(nil), r.Events...)
+	return c
+}

@@ -1,0 +1,208 @@
+package heartbeat
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+
+// clock is a fake clock for the judge.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time      { return c.t }
+func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newClock() *clock               { return &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
+func beat(state string, idle float64) *Beat {
+	return &Beat{Seq: 1, Interval: 5, Session: Session{State: state, IdleSeconds: idle}}
+}
+
+func newJudge(c *clock) (*Judge, *[]Event) {
+	var evs []Event
+	j := NewJudge(Thresholds{}, c.now, func(_ Record, e Event) { evs = append(evs, e) })
+	return j, &evs
+}
+
+func state(t *testing.T, j *Judge) State {
+	t.Helper()
+	r, ok := j.Get(furiosa)
+	if !ok {
+		t.Fatal("no record")
+	}
+	return r.State
+}
+
+func TestJudgeLifecycle(t *testing.T) {
+	c := newClock()
+	j, evs := newJudge(c)
+	j.Connected(furiosa)
+	if s := state(t, j); s != Stale {
+		t.Fatalf("connected without a beat: %s, want stale (waiting for the first beat)", s)
+	}
+	j.Beat(furiosa, beat(SessionRunning, 1))
+	if s := state(t, j); s != Working {
+		t.Fatalf("after a beat: %s", s)
+	}
+	// Beats keep arriving with output: working.
+	for range 10 {
+		c.add(5 * time.Second)
+		j.Beat(furiosa, beat(SessionRunning, 2))
+		j.Tick()
+	}
+	if s := state(t, j); s != Working {
+		t.Fatalf("beating: %s", s)
+	}
+	// Beats stop while the tunnel holds: stale after 3 intervals, not before.
+	c.add(15 * time.Second)
+	j.Tick()
+	if s := state(t, j); s != Working {
+		t.Fatalf("15s after the last beat: %s, want still working", s)
+	}
+	c.add(time.Second)
+	j.Tick()
+	if s := state(t, j); s != Stale {
+		t.Fatalf("16s after the last beat: %s, want stale", s)
+	}
+	// Beats resume.
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	if s := state(t, j); s != Working {
+		t.Fatalf("beats resumed: %s", s)
+	}
+	// Tunnel cut: disconnected, then dead after the grace period.
+	j.Disconnected(furiosa, "idle timeout")
+	c.add(119 * time.Second)
+	j.Tick()
+	if s := state(t, j); s != Disconnected {
+		t.Fatalf("119s disconnected: %s", s)
+	}
+	c.add(time.Second)
+	j.Tick()
+	if r, _ := j.Get(furiosa); r.State != Dead || !strings.Contains(r.Reason, "idle timeout") {
+		t.Fatalf("120s disconnected: %s (%s), want dead with the reason", r.State, r.Reason)
+	}
+	// Back: working again.
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	if s := state(t, j); s != Working {
+		t.Fatalf("after reconnecting: %s", s)
+	}
+	// The session's command exits: dead at the next beat, with the code.
+	code := 3
+	j.Beat(furiosa, &Beat{Seq: 2, Interval: 5, Session: Session{State: SessionExited, ExitCode: &code}})
+	if r, _ := j.Get(furiosa); r.State != Dead || !strings.Contains(r.Reason, "code 3") {
+		t.Fatalf("session exited: %s (%s)", r.State, r.Reason)
+	}
+	j.Revoke(furiosa)
+	if s := state(t, j); s != Revoked {
+		t.Fatalf("revoked: %s", s)
+	}
+	want := []State{Stale, Working, Stale, Working, Disconnected, Dead, Stale, Working, Dead, Revoked}
+	var got []State
+	for _, e := range *evs {
+		got = append(got, e.To)
+		if e.Reason == "" || e.Time.IsZero() {
+			t.Errorf("event without reason or time: %+v", e)
+		}
+	}
+	if strings.Join(states(got), " ") != strings.Join(states(want), " ") {
+		t.Errorf("transitions:\n got %v\nwant %v", got, want)
+	}
+}
+
+func states(s []State) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// TestJudgeIdleForAnHour: an alive session without output stays idle for an
+// hour of beats and never becomes dead (Gas Town's false zombies).
+func TestJudgeIdleForAnHour(t *testing.T) {
+	c := newClock()
+	j, evs := newJudge(c)
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	idle := 0.0
+	for elapsed := time.Duration(0); elapsed < time.Hour; elapsed += 5 * time.Second {
+		c.add(5 * time.Second)
+		idle += 5
+		j.Beat(furiosa, beat(SessionRunning, idle))
+		j.Tick()
+		s := state(t, j)
+		if s == Dead || s == Stale || s == Disconnected {
+			t.Fatalf("after %v idle: %s", elapsed, s)
+		}
+		if idle > 300 && s != Idle {
+			t.Fatalf("after %v without output: %s, want idle", elapsed, s)
+		}
+	}
+	if n := len(*evs); n != 3 {
+		t.Errorf("%d transitions in an hour of idling, want 3 (stale until the first beat, working, idle)", n)
+	}
+	// Output resumes: working.
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	if s := state(t, j); s != Working {
+		t.Fatalf("output again: %s", s)
+	}
+}
+
+func TestJudgeIdleAdvancesBetweenBeats(t *testing.T) {
+	c := newClock()
+	j, _ := newJudge(c)
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionRunning, 298))
+	c.add(3 * time.Second)
+	j.Tick()
+	if s := state(t, j); s != Idle {
+		t.Fatalf("298s idle at the beat plus 3s since: %s, want idle", s)
+	}
+}
+
+func TestJudgeRestore(t *testing.T) {
+	c := newClock()
+	j, _ := newJudge(c)
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	saved := j.Snapshot()
+
+	c.add(time.Minute)
+	j2, _ := newJudge(c)
+	j2.Restore(saved)
+	j2.Tick()
+	r, _ := j2.Get(furiosa)
+	if r.State != Working || !r.Restored {
+		t.Fatalf("restored: %s restored=%v; want the last known state, marked", r.State, r.Restored)
+	}
+	if len(r.Events) == 0 {
+		t.Error("events were not restored")
+	}
+	c.add(2 * time.Minute)
+	j2.Tick()
+	if r, _ := j2.Get(furiosa); r.State != Dead {
+		t.Fatalf("not back within the grace after restart: %s", r.State)
+	}
+	j2.Connected(furiosa)
+	j2.Beat(furiosa, beat(SessionRunning, 0))
+	if r, _ := j2.Get(furiosa); r.State != Working || r.Restored {
+		t.Fatalf("back: %s restored=%v", r.State, r.Restored)
+	}
+}
+
+func TestJudgeNotFound(t *testing.T) {
+	c := newClock()
+	j, _ := newJudge(c)
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionNotFound, -1))
+	if r, _ := j.Get(furiosa); r.State != Dead || r.Reason != "session not found" {
+		t.Fatalf("%s (%s)", r.State, r.Reason)
+	}
+	j.Beat(furiosa, beat(SessionRunning, -1))
+	if s := state(t, j); s != Working {
+		t.Fatalf("unknown idle time counts as working: %s", s)
+	}
+}
