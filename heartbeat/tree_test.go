@@ -1,0 +1,117 @@
+package heartbeat
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startTree starts sh with two sleeping children and a busy one.
+func startTree(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & (while :; do :; done) & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("pkill", "-KILL", "-P", fmt.Sprint(cmd.Process.Pid)).Run()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func TestTreeSampler(t *testing.T) {
+	cmd := startTree(t)
+	s, err := NewTreeSampler("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := s.Identify(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st TreeStats
+	for range 50 { // until the children are there
+		st, _, _ = s.Sample(root, time.Now())
+		if st.Processes >= 4 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Processes != 4 || !slices.Contains(st.Names, "sleep") || !slices.Contains(st.Names, "sh") {
+		t.Fatalf("tree: %+v, want sh, two sleeps and a busy subshell", st)
+	}
+	time.Sleep(500 * time.Millisecond)
+	st, found, err := s.Sample(root, time.Now())
+	if err != nil || !found {
+		t.Fatal(err)
+	}
+	if st.CPUPercent < 30 || st.CPUPercent > 250 {
+		t.Errorf("CPU%% of a tree with one busy loop: %.1f, want about 100", st.CPUPercent)
+	}
+	if st.RSSBytes == 0 || st.Threads < 4 || st.CPUSeconds <= 0 {
+		t.Errorf("stats: %+v", st)
+	}
+	// A ProcID with the right pid but another start time is another
+	// process: pid reuse must not make a dead session look alive.
+	if _, found, _ := s.Sample(ProcID{PID: root.PID, Start: root.Start + 1}, time.Now()); found {
+		t.Error("a reused pid was taken for the session")
+	}
+	_ = exec.Command("pkill", "-KILL", "-P", fmt.Sprint(cmd.Process.Pid)).Run()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, found, _ := s.Sample(root, time.Now()); found {
+		t.Error("a killed root still found")
+	}
+	if _, ok := s.FindProcess("no-such-process-name"); ok {
+		t.Error("found a process that does not exist")
+	}
+	c := s.ContainerStats(t.TempDir())
+	if c.MemAvailable == 0 || c.DiskFree == 0 || c.DiskFreeError != "" {
+		t.Errorf("container stats: %+v", c)
+	}
+	if e := s.ContainerStats("/nonexistent/dir"); e.DiskFreeError == "" {
+		t.Error("no error for a missing work dir")
+	}
+}
+
+func TestReadPane(t *testing.T) {
+	sock := []string{"-S", filepath.Join(t.TempDir(), "tmux.sock")}
+	t.Cleanup(func() { _ = exec.Command("tmux", append(sock, "kill-server")...).Run() })
+	if _, found, err := ReadPane(context.Background(), sock, "none"); err != nil || found {
+		t.Fatalf("no server: found=%v err=%v", found, err)
+	}
+	run := func(args ...string) {
+		if out, err := exec.Command("tmux", append(sock, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+	}
+	run("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "polecat", "sh", "-c", "echo started; read x; exit 7")
+	p, found, err := ReadPane(context.Background(), sock, "polecat")
+	if err != nil || !found || p.PID <= 0 || p.Dead || !strings.Contains(p.Command, "exit 7") {
+		t.Fatalf("running pane: %+v found=%v err=%v", p, found, err)
+	}
+	if time.Since(p.Activity) > 5*time.Second {
+		t.Errorf("activity %v ago", time.Since(p.Activity))
+	}
+	if _, found, _ := ReadPane(context.Background(), sock, "polecat2"); found {
+		t.Error("a session name prefix matched another session")
+	}
+	run("send-keys", "-t", "=polecat:", "go", "Enter")
+	for range 100 {
+		if p, _, _ = ReadPane(context.Background(), sock, "polecat"); p.Dead {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !p.Dead || p.ExitCode != 7 {
+		t.Fatalf("after exit: %+v", p)
+	}
+}
