@@ -20,14 +20,15 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/agent/forward"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/session"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
 func upCmd(v *viper.Viper) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "up",
-		Short: "Connect to hostd and keep the tunnel up",
+		Use:   "up [flags] [-- CMD ARGS...]",
+		Short: "Connect to hostd, keep the tunnel up, and supervise the polecat's session",
 		Long: `Connect to hostd and keep the tunnel up until stopped (SIGINT/SIGTERM).
 
 The first connection must succeed within --connect-timeout; after that a lost
@@ -39,9 +40,18 @@ over the tunnel two thirds into its lifetime, with a key made here.
 A fresh container with no certificate can join with a one-time token:
   gt-agent up --join <token from 'hostd token create'> --identity <rig>/<name>
 The key is made here; the certificate, key and CA are written to the
---cert/--key/--ca paths (default under --state-dir).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd.Context(), v) },
+--cert/--key/--ca paths (default under --state-dir).
+
+With '-- CMD ARGS...' the agent starts the polecat's command in a tmux
+session (--session, default "polecat") so nudges and 'tmux attach' work;
+--watch-session watches an existing tmux session and --watch-process a
+process by name instead. Every --beat-interval the agent sends hostd a beat:
+the session's state (running, or exited with its code), its process tree's
+CPU, memory and threads, the time since its pane last changed, and the
+container's load. The agent keeps running after the session ends, and
+reports it.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runUp(cmd.Context(), v, args) },
 	}
 	f := cmd.Flags()
 	def := tunnel.DefaultConfig()
@@ -58,12 +68,27 @@ The key is made here; the certificate, key and CA are written to the
 	f.String("socket", relay.DefaultSocket, "unix socket where the gt/bd shims reach the agent (env "+relay.SocketEnv+")")
 	f.Duration("relay-wait", 10*time.Second, "how long a gt/bd command or git request waits for a tunnel that is down")
 	f.String("git-listen", "127.0.0.1:9878", "where git reaches the rig's repository: origin is http://<this>/v1/git/<rig> (empty: off)")
+	f.String("session", "polecat", "tmux session to start the command in")
+	f.String("watch-session", "", "watch this existing tmux session instead of starting one")
+	f.String("watch-process", "", "watch the oldest process of this name instead (no tmux)")
+	f.String("tmux-socket", "", "tmux server socket path (default: tmux's own)")
+	f.String("work-dir", ".", "directory whose filesystem's free space beats report")
+	f.Duration("beat-interval", 5*time.Second, "how often to send a heartbeat")
 	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
 	f.Duration("idle-timeout", def.IdleTimeout, "reconnect after this long without hearing from hostd")
 	return cmd
 }
 
-func runUp(ctx context.Context, v *viper.Viper) error {
+func runUp(ctx context.Context, v *viper.Viper, command []string) error {
+	watchers := 0
+	for _, set := range []bool{len(command) > 0, v.GetString("watch-session") != "", v.GetString("watch-process") != ""} {
+		if set {
+			watchers++
+		}
+	}
+	if watchers > 1 {
+		return errors.New("give one of: -- CMD ARGS, --watch-session, --watch-process")
+	}
 	addr, serverName, err := parseProxyURL(v.GetString("url"))
 	if err != nil {
 		return err
@@ -126,6 +151,20 @@ func runUp(ctx context.Context, v *viper.Viper) error {
 		go func() { _ = fwd.Serve(ctx, gitLn) }()
 		slog.Info("serving git", "origin", "http://"+gitLn.Addr().String()+"/v1/git/<rig>")
 	}
+
+	scfg := session.Config{Name: v.GetString("session"), Command: command, WatchSession: v.GetString("watch-session"),
+		WatchProcess: v.GetString("watch-process"), WorkDir: v.GetString("work-dir"), Logger: slog.Default()}
+	if sock := v.GetString("tmux-socket"); sock != "" {
+		scfg.TmuxArgs = []string{"-S", sock}
+	}
+	watcher, err := session.Start(ctx, scfg)
+	if err != nil {
+		return err
+	}
+	if watchers == 0 {
+		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
+	}
+	go (&session.Sender{Watcher: watcher, Sessions: sup, Interval: v.GetDuration("beat-interval"), Version: version, Logger: slog.Default()}).Run(ctx)
 
 	err = sup.Run(ctx)
 	var fatal *supervisor.FatalError

@@ -235,6 +235,9 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 		}
 		return Dead, "session exited"
 	case SessionNotFound:
+		if s.Name == "" {
+			return Dead, "the agent watches no session"
+		}
 		return Dead, "session not found"
 	}
 	if idle := r.LastBeat.idleAt(r.LastBeatAt, now); idle >= j.th.IdleAfter {

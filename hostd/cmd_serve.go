@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
@@ -38,6 +39,12 @@ Stop it with SIGINT or SIGTERM.`,
 				Git: git.Config{
 					RefreshAge:     v.GetDuration("git.refresh_age"),
 					RefreshTimeout: v.GetDuration("git.refresh_timeout"),
+				},
+				Liveness: heartbeat.Thresholds{
+					Interval:   v.GetDuration("liveness.beat_interval"),
+					StaleBeats: v.GetInt("liveness.stale_beats"),
+					IdleAfter:  v.GetDuration("liveness.idle_after"),
+					Grace:      v.GetDuration("liveness.grace"),
 				},
 				Upstream:       v.GetBool("git.upstream"),
 				UpstreamConfig: git.UpstreamConfig{MinBackoff: v.GetDuration("git.upstream_retry")},
@@ -90,6 +97,14 @@ Stop it with SIGINT or SIGTERM.`,
 	f.Duration("git-upstream-retry", time.Second, "first retry delay of a failed upstream push (doubling up to 5m)")
 	for _, k := range []string{"refresh-age", "refresh-timeout", "upstream", "upstream-retry"} {
 		_ = a.v.BindPFlag("git."+key(k), f.Lookup("git-"+k))
+	}
+	th := heartbeat.DefaultThresholds()
+	f.Duration("beat-interval", th.Interval, "how often agents beat (set the agents' --beat-interval to match)")
+	f.Int("stale-beats", th.StaleBeats, "intervals without a beat, tunnel up, before a polecat is stale")
+	f.Duration("idle-after", th.IdleAfter, "time without output in the session's pane before a running polecat is idle")
+	f.Duration("grace", th.Grace, "time disconnected before a polecat is dead")
+	for _, k := range []string{"beat-interval", "stale-beats", "idle-after", "grace"} {
+		_ = a.v.BindPFlag("liveness."+key(k), f.Lookup(k))
 	}
 	return cmd
 }

@@ -1,53 +1,279 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
 func (a *app) statusCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show every connected polecat: transport, remote address, connected since, RTT",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := control.NewClient(a.town()).Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
+		Use:   "status [<rig>/<name>]",
+		Short: "Show every polecat's state, tunnel and last heartbeat (or one polecat in detail)",
+		Long: `Show every polecat hostd knows: its state (working, idle, stale, disconnected,
+dead, revoked), for how long, its tunnel (transport, RTT), when it last beat,
+its session's CPU, memory and idle time, and its command. With <rig>/<name>,
+one polecat in detail with its recent state changes. States are judged from
+heartbeats: see 'hostd serve --help' for the thresholds.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := control.NewClient(a.town())
+			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "hostd %s on %s, up %s, %d polecat(s) connected\n", st.Version, st.Listen, since(st.Started), len(st.Polecats))
-			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			if len(st.Polecats) > 0 {
-				fmt.Fprintln(w, "RIG\tPOLECAT\tTRANSPORT\tREMOTE\tSINCE\tRTT")
-				for _, p := range st.Polecats {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2fms\n", p.Rig, p.Name, p.Transport, p.Remote, since(p.Since), p.RTTMillis)
+			if len(args) == 1 {
+				id, err := tunnel.ParseIdentity(args[0])
+				if err != nil {
+					return err
+				}
+				d, err := c.Polecat(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(out, d)
+				}
+				printDetail(out, d, isTTY(out))
+				return nil
+			}
+			rig, _ := cmd.Flags().GetString("rig")
+			watch, _ := cmd.Flags().GetBool("watch")
+			show := func() error {
+				st, err := c.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				st.Polecats = filterRig(st.Polecats, rig)
+				if asJSON {
+					return writeJSON(out, st)
+				}
+				printStatus(out, st, isTTY(out))
+				return nil
+			}
+			if !watch {
+				return show()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			for {
+				fmt.Fprint(out, "\033[H\033[2J")
+				if err := show(); err != nil {
+					fmt.Fprintln(out, err)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
 				}
 			}
-			if len(st.Upstream) > 0 {
-				fmt.Fprintf(w, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))
-				fmt.Fprintln(w, "RIG\tBRANCH\tWAITING\tATTEMPTS\tLAST ERROR")
-				for _, u := range st.Upstream {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", u.Rig, u.Branch, since(u.Since), u.Attempts, u.LastError)
-				}
-			}
-			return w.Flush()
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")
+	cmd.Flags().Bool("watch", false, "refresh every second until interrupted")
+	cmd.Flags().String("rig", "", "only this rig's polecats")
 	return cmd
 }
 
-// since renders how long ago t was, to the second.
-func since(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+func (a *app) aliveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "alive <rig>/<name>",
+		Short: "Exit 0 if the polecat is working or idle, 1 otherwise (for scripts)",
+		Long: `Exit 0 if the polecat is working or idle, 1 otherwise, printing its state.
+This replaces checking for process names in tmux panes: the state comes from
+heartbeats measured inside the container.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := tunnel.ParseIdentity(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			d, err := control.NewClient(a.town()).Polecat(ctx, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, d.Reason)
+			if !heartbeat.State(d.State).Alive() {
+				os.Exit(1)
+			}
+			return nil
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func filterRig(ps []control.Polecat, rig string) []control.Polecat {
+	if rig == "" {
+		return ps
+	}
+	var out []control.Polecat
+	for _, p := range ps {
+		if p.Rig == rig {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isTTY reports whether w is a terminal (colour only then).
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+var stateColour = map[string]string{
+	"working": "\033[32m", "idle": "\033[36m", "stale": "\033[33m",
+	"disconnected": "\033[33m", "dead": "\033[31m", "revoked": "\033[35m",
+}
+
+// printStatus prints the table, fitted to 80 columns.
+func printStatus(w io.Writer, st control.Status, colour bool) {
+	fmt.Fprintf(w, "hostd %s on %s, up %s, %d polecat(s)\n", st.Version, st.Listen, short(time.Since(st.Started)), len(st.Polecats))
+	if len(st.Polecats) > 0 {
+		fmt.Fprintf(w, "%-16s %-8s %5s %-4s %6s %4s %4s %5s %5s %s\n", "POLECAT", "STATE", "FOR", "LINK", "RTT", "BEAT", "CPU", "RSS", "IDLE", "COMMAND")
+	}
+	for _, p := range st.Polecats {
+		state := fit(p.State, 8)
+		if p.Restored {
+			state = fit(p.State+"?", 8)
+		}
+		padded := fmt.Sprintf("%-8s", state)
+		if colour {
+			padded = stateColour[p.State] + padded + "\033[0m"
+		}
+		link, rtt := "-", "-"
+		if p.Connected {
+			link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
+		}
+		beat, cpu, rss, idle := "-", "-", "-", "-"
+		if !p.LastBeat.IsZero() {
+			beat = short(time.Since(p.LastBeat))
+			if p.SessionState == heartbeat.SessionRunning {
+				cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
+			}
+		}
+		if p.IdleSeconds >= 0 {
+			idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
+		}
+		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
+			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(p.Command, 13))
+	}
+	if len(st.Upstream) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))
+		fmt.Fprintln(tw, "RIG\tBRANCH\tWAITING\tATTEMPTS\tLAST ERROR")
+		for _, u := range st.Upstream {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", u.Rig, u.Branch, short(time.Since(u.Since)), u.Attempts, u.LastError)
+		}
+		_ = tw.Flush()
+	}
+}
+
+// printDetail prints one polecat and its recent state changes.
+func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
+	state := d.State
+	if colour {
+		state = stateColour[d.State] + state + "\033[0m"
+	}
+	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), d.Reason)
+	if d.Restored {
+		fmt.Fprintln(w, "  (last known state from before hostd restarted; the agent is not back yet)")
+	}
+	if d.Connected {
+		fmt.Fprintf(w, "  tunnel:    %s from %s, up %s, RTT %.2fms, %d stream(s), cert %s expires %s\n", d.Transport, d.Remote,
+			short(time.Since(d.Since)), d.RTTMillis, d.Streams, d.CertSerial, d.CertExpires.Local().Format(time.DateTime))
+	} else {
+		fmt.Fprintln(w, "  tunnel:    not connected")
+	}
+	if b := d.Beat; b != nil {
+		s := b.Session
+		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
+		fmt.Fprintf(w, "  session:   %s %s", s.Name, s.State)
+		if s.ExitCode != nil {
+			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
+		}
+		fmt.Fprintf(w, ", command %q\n", s.Command)
+		fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, strings.Join(s.Names, " "), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+		if d.IdleSeconds >= 0 {
+			fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
+		fmt.Fprintf(w, "  agent:     %s, up %s\n", b.Agent.Version, short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+	}
+	fmt.Fprintln(w, "  recent state changes:")
+	events := d.Events
+	if len(events) > 10 {
+		events = events[len(events)-10:]
+	}
+	for _, e := range events {
+		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, e.Reason)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// fit truncates s to n characters, marking the cut.
+func fit(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "~"
+}
+
+// short renders a duration in at most 5 characters: 45s, 12m, 3h, 2d.
+func short(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// bytesShort renders a size in at most 5 characters.
+func bytesShort(n uint64) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%dG", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%dM", n>>20)
+	default:
+		return fmt.Sprintf("%dK", n>>10)
+	}
+}

@@ -16,21 +16,48 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
-// Polecat is one connected polecat as hostd status shows it.
+// Polecat is one polecat as hostd status shows it: its judged state, its
+// tunnel (when connected) and its last beat.
 type Polecat struct {
-	Identity    tunnel.Identity `json:"identity"`
-	Rig         string          `json:"rig"`
-	Name        string          `json:"name"`
-	Transport   string          `json:"transport"`
-	Remote      string          `json:"remote"`
-	Since       time.Time       `json:"connected_since"`
-	RTTMillis   float64         `json:"rtt_ms"`
-	Streams     int             `json:"streams"`
-	CertSerial  string          `json:"cert_serial"`
-	CertExpires time.Time       `json:"cert_expires"`
+	Identity tunnel.Identity `json:"identity"`
+	Rig      string          `json:"rig"`
+	Name     string          `json:"name"`
+	// State is working, idle, stale, disconnected, dead or revoked, since
+	// StateSince, for Reason. Restored means it is the last known state
+	// from before hostd restarted, the agent not being back yet.
+	State      string    `json:"state"`
+	StateSince time.Time `json:"state_since"`
+	Reason     string    `json:"reason"`
+	Restored   bool      `json:"restored,omitempty"`
+	// The tunnel, when connected.
+	Connected   bool      `json:"connected"`
+	Transport   string    `json:"transport,omitempty"`
+	Remote      string    `json:"remote,omitempty"`
+	Since       time.Time `json:"connected_since,omitempty"`
+	RTTMillis   float64   `json:"rtt_ms"`
+	Streams     int       `json:"streams"`
+	CertSerial  string    `json:"cert_serial,omitempty"`
+	CertExpires time.Time `json:"cert_expires,omitempty"`
+	// From the last beat.
+	LastBeat     time.Time `json:"last_beat,omitempty"`
+	SessionState string    `json:"session_state,omitempty"`
+	Command      string    `json:"command,omitempty"`
+	Processes    int       `json:"processes"`
+	CPUPercent   float64   `json:"cpu_percent"`
+	RSSBytes     uint64    `json:"rss_bytes"`
+	IdleSeconds  float64   `json:"idle_seconds"`
+}
+
+// PolecatDetail is one polecat with its last beat and recent state
+// changes.
+type PolecatDetail struct {
+	Polecat
+	Beat   *heartbeat.Beat   `json:"beat,omitempty"`
+	Events []heartbeat.Event `json:"events"`
 }
 
 // UpstreamItem is a branch waiting to be pushed from a rig's .repo.git to
@@ -59,6 +86,8 @@ type Backend interface {
 	// ReloadRevocations re-reads the revocation records and closes live
 	// tunnels of revoked certificates, returning how many it closed.
 	ReloadRevocations() (int, error)
+	// Polecat is one polecat's detail.
+	Polecat(id tunnel.Identity) (PolecatDetail, bool)
 }
 
 // SocketDir is the daemon's runtime directory for a town.
@@ -98,6 +127,15 @@ func Handler(b Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, b.Status())
+	})
+	mux.HandleFunc("GET /v1/polecats/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		id := tunnel.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
+		d, ok := b.Polecat(id)
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
+			return
+		}
+		writeJSON(w, http.StatusOK, d)
 	})
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := b.ReloadRevocations()
@@ -142,6 +180,13 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	var s Status
 	err := c.do(ctx, http.MethodGet, "/v1/status", &s)
 	return s, err
+}
+
+// Polecat fetches one polecat's detail.
+func (c *Client) Polecat(ctx context.Context, id tunnel.Identity) (PolecatDetail, error) {
+	var d PolecatDetail
+	err := c.do(ctx, http.MethodGet, "/v1/polecats/"+id.Rig+"/"+id.Name, &d)
+	return d, err
 }
 
 // ReloadRevocations tells the daemon to re-read revocations and close the

@@ -20,6 +20,13 @@ func (f *fakeDaemon) Status() Status {
 	return Status{Version: "v1", Polecats: []Polecat{{Identity: tunnel.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
 }
 
+func (f *fakeDaemon) Polecat(id tunnel.Identity) (PolecatDetail, bool) {
+	if id.Name != "n" {
+		return PolecatDetail{}, false
+	}
+	return PolecatDetail{Polecat: f.Status().Polecats[0]}, true
+}
+
 func (f *fakeDaemon) ReloadRevocations() (int, error) {
 	f.reloads++
 	if f.reloads > 1 {
@@ -62,6 +69,12 @@ func TestSocket(t *testing.T) {
 	st, err := c.Status(context.Background())
 	if err != nil || st.Version != "v1" || len(st.Polecats) != 1 || st.Polecats[0].Identity.Name != "n" {
 		t.Fatalf("status %+v, %v", st, err)
+	}
+	if d, err := c.Polecat(context.Background(), tunnel.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" {
+		t.Fatalf("polecat: %+v, %v", d, err)
+	}
+	if _, err := c.Polecat(context.Background(), tunnel.Identity{Rig: "r", Name: "x"}); err == nil || !strings.Contains(err.Error(), "knows no polecat r/x") {
+		t.Fatalf("unknown polecat: %v", err)
 	}
 	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {
 		t.Fatalf("reload: %d, %v", n, err)

@@ -3,11 +3,9 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
@@ -91,15 +89,19 @@ func (r *Registry) drain(c *conn) {
 	_ = c.sess.CloseWithReason("superseded by a newer tunnel")
 }
 
-func (r *Registry) remove(c *conn, why error) {
+// remove forgets a session and reports whether it was the polecat's
+// current one (a superseded session's end changes nothing).
+func (r *Registry) remove(c *conn, why error) bool {
 	c.expiry.Stop()
 	r.mu.Lock()
 	delete(r.all, c.sess)
-	if r.current[c.id] == c {
+	current := r.current[c.id] == c
+	if current {
 		delete(r.current, c.id)
 	}
 	r.mu.Unlock()
 	r.log.Info("polecat disconnected", "polecat", c.id, "transport", c.sess.Transport(), "after", time.Since(c.sess.Since()).Round(time.Millisecond), "reason", fmt.Sprint(why))
+	return current
 }
 
 func (r *Registry) lookup(sess *tunnel.Session) *conn {
@@ -109,8 +111,8 @@ func (r *Registry) lookup(sess *tunnel.Session) *conn {
 }
 
 // closeSerials closes every session whose certificates include a revoked
-// serial.
-func (r *Registry) closeSerials(revoked map[string]bool) int {
+// serial, and returns their identities.
+func (r *Registry) closeSerials(revoked map[string]bool) []tunnel.Identity {
 	r.mu.Lock()
 	var hit []*conn
 	for _, c := range r.all {
@@ -124,39 +126,35 @@ func (r *Registry) closeSerials(revoked map[string]bool) int {
 		c.mu.Unlock()
 	}
 	r.mu.Unlock()
+	ids := make([]tunnel.Identity, 0, len(hit))
 	for _, c := range hit {
 		r.log.Warn("closing tunnel: certificate revoked", "polecat", c.id)
 		_ = c.sess.CloseWithReason("certificate revoked")
+		ids = append(ids, c.id)
 	}
-	return len(hit)
+	return ids
 }
 
-// snapshot lists the current session of each polecat, sorted by rig and
-// name.
-func (r *Registry) snapshot() []control.Polecat {
+// connInfo is what the registry knows of a polecat's current tunnel.
+type connInfo struct {
+	transport, remote, serial string
+	since, expires            time.Time
+	rtt                       time.Duration
+	streams                   int
+}
+
+// snapshot maps each polecat with a current session to its tunnel.
+func (r *Registry) snapshot() map[tunnel.Identity]connInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]control.Polecat, 0, len(r.current))
-	for _, c := range r.current {
+	out := make(map[tunnel.Identity]connInfo, len(r.current))
+	for id, c := range r.current {
 		c.mu.Lock()
-		p := control.Polecat{
-			Identity: c.id, Rig: c.id.Rig, Name: c.id.Name,
-			Transport:   c.sess.Transport(),
-			Remote:      c.sess.RemoteAddr().String(),
-			Since:       c.sess.Since(),
-			RTTMillis:   float64(c.sess.RTT().Microseconds()) / 1000,
-			Streams:     c.sess.Streams(),
-			CertSerial:  c.serials[len(c.serials)-1],
-			CertExpires: c.notAfter,
+		out[id] = connInfo{
+			transport: c.sess.Transport(), remote: c.sess.RemoteAddr().String(), since: c.sess.Since(),
+			rtt: c.sess.RTT(), streams: c.sess.Streams(), serial: c.serials[len(c.serials)-1], expires: c.notAfter,
 		}
 		c.mu.Unlock()
-		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Rig != out[j].Rig {
-			return out[i].Rig < out[j].Rig
-		}
-		return out[i].Name < out[j].Name
-	})
 	return out
 }

@@ -15,9 +15,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
@@ -51,6 +53,8 @@ type Config struct {
 	Upstream bool
 	// UpstreamConfig tunes the upstream queue.
 	UpstreamConfig git.UpstreamConfig
+	// Liveness are the thresholds polecats are judged by.
+	Liveness heartbeat.Thresholds
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -68,8 +72,12 @@ type Server struct {
 	mux     *tunnel.ServeMux
 	git     *git.Service
 	queue   *git.Upstream
-	started time.Time
-	ln      *tunnel.Listener
+	judge   *heartbeat.Judge
+
+	saveMu       sync.Mutex
+	livenessPath string
+	started      time.Time
+	ln           *tunnel.Listener
 }
 
 // New opens the CA and prepares a server; Run starts it.
@@ -89,6 +97,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ca: ca, log: cfg.Logger, started: time.Now()}
 	s.reg = newRegistry(s.log)
+	s.livenessPath = filepath.Join(control.SocketDir(cfg.Town), "liveness.json")
+	restored, err := loadLiveness(s.livenessPath)
+	if err != nil {
+		return nil, err
+	}
+	s.judge = heartbeat.NewJudge(cfg.Liveness, time.Now, func(r heartbeat.Record, e heartbeat.Event) {
+		s.logTransition(r, e)
+		s.saveLiveness(r, e)
+	})
+	s.judge.Restore(restored)
 	s.certs = newServerCert(ca, cfg.ServerNames)
 	if _, err := s.certs.get(nil); err != nil {
 		return nil, err
@@ -99,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux = tunnel.NewServeMux()
 	s.mux.HandleFunc(tunnel.KindCert, s.serveRenew)
 	s.mux.HandleFunc(tunnel.KindPing, servePing)
+	s.mux.HandleFunc(tunnel.KindHeartbeat, s.serveHeartbeat)
 	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
 	s.mux.Handle(tunnel.KindRelay, relay.New(cfg.Relay))
 	runtime := control.SocketDir(cfg.Town)
@@ -150,6 +169,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { _ = ctl.Serve(ctlLn) }()
 	defer ctl.Close()
 	go func() { _ = s.git.Serve(ctx) }()
+	go s.tick(ctx)
 	if s.queue != nil {
 		go s.queue.Run(ctx)
 	}
@@ -180,13 +200,29 @@ func (s *Server) Addr() string {
 
 func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
 	c := s.reg.add(sess)
+	s.judge.Connected(c.id)
 	err := sess.Serve(ctx, s.mux)
 	if ctx.Err() != nil {
 		// Tell the agent, so it reconnects at once instead of waiting for
 		// its idle timeout.
 		_ = sess.CloseWithReason("hostd shutting down")
+		return // the polecat's last known state stays as it was
 	}
-	s.reg.remove(c, err)
+	if s.reg.remove(c, err) {
+		s.judge.Disconnected(c.id, disconnectReason(err))
+	}
+}
+
+// disconnectReason is a short reason for a lost tunnel.
+func disconnectReason(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	msg := err.Error()
+	if len(msg) > 120 {
+		msg = msg[:120] + "..."
+	}
+	return msg
 }
 
 // authorize refuses revoked certificates during the handshake.
@@ -205,12 +241,22 @@ func (s *Server) ReloadRevocations() (int, error) {
 		return 0, fmt.Errorf("loading revocations: %w", err)
 	}
 	s.revoked.Store(&set)
-	return s.reg.closeSerials(set), nil
+	closed := s.reg.closeSerials(set)
+	for _, id := range closed {
+		s.judge.Revoke(id)
+	}
+	return len(closed), nil
 }
 
-// Status reports the daemon's state for the control API.
+// Status reports the daemon's state for the control API: every polecat
+// hostd knows, connected or not.
 func (s *Server) Status() control.Status {
-	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.reg.snapshot()}
+	conns := s.reg.snapshot()
+	recs := s.judge.Snapshot()
+	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: make([]control.Polecat, 0, len(recs))}
+	for _, r := range recs {
+		st.Polecats = append(st.Polecats, polecatRow(r, conns))
+	}
 	if s.queue != nil {
 		st.Upstream = s.queue.Pending()
 	}
@@ -254,4 +300,34 @@ func loadResetKey(town string) (*[32]byte, error) {
 		return nil, fmt.Errorf("saving QUIC reset key: %w", err)
 	}
 	return &key, nil
+}
+
+// polecatRow joins a judged record with its tunnel, if connected.
+func polecatRow(r heartbeat.Record, conns map[tunnel.Identity]connInfo) control.Polecat {
+	p := control.Polecat{
+		Identity: r.Identity, Rig: r.Identity.Rig, Name: r.Identity.Name,
+		State: string(r.State), StateSince: r.Since, Reason: r.Reason, Restored: r.Restored,
+		LastBeat: r.LastBeatAt, IdleSeconds: -1,
+	}
+	if c, ok := conns[r.Identity]; ok {
+		p.Connected, p.Transport, p.Remote, p.Since = true, c.transport, c.remote, c.since
+		p.RTTMillis, p.Streams, p.CertSerial, p.CertExpires = float64(c.rtt.Microseconds())/1000, c.streams, c.serial, c.expires
+	}
+	if b := r.LastBeat; b != nil {
+		p.SessionState, p.Command, p.Processes = b.Session.State, b.Session.Command, b.Session.Processes
+		p.CPUPercent, p.RSSBytes = b.Session.CPUPercent, b.Session.RSSBytes
+		if b.Session.IdleSeconds >= 0 {
+			p.IdleSeconds = b.Session.IdleSeconds + time.Since(r.LastBeatAt).Seconds()
+		}
+	}
+	return p
+}
+
+// Polecat is one polecat's detail for the control API.
+func (s *Server) Polecat(id tunnel.Identity) (control.PolecatDetail, bool) {
+	r, ok := s.judge.Get(id)
+	if !ok {
+		return control.PolecatDetail{}, false
+	}
+	return control.PolecatDetail{Polecat: polecatRow(r, s.reg.snapshot()), Beat: r.LastBeat, Events: r.Events}, true
 }

@@ -1,0 +1,91 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// Sessions gives the current tunnel session, waiting until ctx ends.
+type Sessions interface {
+	Session(ctx context.Context) (*tunnel.Session, error)
+}
+
+// Sender sends a beat every Interval on a heartbeat stream, opening a new
+// stream on each new tunnel.
+type Sender struct {
+	Watcher  *Watcher
+	Sessions Sessions
+	Interval time.Duration
+	Version  string
+	Logger   *slog.Logger
+
+	started time.Time
+	seq     uint64
+}
+
+// Run sends beats until ctx ends.
+func (s *Sender) Run(ctx context.Context) {
+	if s.Interval <= 0 {
+		s.Interval = 5 * time.Second
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	s.started = time.Now()
+	for ctx.Err() == nil {
+		sess, err := s.Sessions.Session(ctx)
+		if err != nil {
+			continue
+		}
+		if err := s.stream(ctx, sess); err != nil && ctx.Err() == nil && sess.Err() == nil {
+			s.Logger.Warn("heartbeat stream failed; reopening", "err", err)
+			time.Sleep(s.Interval)
+		}
+	}
+}
+
+// stream beats on one stream until it or the session fails.
+func (s *Sender) stream(ctx context.Context, sess *tunnel.Session) error {
+	st, err := sess.OpenStream(ctx, tunnel.KindHeartbeat, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := heartbeat.NewWriter(st)
+	t := time.NewTicker(s.Interval)
+	defer t.Stop()
+	for {
+		if err := w.Write(s.take(ctx, sess)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sess.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// take measures one beat.
+func (s *Sender) take(ctx context.Context, sess *tunnel.Session) *heartbeat.Beat {
+	now := time.Now()
+	s.seq++
+	return &heartbeat.Beat{
+		Seq:       s.seq,
+		Interval:  s.Interval.Seconds(),
+		Session:   s.Watcher.Measure(ctx, now),
+		Container: s.Watcher.Container(),
+		Agent: heartbeat.Agent{
+			Version:   s.Version,
+			Uptime:    now.Sub(s.started).Seconds(),
+			Transport: sess.Transport(),
+			RTTMillis: float64(sess.RTT().Microseconds()) / 1000,
+		},
+	}
+}

@@ -1,0 +1,162 @@
+// Package session is gt-agent's session supervision: it starts the
+// polecat's command in a tmux session inside the container (so nudges and
+// a human 'tmux attach' work), or watches an existing session or process,
+// and measures it for heartbeats, which it sends to hostd on their own
+// stream every interval.
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+)
+
+// Config says what to supervise. At most one of Command, WatchSession and
+// WatchProcess is set; with none, beats report that no session is watched.
+type Config struct {
+	// Name is the tmux session to start (with Command).
+	Name string
+	// Command is started in a new tmux session Name.
+	Command []string
+	// WatchSession is an existing tmux session to watch.
+	WatchSession string
+	// WatchProcess is a process (by name) to watch without tmux.
+	WatchProcess string
+	// TmuxArgs are global tmux arguments (e.g. -S socket).
+	TmuxArgs []string
+	// WorkDir is where disk space is measured.
+	WorkDir string
+	// Logger receives session state changes.
+	Logger *slog.Logger
+}
+
+// Watcher measures the supervised session.
+type Watcher struct {
+	cfg     Config
+	log     *slog.Logger
+	sampler *heartbeat.TreeSampler
+	root    heartbeat.ProcID
+	rootPID int
+	seen    bool
+	last    string
+}
+
+// Start starts the session's command when there is one, and returns a
+// watcher for it.
+func Start(ctx context.Context, cfg Config) (*Watcher, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s, err := heartbeat.NewTreeSampler("")
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s}
+	if len(cfg.Command) > 0 {
+		if cfg.Name == "" {
+			cfg.Name = "polecat"
+		}
+		w.cfg.WatchSession = cfg.Name
+		// remain-on-exit keeps the pane when the command exits, so its exit
+		// status can be read; set before the session exists, in one call.
+		args := append(append([]string{}, cfg.TmuxArgs...), "start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+			"new-session", "-d", "-s", cfg.Name, "-x", "200", "-y", "50", "--")
+		args = append(args, cfg.Command...)
+		if out, err := exec.CommandContext(ctx, "tmux", args...).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("starting tmux session %q: %v: %s", cfg.Name, err, strings.TrimSpace(string(out)))
+		}
+		w.log.Info("session started", "tmux_session", cfg.Name, "command", strings.Join(cfg.Command, " "))
+	}
+	return w, nil
+}
+
+// Measure takes the session part of a beat.
+func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session {
+	var s heartbeat.Session
+	switch {
+	case w.cfg.WatchSession != "":
+		s = w.measureSession(ctx, now)
+	case w.cfg.WatchProcess != "":
+		s = w.measureProcess(now)
+	default:
+		s = heartbeat.Session{State: heartbeat.SessionNotFound, IdleSeconds: -1}
+	}
+	if desc := s.State + fmt.Sprint(s.ExitCode != nil); desc != w.last {
+		w.last = desc
+		attrs := []any{"session", s.Name, "state", s.State}
+		if s.ExitCode != nil {
+			attrs = append(attrs, "exit_code", *s.ExitCode)
+		}
+		w.log.Info("session state", attrs...)
+	}
+	return s
+}
+
+func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.Session {
+	s := heartbeat.Session{Name: w.cfg.WatchSession, IdleSeconds: -1}
+	p, found, err := heartbeat.ReadPane(ctx, w.cfg.TmuxArgs, w.cfg.WatchSession)
+	switch {
+	case err != nil:
+		w.log.Warn("reading the session from tmux failed", "err", err)
+		s.State = heartbeat.SessionNotFound
+		return s
+	case !found:
+		s.State = heartbeat.SessionNotFound
+		return s
+	}
+	s.Command = p.Command
+	if p.Dead {
+		code := p.ExitCode
+		s.State, s.ExitCode = heartbeat.SessionExited, &code
+		return s
+	}
+	if p.PID != w.rootPID {
+		id, err := w.sampler.Identify(p.PID)
+		if err != nil {
+			s.State = heartbeat.SessionExited
+			return s
+		}
+		w.root, w.rootPID = id, p.PID
+	}
+	w.fill(&s, now)
+	if !p.Activity.IsZero() {
+		s.IdleSeconds = max(now.Sub(p.Activity).Seconds(), 0)
+	}
+	return s
+}
+
+func (w *Watcher) measureProcess(now time.Time) heartbeat.Session {
+	s := heartbeat.Session{Name: w.cfg.WatchProcess, IdleSeconds: -1}
+	if !w.seen {
+		id, ok := w.sampler.FindProcess(w.cfg.WatchProcess)
+		if !ok {
+			s.State = heartbeat.SessionNotFound
+			return s
+		}
+		w.root, w.seen = id, true
+	}
+	w.fill(&s, now)
+	return s
+}
+
+// fill measures the tree under the current root: running, or exited when
+// that process is gone (its pid may have been reused: the start time says).
+func (w *Watcher) fill(s *heartbeat.Session, now time.Time) {
+	st, found, err := w.sampler.Sample(w.root, now)
+	if err != nil || !found {
+		s.State = heartbeat.SessionExited
+		return
+	}
+	s.State = heartbeat.SessionRunning
+	s.Processes, s.Names = st.Processes, st.Names
+	s.CPUSeconds, s.CPUPercent = st.CPUSeconds, st.CPUPercent
+	s.RSSBytes, s.Threads = st.RSSBytes, st.Threads
+}
+
+// Container measures the container's load.
+func (w *Watcher) Container() heartbeat.Container { return w.sampler.ContainerStats(w.cfg.WorkDir) }
