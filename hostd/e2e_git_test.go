@@ -504,7 +504,8 @@ func TestGitHostileRequests(t *testing.T) {
 	other := g.issue("norepo/furiosa", time.Hour)
 	gitAddr := tunneltest.FreeAddr(t)
 	start(t, agentEnv(g.addr, other), "gt-agent", "up", "--git-listen", gitAddr)
-	g.waitStatus(10*time.Second, func(st control.Status) bool { return len(st.Polecats) == 2 })
+	g.waitStatus(10*time.Second, connected("furiosa", ""))
+	g.waitStatus(10*time.Second, func(st control.Status) bool { return connected("furiosa", "")(st) && len(st.Polecats) == 2 })
 	out, err := g.tryGit("", "ls-remote", "http://"+gitAddr+"/v1/git/norepo")
 	if err == nil || !strings.Contains(out, "no repository for rig norepo") {
 		t.Errorf("unknown rig: %v %s", err, out)

@@ -193,7 +193,19 @@ func (tw *town) waitStatus(d time.Duration, pred func(control.Status) bool) cont
 func connected(name, transport string) func(control.Status) bool {
 	return func(st control.Status) bool {
 		for _, p := range st.Polecats {
-			if p.Name == name && (transport == "" || p.Transport == transport) {
+			if p.Name == name && p.Connected && (transport == "" || p.Transport == transport) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// inState is true when the named polecat is in state.
+func inState(name, state string) func(control.Status) bool {
+	return func(st control.Status) bool {
+		for _, p := range st.Polecats {
+			if p.Name == name && p.State == state {
 				return true
 			}
 		}
@@ -219,7 +231,7 @@ func TestStatusShowsAgent(t *testing.T) {
 		t.Errorf("status row %+v", p)
 	}
 	table := tw.run("status")
-	for _, want := range []string{"RIG", "POLECAT", "TRANSPORT", "REMOTE", "SINCE", "RTT", "gastown", "furiosa", "quic"} {
+	for _, want := range []string{"POLECAT", "STATE", "LINK", "RTT", "BEAT", "gastown/furiosa", "quic"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("status table lacks %q:\n%s", want, table)
 		}
@@ -237,7 +249,7 @@ func TestRevokeClosesLiveTunnel(t *testing.T) {
 	if !strings.Contains(out, "closed 1 live tunnel") {
 		t.Errorf("revoke output: %s", out)
 	}
-	tw.waitStatus(time.Second, func(st control.Status) bool { return len(st.Polecats) == 0 })
+	tw.waitStatus(time.Second, func(st control.Status) bool { return !connected("furiosa", "")(st) })
 	if d := time.Since(begin); d > time.Second {
 		t.Errorf("tunnel closed %v after revoke, want within 1s", d)
 	}
@@ -251,6 +263,7 @@ func TestRevokeClosesLiveTunnel(t *testing.T) {
 	if !strings.Contains(tw.run("cert", "list"), "revoked") {
 		t.Error("cert list does not show the revocation")
 	}
+	tw.waitStatus(time.Second, inState("furiosa", "revoked"))
 }
 
 func TestRevocationSurvivesRestart(t *testing.T) {

@@ -175,10 +175,12 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", control.SocketPath(s.cfg.Town), "ca", s.ca.Dir)
 
+	var sessions sync.WaitGroup
 	for {
 		sess, err := ln.Accept(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
+				waitAtMost(&sessions, 2*time.Second) // let each session tell its agent
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -186,7 +188,21 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		go s.serveSession(ctx, sess)
+		sessions.Add(1)
+		go func() {
+			defer sessions.Done()
+			s.serveSession(ctx, sess)
+		}()
+	}
+}
+
+// waitAtMost waits for wg, or d.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
 	}
 }
 
