@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+// The liveness tests beat every 500ms; hostd is told so.
+const beatEvery = 500 * time.Millisecond
+
+// livePolecat is hostd plus one agent supervising a tmux session.
+type livePolecat struct {
+	tw    *town
+	hostd *proc
+	agent *proc
+	tmux  string
+	relay *tunneltest.Relay
+	addr  string
+	certs string
+}
+
+func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...string) *livePolecat {
+	lp := &livePolecat{tw: newTown(t), tmux: filepath.Join(t.TempDir(), "tmux.sock")}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", lp.tmux, "kill-server").Run() })
+	lp.hostd, lp.addr = lp.tw.serve(append([]string{"--beat-interval", beatEvery.String()}, serve...)...)
+	addr := lp.addr
+	if viaRelay {
+		lp.relay = tunneltest.NewRelay(t, addr)
+		addr = lp.relay.Addr
+	}
+	lp.certs = lp.tw.issue("gastown/furiosa", time.Hour)
+	if len(command) == 0 {
+		command = []string{"sh", "-c", "echo working; sleep 300"}
+	}
+	args := append([]string{"up", "--tmux-socket", lp.tmux, "--beat-interval", beatEvery.String(), "--"}, command...)
+	lp.agent = start(t, agentEnv(addr, lp.certs), "gt-agent", args...)
+	lp.tw.waitStatus(10*time.Second, inState("furiosa", "working"))
+	return lp
+}
+
+// panePID is the session's root process.
+func (lp *livePolecat) panePID(t *testing.T) int {
+	out, err := exec.Command("tmux", "-S", lp.tmux, "display-message", "-p", "-t", "=polecat:", "#{pane_pid}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return pid
+}
+
+// until waits for the polecat's state and returns how long it took.
+func (lp *livePolecat) until(t *testing.T, state string, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	lp.tw.waitStatus(d, inState("furiosa", state))
+	return time.Since(start)
+}
+
+func TestLivenessSessionKilled(t *testing.T) {
+	lp := newLivePolecat(t, nil, false)
+	_ = syscall.Kill(lp.panePID(t), syscall.SIGKILL)
+	took := lp.until(t, "dead", 2*beatEvery+300*time.Millisecond)
+	t.Logf("dead %v after the session's process was killed (beats every %v)", took, beatEvery)
+	d, err := control.NewClient(lp.tw.dir).Polecat(context.Background(), tunnel.Identity{Rig: "gastown", Name: "furiosa"})
+	if err != nil || !strings.Contains(d.Reason, "session exited with code") {
+		t.Fatalf("detail: %+v %v", d.Reason, err)
+	}
+	out, err := lp.tw.try("alive", "gastown/furiosa")
+	if err == nil || !strings.Contains(out, "dead") {
+		t.Errorf("hostd alive on a dead polecat: %v %s", err, out)
+	}
+	// The agent keeps running and reporting.
+	if lp.agent.cmd.ProcessState != nil {
+		t.Fatal("agent exited with its session")
+	}
+	lp.tw.waitStatus(2*time.Second, connected("furiosa", ""))
+}
+
+func TestLivenessAgentFrozen(t *testing.T) {
+	lp := newLivePolecat(t, []string{"--idle-timeout", "3s"}, false)
+	if out, err := lp.tw.try("alive", "gastown/furiosa"); err != nil {
+		t.Fatalf("alive on a working polecat: %v %s", err, out)
+	}
+	_ = lp.agent.cmd.Process.Signal(syscall.SIGSTOP)
+	took := lp.until(t, "stale", 3*beatEvery+time.Second)
+	t.Logf("stale %v after SIGSTOP", took)
+	took = lp.until(t, "disconnected", 5*time.Second)
+	t.Logf("disconnected %v later (hostd's idle timeout)", took)
+	_ = lp.agent.cmd.Process.Signal(syscall.SIGCONT)
+	took = lp.until(t, "working", 15*time.Second)
+	t.Logf("working again %v after SIGCONT", took)
+}
+
+func TestLivenessTunnelCut(t *testing.T) {
+	lp := newLivePolecat(t, []string{"--idle-timeout", "2s", "--grace", "3s"}, true)
+	lp.relay.Cut(true)
+	lp.until(t, "disconnected", 5*time.Second)
+	took := lp.until(t, "dead", 5*time.Second)
+	t.Logf("dead %v after disconnecting (grace 3s)", took)
+	lp.relay.Cut(false)
+	took = lp.until(t, "working", 20*time.Second)
+	t.Logf("working %v after the cut ended", took)
+}
+
+func TestLivenessRestoredAfterRestart(t *testing.T) {
+	lp := newLivePolecat(t, nil, false)
+	_ = lp.agent.cmd.Process.Signal(syscall.SIGSTOP) // the agent cannot come back yet
+	_ = lp.hostd.cmd.Process.Signal(syscall.SIGTERM)
+	_ = lp.hostd.exited(t, 5*time.Second)
+	lp.hostd = start(t, nil, "hostd", "--town", lp.tw.dir, "serve", "--listen", lp.addr, "--beat-interval", beatEvery.String())
+	st := lp.tw.waitStatus(5*time.Second, inState("furiosa", "working"))
+	if p := st.Polecats[0]; !p.Restored || p.Connected || len(p.Command) == 0 {
+		t.Errorf("after restart: %+v; want the last known state, marked restored", p)
+	}
+	if table := lp.tw.run("status"); !strings.Contains(table, "working?") {
+		t.Errorf("status does not mark the restored state:\n%s", table)
+	}
+	_ = lp.agent.cmd.Process.Signal(syscall.SIGCONT)
+	lp.tw.waitStatus(15*time.Second, func(st control.Status) bool {
+		return connected("furiosa", "")(st) && st.Polecats[0].State == "working" && !st.Polecats[0].Restored
+	})
+}
+
+func TestLivenessBadBeats(t *testing.T) {
+	tw := newTown(t)
+	hostd, addr := tw.serve("--beat-interval", beatEvery.String())
+	certs := tw.issue("gastown/furiosa", time.Hour)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "client.crt"), filepath.Join(certs, "client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	sess, err := tunnel.Dial(context.Background(), addr, tunnel.ClientConfig{
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil },
+		RootCAs:              pool, ServerName: "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	send := func(line string) {
+		st, err := sess.OpenStream(context.Background(), tunnel.KindHeartbeat, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = st.Write([]byte(line))
+		time.Sleep(100 * time.Millisecond)
+		st.Close()
+	}
+	for _, bad := range []string{
+		"not json\n",
+		`{"seq":1,"interval":5,"session":{"state":"running"},"alive":true}` + "\n",
+		`{"seq":1,"interval":5,"session":{"state":"zombie"}}` + "\n",
+		`{"seq":1,"interval":5,"session":{"state":"running","name":"` + strings.Repeat("x", 20000) + `"}}` + "\n",
+	} {
+		send(bad)
+	}
+	st := tw.waitStatus(time.Second, func(st control.Status) bool { return len(st.Polecats) == 1 })
+	if p := st.Polecats[0]; p.State != "stale" || !p.LastBeat.IsZero() {
+		t.Fatalf("after bad beats: %s, last beat %v; want stale with no beat counted", p.State, p.LastBeat)
+	}
+	if n := strings.Count(hostd.output(), "refused heartbeat"); n != 4 {
+		t.Errorf("%d refusals logged, want 4:\n%s", n, hostd.output())
+	}
+	var good strings.Builder
+	_ = heartbeat.NewWriter(&good).Write(&heartbeat.Beat{Seq: 1, Interval: 0.5, Session: heartbeat.Session{Name: "p", State: heartbeat.SessionRunning}})
+	send(good.String())
+	tw.waitStatus(time.Second, inState("furiosa", "working"))
+}
