@@ -46,6 +46,7 @@ Stop it with SIGINT or SIGTERM.`,
 					IdleAfter:  v.GetDuration("liveness.idle_after"),
 					Grace:      v.GetDuration("liveness.grace"),
 				},
+				MetricsListen:  v.GetString("metrics_listen"),
 				Upstream:       v.GetBool("git.upstream"),
 				UpstreamConfig: git.UpstreamConfig{MinBackoff: v.GetDuration("git.upstream_retry")},
 				Relay: relay.Config{
@@ -98,6 +99,8 @@ Stop it with SIGINT or SIGTERM.`,
 	for _, k := range []string{"refresh-age", "refresh-timeout", "upstream", "upstream-retry"} {
 		_ = a.v.BindPFlag("git."+key(k), f.Lookup("git-"+k))
 	}
+	f.String("metrics-listen", "", "serve Prometheus metrics at http://<addr>/metrics (off when empty)")
+	_ = a.v.BindPFlag("metrics_listen", f.Lookup("metrics-listen"))
 	th := heartbeat.DefaultThresholds()
 	f.Duration("beat-interval", th.Interval, "how often agents beat (set the agents' --beat-interval to match)")
 	f.Int("stale-beats", th.StaleBeats, "intervals without a beat, tunnel up, before a polecat is stale")

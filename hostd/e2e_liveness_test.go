@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +183,37 @@ func TestLivenessBadBeats(t *testing.T) {
 	_ = heartbeat.NewWriter(&good).Write(&heartbeat.Beat{Seq: 1, Interval: 0.5, Session: heartbeat.Session{Name: "p", State: heartbeat.SessionRunning}})
 	send(good.String())
 	tw.waitStatus(time.Second, inState("furiosa", "working"))
+}
+
+func TestMetrics(t *testing.T) {
+	addr := tunneltest.FreeAddr(t)
+	lp := newLivePolecat(t, []string{"--metrics-listen", addr}, false)
+	var body string
+	for range 50 {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if strings.Contains(body, `sidecar_heartbeats_total{result="accepted"}`) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`sidecar_polecat_state{polecat="furiosa",rig="gastown",state="working"} 1`,
+		`sidecar_polecat_state{polecat="furiosa",rig="gastown",state="dead"} 0`,
+		`sidecar_tunnels{transport="quic"} 1`,
+		`sidecar_streams_total{kind="heartbeat"}`,
+		`sidecar_polecat_beat_age_seconds{polecat="furiosa",rig="gastown"}`,
+		`sidecar_polecat_rtt_seconds{polecat="furiosa",rig="gastown"}`,
+		`sidecar_polecat_rss_bytes{polecat="furiosa",rig="gastown"}`,
+		`sidecar_upstream_pending 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	_ = lp
 }

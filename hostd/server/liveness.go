@@ -25,9 +25,11 @@ func (s *Server) serveHeartbeat(ctx context.Context, st *tunnel.Stream) {
 		if err != nil {
 			if !errors.Is(err, io.EOF) && st.Session().Err() == nil && ctx.Err() == nil {
 				s.log.Warn("refused heartbeat", "polecat", id, "reason", err)
+				s.metrics.beats.WithLabelValues("refused").Inc()
 			}
 			return
 		}
+		s.metrics.beats.WithLabelValues("accepted").Inc()
 		s.judge.Beat(id, b)
 	}
 }

@@ -55,6 +55,8 @@ type Config struct {
 	UpstreamConfig git.UpstreamConfig
 	// Liveness are the thresholds polecats are judged by.
 	Liveness heartbeat.Thresholds
+	// MetricsListen, when set, is where Prometheus metrics are served.
+	MetricsListen string
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -73,6 +75,7 @@ type Server struct {
 	git     *git.Service
 	queue   *git.Upstream
 	judge   *heartbeat.Judge
+	metrics *metrics
 
 	saveMu       sync.Mutex
 	livenessPath string
@@ -107,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 		s.saveLiveness(r, e)
 	})
 	s.judge.Restore(restored)
+	s.metrics = newMetrics(s)
 	s.certs = newServerCert(ca, cfg.ServerNames)
 	if _, err := s.certs.get(nil); err != nil {
 		return nil, err
@@ -170,6 +174,13 @@ func (s *Server) Run(ctx context.Context) error {
 	defer ctl.Close()
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.tick(ctx)
+	if s.cfg.MetricsListen != "" {
+		go func() {
+			if err := s.metrics.serve(ctx, s.cfg.MetricsListen); err != nil {
+				s.log.Error("metrics endpoint failed", "addr", s.cfg.MetricsListen, "err", err)
+			}
+		}()
+	}
 	if s.queue != nil {
 		go s.queue.Run(ctx)
 	}
@@ -217,7 +228,7 @@ func (s *Server) Addr() string {
 func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
 	c := s.reg.add(sess)
 	s.judge.Connected(c.id)
-	err := sess.Serve(ctx, s.mux)
+	err := sess.Serve(ctx, s.metrics.count(s.mux))
 	if ctx.Err() != nil {
 		// Tell the agent, so it reconnects at once instead of waiting for
 		// its idle timeout.
