@@ -9,6 +9,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  for s in "$TOWN"/tmux-*; do [ -S "$s" ] && tmux -S "$s" kill-server 2>/dev/null; done
   rm -rf "$TOWN"
 }
 trap cleanup EXIT
@@ -43,7 +44,7 @@ EOF
 chmod +x "$TOWN/gt"
 
 step "start hostd (QUIC on UDP and TLS+yamux on TCP, one port; gt relayed to a stand-in)"
-hostd serve --listen 127.0.0.1:0 --relay-gt "$TOWN/gt" >"$TOWN/hostd.log" 2>&1 &
+hostd serve --listen 127.0.0.1:0 --relay-gt "$TOWN/gt" --beat-interval 1s >"$TOWN/hostd.log" 2>&1 &
 pids+=($!)
 wait_for hostd status
 ADDR=$(hostd status --json | sed -n 's/.*"listen": "\(.*\)".*/\1/p')
@@ -53,10 +54,12 @@ echo "hostd listens on port $PORT (log: hostd.log)"
 step "issue a certificate for gastown/furiosa (hostd cert issue)"
 hostd cert issue gastown/furiosa --ttl 1h --out "$TOWN/furiosa"
 
-step "start gt-agent with Gas Town's GT_PROXY_* settings"
+step "start gt-agent with Gas Town's GT_PROXY_* settings; it runs the polecat's command in tmux"
+# The stand-in polecat works until the demo tells it to stop, then exits 3.
 GT_PROXY_URL=https://localhost:$PORT \
 GT_PROXY_CERT=$TOWN/furiosa/client.crt GT_PROXY_KEY=$TOWN/furiosa/client.key GT_PROXY_CA=$TOWN/furiosa/ca.crt \
-  "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" --git-listen 127.0.0.1:0 >"$TOWN/furiosa.log" 2>&1 &
+  "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" --git-listen 127.0.0.1:0 --tmux-socket "$TOWN/tmux-furiosa" --beat-interval 1s \
+  -- sh -c "echo polecat furiosa at work; while [ ! -e '$TOWN/stop' ]; do sleep 0.2; done; echo done; exit 3" >"$TOWN/furiosa.log" 2>&1 &
 FURIOSA=$!
 pids+=($FURIOSA)
 
@@ -64,12 +67,13 @@ step "a second polecat joins with a one-time token: its key is made in the conta
 TOKEN=$(hostd token create gastown/nux)
 echo "token: ${TOKEN:0:24}..."
 GT_PROXY_URL=https://localhost:$PORT \
-  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" --git-listen "" >"$TOWN/nux.log" 2>&1 &
+  "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" --git-listen "" \
+  --tmux-socket "$TOWN/tmux-nux" --beat-interval 1s -- sleep 600 >"$TOWN/nux.log" 2>&1 &
 pids+=($!)
-wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"nux\"' && '$BIN/hostd' --town '$TOWN' status --json | grep -q '\"name\": \"furiosa\"'"
+wait_for sh -c "test \$('$BIN/hostd' --town '$TOWN' status --json | grep -c '\"state\": \"working\"') = 2"
 ls -l "$TOWN/nux"
 
-step "hostd status"
+step "hostd status: both polecats working, judged from heartbeats measured in their containers"
 hostd status
 
 step "the token is spent: using it again is refused"
@@ -102,6 +106,15 @@ git -C "$TOWN/work" push origin HEAD:main 2>&1
 set -e
 wait_for sh -c "git -C '$TOWN/origin.git' rev-parse --verify -q refs/heads/polecat/furiosa-demo"
 echo "origin now has: $(git -C "$TOWN/origin.git" branch --list 'polecat/*' | tr -d ' ') (hostd pushed it upstream); main is unchanged: $(git -C "$TOWN/gastown/.repo.git" log -1 --format=%s main)"
+
+step "furiosa's command exits: hostd sees it at the next beat"
+touch "$TOWN/stop"
+wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"state\": \"dead\"'"
+hostd status gastown/furiosa
+set +e
+hostd alive gastown/furiosa
+echo "hostd alive exit status: $? (nux: $(hostd alive gastown/nux >/dev/null; echo $?))"
+set -e
 
 step "revoke furiosa: its live tunnel closes and the agent stops"
 hostd cert revoke gastown/furiosa

@@ -215,11 +215,13 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 		}
 		fmt.Fprintf(w, ", command %q\n", s.Command)
-		fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, strings.Join(s.Names, " "), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
-		if d.IdleSeconds >= 0 {
-			fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
+		if s.State == heartbeat.SessionRunning {
+			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, strings.Join(s.Names, " "), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+			if d.IdleSeconds >= 0 {
+				fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
+			}
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
 		fmt.Fprintf(w, "  agent:     %s, up %s\n", b.Agent.Version, short(time.Duration(b.Agent.Uptime*float64(time.Second))))
 	}
