@@ -104,6 +104,9 @@ type Record struct {
 // concurrent use; its clock is injectable for tests.
 type Judge struct {
 	th       Thresholds
+	// Reasons that depend only on the thresholds, formatted once: the
+	// judge evaluates every polecat every second.
+	msgNoBeat, msgStale, msgIdle, msgGrace, msgRestart string
 	now      func() time.Time
 	started  time.Time
 	onChange func(Record, Event)
@@ -118,7 +121,15 @@ func NewJudge(th Thresholds, now func() time.Time, onChange func(Record, Event))
 	if now == nil {
 		now = time.Now
 	}
-	return &Judge{th: th.withDefaults(), now: now, started: now(), onChange: onChange, recs: map[tunnel.Identity]*Record{}}
+	th = th.withDefaults()
+	staleAfter := time.Duration(th.StaleBeats) * th.Interval
+	return &Judge{th: th, now: now, started: now(), onChange: onChange, recs: map[tunnel.Identity]*Record{},
+		msgNoBeat:  fmt.Sprintf("tunnel up but no beat in %v", staleAfter),
+		msgStale:   fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter),
+		msgIdle:    fmt.Sprintf("no output for %v", th.IdleAfter),
+		msgGrace:   fmt.Sprintf("tunnel gone for longer than %v", th.Grace),
+		msgRestart: fmt.Sprintf("not back within %v of hostd restarting", th.Grace),
+	}
 }
 
 // Thresholds are the judge's thresholds, defaults filled in.
@@ -211,21 +222,21 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 		return Revoked, "certificate revoked"
 	case r.Restored:
 		if now.Sub(j.started) >= j.th.Grace {
-			return Dead, fmt.Sprintf("not back within %v of hostd restarting", j.th.Grace)
+			return Dead, j.msgRestart
 		}
 		return r.State, r.Reason
 	case !r.Connected:
 		if now.Sub(r.DisconnectedAt) >= j.th.Grace {
-			return Dead, fmt.Sprintf("tunnel gone for longer than %v (%s)", j.th.Grace, r.DisconnectWhy)
+			return Dead, j.msgGrace + " (" + r.DisconnectWhy + ")"
 		}
 		return Disconnected, "tunnel gone: " + r.DisconnectWhy
 	case r.LastBeat == nil || r.LastBeatAt.Before(r.ConnectedAt):
 		if now.Sub(r.ConnectedAt) > staleAfter {
-			return Stale, fmt.Sprintf("tunnel up but no beat in %v", staleAfter)
+			return Stale, j.msgNoBeat
 		}
 		return Stale, "tunnel up, waiting for the first beat"
 	case now.Sub(r.LastBeatAt) > staleAfter:
-		return Stale, fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter)
+		return Stale, j.msgStale
 	}
 	s := r.LastBeat.Session
 	switch s.State {
@@ -241,7 +252,7 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 		return Dead, "session not found"
 	}
 	if idle := r.LastBeat.idleAt(r.LastBeatAt, now); idle >= j.th.IdleAfter {
-		return Idle, fmt.Sprintf("no output for %v", j.th.IdleAfter)
+		return Idle, j.msgIdle
 	}
 	return Working, "beating, session running"
 }

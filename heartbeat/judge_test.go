@@ -17,7 +17,7 @@ func (c *clock) now() time.Time      { return c.t }
 func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
 func newClock() *clock               { return &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
 func beat(state string, idle float64) *Beat {
-	return &Beat{Seq: 1, Interval: 5, Session: Session{State: state, IdleSeconds: idle}}
+	return &Beat{Seq: 1, Interval: 5, Session: Session{Name: "polecat", State: state, IdleSeconds: idle}}
 }
 
 func newJudge(c *clock) (*Judge, *[]Event) {

@@ -85,7 +85,12 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 	}
 	go l.serveTCP(l.tcp)
 	if l.udp != nil {
-		ql, err := l.qtr.Listen(l.sc.serverTLS(l.log), l.cfg.quic())
+		// The server sends no keepalives of its own on QUIC: the client's
+		// keep the connection alive, and the idle timeout still notices a
+		// silent client. It halves the packets an idle tunnel costs hostd.
+		qc := l.cfg.quic()
+		qc.KeepAlivePeriod = 0
+		ql, err := l.qtr.Listen(l.sc.serverTLS(l.log), qc)
 		if err != nil {
 			l.Close()
 			return nil, fmt.Errorf("tunnel: starting QUIC listener: %w", err)

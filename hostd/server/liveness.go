@@ -50,9 +50,14 @@ func loadLiveness(path string) ([]heartbeat.Record, error) {
 	return recs, nil
 }
 
-// saveLiveness keeps every polecat's state and events on disk; it is
-// called on every state change.
-func (s *Server) saveLiveness(heartbeat.Record, heartbeat.Event) {
+// saveLiveness keeps every polecat's state and events on disk. State
+// changes only mark the file dirty; the tick saves it at most once a
+// second, so a thousand polecats changing state at once (hostd restarting)
+// cost one write, not a thousand.
+func (s *Server) saveLiveness() {
+	if !s.livenessDirty.Swap(false) {
+		return
+	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	b, err := json.Marshal(s.judge.Snapshot())
@@ -69,16 +74,18 @@ func (s *Server) logTransition(r heartbeat.Record, e heartbeat.Event) {
 	s.log.Info("polecat state", "polecat", r.Identity, "from", e.From, "to", e.To, "reason", e.Reason)
 }
 
-// tick re-judges every polecat each second.
+// tick re-judges every polecat each second and saves what changed.
 func (s *Server) tick(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			s.saveLiveness()
 			return
 		case <-t.C:
 			s.judge.Tick()
+			s.saveLiveness()
 		}
 	}
 }

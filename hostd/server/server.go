@@ -77,10 +77,11 @@ type Server struct {
 	judge   *heartbeat.Judge
 	metrics *metrics
 
-	saveMu       sync.Mutex
-	livenessPath string
-	started      time.Time
-	ln           *tunnel.Listener
+	saveMu        sync.Mutex
+	livenessPath  string
+	livenessDirty atomic.Bool
+	started       time.Time
+	ln            *tunnel.Listener
 }
 
 // New opens the CA and prepares a server; Run starts it.
@@ -107,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.judge = heartbeat.NewJudge(cfg.Liveness, time.Now, func(r heartbeat.Record, e heartbeat.Event) {
 		s.logTransition(r, e)
-		s.saveLiveness(r, e)
+		s.livenessDirty.Store(true)
 	})
 	s.judge.Restore(restored)
 	s.metrics = newMetrics(s)
@@ -341,6 +342,11 @@ func polecatRow(r heartbeat.Record, conns map[tunnel.Identity]connInfo) control.
 		p.RTTMillis, p.Streams, p.CertSerial, p.CertExpires = float64(c.rtt.Microseconds())/1000, c.streams, c.serial, c.expires
 	}
 	if b := r.LastBeat; b != nil {
+		if p.Connected && b.Agent.RTTMillis > 0 {
+			// The agent measures RTT continuously (its keepalives); hostd's
+			// own estimate only moves when hostd sends, which is rarely.
+			p.RTTMillis = b.Agent.RTTMillis
+		}
 		p.SessionState, p.Command, p.Processes = b.Session.State, b.Session.Command, b.Session.Processes
 		p.CPUPercent, p.RSSBytes = b.Session.CPUPercent, b.Session.RSSBytes
 		if b.Session.IdleSeconds >= 0 {

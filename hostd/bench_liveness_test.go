@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+)
+
+// BenchmarkHostdAgents: one hostd holding N agents, each with its own
+// tunnel (QUIC, default keepalive) beating every 5s with a realistic beat,
+// beside the same hostd with none. It reports hostd's CPU (% of one core)
+// over a 10s window, its RSS, and times 'hostd status --json' (the
+// control API call behind it) as the operation.
+func BenchmarkHostdAgents(b *testing.B) {
+	n := envInt("SIDECAR_BENCH_AGENTS", 1000)
+	for _, agents := range []int{0, n} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) { benchAgents(b, agents) })
+	}
+}
+
+func benchAgents(b *testing.B, n int) {
+	tw := newTown(b)
+	hostd, addr := tw.serve("--log-level", "warn")
+	ca, err := pki.Open(pki.Dir(tw.dir), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range n {
+		cert := benchCert(b, ca, i)
+		s, err := tunnel.Dial(ctx, addr, tunnel.ClientConfig{
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil },
+			RootCAs:              ca.Pool(), ServerName: "localhost", Transport: tunnel.TransportQUIC})
+		if err != nil {
+			b.Fatalf("agent %d: %v", i, err)
+		}
+		defer s.Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); beatForever(ctx, s, time.Duration(i)*5*time.Second/time.Duration(max(n, 1))) }()
+	}
+	if n > 0 {
+		tw.waitStatus(30*time.Second, func(st control.Status) bool {
+			working := 0
+			for _, p := range st.Polecats {
+				if p.State == "working" {
+					working++
+				}
+			}
+			return working == n
+		})
+	}
+	pid := hostd.cmd.Process.Pid
+	cpu0, t0 := cpuTicks(b, pid), time.Now()
+	time.Sleep(10 * time.Second)
+	cpu := float64(cpuTicks(b, pid)-cpu0) / 100 / time.Since(t0).Seconds() * 100
+	rss := procStatus(b, pid, "VmRSS:")
+	c := control.NewClient(tw.dir)
+	for b.Loop() {
+		st, err := c.Status(context.Background())
+		if err != nil || len(st.Polecats) != n {
+			b.Fatalf("status: %d polecats, %v", len(st.Polecats), err)
+		}
+	}
+	b.ReportMetric(cpu, "cpu-%")
+	b.ReportMetric(float64(rss), "rss-KiB")
+	cancel()
+	wg.Wait()
+}
+
+// benchCerts caches the agents' certificates across -count rounds.
+var benchCerts sync.Map
+
+func benchCert(b *testing.B, ca *pki.CA, i int) tls.Certificate {
+	if c, ok := benchCerts.Load(i); ok {
+		return c.(tls.Certificate)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf, err := ca.IssueClient(tunnel.Identity{Rig: "bench", Name: fmt.Sprintf("p%04d", i)}, key.Public(), time.Hour, pki.SourceIssue)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
+	benchCerts.Store(i, c)
+	return c
+}
+
+// beatForever sends a realistic beat every 5s after an initial offset.
+func beatForever(ctx context.Context, s *tunnel.Session, offset time.Duration) {
+	st, err := s.OpenStream(ctx, tunnel.KindHeartbeat, nil)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	w := heartbeat.NewWriter(st)
+	beat := &heartbeat.Beat{Interval: 5, Session: heartbeat.Session{Name: "polecat", Command: "claude --dangerously-skip-permissions",
+		State: heartbeat.SessionRunning, Processes: 48, Names: []string{"bash", "claude", "git", "node", "sh"}, CPUSeconds: 812.4,
+		CPUPercent: 12.5, RSSBytes: 412 << 20, Threads: 96, IdleSeconds: 3},
+		Container: heartbeat.Container{Load1: 0.8, MemAvailable: 6 << 30, DiskFree: 40 << 30},
+		Agent:     heartbeat.Agent{Version: "bench", Uptime: 3600, Transport: "quic", RTTMillis: 0.4}}
+	select {
+	case <-time.After(offset):
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		beat.Seq++
+		if w.Write(beat) != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// cpuTicks is a process's user+system CPU time in clock ticks (1/100 s).
+func cpuTicks(b *testing.B, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(data)[strings.LastIndex(string(data), ")")+2:])
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+// procStatus reads a KiB field of /proc/<pid>/status.
+func procStatus(b *testing.B, pid int, field string) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, field) {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return 0
+}
