@@ -198,6 +198,7 @@ func (j *Judge) change(id tunnel.Identity, f func(*Record, time.Time)) {
 	f(r, now)
 	state, reason := j.evaluate(r, now)
 	if state == r.State {
+		r.Reason = reason // the explanation stays current (an exit code learnt late)
 		j.mu.Unlock()
 		return
 	}

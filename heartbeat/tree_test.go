@@ -106,12 +106,12 @@ func TestReadPane(t *testing.T) {
 	}
 	run("send-keys", "-t", "=polecat:", "go", "Enter")
 	for range 100 {
-		if p, _, _ = ReadPane(context.Background(), sock, "polecat"); p.Dead {
+		if p, _, _ = ReadPane(context.Background(), sock, "polecat"); p.Dead && p.ExitCode != nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !p.Dead || p.ExitCode != 7 {
+	if !p.Dead || p.ExitCode == nil || *p.ExitCode != 7 {
 		t.Fatalf("after exit: %+v", p)
 	}
 }

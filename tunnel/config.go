@@ -15,8 +15,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// FallbackDelay is how long Dial gives QUIC before it tries TCP.
 	FallbackDelay time.Duration
-	// KeepAlive is how often an idle connection is pinged; it also paces
-	// the round-trip measurement on TCP.
+	// KeepAlive is how often an idle connection is pinged (at most half the
+	// idle timeout); it also paces the round-trip measurement on TCP.
 	KeepAlive time.Duration
 	// IdleTimeout is how long a connection may go without hearing from the
 	// peer before it is closed: a dead or frozen peer is noticed within it.
@@ -71,15 +71,15 @@ func (c Config) withDefaults() Config {
 	if c.ConnWindow <= 0 {
 		c.ConnWindow = d.ConnWindow
 	}
+	if c.KeepAlive >= c.IdleTimeout {
+		c.KeepAlive = c.IdleTimeout / 2 // as quic-go does: a ping must fit in the idle timeout
+	}
 	return c
 }
 
 // Validate reports settings that cannot work together.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if c.KeepAlive >= c.IdleTimeout {
-		return fmt.Errorf("tunnel config: keepalive %v must be shorter than idle timeout %v", c.KeepAlive, c.IdleTimeout)
-	}
 	if c.StreamWindow < 256<<10 {
 		return fmt.Errorf("tunnel config: stream window %d is below yamux's minimum of 256 KiB", c.StreamWindow)
 	}

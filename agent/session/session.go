@@ -111,8 +111,7 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 	}
 	s.Command = p.Command
 	if p.Dead {
-		code := p.ExitCode
-		s.State, s.ExitCode = heartbeat.SessionExited, &code
+		s.State, s.ExitCode = heartbeat.SessionExited, p.ExitCode
 		return s
 	}
 	if p.PID != w.rootPID {

@@ -193,6 +193,8 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				waitAtMost(&sessions, 2*time.Second) // let each session tell its agent
+				s.livenessDirty.Store(true)
+				s.saveLiveness() // the last known states, for the next start
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {
