@@ -26,11 +26,17 @@ test: ## run every test (real sockets, real binaries)
 bench: ## print the benchmark tables: ours beside its baselines, medians of $(COUNT) runs
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/ | tee $(BIN)/bench-relay.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'Relay|Git' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
-	@echo; echo "== relay: ours beside direct execution and beside a per-call mTLS HTTPS POST"
-	@$(GO) tool benchstat -col /impl $(BIN)/bench-relay.txt
+	@echo; echo "== relay and git: ours beside direct execution, a per-call mTLS POST, git http-backend and file://"
+	@$(GO) tool benchstat -col /impl $(BIN)/bench-hostd.txt
+	@echo; echo "== heartbeat: one beat's process-tree sample (50 processes) beside one ps"
+	@$(GO) tool benchstat -col /impl $(BIN)/bench-beat.txt
+	@echo; echo "== liveness at scale: one hostd with no agents beside one with 1000 (sec/op is hostd status --json)"
+	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
 
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh

@@ -226,3 +226,26 @@ func TestMetrics(t *testing.T) {
 	}
 	_ = lp
 }
+
+func TestLivenessWatchProcess(t *testing.T) {
+	tw := newTown(t)
+	_, addr := tw.serve("--beat-interval", beatEvery.String())
+	// A process with a name nothing else on the machine has.
+	bin := filepath.Join(t.TempDir(), "pcwatched")
+	sleep, _ := exec.LookPath("sleep")
+	data, _ := os.ReadFile(sleep)
+	_ = os.WriteFile(bin, data, 0o755)
+	proc := exec.Command(bin, "300")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	start(t, agentEnv(addr, tw.issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--watch-process", "pcwatched", "--beat-interval", beatEvery.String())
+	st := tw.waitStatus(10*time.Second, inState("furiosa", "working"))
+	if p := st.Polecats[0]; p.SessionState != "running" || p.Processes != 1 || p.IdleSeconds != -1 {
+		t.Errorf("watched process: %+v; want running, 1 process, idle unknown", p)
+	}
+	_ = proc.Process.Kill()
+	_ = proc.Wait()
+	tw.waitStatus(2*beatEvery+300*time.Millisecond, inState("furiosa", "dead"))
+}
