@@ -83,21 +83,14 @@ func benchAgents(b *testing.B, n int) {
 	wg.Wait()
 }
 
-// benchCerts caches the agents' certificates across -count rounds.
-var benchCerts sync.Map
-
+// benchCert issues agent i's certificate from this round's CA.
 func benchCert(b *testing.B, ca *pki.CA, i int) tls.Certificate {
-	if c, ok := benchCerts.Load(i); ok {
-		return c.(tls.Certificate)
-	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leaf, err := ca.IssueClient(tunnel.Identity{Rig: "bench", Name: fmt.Sprintf("p%04d", i)}, key.Public(), time.Hour, pki.SourceIssue)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
-	benchCerts.Store(i, c)
-	return c
+	return tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
 }
 
 // beatForever sends a realistic beat every 5s after an initial offset.
