@@ -103,13 +103,13 @@ type Record struct {
 // Judge turns connections, beats and time into states. It is safe for
 // concurrent use; its clock is injectable for tests.
 type Judge struct {
-	th       Thresholds
+	th Thresholds
 	// Reasons that depend only on the thresholds, formatted once: the
 	// judge evaluates every polecat every second.
 	msgNoBeat, msgStale, msgIdle, msgGrace, msgRestart string
-	now      func() time.Time
-	started  time.Time
-	onChange func(Record, Event)
+	now                                                func() time.Time
+	started                                            time.Time
+	onChange                                           func(Record, Event)
 
 	mu   sync.Mutex
 	recs map[tunnel.Identity]*Record
