@@ -118,7 +118,7 @@ set -e
 
 step "revoke furiosa: its live tunnel closes and the agent stops"
 hostd cert revoke gastown/furiosa
-wait_for sh -c "! '$BIN/hostd' --town '$TOWN' status --json | grep -q furiosa"
+wait_for sh -c "'$BIN/hostd' --town '$TOWN' status --json | grep -q '\"state\": \"revoked\"'"
 hostd status
 wait_for sh -c "! kill -0 $FURIOSA"
 echo "furiosa's agent exited: $(tail -1 "$TOWN/furiosa.log")"
