@@ -44,7 +44,9 @@ EOF
 chmod +x "$TOWN/gt"
 
 step "start hostd (QUIC on UDP and TLS+yamux on TCP, one port; gt relayed to a stand-in)"
-hostd serve --listen 127.0.0.1:0 --relay-gt "$TOWN/gt" --beat-interval 1s >"$TOWN/hostd.log" 2>&1 &
+# The binary itself in the background (not the hostd function: $! would be a
+# subshell, and cleanup would leave the daemon running).
+"$BIN/hostd" --town "$TOWN" serve --listen 127.0.0.1:0 --relay-gt "$TOWN/gt" --beat-interval 1s >"$TOWN/hostd.log" 2>&1 &
 pids+=($!)
 wait_for hostd status
 ADDR=$(hostd status --json | sed -n 's/.*"listen": "\(.*\)".*/\1/p')
