@@ -45,10 +45,11 @@ func newRoot() *cobra.Command {
 	a := &app{v: viper.New()}
 	root := &cobra.Command{
 		Use:   "hostd",
-		Short: "The host side of polecat-sidecar: tunnels, certificates and status for containerised polecats",
+		Short: "The host side of polecat-sidecar: tunnels, certificates, relay, git and liveness for containerised polecats",
 		Long: `hostd terminates the one mTLS tunnel (QUIC, or TLS+yamux over TCP) that each
 polecat container's gt-agent holds, owns the town's CA at
-<town>/.runtime/ca, and shows every connected polecat.
+<town>/.runtime/ca, serves gt/bd commands and git to the polecats, judges
+their liveness from heartbeats, and shows every polecat ('hostd status').
 
 Configuration comes from flags, then HOSTD_* environment variables (e.g.
 HOSTD_LISTEN), then a YAML config file (--config, or

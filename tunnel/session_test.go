@@ -230,6 +230,29 @@ func TestSession(t *testing.T) {
 				}
 			})
 
+			t.Run("read while a first write larger than the window blocks", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				serveEcho(t, p.server)
+				st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				data := make([]byte, 4*tunnel.DefaultConfig().StreamWindow)
+				go func() { _, _ = st.Write(data); _ = st.CloseWrite() }()
+				time.Sleep(100 * time.Millisecond) // the write is now stuck on flow control
+				got := make(chan int, 1)
+				go func() { b, _ := io.ReadAll(st); got <- len(b) }()
+				select {
+				case n := <-got:
+					if n != len(data) {
+						t.Fatalf("echoed %d bytes, want %d", n, len(data))
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("deadlock: the reader waits for the writer, the writer for the reader")
+				}
+			})
+
 			t.Run("many concurrent streams", func(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				serveEcho(t, p.server)

@@ -20,8 +20,8 @@ type Stream struct {
 	opener  bool
 	counter *atomic.Int32
 
-	// mu serialises the one-time preamble: the header (opener) or the
-	// verdict (acceptor), sent before our first bytes.
+	// mu guards the one-time preamble: the header (opener) or the verdict
+	// (acceptor), sent before our first bytes.
 	mu       sync.Mutex
 	sent     bool
 	sendErr  error
@@ -78,17 +78,25 @@ func (st *Stream) preamble() []byte {
 }
 
 // sendPreamble sends the preamble, prefixed to p, once. It reports how many
-// of p's bytes were written.
+// of p's bytes were written. The lock only decides who sends it: holding
+// it across the write would deadlock a Read that runs while a first Write
+// larger than the flow-control window waits for the peer to be read.
 func (st *Stream) sendPreamble(p []byte) (n int, done bool, err error) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if st.sent {
-		return 0, false, st.sendErr
+		err := st.sendErr
+		st.mu.Unlock()
+		return 0, false, err
 	}
 	st.sent = true
+	st.mu.Unlock()
 	pre := st.preamble()
 	m, err := st.raw.Write(append(pre, p...))
-	st.sendErr = err
+	if err != nil {
+		st.mu.Lock()
+		st.sendErr = err
+		st.mu.Unlock()
+	}
 	return max(m-len(pre), 0), true, err
 }
 
