@@ -15,7 +15,27 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/session"
 )
+
+// sessionRunCmd is the wrapper gt-agent up starts in the tmux session:
+// it runs the polecat's command and records its exit status.
+func sessionRunCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "session-run --status-file FILE -- CMD ARGS...",
+		Short:  "Run the session's command and record its exit status (started by 'gt-agent up')",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, _ := cmd.Flags().GetString("status-file")
+			os.Exit(session.RunAndRecord(file, args))
+			return nil
+		},
+	}
+	cmd.Flags().String("status-file", "", "where to write the exit status")
+	_ = cmd.MarkFlagRequired("status-file")
+	return cmd
+}
 
 // execCmd relays one command explicitly, for when no gt/bd symlink is
 // installed or another socket is wanted.
@@ -80,7 +100,7 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(upCmd(v), execCmd())
+	root.AddCommand(upCmd(v), execCmd(), sessionRunCmd())
 	return root
 }
 

@@ -54,13 +54,18 @@ func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...stri
 	return lp
 }
 
-// panePID is the session's root process.
-func (lp *livePolecat) panePID(t *testing.T) int {
+// commandPID is the polecat's command: the child of the session's first
+// process (gt-agent session-run).
+func (lp *livePolecat) commandPID(t *testing.T) int {
 	out, err := exec.Command("tmux", "-S", lp.tmux, "display-message", "-p", "-t", "=polecat:", "#{pane_pid}").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	child, err := exec.Command("pgrep", "-P", strings.TrimSpace(string(out))).Output()
+	if err != nil {
+		t.Fatalf("no command under the session's wrapper: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.Fields(string(child))[0])
 	return pid
 }
 
@@ -74,7 +79,7 @@ func (lp *livePolecat) until(t *testing.T, state string, d time.Duration) time.D
 
 func TestLivenessSessionKilled(t *testing.T) {
 	lp := newLivePolecat(t, nil, false)
-	_ = syscall.Kill(lp.panePID(t), syscall.SIGKILL)
+	_ = syscall.Kill(lp.commandPID(t), syscall.SIGKILL)
 	took := lp.until(t, "dead", 2*beatEvery+300*time.Millisecond)
 	t.Logf("dead %v after the session's process was killed (beats every %v)", took, beatEvery)
 	// The code may come one beat later than the death (tmux reaps the

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ type Watcher struct {
 	rootPID int
 	seen    bool
 	last    string
+	// status is where the started session's wrapper records the exit
+	// status ("" when watching a session the agent did not start).
+	status string
 }
 
 // Start starts the session's command when there is one, and returns a
@@ -62,10 +66,17 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 			cfg.Name = "polecat"
 		}
 		w.cfg.WatchSession = cfg.Name
-		// remain-on-exit keeps the pane when the command exits, so its exit
-		// status can be read; set before the session exists, in one call.
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding gt-agent's own binary: %w", err)
+		}
+		w.status = statusPath(cfg.Name)
+		_ = os.Remove(w.status)
+		// remain-on-exit keeps the dead pane (and its activity time) for the
+		// beats; set before the session exists, in one call. The command
+		// runs under 'gt-agent session-run', which records its exit status.
 		args := append(append([]string{}, cfg.TmuxArgs...), "start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-			"new-session", "-d", "-s", cfg.Name, "-x", "200", "-y", "50", "--")
+			"new-session", "-d", "-s", cfg.Name, "-x", "200", "-y", "50", "--", self, "session-run", "--status-file", w.status, "--")
 		args = append(args, cfg.Command...)
 		if out, err := exec.CommandContext(ctx, "tmux", args...).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("starting tmux session %q: %v: %s", cfg.Name, err, strings.TrimSpace(string(out)))
@@ -110,8 +121,14 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		return s
 	}
 	s.Command = p.Command
+	if len(w.cfg.Command) > 0 {
+		s.Command = strings.Join(w.cfg.Command, " ")
+	}
 	if p.Dead {
 		s.State, s.ExitCode = heartbeat.SessionExited, p.ExitCode
+		if code, ok := readStatus(w.status); ok {
+			s.ExitCode = &code
+		}
 		return s
 	}
 	if p.PID != w.rootPID {

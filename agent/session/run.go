@@ -1,0 +1,73 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// RunAndRecord is the first process in the tmux session the agent starts:
+// it runs argv as its child with the terminal as is, and when the child
+// ends writes its exit status (128+signal for a signal) to statusFile and
+// exits with it. tmux cannot be relied on for the status (it can show a
+// pane dead and never say why).
+func RunAndRecord(statusFile string, argv []string) int {
+	// The terminal's Ctrl-C and Ctrl-\ are for the command. Caught, not
+	// ignored: an ignored signal would stay ignored in the command too.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "gt-agent: starting %s: %v\n", argv[0], err)
+		writeStatus(statusFile, 127)
+		return 127
+	}
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGTERM || s == syscall.SIGHUP {
+				_ = cmd.Process.Signal(s)
+			}
+		}
+	}()
+	err := cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		} else {
+			code = ee.ExitCode()
+		}
+	}
+	writeStatus(statusFile, code)
+	return code
+}
+
+func writeStatus(path string, code int) {
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, []byte(strconv.Itoa(code)+"\n"), 0o600) == nil {
+		_ = os.Rename(tmp, path)
+	}
+}
+
+// readStatus reads a status written by RunAndRecord.
+func readStatus(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return code, err == nil
+}
+
+// statusPath is where this agent's session records its exit status.
+func statusPath(name string) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
+}

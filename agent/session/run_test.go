@@ -1,0 +1,29 @@
+package session
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func TestRunAndRecord(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want int
+	}{
+		{[]string{"sh", "-c", "exit 0"}, 0},
+		{[]string{"sh", "-c", "exit 42"}, 42},
+		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+		{[]string{"/nonexistent/command"}, 127},
+	} {
+		file := filepath.Join(t.TempDir(), "status")
+		if got := RunAndRecord(file, c.argv); got != c.want {
+			t.Errorf("%v: exit %d, want %d", c.argv, got, c.want)
+		}
+		if code, ok := readStatus(file); !ok || code != c.want {
+			t.Errorf("%v: recorded %d (%v), want %d", c.argv, code, ok, c.want)
+		}
+	}
+	if _, ok := readStatus(filepath.Join(t.TempDir(), "none")); ok {
+		t.Error("status read from a missing file")
+	}
+}
