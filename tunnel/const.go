@@ -1,7 +1,5 @@
 package tunnel
 
-import "time"
-
 // The wire format, in one place.
 //
 // Every stream starts with a header written by the opener:
@@ -76,13 +74,3 @@ const (
 	TransportQUIC = "quic"
 	TransportTCP  = "tcp"
 )
-
-// QUIC application error codes used when closing a connection.
-const (
-	codeNormal  = 0x0
-	codeRevoked = 0x1
-	codeIdle    = 0x2
-)
-
-// shutdownGrace bounds how long Close waits for the peer to learn of it.
-const shutdownGrace = 250 * time.Millisecond
