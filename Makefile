@@ -31,8 +31,10 @@ bench: ## print the benchmark tables: ours beside its baselines, medians of $(CO
 	$(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
-	@echo; echo "== relay and git: ours beside direct execution, a per-call mTLS POST, git http-backend and file://"
-	@$(GO) tool benchstat -col /impl $(BIN)/bench-hostd.txt
+	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST (p50-us, p99-us per command)"
+	@$(GO) tool benchstat -col /impl -filter '.name:/^Relay/' $(BIN)/bench-hostd.txt
+	@echo; echo "== git: ours (QUIC, and the TCP fallback) beside git http-backend over loopback HTTP and file://"
+	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/bench-hostd.txt
 	@echo; echo "== heartbeat: one beat's process-tree sample (50 processes) beside one ps"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-beat.txt
 	@echo; echo "== liveness at scale: one hostd with no agents beside one with 1000 (sec/op is hostd status --json)"
