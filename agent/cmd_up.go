@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
@@ -79,7 +80,16 @@ reports it.`,
 	return cmd
 }
 
+// upDurations are the settings up reads as durations; viper would read a
+// value it cannot parse as zero, silently.
+var upDurations = []string{"connect-timeout", "quic-probe", "keepalive", "idle-timeout", "relay-wait", "beat-interval"}
+
 func runUp(ctx context.Context, v *viper.Viper, command []string) error {
+	for _, k := range upDurations {
+		if _, err := cast.ToDurationE(v.Get(k)); err != nil {
+			return fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", k, v.Get(k))
+		}
+	}
 	watchers := 0
 	for _, set := range []bool{len(command) > 0, v.GetString("watch-session") != "", v.GetString("watch-process") != ""} {
 		if set {

@@ -8,7 +8,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
@@ -29,6 +31,9 @@ Stop it with SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := a.v
+			if err := checkSettings(v); err != nil {
+				return err
+			}
 			s, err := server.New(server.Config{
 				Town:        a.town(),
 				Listen:      v.GetString("listen"),
@@ -110,4 +115,33 @@ Stop it with SIGINT or SIGTERM.`,
 		_ = a.v.BindPFlag("liveness."+key(k), f.Lookup(k))
 	}
 	return cmd
+}
+
+// Settings serve reads as durations, numbers and booleans, whichever of
+// flags, environment or config file they come from.
+var (
+	durationSettings = []string{"cert_ttl", "keepalive", "idle_timeout", "relay.queue_wait", "relay.timeout",
+		"git.refresh_age", "git.refresh_timeout", "git.upstream_retry", "liveness.beat_interval", "liveness.idle_after", "liveness.grace"}
+	intSettings  = []string{"max_streams", "relay.max_concurrent", "liveness.stale_beats"}
+	boolSettings = []string{"git.upstream"}
+)
+
+// checkSettings refuses values viper would silently read as zero.
+func checkSettings(v *viper.Viper) error {
+	for _, k := range durationSettings {
+		if _, err := cast.ToDurationE(v.Get(k)); err != nil {
+			return fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", k, v.Get(k))
+		}
+	}
+	for _, k := range intSettings {
+		if _, err := cast.ToIntE(v.Get(k)); err != nil {
+			return fmt.Errorf("setting %s: %v is not a whole number", k, v.Get(k))
+		}
+	}
+	for _, k := range boolSettings {
+		if _, err := cast.ToBoolE(v.Get(k)); err != nil {
+			return fmt.Errorf("setting %s: %v is not true or false", k, v.Get(k))
+		}
+	}
+	return nil
 }
