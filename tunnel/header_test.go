@@ -210,3 +210,22 @@ func TestJoinMessageHostile(t *testing.T) {
 		t.Errorf("valid join message: %+v, %v", req, err)
 	}
 }
+
+// FuzzReadJoinMessage: the unauthenticated join service's only parser.
+// Whatever it accepts is a single bounded line with a valid identity.
+func FuzzReadJoinMessage(f *testing.F) {
+	f.Add([]byte(`{"token":"t","identity":"gastown/furiosa","csr":"AAEC"}` + "\n"))
+	f.Add([]byte(`{"identity":"../x"}` + "\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req JoinRequest
+		if err := ReadJoinMessage(bytes.NewReader(b), &req); err != nil {
+			return
+		}
+		if len(b) > maxJoinMessage+1 && bytes.IndexByte(b[:maxJoinMessage+1], '\n') < 0 {
+			t.Fatal("accepted a message longer than the limit")
+		}
+		if !req.Identity.IsZero() && req.Identity.Validate() != nil {
+			t.Fatalf("accepted identity %q", req.Identity)
+		}
+	})
+}
