@@ -176,12 +176,7 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 	}
 	go (&session.Sender{Watcher: watcher, Sessions: sup, Interval: v.GetDuration("beat-interval"), Version: version, Logger: slog.Default()}).Run(ctx)
 
-	err = sup.Run(ctx)
-	var fatal *supervisor.FatalError
-	if errors.As(err, &fatal) {
-		return fatal
-	}
-	return err
+	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
 }
 
 // parseProxyURL turns GT_PROXY_URL (https://<host>[:port]) into a dial
