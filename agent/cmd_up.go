@@ -38,6 +38,10 @@ tunnel is retried for ever with exponential backoff and jitter (100ms up to
 agent with an error, since retrying cannot fix it. The certificate is renewed
 over the tunnel two thirds into its lifetime, with a key made here.
 
+Over the tunnel it serves the gt and bd shims (symlinks to gt-agent) on the
+unix socket --socket, and git on --git-listen: the container's origin is
+http://127.0.0.1:9878/v1/git/<rig>, no certificates needed in git.
+
 A fresh container with no certificate can join with a one-time token:
   gt-agent up --join <token from 'hostd token create'> --identity <rig>/<name>
 The key is made here; the certificate, key and CA are written to the
