@@ -32,7 +32,6 @@ type Paths struct {
 type Store struct {
 	paths Paths
 	pool  *x509.CertPool
-	ca    *x509.Certificate
 
 	mu   sync.RWMutex
 	cert *tls.Certificate
@@ -57,7 +56,7 @@ func Load(p Paths) (*Store, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	s := &Store{paths: p, pool: pool, ca: ca}
+	s := &Store{paths: p, pool: pool}
 	certPEM, err := os.ReadFile(p.Cert)
 	if err != nil {
 		return nil, fileErr("certificate", p.Cert, err)

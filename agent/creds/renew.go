@@ -74,7 +74,7 @@ func Join(ctx context.Context, addr, serverName string, p Paths, token string, i
 	if err := writeAtomic(p.CA, resp.CA, 0o644); err != nil {
 		return nil, fmt.Errorf("saving CA certificate: %w", err)
 	}
-	s := &Store{paths: p, ca: ca, pool: x509.NewCertPool()}
+	s := &Store{paths: p, pool: x509.NewCertPool()}
 	s.pool.AddCert(ca)
 	if err := s.install(resp.Cert, key); err != nil {
 		_ = os.Remove(p.CA)
