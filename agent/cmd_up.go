@@ -23,7 +23,9 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/session"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func upCmd(v *viper.Viper) *cobra.Command {
@@ -146,7 +148,10 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 		Logger:         slog.Default(),
 	})
 	socket := v.GetString("socket")
-	relayLn, err := forward.ListenUnix(socket)
+	relayLn, err := unixsock.Listen(socket)
+	if errors.Is(err, unixsock.ErrInUse) {
+		return fmt.Errorf("another gt-agent already serves %s", socket)
+	}
 	if err != nil {
 		return fmt.Errorf("gt/bd relay socket: %w", err)
 	}
@@ -160,7 +165,7 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 			return fmt.Errorf("git listener: %w", err)
 		}
 		defer gitLn.Close()
-		fwd := &forward.Forwarder{Kind: tunnel.KindGit, Wait: v.GetDuration("relay-wait"), Sessions: sup,
+		fwd := &forward.Forwarder{Kind: wire.KindGit, Wait: v.GetDuration("relay-wait"), Sessions: sup,
 			Unavailable: forward.HTTPUnavailable, Logger: slog.Default()}
 		go func() { _ = fwd.Serve(ctx, gitLn) }()
 		slog.Info("serving git", "origin", "http://"+gitLn.Addr().String()+"/v1/git/<rig>")
@@ -195,7 +200,7 @@ func parseProxyURL(raw string) (addr, serverName string, err error) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = strconv.Itoa(tunnel.DefaultPort)
+		port = strconv.Itoa(wire.DefaultPort)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", "", fmt.Errorf("hostd URL %q: bad port", raw)
@@ -203,15 +208,15 @@ func parseProxyURL(raw string) (addr, serverName string, err error) {
 	return net.JoinHostPort(u.Hostname(), port), u.Hostname(), nil
 }
 
-func joinIdentity(flag string) (tunnel.Identity, error) {
+func joinIdentity(flag string) (wire.Identity, error) {
 	if flag == "" {
 		rig, name := os.Getenv("GT_RIG"), os.Getenv("GT_POLECAT")
 		if rig == "" || name == "" {
-			return tunnel.Identity{}, errors.New("joining needs --identity <rig>/<name> (or GT_RIG and GT_POLECAT)")
+			return wire.Identity{}, errors.New("joining needs --identity <rig>/<name> (or GT_RIG and GT_POLECAT)")
 		}
 		flag = rig + "/" + name
 	}
-	return tunnel.ParseIdentity(flag)
+	return wire.ParseIdentity(flag)
 }
 
 func orDefault(s, def string) string {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/session"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 )
 
 // sessionRunCmd is the wrapper gt-agent up starts in the tmux session:
@@ -120,18 +120,5 @@ func loadConfig(v *viper.Viper, cmd *cobra.Command) error {
 			return fmt.Errorf("reading config %s: %w", f, err)
 		}
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch f := v.GetString("log-format"); f {
-	case "text":
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
-	case "json":
-		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
-	default:
-		return fmt.Errorf("--log-format %q: want text or json", f)
-	}
-	return nil
+	return logging.SetDefault(os.Stderr, v.GetString("log-level"), v.GetString("log-format"))
 }

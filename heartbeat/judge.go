@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // State is hostd's judgement of a polecat.
@@ -83,17 +83,17 @@ const maxEvents = 50
 
 // Record is what hostd knows of one polecat; it is what is kept on disk.
 type Record struct {
-	Identity       tunnel.Identity `json:"identity"`
-	State          State           `json:"state"`
-	Since          time.Time       `json:"since"`
-	Reason         string          `json:"reason"`
-	Connected      bool            `json:"connected"`
-	ConnectedAt    time.Time       `json:"connected_at"`
-	DisconnectedAt time.Time       `json:"disconnected_at"`
-	DisconnectWhy  string          `json:"disconnect_reason,omitempty"`
-	LastBeat       *Beat           `json:"last_beat,omitempty"`
-	LastBeatAt     time.Time       `json:"last_beat_at"`
-	Revoked        bool            `json:"revoked,omitempty"`
+	Identity       wire.Identity `json:"identity"`
+	State          State         `json:"state"`
+	Since          time.Time     `json:"since"`
+	Reason         string        `json:"reason"`
+	Connected      bool          `json:"connected"`
+	ConnectedAt    time.Time     `json:"connected_at"`
+	DisconnectedAt time.Time     `json:"disconnected_at"`
+	DisconnectWhy  string        `json:"disconnect_reason,omitempty"`
+	LastBeat       *Beat         `json:"last_beat,omitempty"`
+	LastBeatAt     time.Time     `json:"last_beat_at"`
+	Revoked        bool          `json:"revoked,omitempty"`
 	// Restored marks a record loaded from disk whose agent has not come
 	// back since hostd started: its state is the last known one.
 	Restored bool    `json:"restored,omitempty"`
@@ -112,7 +112,7 @@ type Judge struct {
 	onChange                                           func(Record, Event)
 
 	mu   sync.Mutex
-	recs map[tunnel.Identity]*Record
+	recs map[wire.Identity]*Record
 }
 
 // NewJudge returns a judge using th and the clock now; onChange (may be
@@ -123,7 +123,7 @@ func NewJudge(th Thresholds, now func() time.Time, onChange func(Record, Event))
 	}
 	th = th.withDefaults()
 	staleAfter := time.Duration(th.StaleBeats) * th.Interval
-	return &Judge{th: th, now: now, started: now(), onChange: onChange, recs: map[tunnel.Identity]*Record{},
+	return &Judge{th: th, now: now, started: now(), onChange: onChange, recs: map[wire.Identity]*Record{},
 		msgNoBeat:  fmt.Sprintf("tunnel up but no beat in %v", staleAfter),
 		msgStale:   fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter),
 		msgIdle:    fmt.Sprintf("no output for %v", th.IdleAfter),
@@ -149,26 +149,26 @@ func (j *Judge) Restore(recs []Record) {
 }
 
 // Connected records a new tunnel for id.
-func (j *Judge) Connected(id tunnel.Identity) {
+func (j *Judge) Connected(id wire.Identity) {
 	j.change(id, func(r *Record, now time.Time) {
 		r.Connected, r.ConnectedAt, r.Restored, r.Revoked = true, now, false, false
 	})
 }
 
 // Disconnected records that id's tunnel is gone, and why.
-func (j *Judge) Disconnected(id tunnel.Identity, why string) {
+func (j *Judge) Disconnected(id wire.Identity, why string) {
 	j.change(id, func(r *Record, now time.Time) {
 		r.Connected, r.DisconnectedAt, r.DisconnectWhy = false, now, why
 	})
 }
 
 // Beat records a valid beat from id.
-func (j *Judge) Beat(id tunnel.Identity, b *Beat) {
+func (j *Judge) Beat(id wire.Identity, b *Beat) {
 	j.change(id, func(r *Record, now time.Time) { r.LastBeat, r.LastBeatAt = b, now })
 }
 
 // Revoke records that id's certificate was revoked.
-func (j *Judge) Revoke(id tunnel.Identity) {
+func (j *Judge) Revoke(id wire.Identity) {
 	j.change(id, func(r *Record, now time.Time) { r.Revoked = true })
 }
 
@@ -176,7 +176,7 @@ func (j *Judge) Revoke(id tunnel.Identity) {
 // polecats to stale, idle and dead).
 func (j *Judge) Tick() {
 	j.mu.Lock()
-	ids := make([]tunnel.Identity, 0, len(j.recs))
+	ids := make([]wire.Identity, 0, len(j.recs))
 	for id := range j.recs {
 		ids = append(ids, id)
 	}
@@ -187,7 +187,7 @@ func (j *Judge) Tick() {
 }
 
 // change applies f to id's record and re-judges it.
-func (j *Judge) change(id tunnel.Identity, f func(*Record, time.Time)) {
+func (j *Judge) change(id wire.Identity, f func(*Record, time.Time)) {
 	j.mu.Lock()
 	now := j.now()
 	r := j.recs[id]
@@ -259,7 +259,7 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 }
 
 // Get returns id's record.
-func (j *Judge) Get(id tunnel.Identity) (Record, bool) {
+func (j *Judge) Get(id wire.Identity) (Record, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	r, ok := j.recs[id]

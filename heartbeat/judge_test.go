@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 // clock is a fake clock for the judge.
 type clock struct{ t time.Time }

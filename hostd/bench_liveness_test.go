@@ -18,6 +18,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // BenchmarkHostdAgents: one hostd holding N agents, each with its own
@@ -86,7 +87,7 @@ func benchAgents(b *testing.B, n int) {
 // benchCert issues agent i's certificate from this round's CA.
 func benchCert(b *testing.B, ca *pki.CA, i int) tls.Certificate {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf, err := ca.IssueClient(tunnel.Identity{Rig: "bench", Name: fmt.Sprintf("p%04d", i)}, key.Public(), time.Hour, pki.SourceIssue)
+	leaf, err := ca.IssueClient(wire.Identity{Rig: "bench", Name: fmt.Sprintf("p%04d", i)}, key.Public(), time.Hour, pki.SourceIssue)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func benchCert(b *testing.B, ca *pki.CA, i int) tls.Certificate {
 
 // beatForever sends a realistic beat every 5s after an initial offset.
 func beatForever(ctx context.Context, s *tunnel.Session, offset time.Duration) {
-	st, err := s.OpenStream(ctx, tunnel.KindHeartbeat, nil)
+	st, err := s.OpenStream(ctx, wire.KindHeartbeat, nil)
 	if err != nil {
 		return
 	}

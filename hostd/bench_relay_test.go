@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
-	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Relay benchmarks, each in one run:
@@ -85,21 +85,21 @@ func relayInProc(socket string, req []byte) error {
 		return err
 	}
 	defer c.Close()
-	w := tunnel.NewFrameWriter(c)
-	if err := w.Frame(tunnel.FrameRequest, req); err != nil {
+	w := wire.NewRelayFrameWriter(c)
+	if err := w.Frame(wire.RelayFrameRequest, req); err != nil {
 		return err
 	}
-	_ = w.Frame(tunnel.FrameStdinClose, nil)
-	fr := tunnel.NewFrameReader(c)
+	_ = w.Frame(wire.RelayFrameStdinClose, nil)
+	fr := wire.NewRelayFrameReader(c)
 	for {
 		typ, p, err := fr.Next()
 		if err != nil {
 			return err
 		}
 		switch typ {
-		case tunnel.FrameExit:
+		case wire.RelayFrameExit:
 			return nil
-		case tunnel.FrameError:
+		case wire.RelayFrameError:
 			return errors.New(string(p))
 		}
 	}
@@ -172,7 +172,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 	pcURL := "https://localhost:" + portOf(pcRelay.Addr) + "/v1/exec"
 	self, _ := os.Executable()
 	args := []string{"gt", "status", "exit", "0"}
-	req, err := tunnel.EncodeRelayRequest(tunnel.RelayRequest{Argv: byteArgs(args...)})
+	req, err := wire.EncodeRelayRequest(wire.RelayRequest{Argv: byteArgs(args...)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func (a *app) caCmd() *cobra.Command {
@@ -58,7 +59,7 @@ Prefer 'hostd token create' with 'gt-agent up --join' where you can: then the
 private key is made inside the container and never copied.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := tunnel.ParseIdentity(args[0])
+			id, err := wire.ParseIdentity(args[0])
 			if err != nil {
 				return err
 			}
@@ -80,7 +81,7 @@ private key is made inside the container and never copied.`,
 				data []byte
 				mode os.FileMode
 			}{{"client.crt", certPEM, 0o644}, {"client.key", keyPEM, 0o600}, {"ca.crt", c.CertPEM(), 0o644}} {
-				if err := pki.WriteAtomic(filepath.Join(out, f.name), f.data, f.mode); err != nil {
+				if err := atomicfile.Write(filepath.Join(out, f.name), f.data, f.mode); err != nil {
 					return fmt.Errorf("writing %s: %w", f.name, err)
 				}
 			}
@@ -179,7 +180,7 @@ once, only for that rig/name, and expires (default 15m). It carries the CA's
 fingerprint, so the container needs no ca.crt to verify hostd.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := tunnel.ParseIdentity(args[0])
+			id, err := wire.ParseIdentity(args[0])
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -34,7 +34,7 @@ heartbeats: see 'hostd serve --help' for the thresholds.`,
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
 			if len(args) == 1 {
-				id, err := tunnel.ParseIdentity(args[0])
+				id, err := wire.ParseIdentity(args[0])
 				if err != nil {
 					return err
 				}
@@ -95,7 +95,7 @@ This replaces checking for process names in tmux panes: the state comes from
 heartbeats measured inside the container.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := tunnel.ParseIdentity(args[0])
+			id, err := wire.ParseIdentity(args[0])
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
@@ -298,7 +299,7 @@ func TestGitHookFailsClosed(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "w")
 	g.git(t, "", "clone", "-q", g.repo, work)
 	g.commit(t, work, "x", 10)
-	hooks := filepath.Join(control.SocketDir(g.dir), "hooks")
+	hooks := state.For(g.dir).Hooks()
 	before := g.refs(t, g.repo)
 	out, err := g.tryGit(work, "push", "--receive-pack=git -c core.hooksPath="+hooks+" receive-pack", "origin", "HEAD:refs/heads/polecat/furiosa-x")
 	if err == nil || !strings.Contains(out, "no polecat identity") {

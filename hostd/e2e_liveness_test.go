@@ -19,6 +19,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // The liveness tests beat every 500ms; hostd is told so.
@@ -86,7 +87,7 @@ func TestLivenessSessionKilled(t *testing.T) {
 	// process a moment after the pane dies); SIGKILL is 128+9.
 	var d control.PolecatDetail
 	for range 20 {
-		d, _ = control.NewClient(lp.tw.dir).Polecat(context.Background(), tunnel.Identity{Rig: "gastown", Name: "furiosa"})
+		d, _ = control.NewClient(lp.tw.dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
 		if strings.Contains(d.Reason, "code") {
 			break
 		}
@@ -170,7 +171,7 @@ func TestLivenessBadBeats(t *testing.T) {
 	}
 	defer sess.Close()
 	send := func(line string) {
-		st, err := sess.OpenStream(context.Background(), tunnel.KindHeartbeat, nil)
+		st, err := sess.OpenStream(context.Background(), wire.KindHeartbeat, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // relayRig is hostd with the stand-in gt/bd, and one connected agent.
@@ -161,14 +161,14 @@ func TestRelayRefusals(t *testing.T) {
 	// A client that is not our shim: identity env, other commands, junk.
 	raw := []struct {
 		name string
-		req  tunnel.RelayRequest
+		req  wire.RelayRequest
 		want string
 	}{
-		{"GT_ROLE from the container", tunnel.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("GT_ROLE=mayor")}, "GT_ROLE"},
-		{"BD_ACTOR from the container", tunnel.RelayRequest{Argv: byteArgs("bd", "show", "touch", marker), Env: byteArgs("BD_ACTOR=mayor")}, "BD_ACTOR"},
-		{"env outside the allowlist", tunnel.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
-		{"another command", tunnel.RelayRequest{Argv: byteArgs("sh", "-c", "touch "+marker)}, "only bd and gt"},
-		{"a path as the command", tunnel.RelayRequest{Argv: byteArgs("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
+		{"GT_ROLE from the container", wire.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("GT_ROLE=mayor")}, "GT_ROLE"},
+		{"BD_ACTOR from the container", wire.RelayRequest{Argv: byteArgs("bd", "show", "touch", marker), Env: byteArgs("BD_ACTOR=mayor")}, "BD_ACTOR"},
+		{"env outside the allowlist", wire.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
+		{"another command", wire.RelayRequest{Argv: byteArgs("sh", "-c", "touch "+marker)}, "only bd and gt"},
+		{"a path as the command", wire.RelayRequest{Argv: byteArgs("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
 	}
 	for _, c := range raw {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestRelayRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		_ = tunnel.WriteFrame(c, tunnel.FrameStdout, []byte("hello"))
+		_ = wire.WriteRelayFrame(c, wire.RelayFrameStdout, []byte("hello"))
 		if msg := readUntilError(t, c); !strings.Contains(msg, "want a request") {
 			t.Errorf("refusal %q", msg)
 		}
@@ -206,18 +206,18 @@ func byteArgs(s ...string) [][]byte {
 
 // rawRelay sends req on the agent socket as a hand-made client and returns
 // the refusal hostd sends.
-func rawRelay(t *testing.T, socket string, req tunnel.RelayRequest) string {
+func rawRelay(t *testing.T, socket string, req wire.RelayRequest) string {
 	t.Helper()
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := tunnel.EncodeRelayRequest(req)
+	p, err := wire.EncodeRelayRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tunnel.WriteFrame(c, tunnel.FrameRequest, p); err != nil {
+	if err := wire.WriteRelayFrame(c, wire.RelayFrameRequest, p); err != nil {
 		t.Fatal(err)
 	}
 	return readUntilError(t, c)
@@ -226,16 +226,16 @@ func rawRelay(t *testing.T, socket string, req tunnel.RelayRequest) string {
 func readUntilError(t *testing.T, c net.Conn) string {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	fr := tunnel.NewFrameReader(c)
+	fr := wire.NewRelayFrameReader(c)
 	for {
 		typ, p, err := fr.Next()
 		if err != nil {
 			t.Fatalf("no refusal: %v", err)
 		}
 		switch typ {
-		case tunnel.FrameError:
+		case wire.RelayFrameError:
 			return string(p)
-		case tunnel.FrameExit:
+		case wire.RelayFrameExit:
 			t.Fatalf("command ran: %s", p)
 		}
 	}

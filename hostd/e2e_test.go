@@ -18,6 +18,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // These tests run the real binaries: hostd serve and gt-agent up, on
@@ -404,11 +405,11 @@ func TestAgentErrors(t *testing.T) {
 		return p
 	}
 	foreignCA := writePEM("ca.crt", foreign.Cert.Raw, "CERTIFICATE")
-	expired := foreign.Client(t, tunnel.Identity{Rig: "gastown", Name: "furiosa"}, tunneltest.Validity(time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)))
+	expired := foreign.Client(t, wire.Identity{Rig: "gastown", Name: "furiosa"}, tunneltest.Validity(time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)))
 	expiredCert := writePEM("client.crt", expired.Certificate[0], "CERTIFICATE")
 	expiredKey := writePEM("client.key", mustPKCS8(t, expired.PrivateKey), "PRIVATE KEY")
 	// A certificate that is fine locally, but hostd's is from another CA.
-	stranger := foreign.Client(t, tunnel.Identity{Rig: "gastown", Name: "furiosa"})
+	stranger := foreign.Client(t, wire.Identity{Rig: "gastown", Name: "furiosa"})
 	strangerCert := writePEM("client.crt", stranger.Certificate[0], "CERTIFICATE")
 	strangerKey := writePEM("client.key", mustPKCS8(t, stranger.PrivateKey), "PRIVATE KEY")
 

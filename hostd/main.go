@@ -5,7 +5,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -65,7 +65,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	pf := root.PersistentFlags()
 	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
 	pf.String("config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
-	pf.String("trust-domain", tunnel.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
+	pf.String("trust-domain", wire.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
 	pf.String("log-format", "text", "log format: text or json")
 	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
@@ -94,7 +94,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	cfgFile, _ := cmd.Flags().GetString("config")
 	if cfgFile == "" {
-		if p := filepath.Join(control.SocketDir(a.town()), "config.yaml"); fileExists(p) {
+		if p := state.For(a.town()).Config(); fileExists(p) {
 			cfgFile = p
 		}
 	}
@@ -104,29 +104,12 @@ func (a *app) load(cmd *cobra.Command) error {
 			return fmt.Errorf("reading config %s: %w", cfgFile, err)
 		}
 	}
-	return a.setupLog()
+	return logging.SetDefault(os.Stderr, a.v.GetString("log_level"), a.v.GetString("log_format"))
 }
 
 func (a *app) town() string {
 	t, _ := filepath.Abs(a.v.GetString("town"))
 	return t
-}
-
-func (a *app) setupLog() error {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(a.v.GetString("log_level"))); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch f := a.v.GetString("log_format"); f {
-	case "text":
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
-	case "json":
-		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
-	default:
-		return fmt.Errorf("--log-format %q: want text or json", f)
-	}
-	return nil
 }
 
 // openCA opens the town's CA with the configured trust domain.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // TestRefusals checks that every kind of bad client certificate is refused
@@ -32,12 +33,12 @@ func TestRefusals(t *testing.T) {
 		{"revoked", revoked},
 		{"server certificate as client certificate", ca.Server(t)},
 		{"server usage with polecat URI", ca.Client(t, testID, tunneltest.ServerUsage)},
-		{"no identity URI", ca.Client(t, tunnel.Identity{})},
-		{"identity with bad name", ca.Client(t, tunnel.Identity{Rig: "gastown", Name: "evil/../x"})},
+		{"no identity URI", ca.Client(t, wire.Identity{})},
+		{"identity with bad name", ca.Client(t, wire.Identity{Rig: "gastown", Name: "evil/../x"})},
 		{"no client certificate", tls.Certificate{}},
 	}
 	sc := ca.ServerConfig(ca.Server(t))
-	sc.Authorize = func(id tunnel.Identity, leaf *x509.Certificate) error {
+	sc.Authorize = func(id wire.Identity, leaf *x509.Certificate) error {
 		if leaf.SerialNumber.Cmp(revoked.Leaf.SerialNumber) == 0 {
 			return errors.New("certificate revoked")
 		}
@@ -110,7 +111,7 @@ func TestWrongALPN(t *testing.T) {
 	}
 	defer ln.Close()
 	cert := ca.Client(t, testID)
-	for _, protos := range [][]string{{"h2"}, nil, {tunnel.JoinALPN}} {
+	for _, protos := range [][]string{{"h2"}, nil, {wire.JoinALPN}} {
 		conf := &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", Certificates: []tls.Certificate{cert}, NextProtos: protos, MinVersion: tls.VersionTLS13}
 		t.Run("tcp", func(t *testing.T) {
 			c, err := tls.Dial("tcp", ln.Addr(), conf)

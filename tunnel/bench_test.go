@@ -13,6 +13,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Benchmarks pair our tunnel (impl=ours) with the bare transport beneath it
@@ -75,7 +76,7 @@ func (be *bench) server(b *testing.B) string {
 	}
 	b.Cleanup(func() { ln.Close() })
 	mux := tunnel.NewServeMux()
-	mux.HandleFunc(tunnel.KindPing, func(_ context.Context, st *tunnel.Stream) { echoOne(st); _ = st.CloseWrite() })
+	mux.HandleFunc(wire.KindPing, func(_ context.Context, st *tunnel.Stream) { echoOne(st); _ = st.CloseWrite() })
 	mux.HandleFunc("sink", func(_ context.Context, st *tunnel.Stream) { sink(st) })
 	go func() {
 		for {
@@ -217,7 +218,7 @@ func BenchmarkStreamRTT(b *testing.B) {
 		}
 	})
 	b.Run("transport=quic/impl=ours", func(b *testing.B) {
-		be.ours(b, tunnel.TransportQUIC, tunnel.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
+		be.ours(b, tunnel.TransportQUIC, wire.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
 	})
 	b.Run("transport=tcp/impl=baseline", func(b *testing.B) {
 		c, err := tls.Dial("tcp", be.rawTLS(b, true, func(c net.Conn) { echoOne(c) }), be.cliTLS)
@@ -239,7 +240,7 @@ func BenchmarkStreamRTT(b *testing.B) {
 		}
 	})
 	b.Run("transport=tcp/impl=ours", func(b *testing.B) {
-		be.ours(b, tunnel.TransportTCP, tunnel.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
+		be.ours(b, tunnel.TransportTCP, wire.KindPing, 0, func(st *tunnel.Stream) { exchange(b, st) })
 	})
 }
 

@@ -8,8 +8,13 @@ import (
 	"fmt"
 )
 
-// Transport choices for ClientConfig.Transport.
+// Transport names, as shown by hostd status and Session.Transport, and
+// the choices for ClientConfig.Transport.
 const (
+	// TransportQUIC is QUIC over UDP.
+	TransportQUIC = "quic"
+	// TransportTCP is TLS 1.3 with yamux over TCP, the fallback.
+	TransportTCP = "tcp"
 	// TransportAuto tries QUIC and falls back to TCP.
 	TransportAuto = "auto"
 )

@@ -10,6 +10,6 @@
 // and the acceptor's one-byte verdict; after that the bytes belong to the
 // channel.
 //
-// Identity comes only from the peer's certificate: the URI SAN
+// wire.Identity comes only from the peer's certificate: the URI SAN
 // spiffe://<trust-domain>/rig/<rig>/polecat/<name> (see identity.go).
 package tunnel

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // ServerConfig configures a Listener.
@@ -21,12 +23,12 @@ type ServerConfig struct {
 	// ClientCAs verifies client certificates.
 	ClientCAs *x509.CertPool
 	// TrustDomain is the SPIFFE trust domain of client identities;
-	// DefaultTrustDomain when empty.
+	// wire.DefaultTrustDomain when empty.
 	TrustDomain string
 	// Authorize, when set, is asked about every verified client
 	// certificate during the handshake; an error refuses it (revocation).
-	Authorize func(id Identity, leaf *x509.Certificate) error
-	// Join, when set, serves clients that ask for JoinALPN on the TCP port.
+	Authorize func(id wire.Identity, leaf *x509.Certificate) error
+	// Join, when set, serves clients that ask for wire.JoinALPN on the TCP port.
 	// They have no certificate; Join owns the connection and must close it.
 	Join func(conn *tls.Conn)
 	// ServerVersion is sent to clients in the welcome.

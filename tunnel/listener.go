@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"sync"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // StreamListener turns accepted streams of one kind into net.Conns, so that
@@ -80,10 +82,10 @@ func (c *StreamConn) RemoteAddr() net.Addr { return c.Session().RemoteAddr() }
 
 // ConnIdentity is the peer identity of a conn from a StreamListener; ok is
 // false for any other conn.
-func ConnIdentity(c net.Conn) (Identity, bool) {
+func ConnIdentity(c net.Conn) (wire.Identity, bool) {
 	sc, ok := c.(*StreamConn)
 	if !ok {
-		return Identity{}, false
+		return wire.Identity{}, false
 	}
 	return sc.Session().Peer(), true
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Handler serves one accepted stream. The stream is closed when
@@ -34,7 +36,7 @@ func NewServeMux() *ServeMux { return &ServeMux{m: map[string]Handler{}} }
 // Handle registers h for streams of the given kind, replacing any earlier
 // handler.
 func (m *ServeMux) Handle(kind string, h Handler) {
-	if !validKind(kind) {
+	if !wire.ValidKind(kind) {
 		panic(fmt.Sprintf("tunnel: ServeMux.Handle: invalid kind %q", kind))
 	}
 	m.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // quicTransport is a Session over one QUIC connection.
@@ -72,18 +74,18 @@ func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config)
 	if err != nil {
 		return nil, fmt.Errorf("quic handshake with %s: %w", addr, err)
 	}
-	wel, err := func() (Welcome, error) {
+	wel, err := func() (wire.Welcome, error) {
 		ctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
 		defer cancel()
 		us, err := conn.AcceptUniStream(ctx)
 		if err != nil {
 			if cause := context.Cause(conn.Context()); cause != nil {
-				return Welcome{}, cause
+				return wire.Welcome{}, cause
 			}
-			return Welcome{}, err
+			return wire.Welcome{}, err
 		}
 		_ = us.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
-		return readWelcome(us)
+		return wire.ReadWelcome(us)
 	}()
 	if err != nil {
 		_ = conn.CloseWithError(0, "no welcome")
@@ -111,7 +113,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 			}
 			us, err := conn.OpenUniStream()
 			if err == nil {
-				err = writeWelcome(us, Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
+				err = wire.WriteWelcome(us, wire.Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
 				_ = us.Close()
 			}
 			if err != nil {

@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // ErrStreamLimit is returned by OpenStream when this side already has
@@ -52,9 +54,9 @@ type Session struct {
 	t       transport
 	cfg     Config
 	since   time.Time
-	peer    Identity
+	peer    wire.Identity
 	cert    *x509.Certificate
-	welcome Welcome
+	welcome wire.Welcome
 	out     atomic.Int32
 	in      atomic.Int32
 }
@@ -64,16 +66,16 @@ func newSession(t transport, cfg Config) *Session {
 }
 
 // Peer is the identity of the other side, read from its certificate. It is
-// the zero Identity on the client (the server is hostd).
-func (s *Session) Peer() Identity { return s.peer }
+// the zero wire.Identity on the client (the server is hostd).
+func (s *Session) Peer() wire.Identity { return s.peer }
 
 // PeerCertificate is the certificate the client presented (server side
 // only; nil on the client).
 func (s *Session) PeerCertificate() *x509.Certificate { return s.cert }
 
-// Welcome is what the server said when the session was established (client
+// wire.Welcome is what the server said when the session was established (client
 // side only).
-func (s *Session) Welcome() Welcome { return s.welcome }
+func (s *Session) Welcome() wire.Welcome { return s.welcome }
 
 // Transport names the transport in use: TransportQUIC or TransportTCP.
 func (s *Session) Transport() string { return s.t.name() }
@@ -116,12 +118,37 @@ func (s *Session) Close() error { return s.CloseWithReason("closed") }
 // transport can carry it (QUIC).
 func (s *Session) CloseWithReason(reason string) error { return s.t.close(reason) }
 
+// CloseWhenIdle closes the session with reason once no stream is open on
+// it, or when limit has passed, whichever comes first; it returns at once
+// and does the waiting in the background. A session that is replaced (a
+// newer tunnel of the same polecat, a return to QUIC) is drained this way
+// so that its streams finish.
+func (s *Session) CloseWhenIdle(limit time.Duration, reason string) {
+	go func() {
+		deadline := time.NewTimer(limit)
+		defer deadline.Stop()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for s.Streams() > 0 {
+			select {
+			case <-s.Done():
+				return
+			case <-deadline.C:
+				_ = s.CloseWithReason(reason)
+				return
+			case <-tick.C:
+			}
+		}
+		_ = s.CloseWithReason(reason)
+	}()
+}
+
 // OpenStream opens a stream of the given kind with metadata meta (any value
 // that encodes to a JSON object, or nil). The header goes out with the
 // first Write, CloseWrite or Read, so a request costs no extra packet; if
-// the peer refuses the stream, Read returns a *RemoteError.
+// the peer refuses the stream, Read returns a *wire.RemoteError.
 func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Stream, error) {
-	h, err := newHeader(kind, meta)
+	h, err := wire.NewHeader(kind, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +169,7 @@ func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Strea
 
 // AcceptStream waits for the peer to open a stream and reads its header.
 // A stream whose header is malformed is refused (the peer sees why) and
-// AcceptStream returns the *HeaderError; callers may log it and go on.
+// AcceptStream returns the *wire.HeaderError; callers may log it and go on.
 func (s *Session) AcceptStream(ctx context.Context) (*Stream, error) {
 	raw, err := s.acceptRaw(ctx)
 	if err != nil {
@@ -168,10 +195,10 @@ func (s *Session) readHeader(raw rawStream) (*Stream, error) {
 	st := &Stream{raw: raw, sess: s, counter: &s.in}
 	s.in.Add(1)
 	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	h, err := ReadHeader(raw)
+	h, err := wire.ReadHeader(raw)
 	_ = raw.SetReadDeadline(time.Time{})
 	if err != nil {
-		var he *HeaderError
+		var he *wire.HeaderError
 		if errors.As(err, &he) {
 			_ = st.Reject(he.Error())
 		} else {

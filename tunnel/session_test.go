@@ -15,9 +15,10 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var testID = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var testID = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 var transports = []string{tunnel.TransportQUIC, tunnel.TransportTCP}
 
@@ -74,7 +75,7 @@ func echo(ctx context.Context, st *tunnel.Stream) {
 
 func serveEcho(t *testing.T, s *tunnel.Session) {
 	mux := tunnel.NewServeMux()
-	mux.HandleFunc(tunnel.KindPing, echo)
+	mux.HandleFunc(wire.KindPing, echo)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go s.Serve(ctx, mux)
@@ -83,7 +84,7 @@ func serveEcho(t *testing.T, s *tunnel.Session) {
 // roundTrip opens a ping stream on s, sends msg, half-closes and returns
 // what came back.
 func roundTrip(s *tunnel.Session, msg []byte) ([]byte, error) {
-	st, err := s.OpenStream(context.Background(), tunnel.KindPing, nil)
+	st, err := s.OpenStream(context.Background(), wire.KindPing, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func TestSession(t *testing.T) {
 				st2, _ := p.client.OpenStream(context.Background(), "meta", map[string]any{"argv": []string{"x"}, "identity": "other/rig"})
 				defer st2.Close()
 				_, err = io.ReadAll(st2)
-				var re *tunnel.RemoteError
+				var re *wire.RemoteError
 				if !errors.As(err, &re) || !strings.Contains(re.Reason, "unknown field") {
 					t.Errorf("stream with unknown metadata field: %v, want a RemoteError about the unknown field", err)
 				}
@@ -210,7 +211,7 @@ func TestSession(t *testing.T) {
 				}
 				defer st.Close()
 				_, err = st.Read(make([]byte, 1))
-				var re *tunnel.RemoteError
+				var re *wire.RemoteError
 				if !errors.As(err, &re) || !strings.Contains(re.Reason, `unknown stream kind "bogus"`) || !strings.Contains(re.Reason, "ping") {
 					t.Fatalf("got %v, want a RemoteError naming the kind and what is served", err)
 				}
@@ -233,7 +234,7 @@ func TestSession(t *testing.T) {
 			t.Run("read while a first write larger than the window blocks", func(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				serveEcho(t, p.server)
-				st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+				st, err := p.client.OpenStream(context.Background(), wire.KindPing, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -284,17 +285,17 @@ func TestSession(t *testing.T) {
 				serveEcho(t, p.server)
 				var open []*tunnel.Stream
 				for range 3 {
-					st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+					st, err := p.client.OpenStream(context.Background(), wire.KindPing, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
 					open = append(open, st)
 				}
-				if _, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil); !errors.Is(err, tunnel.ErrStreamLimit) {
+				if _, err := p.client.OpenStream(context.Background(), wire.KindPing, nil); !errors.Is(err, tunnel.ErrStreamLimit) {
 					t.Fatalf("4th stream: %v, want ErrStreamLimit", err)
 				}
 				open[0].Close()
-				st, err := p.client.OpenStream(context.Background(), tunnel.KindPing, nil)
+				st, err := p.client.OpenStream(context.Background(), wire.KindPing, nil)
 				if err != nil {
 					t.Fatalf("after closing one, opening failed: %v", err)
 				}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Stream is one bidirectional channel within a Session. It supports
@@ -16,7 +18,7 @@ import (
 type Stream struct {
 	raw     rawStream
 	sess    *Session
-	hdr     Header
+	hdr     wire.Header
 	opener  bool
 	counter *atomic.Int32
 
@@ -30,26 +32,11 @@ type Stream struct {
 	closed   atomic.Bool
 }
 
-func newHeader(kind string, meta any) (Header, error) {
-	h := Header{Kind: kind}
-	if meta != nil {
-		b, err := json.Marshal(meta)
-		if err != nil {
-			return Header{}, fmt.Errorf("tunnel: encoding %s stream metadata: %w", kind, err)
-		}
-		h.Meta = b
-	}
-	if _, err := h.MarshalBinary(); err != nil {
-		return Header{}, err
-	}
-	return h, nil
-}
-
 // Kind is the stream's kind, from its header.
 func (st *Stream) Kind() string { return st.hdr.Kind }
 
 // Header is the stream's header as the opener sent it.
-func (st *Stream) Header() Header { return st.hdr }
+func (st *Stream) Header() wire.Header { return st.hdr }
 
 // DecodeMeta decodes the header's metadata into v. Unknown fields are an
 // error: metadata crosses a trust boundary.
@@ -74,7 +61,7 @@ func (st *Stream) preamble() []byte {
 		b, _ := st.hdr.MarshalBinary() // validated in OpenStream
 		return b
 	}
-	return []byte{statusAccepted}
+	return []byte{wire.VerdictAccepted}
 }
 
 // sendPreamble sends the preamble, prefixed to p, once. It reports how many
@@ -110,13 +97,13 @@ func (st *Stream) Write(p []byte) (int, error) {
 }
 
 // Read reads from the peer. On the opening side the first Read also
-// receives the peer's verdict: a *RemoteError if it refused the stream.
+// receives the peer's verdict: a *wire.RemoteError if it refused the stream.
 func (st *Stream) Read(p []byte) (int, error) {
 	if st.opener {
 		if _, _, err := st.sendPreamble(nil); err != nil {
 			return 0, err
 		}
-		st.readOnce.Do(func() { st.readErr = readStatus(st.raw, st.hdr.Kind) })
+		st.readOnce.Do(func() { st.readErr = wire.ReadVerdict(st.raw, st.hdr.Kind) })
 		if st.readErr != nil {
 			return 0, st.readErr
 		}
@@ -160,7 +147,7 @@ func (st *Stream) Reject(reason string) error {
 	if already {
 		return fmt.Errorf("tunnel: cannot reject %s stream: already accepted", st.hdr.Kind)
 	}
-	err := writeStatus(st.raw, reason)
+	err := wire.WriteVerdict(st.raw, reason)
 	if st.closed.Swap(true) {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // tcpTransport is a Session over TLS 1.3 on TCP, multiplexed by yamux.
@@ -120,7 +122,7 @@ func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config) 
 	}
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetReadDeadline(deadline)
-	wel, err := readWelcome(conn)
+	wel, err := wire.ReadWelcome(conn)
 	_ = conn.SetReadDeadline(time.Time{})
 	if err != nil {
 		_ = conn.Close()
@@ -172,14 +174,14 @@ func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config) {
 		return
 	}
 	cs := conn.ConnectionState()
-	if cs.NegotiatedProtocol == JoinALPN {
+	if cs.NegotiatedProtocol == wire.JoinALPN {
 		l.sc.Join(conn)
 		return
 	}
 	id, err := l.sc.authorize(cs)
 	if err == nil {
 		_ = conn.SetWriteDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
-		err = writeWelcome(conn, Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
+		err = wire.WriteWelcome(conn, wire.Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
 		_ = conn.SetWriteDeadline(time.Time{})
 	}
 	if err != nil {

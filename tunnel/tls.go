@@ -10,10 +10,12 @@ import (
 	"slices"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // serverTLS is the tunnel's server TLS configuration: TLS 1.3 only, the
-// tunnel ALPN only, a client certificate from our CA required, its URI SAN
+// tunnel wire.ALPN only, a client certificate from our CA required, its URI SAN
 // a valid polecat identity, and sc.Authorize consulted (revocation). No
 // session tickets, so no resumption and no 0-RTT: every handshake sees the
 // whole certificate.
@@ -21,14 +23,14 @@ func (sc *ServerConfig) serverTLS(log *slog.Logger) *tls.Config {
 	return &tls.Config{
 		MinVersion:             tls.VersionTLS13,
 		MaxVersion:             tls.VersionTLS13,
-		NextProtos:             []string{ALPN},
+		NextProtos:             []string{wire.ALPN},
 		GetCertificate:         sc.GetCertificate,
 		ClientAuth:             tls.RequireAndVerifyClientCert,
 		ClientCAs:              sc.ClientCAs,
 		SessionTicketsDisabled: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if cs.NegotiatedProtocol != ALPN {
-				return fmt.Errorf("client offered ALPN %q, want %q", cs.NegotiatedProtocol, ALPN)
+			if cs.NegotiatedProtocol != wire.ALPN {
+				return fmt.Errorf("client offered wire.ALPN %q, want %q", cs.NegotiatedProtocol, wire.ALPN)
 			}
 			if _, err := sc.authorize(cs); err != nil {
 				log.Warn("tunnel: refused client certificate", "server_name", cs.ServerName, "err", err)
@@ -39,12 +41,12 @@ func (sc *ServerConfig) serverTLS(log *slog.Logger) *tls.Config {
 	}
 }
 
-// joinTLS serves the join ALPN: no client certificate, and nothing but the
+// joinTLS serves the join wire.ALPN: no client certificate, and nothing but the
 // join exchange on that connection.
 func (sc *ServerConfig) joinTLS() *tls.Config {
 	return &tls.Config{
 		MinVersion:             tls.VersionTLS13,
-		NextProtos:             []string{JoinALPN},
+		NextProtos:             []string{wire.JoinALPN},
 		GetCertificate:         sc.GetCertificate,
 		ClientAuth:             tls.NoClientCert,
 		SessionTicketsDisabled: true,
@@ -61,7 +63,7 @@ func (sc *ServerConfig) tcpTLS(log *slog.Logger) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			if slices.Equal(hello.SupportedProtos, []string{JoinALPN}) {
+			if slices.Equal(hello.SupportedProtos, []string{wire.JoinALPN}) {
 				return joinConf, nil
 			}
 			return tunnelConf, nil
@@ -71,18 +73,18 @@ func (sc *ServerConfig) tcpTLS(log *slog.Logger) *tls.Config {
 
 // authorize reads the identity from a verified client certificate and asks
 // sc.Authorize whether that certificate may still connect.
-func (sc *ServerConfig) authorize(cs tls.ConnectionState) (Identity, error) {
+func (sc *ServerConfig) authorize(cs tls.ConnectionState) (wire.Identity, error) {
 	if len(cs.PeerCertificates) == 0 {
-		return Identity{}, errors.New("no client certificate")
+		return wire.Identity{}, errors.New("no client certificate")
 	}
 	leaf := cs.PeerCertificates[0]
-	id, err := IdentityFromCert(leaf, sc.trustDomain())
+	id, err := wire.IdentityFromCert(leaf, sc.trustDomain())
 	if err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
 	if sc.Authorize != nil {
 		if err := sc.Authorize(id, leaf); err != nil {
-			return Identity{}, fmt.Errorf("%s (serial %s): %w", id, leaf.SerialNumber.Text(16), err)
+			return wire.Identity{}, fmt.Errorf("%s (serial %s): %w", id, leaf.SerialNumber.Text(16), err)
 		}
 	}
 	return id, nil
@@ -90,24 +92,24 @@ func (sc *ServerConfig) authorize(cs tls.ConnectionState) (Identity, error) {
 
 func (sc *ServerConfig) trustDomain() string {
 	if sc.TrustDomain == "" {
-		return DefaultTrustDomain
+		return wire.DefaultTrustDomain
 	}
 	return sc.TrustDomain
 }
 
-// clientTLS is the client side: TLS 1.3, the tunnel ALPN, the server
+// clientTLS is the client side: TLS 1.3, the tunnel wire.ALPN, the server
 // verified against our CA for ServerName, no resumption.
 func (cc *ClientConfig) clientTLS() *tls.Config {
 	return &tls.Config{
 		MinVersion:           tls.VersionTLS13,
 		MaxVersion:           tls.VersionTLS13,
-		NextProtos:           []string{ALPN},
+		NextProtos:           []string{wire.ALPN},
 		RootCAs:              cc.RootCAs,
 		ServerName:           cc.ServerName,
 		GetClientCertificate: cc.GetClientCertificate,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if cs.NegotiatedProtocol != ALPN {
-				return fmt.Errorf("server negotiated ALPN %q, want %q", cs.NegotiatedProtocol, ALPN)
+			if cs.NegotiatedProtocol != wire.ALPN {
+				return fmt.Errorf("server negotiated wire.ALPN %q, want %q", cs.NegotiatedProtocol, wire.ALPN)
 			}
 			return nil
 		},
@@ -116,7 +118,7 @@ func (cc *ClientConfig) clientTLS() *tls.Config {
 
 // IsAuthError reports whether err is a refusal by TLS on either side: a
 // certificate the peer rejected (expired, revoked, wrong CA, none), a
-// server certificate we could not verify, or no common ALPN. Retrying the
+// server certificate we could not verify, or no common wire.ALPN. Retrying the
 // same handshake cannot fix it, and Dial does not fall back to TCP for it.
 func IsAuthError(err error) bool {
 	var (

@@ -16,9 +16,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 )
 
 // Paths are where the credentials live (GT_PROXY_CERT, GT_PROXY_KEY,
@@ -156,10 +157,10 @@ func (s *Store) install(certPEM []byte, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(s.paths.Key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := atomicfile.Write(s.paths.Key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return fmt.Errorf("saving key: %w", err)
 	}
-	if err := writeAtomic(s.paths.Cert, certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(s.paths.Cert, certPEM, 0o644); err != nil {
 		return fmt.Errorf("saving certificate: %w", err)
 	}
 	s.mu.Lock()
@@ -174,31 +175,4 @@ func parseCert(b []byte) (*x509.Certificate, error) {
 		return nil, errors.New("no PEM CERTIFICATE block")
 	}
 	return x509.ParseCertificate(blk.Bytes)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

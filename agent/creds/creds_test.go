@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func certPEM(c tls.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})

@@ -10,8 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -106,28 +104,6 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 		_ = st.CloseWrite()
 	}()
 	_, _ = io.Copy(c, st)
-}
-
-// ListenUnix opens a unix socket only this user can use (directory 0700,
-// socket 0600), replacing a stale socket but not a live one.
-func ListenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("creating socket directory: %w", err)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("another gt-agent already serves %s", path)
-	}
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
 }
 
 // HTTPUnavailable answers a local HTTP client (git) with 503 and the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/forward"
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // DefaultSocket is where the agent listens for shims unless GT_AGENT_SOCKET
@@ -26,12 +26,12 @@ const SocketEnv = "GT_AGENT_SOCKET"
 // reason when the tunnel is not there within wait.
 func NewForwarder(sessions forward.Sessions, wait time.Duration, log *slog.Logger) *forward.Forwarder {
 	return &forward.Forwarder{
-		Kind:     tunnel.KindRelay,
+		Kind:     wire.KindRelay,
 		Wait:     wait,
 		Sessions: sessions,
-		Attached: func(c net.Conn) error { return tunnel.WriteFrame(c, tunnel.FrameAttached, nil) },
+		Attached: func(c net.Conn) error { return wire.WriteRelayFrame(c, wire.RelayFrameAttached, nil) },
 		Unavailable: func(c net.Conn, reason string) {
-			_ = tunnel.WriteFrame(c, tunnel.FrameError, []byte(reason))
+			_ = wire.WriteRelayFrame(c, wire.RelayFrameError, []byte(reason))
 		},
 		Logger: log,
 	}

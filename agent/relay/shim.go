@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // ExitUnavailable is the shim's exit status when the command could not be
@@ -47,12 +47,12 @@ func (sh *Shim) Run(args []string) int {
 		return sh.fail("gt-agent is not running (cannot connect to %s: %v); start it with 'gt-agent up'", sh.Socket, rootCause(err))
 	}
 	defer c.Close()
-	req, err := tunnel.EncodeRelayRequest(sh.request(args))
+	req, err := wire.EncodeRelayRequest(sh.request(args))
 	if err != nil {
 		return sh.fail("%v", err)
 	}
-	w := tunnel.NewFrameWriter(c)
-	if err := w.Frame(tunnel.FrameRequest, req); err != nil {
+	w := wire.NewRelayFrameWriter(c)
+	if err := w.Frame(wire.RelayFrameRequest, req); err != nil {
 		return sh.fail("sending the command to gt-agent: %v", err)
 	}
 	sigs := make(chan os.Signal, 4)
@@ -60,30 +60,30 @@ func (sh *Shim) Run(args []string) int {
 	defer signal.Stop(sigs)
 	go func() {
 		for s := range sigs {
-			_ = w.Frame(tunnel.FrameSignal, []byte{byte(s.(syscall.Signal))})
+			_ = w.Frame(wire.RelayFrameSignal, []byte{byte(s.(syscall.Signal))})
 		}
 	}()
 	go sh.pumpStdin(w)
 
-	fr := tunnel.NewFrameReader(c)
+	fr := wire.NewRelayFrameReader(c)
 	for {
 		typ, payload, err := fr.Next()
 		if err != nil {
 			return sh.fail("lost the connection to gt-agent before the command finished (%v)", rootCause(err))
 		}
 		switch typ {
-		case tunnel.FrameAttached:
-		case tunnel.FrameStdout:
+		case wire.RelayFrameAttached:
+		case wire.RelayFrameStdout:
 			_, _ = sh.Stdout.Write(payload)
-		case tunnel.FrameStderr:
+		case wire.RelayFrameStderr:
 			_, _ = sh.Stderr.Write(payload)
-		case tunnel.FrameExit:
-			var e tunnel.RelayExit
+		case wire.RelayFrameExit:
+			var e wire.RelayExit
 			if err := json.Unmarshal(payload, &e); err != nil || e.Code < 0 || e.Code > 255 {
 				return sh.fail("hostd sent a malformed exit status")
 			}
 			return e.Code
-		case tunnel.FrameError:
+		case wire.RelayFrameError:
 			return sh.fail("%s", strings.ToValidUTF8(string(payload), "?"))
 		}
 	}
@@ -91,8 +91,8 @@ func (sh *Shim) Run(args []string) int {
 
 // request is what the host needs: argv, where we are, and the
 // allow-listed environment.
-func (sh *Shim) request(args []string) tunnel.RelayRequest {
-	req := tunnel.RelayRequest{Argv: [][]byte{[]byte(sh.Name)}}
+func (sh *Shim) request(args []string) wire.RelayRequest {
+	req := wire.RelayRequest{Argv: [][]byte{[]byte(sh.Name)}}
 	for _, a := range args {
 		req.Argv = append(req.Argv, []byte(a))
 	}
@@ -101,7 +101,7 @@ func (sh *Shim) request(args []string) tunnel.RelayRequest {
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(tunnel.RelayEnv, k) {
+		if slices.Contains(wire.RelayEnv, k) {
 			req.Env = append(req.Env, []byte(kv))
 		}
 	}
@@ -109,9 +109,9 @@ func (sh *Shim) request(args []string) tunnel.RelayRequest {
 }
 
 // pumpStdin sends stdin as it arrives, then its end.
-func (sh *Shim) pumpStdin(w *tunnel.FrameWriter) {
-	if w.Copy(tunnel.FrameStdin, sh.Stdin) == nil {
-		_ = w.Frame(tunnel.FrameStdinClose, nil)
+func (sh *Shim) pumpStdin(w *wire.RelayFrameWriter) {
+	if w.Copy(wire.RelayFrameStdin, sh.Stdin) == nil {
+		_ = w.Frame(wire.RelayFrameStdinClose, nil)
 	}
 }
 

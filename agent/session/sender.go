@@ -7,6 +7,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Sessions gives the current tunnel session, waiting until ctx ends.
@@ -50,7 +51,7 @@ func (s *Sender) Run(ctx context.Context) {
 
 // stream beats on one stream until it or the session fails.
 func (s *Sender) stream(ctx context.Context, sess *tunnel.Session) error {
-	st, err := sess.OpenStream(ctx, tunnel.KindHeartbeat, nil)
+	st, err := sess.OpenStream(ctx, wire.KindHeartbeat, nil)
 	if err != nil {
 		return err
 	}

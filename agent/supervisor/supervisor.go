@@ -204,7 +204,7 @@ func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) error {
 			old := sess
 			sess = q
 			s.connected(ctx, sess, "moved back to QUIC")
-			go drain(old)
+			old.CloseWhenIdle(drainLimit, "replaced by a QUIC session")
 		}
 	}
 }
@@ -238,15 +238,6 @@ func (s *Supervisor) renew(ctx context.Context, sess *tunnel.Session) (time.Dura
 
 // drainLimit bounds how long a replaced session is kept for its streams.
 const drainLimit = 5 * time.Minute
-
-// drain closes a replaced session once its streams are done.
-func drain(old *tunnel.Session) {
-	deadline := time.Now().Add(drainLimit)
-	for old.Streams() > 0 && time.Now().Before(deadline) && old.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = old.CloseWithReason("replaced by a QUIC session")
-}
 
 // jitter returns a wait in [d/2, d).
 func jitter(d time.Duration) time.Duration {

@@ -11,21 +11,21 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Polecat is one polecat as hostd status shows it: its judged state, its
 // tunnel (when connected) and its last beat.
 type Polecat struct {
-	Identity tunnel.Identity `json:"identity"`
-	Rig      string          `json:"rig"`
-	Name     string          `json:"name"`
+	Identity wire.Identity `json:"identity"`
+	Rig      string        `json:"rig"`
+	Name     string        `json:"name"`
 	// State is working, idle, stale, disconnected, dead or revoked, since
 	// StateSince, for Reason. Restored means it is the last known state
 	// from before hostd restarted, the agent not being back yet.
@@ -87,37 +87,23 @@ type Backend interface {
 	// tunnels of revoked certificates, returning how many it closed.
 	ReloadRevocations() (int, error)
 	// Polecat is one polecat's detail.
-	Polecat(id tunnel.Identity) (PolecatDetail, bool)
+	Polecat(id wire.Identity) (PolecatDetail, bool)
 }
 
-// SocketDir is the daemon's runtime directory for a town.
-func SocketDir(town string) string { return filepath.Join(town, ".runtime", "hostd") }
-
-// SocketPath is the control socket for a town.
-func SocketPath(town string) string { return filepath.Join(SocketDir(town), "hostd.sock") }
-
-// Listen opens the control socket, making its directory 0700. A stale
-// socket left by a crashed daemon is replaced; a live one is an error.
+// Listen opens the town's control socket (state.Dir.Socket), making the
+// runtime directory 0700. A stale socket left by a crashed daemon is
+// replaced; a live one is an error.
 func Listen(town string) (net.Listener, error) {
-	dir, path := SocketDir(town), SocketPath(town)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	dir := state.For(town)
+	if err := dir.Ensure(); err != nil {
+		return nil, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("securing %s: %w", dir, err)
+	ln, err := unixsock.Listen(dir.Socket())
+	if errors.Is(err, unixsock.ErrInUse) {
+		return nil, fmt.Errorf("another hostd is already serving this town (socket %s answers)", dir.Socket())
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("another hostd is already serving this town (socket %s answers)", path)
-	}
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("listening on control socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("securing control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	return ln, nil
 }
@@ -129,7 +115,7 @@ func Handler(b Backend) http.Handler {
 		writeJSON(w, http.StatusOK, b.Status())
 	})
 	mux.HandleFunc("GET /v1/polecats/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
-		id := tunnel.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
+		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		d, ok := b.Polecat(id)
 		if !ok {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
@@ -165,7 +151,7 @@ type Client struct {
 
 // NewClient returns a client for the daemon serving town.
 func NewClient(town string) *Client {
-	path := SocketPath(town)
+	path := state.For(town).Socket()
 	return &Client{path: path, hc: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -183,7 +169,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // Polecat fetches one polecat's detail.
-func (c *Client) Polecat(ctx context.Context, id tunnel.Identity) (PolecatDetail, error) {
+func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, error) {
 	var d PolecatDetail
 	err := c.do(ctx, http.MethodGet, "/v1/polecats/"+id.Rig+"/"+id.Name, &d)
 	return d, err

@@ -6,21 +6,21 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 type fakeDaemon struct{ reloads int }
 
 func (f *fakeDaemon) Status() Status {
-	return Status{Version: "v1", Polecats: []Polecat{{Identity: tunnel.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
+	return Status{Version: "v1", Polecats: []Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
 }
 
-func (f *fakeDaemon) Polecat(id tunnel.Identity) (PolecatDetail, bool) {
+func (f *fakeDaemon) Polecat(id wire.Identity) (PolecatDetail, bool) {
 	if id.Name != "n" {
 		return PolecatDetail{}, false
 	}
@@ -42,8 +42,8 @@ func TestSocket(t *testing.T) {
 		t.Fatalf("no daemon: %v, want ErrNotRunning", err)
 	}
 	// A stale socket file from a crashed daemon is replaced.
-	_ = os.MkdirAll(SocketDir(town), 0o755)
-	stale, _ := net.Listen("unix", SocketPath(town))
+	_ = os.MkdirAll(state.For(town).Path(), 0o755)
+	stale, _ := net.Listen("unix", state.For(town).Socket())
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
 
@@ -52,10 +52,10 @@ func TestSocket(t *testing.T) {
 		t.Fatalf("over a stale socket: %v", err)
 	}
 	defer ln.Close()
-	if st, _ := os.Stat(SocketDir(town)); st.Mode().Perm() != 0o700 {
+	if st, _ := os.Stat(state.For(town).Path()); st.Mode().Perm() != 0o700 {
 		t.Errorf("runtime dir mode %v, want 0700", st.Mode().Perm())
 	}
-	if st, _ := os.Stat(SocketPath(town)); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(state.For(town).Socket()); st.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode %v, want 0600", st.Mode().Perm())
 	}
 	if _, err := Listen(town); err == nil {
@@ -70,10 +70,10 @@ func TestSocket(t *testing.T) {
 	if err != nil || st.Version != "v1" || len(st.Polecats) != 1 || st.Polecats[0].Identity.Name != "n" {
 		t.Fatalf("status %+v, %v", st, err)
 	}
-	if d, err := c.Polecat(context.Background(), tunnel.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" {
+	if d, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" {
 		t.Fatalf("polecat: %+v, %v", d, err)
 	}
-	if _, err := c.Polecat(context.Background(), tunnel.Identity{Rig: "r", Name: "x"}); err == nil || !strings.Contains(err.Error(), "knows no polecat r/x") {
+	if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "x"}); err == nil || !strings.Contains(err.Error(), "knows no polecat r/x") {
 		t.Fatalf("unknown polecat: %v", err)
 	}
 	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {
@@ -82,7 +82,7 @@ func TestSocket(t *testing.T) {
 	if _, err := c.ReloadRevocations(context.Background()); err == nil || !strings.Contains(err.Error(), "records unreadable") {
 		t.Fatalf("failed reload: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(SocketDir(town), "hostd.sock")); err != nil {
+	if _, err := os.Stat(state.For(town).Socket()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Hook names: hostd is installed under these names in its hooks directory
@@ -30,7 +30,7 @@ const (
 // ref: only refs/heads/polecat/<name>-<something> and
 // refs/heads/polecat/<name>/<something>, for its own name. The reason says
 // why not.
-func AllowedRef(id tunnel.Identity, ref string) (ok bool, reason string) {
+func AllowedRef(id wire.Identity, ref string) (ok bool, reason string) {
 	for _, prefix := range []string{"refs/heads/polecat/" + id.Name + "-", "refs/heads/polecat/" + id.Name + "/"} {
 		if strings.HasPrefix(ref, prefix) && len(ref) > len(prefix) {
 			return true, ""
@@ -55,7 +55,7 @@ func AllowedRef(id tunnel.Identity, ref string) (ok bool, reason string) {
 // exit status.
 func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	idText := os.Getenv(IdentityEnv)
-	id, err := tunnel.ParseIdentity(idText)
+	id, err := wire.ParseIdentity(idText)
 	if err != nil {
 		fmt.Fprintln(stderr, "push refused: no polecat identity (pushes are accepted only through hostd, from a polecat's tunnel)")
 		return 1

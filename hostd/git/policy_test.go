@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func TestAllowedRef(t *testing.T) {
 	allowed := []string{
@@ -53,7 +53,7 @@ func FuzzAllowedRef(f *testing.F) {
 		if !strings.HasPrefix(ref, "refs/heads/polecat/furiosa-") && !strings.HasPrefix(ref, "refs/heads/polecat/furiosa/") {
 			t.Fatalf("%q allowed outside furiosa's prefixes", ref)
 		}
-		if ok2, _ := AllowedRef(tunnel.Identity{Rig: "gastown", Name: "furiosa2"}, ref); ok2 {
+		if ok2, _ := AllowedRef(wire.Identity{Rig: "gastown", Name: "furiosa2"}, ref); ok2 {
 			t.Fatalf("%q allowed for two polecats", ref)
 		}
 	})

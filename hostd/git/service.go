@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Config configures the git service.
@@ -36,12 +37,19 @@ type Config struct {
 	// pushing is off.
 	Upstream *Upstream
 	// RefreshAge is how stale a repository may be before a fetch refreshes
-	// it from origin (default 60s); negative turns refreshing off.
+	// it from origin; negative turns refreshing off.
 	RefreshAge time.Duration
-	// RefreshTimeout bounds one refresh (default 30s).
+	// RefreshTimeout bounds one refresh; on timeout what is there is served.
 	RefreshTimeout time.Duration
 	// Logger receives one line per request.
 	Logger *slog.Logger
+}
+
+// DefaultConfig refreshes a repository older than a minute before a
+// fetch, giving up after 30 s. Town, HooksDir and Upstream have no
+// default.
+func DefaultConfig() Config {
+	return Config{RefreshAge: time.Minute, RefreshTimeout: 30 * time.Second, Logger: slog.Default()}
 }
 
 // Service is the git smart HTTP service.
@@ -51,6 +59,7 @@ type Service struct {
 	ln      *tunnel.StreamListener
 	refresh *refresher
 	env     []string
+	metrics *metrics
 }
 
 type idKey struct{}
@@ -58,19 +67,20 @@ type idKey struct{}
 // New prepares the hooks directory (pre-receive and post-receive as links
 // to this hostd binary) and the service.
 func New(cfg Config) (*Service, error) {
+	d := DefaultConfig()
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = d.Logger
 	}
 	if cfg.RefreshAge == 0 {
-		cfg.RefreshAge = 60 * time.Second
+		cfg.RefreshAge = d.RefreshAge
 	}
 	if cfg.RefreshTimeout <= 0 {
-		cfg.RefreshTimeout = 30 * time.Second
+		cfg.RefreshTimeout = d.RefreshTimeout
 	}
 	if err := installHooks(cfg.HooksDir); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv()}
+	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv(), metrics: newMetrics()}
 	s.refresh = newRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
 	return s, nil
 }
@@ -132,8 +142,11 @@ func (s *Service) Serve(ctx context.Context) error {
 // and refuses everything else, dumb HTTP included.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id, _ := r.Context().Value(idKey{}).(tunnel.Identity)
-	rig, op, status, err := s.serve(w, r, id)
+	id, _ := r.Context().Value(idKey{}).(wire.Identity)
+	cw, cr := &countingWriter{ResponseWriter: w}, &countingBody{ReadCloser: r.Body}
+	r.Body = cr
+	rig, op, status, err := s.serve(cw, r, id)
+	s.metrics.observe(op, status, err, cr.n, cw.n)
 	if err != nil {
 		if status != 0 {
 			http.Error(w, err.Error(), status)
@@ -146,11 +159,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve handles one request. On error, status is the HTTP status to send,
 // or 0 when the response has already started.
-func (s *Service) serve(w http.ResponseWriter, r *http.Request, id tunnel.Identity) (rig, op string, status int, err error) {
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, id wire.Identity) (rig, op string, status int, err error) {
 	if id.IsZero() {
 		return "", "", http.StatusForbidden, errors.New("no polecat identity on this connection")
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/git/")
+	rest, ok := strings.CutPrefix(r.URL.Path, wire.GitPathPrefix)
 	rig, op, _ = strings.Cut(rest, "/")
 	if !ok || !validRig(rig) {
 		return rig, op, http.StatusNotFound, errors.New("not a git endpoint: use /v1/git/<rig>")
@@ -201,9 +214,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, id tunnel.Identi
 	return rig, op, 0, s.receive(r.Context(), w, body, repo, rig, id, env)
 }
 
-// validRig is the rig name rule of tunnel.Identity.
+// validRig is the rig name rule of wire.Identity.
 func validRig(rig string) bool {
-	return tunnel.Identity{Rig: rig, Name: "x"}.Validate() == nil
+	return wire.Identity{Rig: rig, Name: "x"}.Validate() == nil
 }
 
 // protocolEnv validates the Git-Protocol header before it reaches git's
@@ -273,7 +286,7 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 
 // receive runs receive-pack with hostd's hooks and the identity, then
 // queues what landed for upstream.
-func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id tunnel.Identity, env []string) error {
+func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
 	landed, err := os.CreateTemp("", "sidecar-landed-*")
 	if err != nil {
 		return err

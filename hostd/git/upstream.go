@@ -2,12 +2,8 @@ package git
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -15,9 +11,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
-	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 )
+
+// Pending is a branch waiting to be pushed from a rig's .repo.git to its
+// origin.
+type Pending struct {
+	Rig       string    `json:"rig"`
+	Branch    string    `json:"branch"`
+	Since     time.Time `json:"since"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	NextTry   time.Time `json:"next_try"`
+}
 
 // Upstream is the persisted queue of branches to push from a rig's
 // .repo.git to its origin: one entry per rig and branch (later pushes of
@@ -31,44 +37,45 @@ type Upstream struct {
 	timeout    time.Duration
 
 	mu    sync.Mutex
-	items map[string]*control.UpstreamItem
+	items map[string]*Pending
 	wake  chan struct{}
 }
 
-// UpstreamConfig tunes the queue; zero fields take their defaults.
+// UpstreamConfig tunes the queue; zero fields take DefaultUpstreamConfig's.
 type UpstreamConfig struct {
-	// MinBackoff and MaxBackoff bound the wait between attempts (defaults
-	// 1s and 5m).
+	// MinBackoff and MaxBackoff bound the wait between attempts: the first
+	// retry comes after MinBackoff, each later one after twice the last.
 	MinBackoff, MaxBackoff time.Duration
-	// Timeout bounds one git push (default 5m).
+	// Timeout bounds one git push.
 	Timeout time.Duration
+}
+
+// DefaultUpstreamConfig retries a failed push after 1 s, doubling up to
+// 5 min, and gives one push 5 min.
+func DefaultUpstreamConfig() UpstreamConfig {
+	return UpstreamConfig{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute}
 }
 
 // OpenUpstream loads the queue kept in file (created on first use).
 func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Upstream, error) {
 	u := &Upstream{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
-		items: map[string]*control.UpstreamItem{}, wake: make(chan struct{}, 1)}
+		items: map[string]*Pending{}, wake: make(chan struct{}, 1)}
+	d := DefaultUpstreamConfig()
 	if u.minBackoff <= 0 {
-		u.minBackoff = time.Second
+		u.minBackoff = d.MinBackoff
 	}
 	if u.maxBackoff <= 0 {
-		u.maxBackoff = 5 * time.Minute
+		u.maxBackoff = d.MaxBackoff
 	}
 	if u.timeout <= 0 {
-		u.timeout = 5 * time.Minute
+		u.timeout = d.Timeout
 	}
-	b, err := os.ReadFile(file)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading upstream queue: %w", err)
+	var list []*Pending
+	if err := state.Load(file, &list); err != nil {
+		return nil, fmt.Errorf("upstream queue: %w", err)
 	}
-	if len(b) > 0 {
-		var list []*control.UpstreamItem
-		if err := json.Unmarshal(b, &list); err != nil {
-			return nil, fmt.Errorf("upstream queue %s is corrupt (%v); move it away to start afresh", file, err)
-		}
-		for _, it := range list {
-			u.items[key(it.Rig, it.Branch)] = it
-		}
+	for _, it := range list {
+		u.items[key(it.Rig, it.Branch)] = it
 	}
 	return u, nil
 }
@@ -82,7 +89,7 @@ func (u *Upstream) Enqueue(rig, branch string) {
 	k := key(rig, branch)
 	it := u.items[k]
 	if it == nil {
-		it = &control.UpstreamItem{Rig: rig, Branch: branch, Since: time.Now()}
+		it = &Pending{Rig: rig, Branch: branch, Since: time.Now()}
 		u.items[k] = it
 	}
 	it.NextTry = time.Now()
@@ -95,10 +102,10 @@ func (u *Upstream) Enqueue(rig, branch string) {
 }
 
 // Pending lists the queue, oldest first.
-func (u *Upstream) Pending() []control.UpstreamItem {
+func (u *Upstream) Pending() []Pending {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make([]control.UpstreamItem, 0, len(u.items))
+	out := make([]Pending, 0, len(u.items))
 	for _, it := range u.items {
 		out = append(out, *it)
 	}
@@ -109,12 +116,11 @@ func (u *Upstream) Pending() []control.UpstreamItem {
 // saveLocked persists the queue; failures are logged (the queue in memory
 // still works).
 func (u *Upstream) saveLocked() {
-	list := make([]*control.UpstreamItem, 0, len(u.items))
+	list := make([]*Pending, 0, len(u.items))
 	for _, it := range u.items {
 		list = append(list, it)
 	}
-	b, _ := json.MarshalIndent(list, "", "  ")
-	if err := pki.WriteAtomic(u.path, b, 0o600); err != nil {
+	if err := state.Save(u.path, list); err != nil {
 		u.log.Error("saving upstream queue failed", "file", u.path, "err", err)
 	}
 }
@@ -138,7 +144,7 @@ func (u *Upstream) Run(ctx context.Context) {
 // runDue pushes every due entry and returns how long until the next one.
 func (u *Upstream) runDue(ctx context.Context) time.Duration {
 	u.mu.Lock()
-	var due []control.UpstreamItem
+	var due []Pending
 	next := time.Hour
 	now := time.Now()
 	for _, it := range u.items {

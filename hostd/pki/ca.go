@@ -25,7 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // File names inside the CA directory.
@@ -122,7 +122,7 @@ func Init(dir, trustDomain string) (*CA, bool, error) {
 // none, and says what to do.
 func Open(dir, trustDomain string) (*CA, error) {
 	if trustDomain == "" {
-		trustDomain = tunnel.DefaultTrustDomain
+		trustDomain = wire.DefaultTrustDomain
 	}
 	certPEM, err := os.ReadFile(filepath.Join(dir, CertFile))
 	if err != nil {
@@ -168,7 +168,7 @@ func (ca *CA) CertPEM() []byte { return pemBlock("CERTIFICATE", ca.Cert.Raw) }
 
 // IssueClient signs a polecat certificate for id over pub, valid for ttl,
 // and records it. source says how it was asked for (issue, join, renew).
-func (ca *CA) IssueClient(id tunnel.Identity, pub crypto.PublicKey, ttl time.Duration, source string) (*x509.Certificate, error) {
+func (ca *CA) IssueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Duration, source string) (*x509.Certificate, error) {
 	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("refusing to issue: %w", err)
 	}
@@ -205,7 +205,7 @@ func (ca *CA) IssueClient(id tunnel.Identity, pub crypto.PublicKey, ttl time.Dur
 // NewClientKeyPair generates a key and issues a certificate for it; used
 // where the operator hands both to a container (hostd cert issue). Joining
 // and renewing containers make their own keys instead.
-func (ca *CA) NewClientKeyPair(id tunnel.Identity, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+func (ca *CA) NewClientKeyPair(id wire.Identity, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating key: %w", err)
@@ -241,7 +241,7 @@ func ParseCSR(der []byte) (*x509.CertificateRequest, error) {
 // SignCSR issues a certificate for id over the key in a PKCS#10 request.
 // Everything else the request says (subject, SANs) is ignored: the
 // identity is the caller's.
-func (ca *CA) SignCSR(id tunnel.Identity, csrDER []byte, ttl time.Duration, source string) (*x509.Certificate, error) {
+func (ca *CA) SignCSR(id wire.Identity, csrDER []byte, ttl time.Duration, source string) (*x509.Certificate, error) {
 	csr, err := ParseCSR(csrDER)
 	if err != nil {
 		return nil, err

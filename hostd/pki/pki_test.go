@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func newCA(t *testing.T) *CA {
 	t.Helper()
@@ -120,7 +120,7 @@ func TestIssueClient(t *testing.T) {
 	if cert.Subject.CommonName != "gt-gastown-furiosa" {
 		t.Errorf("CN %q", cert.Subject.CommonName)
 	}
-	if id, err := tunnel.IdentityFromCert(cert, tunnel.DefaultTrustDomain); err != nil || id != furiosa {
+	if id, err := wire.IdentityFromCert(cert, wire.DefaultTrustDomain); err != nil || id != furiosa {
 		t.Errorf("identity %v, %v", id, err)
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
@@ -139,14 +139,14 @@ func TestIssueClient(t *testing.T) {
 
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for _, c := range []struct {
-		id  tunnel.Identity
+		id  wire.Identity
 		ttl time.Duration
 	}{
-		{tunnel.Identity{Rig: "gastown", Name: "furi-osa"}, time.Hour},
-		{tunnel.Identity{Rig: "gas/town", Name: "x"}, time.Hour},
-		{tunnel.Identity{Rig: "", Name: "x"}, time.Hour},
-		{tunnel.Identity{Rig: "r", Name: "x\n"}, time.Hour},
-		{tunnel.Identity{Rig: "r", Name: "../../x"}, time.Hour},
+		{wire.Identity{Rig: "gastown", Name: "furi-osa"}, time.Hour},
+		{wire.Identity{Rig: "gas/town", Name: "x"}, time.Hour},
+		{wire.Identity{Rig: "", Name: "x"}, time.Hour},
+		{wire.Identity{Rig: "r", Name: "x\n"}, time.Hour},
+		{wire.Identity{Rig: "r", Name: "../../x"}, time.Hour},
 		{furiosa, 0},
 		{furiosa, -time.Hour},
 		{furiosa, MaxTTL + time.Hour},
@@ -172,7 +172,7 @@ func TestSignCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := tunnel.IdentityFromCert(cert, tunnel.DefaultTrustDomain); id != furiosa || len(cert.DNSNames) != 0 || cert.Subject.CommonName != "gt-gastown-furiosa" {
+	if id, _ := wire.IdentityFromCert(cert, wire.DefaultTrustDomain); id != furiosa || len(cert.DNSNames) != 0 || cert.Subject.CommonName != "gt-gastown-furiosa" {
 		t.Errorf("CSR contents leaked into the certificate: id %v, DNS %v, CN %q", id, cert.DNSNames, cert.Subject.CommonName)
 	}
 	if !publicKeysEqual(cert.PublicKey, key.Public()) {
@@ -191,7 +191,7 @@ func TestRevoke(t *testing.T) {
 	ca := newCA(t)
 	c1, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
 	c2, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
-	nux, _, _ := ca.NewClientKeyPair(tunnel.Identity{Rig: "gastown", Name: "nux"}, time.Hour)
+	nux, _, _ := ca.NewClientKeyPair(wire.Identity{Rig: "gastown", Name: "nux"}, time.Hour)
 	cert1, _ := ParseCertPEM(c1)
 	cert2, _ := ParseCertPEM(c2)
 	nuxCert, _ := ParseCertPEM(nux)
@@ -241,7 +241,7 @@ func TestJoinTokens(t *testing.T) {
 	}
 
 	other, _ := ca.CreateToken(furiosa, time.Minute)
-	if err := ca.RedeemToken(other, tunnel.Identity{Rig: "gastown", Name: "nux"}); err == nil || !strings.Contains(err.Error(), "not gastown/nux") {
+	if err := ca.RedeemToken(other, wire.Identity{Rig: "gastown", Name: "nux"}); err == nil || !strings.Contains(err.Error(), "not gastown/nux") {
 		t.Fatalf("token for another name: %v", err)
 	}
 	if err := ca.RedeemToken(other, furiosa); err == nil {

@@ -1,10 +1,7 @@
 package pki
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // How a certificate came to be issued.
@@ -24,12 +22,12 @@ const (
 
 // Record is what hostd remembers of an issued certificate.
 type Record struct {
-	Serial    string          `json:"serial"`
-	Identity  tunnel.Identity `json:"identity"`
-	NotBefore time.Time       `json:"not_before"`
-	NotAfter  time.Time       `json:"not_after"`
-	Source    string          `json:"source"`
-	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
+	Serial    string        `json:"serial"`
+	Identity  wire.Identity `json:"identity"`
+	NotBefore time.Time     `json:"not_before"`
+	NotAfter  time.Time     `json:"not_after"`
+	Source    string        `json:"source"`
+	RevokedAt *time.Time    `json:"revoked_at,omitempty"`
 }
 
 // Status is a record's state at t: revoked, expired, expiring (within a
@@ -65,42 +63,19 @@ func (ca *CA) withLock(f func() error) error {
 	return f()
 }
 
-// loadJSON reads a JSON file into v; a missing file leaves v as it is.
-func loadJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s is corrupt (%v); move it away to start afresh", path, err)
-	}
-	return nil
-}
-
-func saveJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return WriteAtomic(path, append(b, '\n'), 0o600)
-}
-
 // updateRecords applies f to the records under the lock and saves them.
 func (ca *CA) updateRecords(f func([]Record) ([]Record, error)) error {
 	return ca.withLock(func() error {
 		path := filepath.Join(ca.Dir, recordFile)
 		var recs []Record
-		if err := loadJSON(path, &recs); err != nil {
+		if err := state.Load(path, &recs); err != nil {
 			return err
 		}
 		recs, err := f(recs)
 		if err != nil {
 			return err
 		}
-		return saveJSON(path, recs)
+		return state.Save(path, recs)
 	})
 }
 
@@ -115,7 +90,7 @@ func (ca *CA) record(r Record) error {
 // Records lists every remembered certificate, oldest first.
 func (ca *CA) Records() ([]Record, error) {
 	var recs []Record
-	err := ca.withLock(func() error { return loadJSON(filepath.Join(ca.Dir, recordFile), &recs) })
+	err := ca.withLock(func() error { return state.Load(filepath.Join(ca.Dir, recordFile), &recs) })
 	return recs, err
 }
 
@@ -123,9 +98,9 @@ func (ca *CA) Records() ([]Record, error) {
 // polecat) or by serial (hex). It returns the records it revoked; revoking
 // what is already revoked is not an error.
 func (ca *CA) Revoke(target string) ([]Record, error) {
-	var byID *tunnel.Identity
+	var byID *wire.Identity
 	if strings.Contains(target, "/") {
-		id, err := tunnel.ParseIdentity(target)
+		id, err := wire.ParseIdentity(target)
 		if err != nil {
 			return nil, err
 		}

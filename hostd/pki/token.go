@@ -12,7 +12,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // DefaultTokenTTL is how long a join token stays redeemable by default.
@@ -20,11 +21,11 @@ const DefaultTokenTTL = 15 * time.Minute
 
 // token is a join token as stored: only a hash of its secret is kept.
 type token struct {
-	ID         string          `json:"id"`
-	SecretHash string          `json:"secret_sha256"`
-	Identity   tunnel.Identity `json:"identity"`
-	Expires    time.Time       `json:"expires"`
-	UsedAt     *time.Time      `json:"used_at,omitempty"`
+	ID         string        `json:"id"`
+	SecretHash string        `json:"secret_sha256"`
+	Identity   wire.Identity `json:"identity"`
+	Expires    time.Time     `json:"expires"`
+	UsedAt     *time.Time    `json:"used_at,omitempty"`
 }
 
 // Fingerprint is the SHA-256 of the CA certificate, as join tokens carry it.
@@ -34,7 +35,7 @@ func (ca *CA) Fingerprint() []byte {
 }
 
 // CreateToken mints a one-time join token bound to id, valid for ttl.
-func (ca *CA) CreateToken(id tunnel.Identity, ttl time.Duration) (string, error) {
+func (ca *CA) CreateToken(id wire.Identity, ttl time.Duration) (string, error) {
 	if err := id.Validate(); err != nil {
 		return "", err
 	}
@@ -50,14 +51,14 @@ func (ca *CA) CreateToken(id tunnel.Identity, ttl time.Duration) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("saving join token: %w", err)
 	}
-	return tunnel.JoinToken{ID: t.ID, Secret: enc(secret), CAFingerprint: ca.Fingerprint()}.String(), nil
+	return wire.JoinToken{ID: t.ID, Secret: enc(secret), CAFingerprint: ca.Fingerprint()}.String(), nil
 }
 
 // RedeemToken spends a join token for id: it must exist, be unused,
 // unexpired, carry the right secret and be bound to id. Whatever the
 // outcome, a token presented with the right secret cannot be used again.
-func (ca *CA) RedeemToken(s string, id tunnel.Identity) error {
-	jt, err := tunnel.ParseJoinToken(s)
+func (ca *CA) RedeemToken(s string, id wire.Identity) error {
+	jt, err := wire.ParseJoinToken(s)
 	if err != nil {
 		return err
 	}
@@ -92,14 +93,14 @@ func (ca *CA) updateTokens(f func([]token) ([]token, error)) error {
 	return ca.withLock(func() error {
 		path := filepath.Join(ca.Dir, tokenFile)
 		var ts []token
-		if err := loadJSON(path, &ts); err != nil {
+		if err := state.Load(path, &ts); err != nil {
 			return err
 		}
 		now := ca.now()
 		ts = slices.DeleteFunc(ts, func(t token) bool { return now.Sub(t.Expires) > keepExpired })
 		ts, err := f(ts)
 		if ts != nil {
-			err = errors.Join(err, saveJSON(path, ts))
+			err = errors.Join(err, state.Save(path, ts))
 		}
 		return err
 	})

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // DefaultAllow is the default allowlist: per command, the subcommands a
@@ -25,7 +25,7 @@ var DefaultAllow = map[string][]string{
 
 // DefaultEnvAllow is the environment a shim may send: the shim's own list,
 // terminal and locale settings, nothing identity-like.
-var DefaultEnvAllow = tunnel.RelayEnv
+var DefaultEnvAllow = wire.RelayEnv
 
 // identityFlags are refused anywhere on the command line: the host sets
 // the identity, from the certificate.
@@ -37,7 +37,7 @@ var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "BEADS
 
 // IdentityEnv is the environment a host polecat session of id gets in Gas
 // Town, which relayed commands run with.
-func IdentityEnv(id tunnel.Identity) []string {
+func IdentityEnv(id wire.Identity) []string {
 	role := id.Rig + "/polecats/" + id.Name
 	return []string{
 		"GT_ROLE=" + role,
@@ -59,7 +59,7 @@ type Policy struct {
 
 // Check refuses a request that is not allowed, with a reason the polecat
 // is shown. It returns the command and subcommand for logging.
-func (p Policy) Check(req tunnel.RelayRequest) (cmd, sub string, err error) {
+func (p Policy) Check(req wire.RelayRequest) (cmd, sub string, err error) {
 	cmd = string(req.Argv[0])
 	subs, ok := p.Allow[cmd]
 	if !ok {

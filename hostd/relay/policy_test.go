@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func req(env []string, argv ...string) tunnel.RelayRequest {
-	r := tunnel.RelayRequest{}
+func req(env []string, argv ...string) wire.RelayRequest {
+	r := wire.RelayRequest{}
 	for _, a := range argv {
 		r.Argv = append(r.Argv, []byte(a))
 	}
@@ -20,7 +20,7 @@ func req(env []string, argv ...string) tunnel.RelayRequest {
 
 func TestPolicyCheck(t *testing.T) {
 	p := Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}
-	allowed := []tunnel.RelayRequest{
+	allowed := []wire.RelayRequest{
 		req(nil, "gt", "prime"),
 		req(nil, "gt", "mail", "inbox", "--json"),
 		req(nil, "bd", "show", "gt-123", "--actorish", "x--identity"),
@@ -33,7 +33,7 @@ func TestPolicyCheck(t *testing.T) {
 		}
 	}
 	refused := []struct {
-		r    tunnel.RelayRequest
+		r    wire.RelayRequest
 		want string
 	}{
 		{req(nil, "sh", "-c", "id"), "only bd and gt"},
@@ -69,7 +69,7 @@ func TestPolicyCheck(t *testing.T) {
 }
 
 func TestIdentityEnv(t *testing.T) {
-	got := strings.Join(IdentityEnv(tunnel.Identity{Rig: "gastown", Name: "furiosa"}), " ")
+	got := strings.Join(IdentityEnv(wire.Identity{Rig: "gastown", Name: "furiosa"}), " ")
 	want := "GT_ROLE=gastown/polecats/furiosa GT_RIG=gastown GT_POLECAT=furiosa BD_ACTOR=gastown/polecats/furiosa BEADS_AGENT_NAME=gastown/furiosa GT_PROXY_IDENTITY=gastown/furiosa"
 	if got != want {
 		t.Errorf("IdentityEnv:\n got %s\nwant %s", got, want)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Config configures the relay service.
@@ -32,16 +33,22 @@ type Config struct {
 	// passed on). Default: PATH (the binaries' directories and the system
 	// ones) and HOME.
 	Env []string
-	// MaxConcurrent bounds the commands one polecat runs at once
-	// (default 8).
+	// MaxConcurrent bounds the commands one polecat runs at once.
 	MaxConcurrent int
 	// QueueWait is how long a command over the limit waits for a slot
-	// before it is refused (default 10s).
+	// before it is refused.
 	QueueWait time.Duration
 	// Timeout, when set, kills commands that run longer.
 	Timeout time.Duration
 	// Logger receives one line per relayed command.
 	Logger *slog.Logger
+}
+
+// DefaultConfig allows Gas Town's usual commands (DefaultAllow), 8 at once
+// per polecat, a ninth waiting up to 10 s, with no time limit. Binaries
+// and Env are found at start when empty (see New).
+func DefaultConfig() Config {
+	return Config{Policy: Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, MaxConcurrent: 8, QueueWait: 10 * time.Second, Logger: slog.Default()}
 }
 
 // Service serves relay streams.
@@ -50,8 +57,10 @@ type Service struct {
 	bins map[string]string
 	log  *slog.Logger
 
+	metrics *metrics
+
 	mu    sync.Mutex
-	slots map[tunnel.Identity]chan struct{}
+	slots map[wire.Identity]chan struct{}
 }
 
 // allowedSignals are the signals a shim may forward.
@@ -61,24 +70,25 @@ var allowedSignals = map[syscall.Signal]bool{syscall.SIGINT: true, syscall.SIGTE
 // exits, for grandchildren that hold its stdout.
 const outputGrace = 2 * time.Second
 
-// New resolves the binaries and fills in defaults.
+// New resolves the binaries; zero Config fields take DefaultConfig's.
 func New(cfg Config) *Service {
+	d := DefaultConfig()
 	if len(cfg.Policy.Allow) == 0 {
-		cfg.Policy.Allow = DefaultAllow
+		cfg.Policy.Allow = d.Policy.Allow
 	}
 	if len(cfg.Policy.EnvAllow) == 0 {
-		cfg.Policy.EnvAllow = DefaultEnvAllow
+		cfg.Policy.EnvAllow = d.Policy.EnvAllow
 	}
 	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = 8
+		cfg.MaxConcurrent = d.MaxConcurrent
 	}
 	if cfg.QueueWait <= 0 {
-		cfg.QueueWait = 10 * time.Second
+		cfg.QueueWait = d.QueueWait
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = d.Logger
 	}
-	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: map[tunnel.Identity]chan struct{}{}}
+	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: map[wire.Identity]chan struct{}{}, metrics: newMetrics()}
 	var dirs []string
 	for cmd := range cfg.Policy.Allow {
 		name := cmd
@@ -111,17 +121,17 @@ func New(cfg Config) *Service {
 // ServeStream runs one relayed command.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
-	w := tunnel.NewFrameWriter(st)
-	fr := tunnel.NewFrameReader(st)
+	w := wire.NewRelayFrameWriter(st)
+	fr := wire.NewRelayFrameReader(st)
 	_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
 	typ, payload, err := fr.Next()
 	_ = st.SetReadDeadline(time.Time{})
-	if err == nil && typ != tunnel.FrameRequest {
+	if err == nil && typ != wire.RelayFrameRequest {
 		err = fmt.Errorf("first frame is %q, want a request", typ)
 	}
-	var req tunnel.RelayRequest
+	var req wire.RelayRequest
 	if err == nil {
-		req, err = tunnel.DecodeRelayRequest(payload)
+		req, err = wire.DecodeRelayRequest(payload)
 	}
 	if err != nil {
 		s.refuse(w, id, "", "", fmt.Errorf("bad relay request: %w", err))
@@ -145,25 +155,27 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	defer release()
 	start := time.Now()
 	exit, err := s.run(ctx, bin, id, req, fr, w)
+	s.metrics.observe(cmd, exit, err, time.Since(start))
 	if err != nil {
 		s.log.Warn("relayed command failed", "polecat", id, "command", cmd, "subcommand", sub, "duration", time.Since(start), "err", err)
-		_ = w.Frame(tunnel.FrameError, []byte(err.Error()))
+		_ = w.Frame(wire.RelayFrameError, []byte(err.Error()))
 		return
 	}
 	s.log.Info("relayed command", "polecat", id, "command", cmd, "subcommand", sub, "exit", exit.Code, "signal", exit.Signal, "duration", time.Since(start))
 	b, _ := json.Marshal(exit)
-	_ = w.Frame(tunnel.FrameExit, b)
+	_ = w.Frame(wire.RelayFrameExit, b)
 	_ = st.CloseWrite()
 }
 
-func (s *Service) refuse(w *tunnel.FrameWriter, id tunnel.Identity, cmd, sub string, err error) {
+func (s *Service) refuse(w *wire.RelayFrameWriter, id wire.Identity, cmd, sub string, err error) {
+	s.metrics.refused(cmd)
 	s.log.Warn("refused relayed command", "polecat", id, "command", cmd, "subcommand", sub, "reason", err)
-	_ = w.Frame(tunnel.FrameError, []byte(err.Error()))
+	_ = w.Frame(wire.RelayFrameError, []byte(err.Error()))
 }
 
 // acquire takes one of the polecat's command slots, waiting up to
 // QueueWait.
-func (s *Service) acquire(ctx context.Context, id tunnel.Identity) (func(), error) {
+func (s *Service) acquire(ctx context.Context, id wire.Identity) (func(), error) {
 	s.mu.Lock()
 	ch := s.slots[id]
 	if ch == nil {
@@ -186,7 +198,7 @@ func (s *Service) acquire(ctx context.Context, id tunnel.Identity) (func(), erro
 // run starts the command in its own process group and pumps its streams
 // until it exits. If the stream ends first (the shim or the tunnel died),
 // or the timeout passes, the whole group is killed.
-func (s *Service) run(ctx context.Context, bin string, id tunnel.Identity, req tunnel.RelayRequest, fr *tunnel.FrameReader, w *tunnel.FrameWriter) (tunnel.RelayExit, error) {
+func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wire.RelayRequest, fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = string(a)
@@ -198,14 +210,14 @@ func (s *Service) run(ctx context.Context, bin string, id tunnel.Identity, req t
 	}
 	p, err := startProcess(bin, argv, s.cfg.Town, env)
 	if err != nil {
-		return tunnel.RelayExit{}, err
+		return wire.RelayExit{}, err
 	}
 
 	var pumps sync.WaitGroup
 	for _, o := range []struct {
 		r   *os.File
 		typ byte
-	}{{p.stdout, tunnel.FrameStdout}, {p.stderr, tunnel.FrameStderr}} {
+	}{{p.stdout, wire.RelayFrameStdout}, {p.stderr, wire.RelayFrameStderr}} {
 		pumps.Add(1)
 		go func() {
 			defer pumps.Done()
@@ -241,7 +253,7 @@ func (s *Service) run(ctx context.Context, bin string, id tunnel.Identity, req t
 	_ = p.stdin.Close()
 	p.finishOutput(&pumps)
 	if killedFor != nil {
-		return tunnel.RelayExit{}, killedFor
+		return wire.RelayExit{}, killedFor
 	}
 	return exitOf(p.cmd.ProcessState), nil
 }
@@ -249,7 +261,7 @@ func (s *Service) run(ctx context.Context, bin string, id tunnel.Identity, req t
 // pumpInput reads the shim's frames: stdin, its end, and signals. When the
 // stream ends before the command has, nobody is listening any more and the
 // process group is killed.
-func (s *Service) pumpInput(fr *tunnel.FrameReader, p *process, exited <-chan struct{}) {
+func (s *Service) pumpInput(fr *wire.RelayFrameReader, p *process, exited <-chan struct{}) {
 	for {
 		typ, payload, err := fr.Next()
 		if err != nil {
@@ -262,11 +274,11 @@ func (s *Service) pumpInput(fr *tunnel.FrameReader, p *process, exited <-chan st
 			return
 		}
 		switch typ {
-		case tunnel.FrameStdin:
+		case wire.RelayFrameStdin:
 			_, _ = p.stdin.Write(payload) // fails once the command stops reading; the rest is dropped
-		case tunnel.FrameStdinClose:
+		case wire.RelayFrameStdinClose:
 			_ = p.stdin.Close()
-		case tunnel.FrameSignal:
+		case wire.RelayFrameSignal:
 			if len(payload) == 1 && allowedSignals[syscall.Signal(payload[0])] {
 				p.kill(syscall.Signal(payload[0]))
 			}
@@ -275,10 +287,10 @@ func (s *Service) pumpInput(fr *tunnel.FrameReader, p *process, exited <-chan st
 }
 
 // exitOf is the exit status as a shell shows it.
-func exitOf(ps *os.ProcessState) tunnel.RelayExit {
+func exitOf(ps *os.ProcessState) wire.RelayExit {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {
-		return tunnel.RelayExit{Code: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
+		return wire.RelayExit{Code: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
 	}
-	return tunnel.RelayExit{Code: ps.ExitCode()}
+	return wire.RelayExit{Code: ps.ExitCode()}
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = tunnel.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 // fixture is a running hostd server on loopback with its CA.
 type fixture struct {
@@ -50,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) waitUp(t *testing.T) {
 	for range 100 {
-		if c, err := tls.Dial("tcp", f.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{tunnel.JoinALPN}}); err == nil {
+		if c, err := tls.Dial("tcp", f.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.JoinALPN}}); err == nil {
 			c.Close()
 			return
 		}
@@ -104,10 +105,10 @@ func TestRenewalRefusals(t *testing.T) {
 		"empty":         nil,
 		"garbage":       []byte("please sign me"),
 		"bad signature": tampered,
-		"oversized":     make([]byte, maxCSR+10),
+		"oversized":     make([]byte, wire.MaxCSR+10),
 	} {
 		t.Run(name, func(t *testing.T) {
-			st, err := s.OpenStream(context.Background(), tunnel.KindCert, nil)
+			st, err := s.OpenStream(context.Background(), wire.KindCert, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +116,7 @@ func TestRenewalRefusals(t *testing.T) {
 			_, _ = st.Write(body)
 			_ = st.CloseWrite()
 			_, err = io.ReadAll(st)
-			var re *tunnel.RemoteError
+			var re *wire.RemoteError
 			if !errors.As(err, &re) {
 				t.Fatalf("got %v, want a refusal", err)
 			}
@@ -138,17 +139,17 @@ func TestRenewalRefusals(t *testing.T) {
 
 // joinExchange sends one raw line on a join connection and returns the
 // decoded answer.
-func joinExchange(t *testing.T, addr string, line []byte) tunnel.JoinResponse {
+func joinExchange(t *testing.T, addr string, line []byte) wire.JoinResponse {
 	t.Helper()
-	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{tunnel.JoinALPN}})
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.JoinALPN}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	_, _ = c.Write(line)
-	var resp tunnel.JoinResponse
-	if err := tunnel.ReadJoinMessage(c, &resp); err != nil {
+	var resp wire.JoinResponse
+	if err := wire.ReadJoinMessage(c, &resp); err != nil {
 		t.Fatalf("reading join answer: %v", err)
 	}
 	return resp
@@ -164,7 +165,7 @@ func TestJoinHostile(t *testing.T) {
 	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
 	msg := func(tok, id string, csr []byte) []byte {
 		var b strings.Builder
-		_ = tunnel.WriteJoinMessage(&b, map[string]any{"token": tok, "identity": id, "csr": csr})
+		_ = wire.WriteJoinMessage(&b, map[string]any{"token": tok, "identity": id, "csr": csr})
 		return []byte(b.String())
 	}
 	for name, line := range map[string][]byte{

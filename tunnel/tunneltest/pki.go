@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // CA is an in-memory certificate authority for tests.
@@ -61,15 +62,15 @@ func Validity(notBefore, notAfter time.Time) LeafOption {
 // ServerUsage makes the leaf a server certificate (EKU serverAuth only).
 func ServerUsage(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} }
 
-// Client issues a client certificate for id in tunnel.DefaultTrustDomain.
-func (ca *CA) Client(t testing.TB, id tunnel.Identity, opts ...LeafOption) tls.Certificate {
+// Client issues a client certificate for id in wire.DefaultTrustDomain.
+func (ca *CA) Client(t testing.TB, id wire.Identity, opts ...LeafOption) tls.Certificate {
 	t.Helper()
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: id.CommonName()},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	if !id.IsZero() {
-		tmpl.URIs = append(tmpl.URIs, id.URI(tunnel.DefaultTrustDomain))
+		tmpl.URIs = append(tmpl.URIs, id.URI(wire.DefaultTrustDomain))
 	}
 	return ca.leaf(t, tmpl, opts)
 }

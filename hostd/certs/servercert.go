@@ -1,4 +1,4 @@
-package server
+package certs
 
 import (
 	"crypto/tls"
@@ -13,6 +13,11 @@ import (
 // serverCertTTL is the lifetime of hostd's own certificate; it is
 // re-issued in memory when half of it has passed.
 const serverCertTTL = 30 * 24 * time.Hour
+
+// GetCertificate is hostd's server certificate, for tunnel.ServerConfig.
+func (s *Service) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return s.server.get(hello)
+}
 
 // serverCert is hostd's rotating TLS server certificate, covering
 // localhost, the host's name and addresses, host.docker.internal and the

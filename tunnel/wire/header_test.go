@@ -1,4 +1,4 @@
-package tunnel
+package wire
 
 import (
 	"bytes"
@@ -88,20 +88,20 @@ func TestStatusHostile(t *testing.T) {
 		want string
 	}{
 		{"unknown status", []byte{7}, "unknown status byte"},
-		{"truncated reason length", []byte{statusRejected, 0}, "reading refusal"},
-		{"reason too long", []byte{statusRejected, 0xff, 0xff}, "exceeds"},
-		{"truncated reason", []byte{statusRejected, 0, 10, 'a'}, "reading refusal"},
+		{"truncated reason length", []byte{VerdictRejected, 0}, "reading refusal"},
+		{"reason too long", []byte{VerdictRejected, 0xff, 0xff}, "exceeds"},
+		{"truncated reason", []byte{VerdictRejected, 0, 10, 'a'}, "reading refusal"},
 	}
 	for _, c := range cases {
-		if err := readStatus(bytes.NewReader(c.wire), "relay"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := ReadVerdict(bytes.NewReader(c.wire), "relay"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}
 	var buf bytes.Buffer
-	_ = writeStatus(&buf, "bad \xff"+strings.Repeat("x", 2*maxReasonLen))
-	err := readStatus(&buf, "relay")
+	_ = WriteVerdict(&buf, "bad \xff"+strings.Repeat("x", 2*MaxReasonLen))
+	err := ReadVerdict(&buf, "relay")
 	var re *RemoteError
-	if !errors.As(err, &re) || len(re.Reason) > maxReasonLen || !strings.HasPrefix(re.Reason, "bad ?") {
+	if !errors.As(err, &re) || len(re.Reason) > MaxReasonLen || !strings.HasPrefix(re.Reason, "bad ?") {
 		t.Errorf("oversized, invalid UTF-8 reason: got %v", err)
 	}
 }
@@ -110,13 +110,13 @@ func TestWelcomeHostile(t *testing.T) {
 	for name, wire := range map[string][]byte{
 		"empty":          nil,
 		"bad version":    {9, 0, 2, '{', '}'},
-		"too long":       {welcomeVersion, 0xff, 0xff},
-		"truncated":      {welcomeVersion, 0, 10, '{'},
-		"not JSON":       {welcomeVersion, 0, 1, '{'},
-		"bad identity":   append([]byte{welcomeVersion, 0, 21}, `{"identity":"a/b/c/d"}`[:21]...),
-		"wrong identity": append([]byte{welcomeVersion, 0, 22}, `{"identity":"a/b/c/d"}`...),
+		"too long":       {WelcomeVersion, 0xff, 0xff},
+		"truncated":      {WelcomeVersion, 0, 10, '{'},
+		"not JSON":       {WelcomeVersion, 0, 1, '{'},
+		"bad identity":   append([]byte{WelcomeVersion, 0, 21}, `{"identity":"a/b/c/d"}`[:21]...),
+		"wrong identity": append([]byte{WelcomeVersion, 0, 22}, `{"identity":"a/b/c/d"}`...),
 	} {
-		if _, err := readWelcome(bytes.NewReader(wire)); err == nil {
+		if _, err := ReadWelcome(bytes.NewReader(wire)); err == nil {
 			t.Errorf("%s: welcome accepted", name)
 		}
 	}
@@ -150,9 +150,9 @@ func FuzzReadStatus(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{1, 0, 3, 'n', 'o', '!'})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		err := readStatus(bytes.NewReader(b), "relay")
+		err := ReadVerdict(bytes.NewReader(b), "relay")
 		var re *RemoteError
-		if errors.As(err, &re) && len(re.Reason) > maxReasonLen {
+		if errors.As(err, &re) && len(re.Reason) > MaxReasonLen {
 			t.Fatalf("reason of %d bytes accepted", len(re.Reason))
 		}
 	})
@@ -198,7 +198,7 @@ func TestJoinMessageHostile(t *testing.T) {
 		"unknown field": `{"token":"x","admin":true}` + "\n",
 		"not json":      "hello\n",
 		"bad identity":  `{"identity":"../../etc"}` + "\n",
-		"too long":      `{"token":"` + strings.Repeat("x", maxJoinMessage) + `"}` + "\n",
+		"too long":      `{"token":"` + strings.Repeat("x", MaxJoinMessage) + `"}` + "\n",
 	} {
 		var req JoinRequest
 		if err := ReadJoinMessage(strings.NewReader(wire), &req); err == nil {
@@ -221,7 +221,7 @@ func FuzzReadJoinMessage(f *testing.F) {
 		if err := ReadJoinMessage(bytes.NewReader(b), &req); err != nil {
 			return
 		}
-		if len(b) > maxJoinMessage+1 && bytes.IndexByte(b[:maxJoinMessage+1], '\n') < 0 {
+		if len(b) > MaxJoinMessage+1 && bytes.IndexByte(b[:MaxJoinMessage+1], '\n') < 0 {
 			t.Fatal("accepted a message longer than the limit")
 		}
 		if !req.Identity.IsZero() && req.Identity.Validate() != nil {

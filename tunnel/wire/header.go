@@ -1,4 +1,4 @@
-package tunnel
+package wire
 
 import (
 	"bytes"
@@ -25,14 +25,14 @@ type HeaderError struct {
 	Reason string
 }
 
-func (e *HeaderError) Error() string { return "tunnel: bad stream header: " + e.Reason }
+func (e *HeaderError) Error() string { return "wire: bad stream header: " + e.Reason }
 
 func badHeader(format string, args ...any) error {
 	return &HeaderError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// validKind reports whether k is a syntactically valid stream kind.
-func validKind(k string) bool {
+// ValidKind reports whether k is a syntactically valid stream kind.
+func ValidKind(k string) bool {
 	if len(k) == 0 || len(k) > MaxKindLen {
 		return false
 	}
@@ -55,9 +55,26 @@ func validMeta(m []byte) bool {
 	return len(t) > 0 && t[0] == '{' && utf8.Valid(t) && json.Valid(t)
 }
 
+// NewHeader makes a validated header of kind whose metadata is meta
+// encoded as JSON (nil for none).
+func NewHeader(kind string, meta any) (Header, error) {
+	h := Header{Kind: kind}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return Header{}, fmt.Errorf("wire: encoding %s stream metadata: %w", kind, err)
+		}
+		h.Meta = b
+	}
+	if _, err := h.MarshalBinary(); err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
 // MarshalBinary encodes the header in the wire format of const.go.
 func (h Header) MarshalBinary() ([]byte, error) {
-	if !validKind(h.Kind) {
+	if !ValidKind(h.Kind) {
 		return nil, badHeader("kind %q: want 1-%d of [a-z0-9-]", h.Kind, MaxKindLen)
 	}
 	if len(h.Meta) > MaxMetaLen {
@@ -78,7 +95,7 @@ func (h Header) MarshalBinary() ([]byte, error) {
 func ReadHeader(r io.Reader) (Header, error) {
 	var fixed [2]byte
 	if _, err := io.ReadFull(r, fixed[:]); err != nil {
-		return Header{}, fmt.Errorf("tunnel: reading stream header: %w", err)
+		return Header{}, fmt.Errorf("wire: reading stream header: %w", err)
 	}
 	if fixed[0] != HeaderVersion {
 		return Header{}, badHeader("unknown version %d (this side speaks %d)", fixed[0], HeaderVersion)
@@ -93,7 +110,7 @@ func ReadHeader(r io.Reader) (Header, error) {
 	}
 	mlen := int(binary.BigEndian.Uint16(kind[klen:]))
 	kind = kind[:klen]
-	if !validKind(string(kind)) {
+	if !ValidKind(string(kind)) {
 		return Header{}, badHeader("kind %q: want [a-z0-9-]", kind)
 	}
 	if mlen > MaxMetaLen {
@@ -119,59 +136,59 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("tunnel: %s stream refused by peer: %s", e.Kind, e.Reason)
+	return fmt.Sprintf("wire: %s stream refused by peer: %s", e.Kind, e.Reason)
 }
 
-// writeStatus writes the acceptor's verdict: accepted when reason is empty.
-func writeStatus(w io.Writer, reason string) error {
+// WriteVerdict writes the acceptor's verdict: accepted when reason is empty.
+func WriteVerdict(w io.Writer, reason string) error {
 	if reason == "" {
-		_, err := w.Write([]byte{statusAccepted})
+		_, err := w.Write([]byte{VerdictAccepted})
 		return err
 	}
-	if len(reason) > maxReasonLen {
-		reason = reason[:maxReasonLen]
+	if len(reason) > MaxReasonLen {
+		reason = reason[:MaxReasonLen]
 	}
 	reason = string(bytes.ToValidUTF8([]byte(reason), []byte("?")))
-	b := []byte{statusRejected}
+	b := []byte{VerdictRejected}
 	b = binary.BigEndian.AppendUint16(b, uint16(len(reason)))
 	_, err := w.Write(append(b, reason...))
 	return err
 }
 
-// readStatus reads the acceptor's verdict: nil when accepted, a
+// ReadVerdict reads the acceptor's verdict: nil when accepted, a
 // *RemoteError when refused.
-func readStatus(r io.Reader, kind string) error {
+func ReadVerdict(r io.Reader, kind string) error {
 	var s [1]byte
 	if _, err := io.ReadFull(r, s[:]); err != nil {
 		return err
 	}
 	switch s[0] {
-	case statusAccepted:
+	case VerdictAccepted:
 		return nil
-	case statusRejected:
+	case VerdictRejected:
 		var l [2]byte
 		if _, err := io.ReadFull(r, l[:]); err != nil {
-			return fmt.Errorf("tunnel: reading refusal of %s stream: %w", kind, err)
+			return fmt.Errorf("wire: reading refusal of %s stream: %w", kind, err)
 		}
 		n := int(binary.BigEndian.Uint16(l[:]))
-		if n > maxReasonLen {
-			return fmt.Errorf("tunnel: refusal of %s stream: reason of %d bytes exceeds %d", kind, n, maxReasonLen)
+		if n > MaxReasonLen {
+			return fmt.Errorf("wire: refusal of %s stream: reason of %d bytes exceeds %d", kind, n, MaxReasonLen)
 		}
 		reason := make([]byte, n)
 		if _, err := io.ReadFull(r, reason); err != nil {
-			return fmt.Errorf("tunnel: reading refusal of %s stream: %w", kind, err)
+			return fmt.Errorf("wire: reading refusal of %s stream: %w", kind, err)
 		}
 		if !utf8.Valid(reason) {
 			reason = bytes.ToValidUTF8(reason, []byte("?"))
 		}
 		return &RemoteError{Kind: kind, Reason: string(reason)}
 	default:
-		return fmt.Errorf("tunnel: %s stream: unknown status byte %#x from peer", kind, s[0])
+		return fmt.Errorf("wire: %s stream: unknown status byte %#x from peer", kind, s[0])
 	}
 }
 
-// errShortWelcome is returned when a connection ends before its welcome.
-var errShortWelcome = errors.New("tunnel: connection ended before the server's welcome")
+// ErrShortWelcome is returned when a connection ends before its welcome.
+var ErrShortWelcome = errors.New("wire: connection ended before the server's welcome")
 
 // Welcome is what the server tells a client once the handshake has
 // succeeded: who it took the client to be, and its own version.
@@ -183,39 +200,41 @@ type Welcome struct {
 	ServerVersion string `json:"server_version,omitempty"`
 }
 
-func writeWelcome(w io.Writer, wel Welcome) error {
+// WriteWelcome sends the server's welcome.
+func WriteWelcome(w io.Writer, wel Welcome) error {
 	body, err := json.Marshal(wel)
 	if err != nil {
-		return fmt.Errorf("tunnel: encoding welcome: %w", err)
+		return fmt.Errorf("wire: encoding welcome: %w", err)
 	}
-	b := []byte{welcomeVersion}
+	b := []byte{WelcomeVersion}
 	b = binary.BigEndian.AppendUint16(b, uint16(len(body)))
 	_, err = w.Write(append(b, body...))
 	return err
 }
 
-func readWelcome(r io.Reader) (Welcome, error) {
+// ReadWelcome reads the server's welcome.
+func ReadWelcome(r io.Reader) (Welcome, error) {
 	var fixed [3]byte
 	if _, err := io.ReadFull(r, fixed[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return Welcome{}, errShortWelcome
+			return Welcome{}, ErrShortWelcome
 		}
 		return Welcome{}, err
 	}
-	if fixed[0] != welcomeVersion {
-		return Welcome{}, fmt.Errorf("tunnel: server welcome has unknown version %d", fixed[0])
+	if fixed[0] != WelcomeVersion {
+		return Welcome{}, fmt.Errorf("wire: server welcome has unknown version %d", fixed[0])
 	}
 	n := int(binary.BigEndian.Uint16(fixed[1:]))
-	if n > maxWelcomeLen {
-		return Welcome{}, fmt.Errorf("tunnel: server welcome of %d bytes exceeds %d", n, maxWelcomeLen)
+	if n > MaxWelcomeLen {
+		return Welcome{}, fmt.Errorf("wire: server welcome of %d bytes exceeds %d", n, MaxWelcomeLen)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		return Welcome{}, fmt.Errorf("tunnel: reading server welcome: %w", err)
+		return Welcome{}, fmt.Errorf("wire: reading server welcome: %w", err)
 	}
 	var wel Welcome
 	if err := json.Unmarshal(body, &wel); err != nil {
-		return Welcome{}, fmt.Errorf("tunnel: decoding server welcome: %w", err)
+		return Welcome{}, fmt.Errorf("wire: decoding server welcome: %w", err)
 	}
 	return wel, nil
 }

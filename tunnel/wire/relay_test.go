@@ -1,4 +1,4 @@
-package tunnel
+package wire
 
 import (
 	"bytes"
@@ -12,17 +12,17 @@ import (
 
 func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
-	big := bytes.Repeat([]byte("x"), MaxFramePayload)
+	big := bytes.Repeat([]byte("x"), MaxRelayFramePayload)
 	frames := []struct {
 		typ     byte
 		payload []byte
-	}{{FrameStdout, []byte("hello")}, {FrameStdinClose, nil}, {FrameStderr, big}, {FrameSignal, []byte{2}}}
+	}{{RelayFrameStdout, []byte("hello")}, {RelayFrameStdinClose, nil}, {RelayFrameStderr, big}, {RelayFrameSignal, []byte{2}}}
 	for _, f := range frames {
-		if err := WriteFrame(&buf, f.typ, f.payload); err != nil {
+		if err := WriteRelayFrame(&buf, f.typ, f.payload); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fr := NewFrameReader(&buf)
+	fr := NewRelayFrameReader(&buf)
 	for _, want := range frames {
 		typ, p, err := fr.Next()
 		if err != nil || typ != want.typ || !bytes.Equal(p, want.payload) {
@@ -32,7 +32,7 @@ func TestFrames(t *testing.T) {
 	if _, _, err := fr.Next(); err != io.EOF {
 		t.Errorf("after the last frame: %v, want io.EOF", err)
 	}
-	if err := WriteFrame(io.Discard, FrameStdout, make([]byte, MaxFramePayload+1)); err == nil {
+	if err := WriteRelayFrame(io.Discard, RelayFrameStdout, make([]byte, MaxRelayFramePayload+1)); err == nil {
 		t.Error("oversized frame written")
 	}
 }
@@ -47,14 +47,14 @@ func TestFramesHostile(t *testing.T) {
 		wire []byte
 		want error
 	}{
-		"length over limit": {hdr(FrameStdout, MaxFramePayload+1), ErrFrameTooLarge},
-		"length 4 GiB":      {hdr(FrameStdout, 0xffffffff), ErrFrameTooLarge},
-		"truncated header":  {[]byte{FrameStdout, 0, 0}, io.ErrUnexpectedEOF},
-		"truncated payload": {append(hdr(FrameStdout, 10), "abc"...), io.ErrUnexpectedEOF},
-		"no payload at all": {hdr(FrameStdout, 1), io.ErrUnexpectedEOF},
+		"length over limit": {hdr(RelayFrameStdout, MaxRelayFramePayload+1), ErrRelayFrameTooLarge},
+		"length 4 GiB":      {hdr(RelayFrameStdout, 0xffffffff), ErrRelayFrameTooLarge},
+		"truncated header":  {[]byte{RelayFrameStdout, 0, 0}, io.ErrUnexpectedEOF},
+		"truncated payload": {append(hdr(RelayFrameStdout, 10), "abc"...), io.ErrUnexpectedEOF},
+		"no payload at all": {hdr(RelayFrameStdout, 1), io.ErrUnexpectedEOF},
 	}
 	for name, c := range cases {
-		if _, _, err := NewFrameReader(bytes.NewReader(c.wire)).Next(); !errors.Is(err, c.want) {
+		if _, _, err := NewRelayFrameReader(bytes.NewReader(c.wire)).Next(); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", name, err, c.want)
 		}
 	}
@@ -101,7 +101,7 @@ func TestRelayRequest(t *testing.T) {
 	if _, err := EncodeRelayRequest(RelayRequest{Argv: many}); err == nil || !strings.Contains(err.Error(), "arguments") {
 		t.Errorf("too many arguments: %v", err)
 	}
-	if _, err := EncodeRelayRequest(RelayRequest{Argv: [][]byte{[]byte("gt"), bytes.Repeat([]byte("a"), MaxFramePayload)}}); err == nil {
+	if _, err := EncodeRelayRequest(RelayRequest{Argv: [][]byte{[]byte("gt"), bytes.Repeat([]byte("a"), MaxRelayFramePayload)}}); err == nil {
 		t.Error("oversized request encoded")
 	}
 }
@@ -120,18 +120,18 @@ func normalise(r RelayRequest) RelayRequest {
 // limit or return a payload other than what the header announced.
 func FuzzFrameReader(f *testing.F) {
 	var seed bytes.Buffer
-	_ = WriteFrame(&seed, FrameStdout, []byte("out"))
-	_ = WriteFrame(&seed, FrameExit, []byte(`{"code":0}`))
+	_ = WriteRelayFrame(&seed, RelayFrameStdout, []byte("out"))
+	_ = WriteRelayFrame(&seed, RelayFrameExit, []byte(`{"code":0}`))
 	f.Add(seed.Bytes())
-	f.Add([]byte{FrameStdin, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{RelayFrameStdin, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr := NewFrameReader(bytes.NewReader(b))
+		fr := NewRelayFrameReader(bytes.NewReader(b))
 		for {
 			_, p, err := fr.Next()
 			if err != nil {
 				return
 			}
-			if len(p) > MaxFramePayload {
+			if len(p) > MaxRelayFramePayload {
 				t.Fatalf("payload of %d bytes", len(p))
 			}
 		}

@@ -1,4 +1,4 @@
-package tunnel
+package wire
 
 import (
 	"crypto/x509"

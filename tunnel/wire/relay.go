@@ -1,4 +1,4 @@
-package tunnel
+package wire
 
 import (
 	"bytes"
@@ -13,33 +13,33 @@ import (
 // The relay channel (stream kind KindRelay) carries one gt/bd command. Both
 // directions are sequences of frames:
 //
-//	byte 0      frame type (Frame*)
-//	4 bytes     payload length, big-endian, at most MaxFramePayload
+//	byte 0      frame type (RelayFrame*)
+//	4 bytes     payload length, big-endian, at most MaxRelayFramePayload
 //	payload
 //
-// The shim sends FrameRequest first, then FrameStdin chunks, one
-// FrameStdinClose at stdin's end, and FrameSignal whenever it is signalled.
-// gt-agent answers the shim's local connection with FrameAttached once the
-// tunnel stream is open (or FrameError if it cannot be), then forwards the
-// bytes verbatim both ways. hostd sends FrameStdout and FrameStderr chunks as
-// the command produces them, then exactly one FrameExit; or FrameError if it
+// The shim sends RelayFrameRequest first, then RelayFrameStdin chunks, one
+// RelayFrameStdinClose at stdin's end, and RelayFrameSignal whenever it is signalled.
+// gt-agent answers the shim's local connection with RelayFrameAttached once the
+// tunnel stream is open (or RelayFrameError if it cannot be), then forwards the
+// bytes verbatim both ways. hostd sends RelayFrameStdout and RelayFrameStderr chunks as
+// the command produces them, then exactly one RelayFrameExit; or RelayFrameError if it
 // refuses or cannot run the command.
 const (
-	FrameRequest    byte = 'Q' // shim -> host: RelayRequest (JSON)
-	FrameStdin      byte = 'I' // shim -> host: stdin bytes
-	FrameStdinClose byte = 'C' // shim -> host: stdin reached EOF
-	FrameSignal     byte = 'S' // shim -> host: one byte, a signal number
-	FrameAttached   byte = 'A' // agent -> shim: the tunnel stream is open
-	FrameStdout     byte = 'O' // host -> shim: stdout bytes
-	FrameStderr     byte = 'E' // host -> shim: stderr bytes
-	FrameExit       byte = 'X' // host -> shim: RelayExit (JSON), last frame
-	FrameError      byte = '!' // agent or host -> shim: UTF-8 reason, last frame
+	RelayFrameRequest    byte = 'Q' // shim -> host: RelayRequest (JSON)
+	RelayFrameStdin      byte = 'I' // shim -> host: stdin bytes
+	RelayFrameStdinClose byte = 'C' // shim -> host: stdin reached EOF
+	RelayFrameSignal     byte = 'S' // shim -> host: one byte, a signal number
+	RelayFrameAttached   byte = 'A' // agent -> shim: the tunnel stream is open
+	RelayFrameStdout     byte = 'O' // host -> shim: stdout bytes
+	RelayFrameStderr     byte = 'E' // host -> shim: stderr bytes
+	RelayFrameExit       byte = 'X' // host -> shim: RelayExit (JSON), last frame
+	RelayFrameError      byte = '!' // agent or host -> shim: UTF-8 reason, last frame
 )
 
 // Relay limits.
 const (
-	// MaxFramePayload bounds one frame's payload.
-	MaxFramePayload = 1 << 20
+	// MaxRelayFramePayload bounds one frame's payload.
+	MaxRelayFramePayload = 1 << 20
 	// RelayChunk is the largest data chunk a sender puts in one frame.
 	RelayChunk = 32 << 10
 	// maxRelayArgs bounds the number of arguments.
@@ -76,10 +76,10 @@ type RelayExit struct {
 	Signal int `json:"signal,omitempty"`
 }
 
-// WriteFrame writes one frame.
-func WriteFrame(w io.Writer, typ byte, payload []byte) error {
-	if len(payload) > MaxFramePayload {
-		return fmt.Errorf("relay frame of %d bytes exceeds %d", len(payload), MaxFramePayload)
+// WriteRelayFrame writes one frame.
+func WriteRelayFrame(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > MaxRelayFramePayload {
+		return fmt.Errorf("relay frame of %d bytes exceeds %d", len(payload), MaxRelayFramePayload)
 	}
 	var hdr [5]byte
 	hdr[0] = typ
@@ -95,27 +95,27 @@ func WriteFrame(w io.Writer, typ byte, payload []byte) error {
 	return err
 }
 
-// FrameWriter writes whole frames from several goroutines (output pumps,
+// RelayFrameWriter writes whole frames from several goroutines (output pumps,
 // signals, the final status) without interleaving them.
-type FrameWriter struct {
+type RelayFrameWriter struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-// NewFrameWriter writes frames to w.
-func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+// NewRelayFrameWriter writes frames to w.
+func NewRelayFrameWriter(w io.Writer) *RelayFrameWriter { return &RelayFrameWriter{w: w} }
 
 // Frame writes one frame.
-func (fw *FrameWriter) Frame(typ byte, payload []byte) error {
+func (fw *RelayFrameWriter) Frame(typ byte, payload []byte) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
-	return WriteFrame(fw.w, typ, payload)
+	return WriteRelayFrame(fw.w, typ, payload)
 }
 
 // Copy sends r's bytes as frames of typ, in chunks of at most RelayChunk,
 // as they arrive. It returns nil when r ends (however it ends), or the
 // error that stopped a frame from being written.
-func (fw *FrameWriter) Copy(typ byte, r io.Reader) error {
+func (fw *RelayFrameWriter) Copy(typ byte, r io.Reader) error {
 	buf := make([]byte, RelayChunk)
 	for {
 		n, err := r.Read(buf)
@@ -130,30 +130,30 @@ func (fw *FrameWriter) Copy(typ byte, r io.Reader) error {
 	}
 }
 
-// FrameReader reads frames, reusing one buffer: a payload is valid only
+// RelayFrameReader reads frames, reusing one buffer: a payload is valid only
 // until the next call.
-type FrameReader struct {
+type RelayFrameReader struct {
 	r   io.Reader
 	buf []byte
 }
 
-// NewFrameReader reads frames from r.
-func NewFrameReader(r io.Reader) *FrameReader { return &FrameReader{r: r} }
+// NewRelayFrameReader reads frames from r.
+func NewRelayFrameReader(r io.Reader) *RelayFrameReader { return &RelayFrameReader{r: r} }
 
-// ErrFrameTooLarge is returned for a frame whose length exceeds
-// MaxFramePayload; the stream cannot be resynchronised after it.
-var ErrFrameTooLarge = errors.New("relay frame exceeds the 1 MiB limit")
+// ErrRelayFrameTooLarge is returned for a frame whose length exceeds
+// MaxRelayFramePayload; the stream cannot be resynchronised after it.
+var ErrRelayFrameTooLarge = errors.New("relay frame exceeds the 1 MiB limit")
 
 // Next reads the next frame. At a clean end between frames it returns
 // io.EOF; a frame cut short is io.ErrUnexpectedEOF.
-func (fr *FrameReader) Next() (typ byte, payload []byte, err error) {
+func (fr *RelayFrameReader) Next() (typ byte, payload []byte, err error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[1:])
-	if n > MaxFramePayload {
-		return 0, nil, ErrFrameTooLarge
+	if n > MaxRelayFramePayload {
+		return 0, nil, ErrRelayFrameTooLarge
 	}
 	if cap(fr.buf) < int(n) {
 		fr.buf = make([]byte, n)
@@ -168,7 +168,7 @@ func (fr *FrameReader) Next() (typ byte, payload []byte, err error) {
 	return hdr[0], payload, nil
 }
 
-// EncodeRelayRequest validates and encodes a request for FrameRequest.
+// EncodeRelayRequest validates and encodes a request for RelayFrameRequest.
 func EncodeRelayRequest(req RelayRequest) ([]byte, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
@@ -177,13 +177,13 @@ func EncodeRelayRequest(req RelayRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxFramePayload {
-		return nil, fmt.Errorf("command line and environment too large (%d bytes encoded, limit %d)", len(b), MaxFramePayload)
+	if len(b) > MaxRelayFramePayload {
+		return nil, fmt.Errorf("command line and environment too large (%d bytes encoded, limit %d)", len(b), MaxRelayFramePayload)
 	}
 	return b, nil
 }
 
-// DecodeRelayRequest decodes and validates a FrameRequest payload. Unknown
+// DecodeRelayRequest decodes and validates a RelayFrameRequest payload. Unknown
 // fields are an error.
 func DecodeRelayRequest(b []byte) (RelayRequest, error) {
 	var req RelayRequest

@@ -1,0 +1,98 @@
+package git
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics count git requests by service and outcome, and their bytes.
+type metrics struct {
+	requests *prometheus.CounterVec
+	bytes    *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_git_requests_total",
+			Help: "Git smart HTTP requests, by service (upload-pack, receive-pack, other) and outcome (ok, refused, error)."}, []string{"service", "outcome"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_git_bytes_total",
+			Help: "Bytes of git requests, by service and direction (in: from the polecat, out: to it)."}, []string{"service", "direction"}),
+	}
+}
+
+// Collectors are the git service's metrics, for hostd to register.
+func (s *Service) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.metrics.requests, s.metrics.bytes}
+}
+
+// observe counts one request. The labels come from a fixed set, never
+// from what the polecat sent.
+func (m *metrics) observe(op string, status int, err error, in, out int64) {
+	service := "other"
+	switch {
+	case strings.Contains(op, "upload-pack"):
+		service = "upload-pack"
+	case strings.Contains(op, "receive-pack"):
+		service = "receive-pack"
+	}
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case status >= 400 && status < 500:
+		outcome = "refused"
+	default:
+		outcome = "error"
+	}
+	m.requests.WithLabelValues(service, outcome).Inc()
+	m.bytes.WithLabelValues(service, "in").Add(float64(in))
+	m.bytes.WithLabelValues(service, "out").Add(float64(out))
+}
+
+// countingWriter counts the response's body bytes.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// countingBody counts the request body's bytes as read.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// upstreamDesc is the upstream queue's length, read at scrape time.
+var upstreamDesc = prometheus.NewDesc("sidecar_upstream_pending", "Branches waiting to be pushed to origin.", nil, nil)
+
+// Collectors are the upstream queue's metrics, for hostd to register.
+func (u *Upstream) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{upstreamGauge{u}}
+}
+
+type upstreamGauge struct{ u *Upstream }
+
+func (g upstreamGauge) Describe(ch chan<- *prometheus.Desc) { ch <- upstreamDesc }
+
+func (g upstreamGauge) Collect(ch chan<- prometheus.Metric) {
+	g.u.mu.Lock()
+	n := len(g.u.items)
+	g.u.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(upstreamDesc, prometheus.GaugeValue, float64(n))
+}

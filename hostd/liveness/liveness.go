@@ -1,0 +1,163 @@
+// Package liveness is hostd's half of the heartbeat channel: it reads
+// every polecat's beats, hears connects and disconnects from the
+// registry, has the judge (package heartbeat) turn them and time into
+// states, keeps those states on disk across restarts, and gives hostd
+// status its rows.
+package liveness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Config tunes the liveness service.
+type Config struct {
+	// Thresholds are what polecats are judged by.
+	Thresholds heartbeat.Thresholds
+	// Path is where states are kept (state.Dir.Liveness); empty keeps
+	// nothing.
+	Path string
+	// Tick is how often every polecat is re-judged and changed states
+	// saved.
+	Tick time.Duration
+	// Logger receives state changes and refused beats.
+	Logger *slog.Logger
+}
+
+// DefaultConfig judges by heartbeat.DefaultThresholds every second.
+func DefaultConfig() Config {
+	return Config{Thresholds: heartbeat.DefaultThresholds(), Tick: time.Second, Logger: slog.Default()}
+}
+
+// Service is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	judge   *heartbeat.Judge
+	reg     *registry.Registry
+	metrics *metrics
+
+	saveMu sync.Mutex
+	dirty  atomic.Bool
+}
+
+// New restores the states kept at cfg.Path and subscribes to reg's
+// connects and disconnects; zero Config fields take DefaultConfig's.
+func New(cfg Config, reg *registry.Registry) (*Service, error) {
+	d := DefaultConfig()
+	if cfg.Tick <= 0 {
+		cfg.Tick = d.Tick
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	var restored []heartbeat.Record
+	if cfg.Path != "" {
+		if err := state.Load(cfg.Path, &restored); err != nil {
+			return nil, fmt.Errorf("restoring polecat states: %w", err)
+		}
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, reg: reg}
+	s.judge = heartbeat.NewJudge(cfg.Thresholds, time.Now, func(r heartbeat.Record, e heartbeat.Event) {
+		s.log.Info("polecat state", "polecat", r.Identity, "from", e.From, "to", e.To, "reason", e.Reason)
+		s.dirty.Store(true)
+	})
+	s.judge.Restore(restored)
+	s.metrics = newMetrics(s)
+	reg.Subscribe(func(ev registry.Event) {
+		id := ev.Conn.Identity()
+		if ev.Connected {
+			s.judge.Connected(id)
+		} else {
+			s.judge.Disconnected(id, disconnectReason(ev.Err))
+		}
+	})
+	return s, nil
+}
+
+// disconnectReason is a short reason for a lost tunnel.
+func disconnectReason(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	msg := err.Error()
+	if len(msg) > 120 {
+		msg = msg[:120] + "..."
+	}
+	return msg
+}
+
+// ServeStream reads a polecat's beats (stream kind wire.KindHeartbeat). A
+// beat that is oversized, malformed or invalid ends the stream with a
+// logged reason and is never counted: it cannot make a polecat look alive.
+func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
+	id := st.Session().Peer()
+	r := heartbeat.NewReader(st)
+	for {
+		b, err := r.Read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && st.Session().Err() == nil && ctx.Err() == nil {
+				s.log.Warn("refused heartbeat", "polecat", id, "reason", err)
+				s.metrics.beats.WithLabelValues("refused").Inc()
+			}
+			return
+		}
+		s.metrics.beats.WithLabelValues("accepted").Inc()
+		s.judge.Beat(id, b)
+	}
+}
+
+// Revoke marks the polecat revoked (its certificate was, and its tunnel
+// closed).
+func (s *Service) Revoke(id wire.Identity) { s.judge.Revoke(id) }
+
+// Run re-judges every polecat each Tick and saves what changed, until ctx
+// ends.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.save()
+			return
+		case <-t.C:
+			s.judge.Tick()
+			s.save()
+		}
+	}
+}
+
+// Flush saves every polecat's state now, changed or not (at shutdown, so
+// the next start has the last known states).
+func (s *Service) Flush() {
+	s.dirty.Store(true)
+	s.save()
+}
+
+// save keeps every polecat's state and events on disk. State changes only
+// mark them dirty; the tick saves at most once per Tick, so a thousand
+// polecats changing state at once (hostd restarting) cost one write, not a
+// thousand.
+func (s *Service) save() {
+	if s.cfg.Path == "" || !s.dirty.Swap(false) {
+		return
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if err := state.Save(s.cfg.Path, s.judge.Snapshot()); err != nil {
+		s.log.Error("saving polecat states failed", "err", err)
+	}
+}

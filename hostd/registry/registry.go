@@ -1,0 +1,168 @@
+// Package registry is hostd's set of live tunnels: the current session of
+// each polecat, older sessions draining after a newer one arrived, the
+// certificates each session stands on, and notifications when a polecat
+// connects or disconnects, which other services (liveness, next the nudge
+// queue) subscribe to.
+package registry
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Config tunes the registry.
+type Config struct {
+	// SupersededDrain bounds how long an older session of a polecat is kept
+	// for its open streams once a newer one has arrived.
+	SupersededDrain time.Duration
+	// Logger receives connects, disconnects and forced closes.
+	Logger *slog.Logger
+}
+
+// DefaultConfig is a superseded session kept up to 10 minutes for its
+// open streams (a long git push, a long relayed command).
+func DefaultConfig() Config {
+	return Config{SupersededDrain: 10 * time.Minute, Logger: slog.Default()}
+}
+
+// Event is a polecat connecting, or its current session ending. The end of
+// a superseded session is no event: the polecat is still connected.
+type Event struct {
+	// Conn is the session concerned.
+	Conn *Conn
+	// Connected is true for a new current session, false for its end.
+	Connected bool
+	// Err says why the session ended (Connected false).
+	Err error
+}
+
+// Registry is safe for concurrent use.
+type Registry struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	current map[wire.Identity]*Conn
+	all     map[*tunnel.Session]*Conn
+	subs    []func(Event)
+}
+
+// New returns an empty registry; zero Config fields take DefaultConfig's.
+func New(cfg Config) *Registry {
+	d := DefaultConfig()
+	if cfg.SupersededDrain <= 0 {
+		cfg.SupersededDrain = d.SupersededDrain
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	return &Registry{cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
+		current: map[wire.Identity]*Conn{}, all: map[*tunnel.Session]*Conn{}}
+}
+
+// Subscribe calls f after every Event, in order, on the goroutine that
+// caused it; f must not block.
+func (r *Registry) Subscribe(f func(Event)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.subs = append(r.subs, f)
+}
+
+func (r *Registry) notify(ev Event) {
+	r.mu.Lock()
+	subs := r.subs
+	r.mu.Unlock()
+	for _, f := range subs {
+		f(ev)
+	}
+}
+
+// Add registers an authenticated session as its polecat's current one.
+// An older session of the same polecat is drained: closed once its
+// streams are done. The session is closed when its certificate expires
+// unless Conn.Extend renews it first.
+func (r *Registry) Add(sess *tunnel.Session) *Conn {
+	c := newConn(sess, r.log)
+	r.mu.Lock()
+	old := r.current[c.id]
+	r.current[c.id] = c
+	r.all[sess] = c
+	r.mu.Unlock()
+	r.metrics.accepted.WithLabelValues(sess.Transport()).Inc()
+	r.log.Info("polecat connected", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "serial", c.serials[0])
+	if old != nil {
+		r.log.Info("polecat has a newer tunnel; closing the older one when idle", "polecat", c.id, "transport", old.sess.Transport())
+		old.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
+	}
+	r.notify(Event{Conn: c, Connected: true})
+	return c
+}
+
+// Remove forgets an ended session. When it was its polecat's current one,
+// subscribers hear of the disconnect.
+func (r *Registry) Remove(c *Conn, why error) {
+	c.expiry.Stop()
+	r.mu.Lock()
+	delete(r.all, c.sess)
+	current := r.current[c.id] == c
+	if current {
+		delete(r.current, c.id)
+	}
+	r.mu.Unlock()
+	r.log.Info("polecat disconnected", "polecat", c.id, "transport", c.sess.Transport(), "after", time.Since(c.sess.Since()).Round(time.Millisecond), "reason", fmt.Sprint(why))
+	if current {
+		r.notify(Event{Conn: c, Err: why})
+	}
+}
+
+// Current is the polecat's current session, if it is connected.
+func (r *Registry) Current(id wire.Identity) (*Conn, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.current[id]
+	return c, ok
+}
+
+// Lookup is the registry's entry for sess, or nil.
+func (r *Registry) Lookup(sess *tunnel.Session) *Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.all[sess]
+}
+
+// CloseSerials closes every session, current or draining, standing on a
+// certificate whose serial is in revoked, and returns their identities.
+func (r *Registry) CloseSerials(revoked map[string]bool, reason string) []wire.Identity {
+	r.mu.Lock()
+	var hit []*Conn
+	for _, c := range r.all {
+		if c.anySerial(revoked) {
+			hit = append(hit, c)
+		}
+	}
+	r.mu.Unlock()
+	ids := make([]wire.Identity, 0, len(hit))
+	for _, c := range hit {
+		r.log.Warn("closing tunnel: "+reason, "polecat", c.id)
+		_ = c.sess.CloseWithReason(reason)
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
+// Snapshot describes each connected polecat's current session.
+func (r *Registry) Snapshot() map[wire.Identity]Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[wire.Identity]Info, len(r.current))
+	for id, c := range r.current {
+		out[id] = c.Info()
+	}
+	return out
+}

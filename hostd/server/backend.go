@@ -1,0 +1,29 @@
+package server
+
+import (
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// The control API's backend: each answer comes from the service that
+// owns it.
+var _ control.Backend = (*Server)(nil)
+
+// Status is every polecat hostd knows, connected or not, and the upstream
+// queue.
+func (s *Server) Status() control.Status {
+	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.live.Rows()}
+	if s.queue != nil {
+		for _, p := range s.queue.Pending() {
+			st.Upstream = append(st.Upstream, control.UpstreamItem(p))
+		}
+	}
+	return st
+}
+
+// Polecat is one polecat's detail.
+func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) { return s.live.Detail(id) }
+
+// ReloadRevocations re-reads the revocation records and closes the live
+// tunnels of revoked certificates.
+func (s *Server) ReloadRevocations() (int, error) { return s.certs.ReloadRevocations() }

@@ -1,0 +1,117 @@
+// Package state owns hostd's runtime directory, <town>/.runtime/hostd:
+// where each file lives (the control socket, config.yaml, the persisted
+// liveness states and upstream queue, the git hooks, the QUIC reset key,
+// and next the nudge queue), and how JSON state is loaded and saved
+// (atomic replacement, one clear error for a corrupt file). Every service
+// that persists goes through it.
+package state
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+)
+
+// Dir is a town's hostd runtime directory.
+type Dir string
+
+// For is the runtime directory of the town rooted at town.
+func For(town string) Dir { return Dir(filepath.Join(town, ".runtime", "hostd")) }
+
+// Path is the directory itself.
+func (d Dir) Path() string { return string(d) }
+
+// Socket is the control socket the CLI reaches the daemon on.
+func (d Dir) Socket() string { return d.file("hostd.sock") }
+
+// Config is the config file read when --config is not given.
+func (d Dir) Config() string { return d.file("config.yaml") }
+
+// Liveness holds every polecat's last judged state and recent events.
+func (d Dir) Liveness() string { return d.file("liveness.json") }
+
+// Upstream holds the branches waiting to be pushed to the rigs' origins.
+func (d Dir) Upstream() string { return d.file("upstream.json") }
+
+// Hooks is the git hooks directory receive-pack runs with.
+func (d Dir) Hooks() string { return d.file("hooks") }
+
+// ResetKey holds the QUIC stateless reset key.
+func (d Dir) ResetKey() string { return d.file("quic-reset.key") }
+
+func (d Dir) file(name string) string { return filepath.Join(string(d), name) }
+
+// Ensure creates the directory and makes it 0700: it holds the control
+// socket, which must be reachable by this user only.
+func (d Dir) Ensure() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("creating runtime directory %s: %w", d, err)
+	}
+	if err := os.Chmod(string(d), 0o700); err != nil {
+		return fmt.Errorf("securing runtime directory %s: %w", d, err)
+	}
+	return nil
+}
+
+// QUICResetKey returns the QUIC stateless reset key, making it on first
+// use. Keeping it across restarts lets a restarted hostd reset its
+// predecessor's connections the moment an agent sends stream data, rather
+// than after the idle timeout.
+func (d Dir) QUICResetKey() (*[32]byte, error) {
+	var key [32]byte
+	b, err := os.ReadFile(d.ResetKey())
+	if err == nil && len(b) == len(key) {
+		copy(key[:], b)
+		return &key, nil
+	}
+	_, _ = rand.Read(key[:])
+	if err := atomicfile.Write(d.ResetKey(), key[:], 0o600); err != nil {
+		return nil, fmt.Errorf("saving QUIC reset key: %w", err)
+	}
+	return &key, nil
+}
+
+// CorruptError is a state file that exists but cannot be decoded. hostd
+// refuses to start on it rather than lose what it held.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s is corrupt (%v); move it aside to start afresh", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Load decodes the JSON file at path into v. A missing file leaves v as
+// it is; one that does not decode is a *CorruptError.
+func Load(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &CorruptError{Path: path, Err: err}
+	}
+	return nil
+}
+
+// Save replaces the file at path with v as JSON, readable by this user
+// only, atomically.
+func Save(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
+}

@@ -1,0 +1,123 @@
+package settings
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+type config struct {
+	Listen  string
+	Names   []string
+	Streams int
+	On      bool
+	TTL     time.Duration
+	Allow   map[string][]string
+}
+
+func table(c *config) []Setting {
+	return []Setting{
+		{Key: "listen", Flag: "listen", Usage: "address", Value: &c.Listen},
+		{Key: "server_names", Flag: "server-name", Usage: "names", Value: &c.Names},
+		{Key: "relay.max_streams", Flag: "relay-max-streams", Usage: "streams", Value: &c.Streams},
+		{Key: "git.upstream", Flag: "git-upstream", Usage: "on", Value: &c.On},
+		{Key: "cert_ttl", Flag: "cert-ttl", Usage: "lifetime", Value: &c.TTL},
+		{Key: "relay.allow", Value: &c.Allow},
+	}
+}
+
+func defaults() config {
+	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}}
+}
+
+// load registers the table, applies args, env and yaml as a command would,
+// and loads.
+func load(t *testing.T, args []string, env map[string]string, yaml string) (config, error) {
+	t.Helper()
+	c := defaults()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	v := viper.New()
+	list := table(&c)
+	Register(fs, v, list)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	for k, val := range env {
+		t.Setenv(k, val)
+	}
+	v.SetEnvPrefix("TEST")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
+	v.AutomaticEnv()
+	if yaml != "" {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		v.SetConfigFile(p)
+		if err := v.ReadInConfig(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, Load(v, list)
+}
+
+func TestLoad(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		yaml string
+		want func(*config)
+	}{
+		{"defaults", nil, nil, "", func(*config) {}},
+		{"flags", []string{"--listen", ":1", "--server-name", "a", "--server-name", "b", "--relay-max-streams", "3", "--git-upstream=false", "--cert-ttl", "2m"}, nil, "",
+			func(c *config) { c.Listen, c.Names, c.Streams, c.On, c.TTL = ":1", []string{"a", "b"}, 3, false, 2*time.Minute }},
+		{"environment", nil, map[string]string{"TEST_RELAY_MAX_STREAMS": "5", "TEST_CERT_TTL": "3s"}, "",
+			func(c *config) { c.Streams, c.TTL = 5, 3*time.Second }},
+		{"yaml, nested and config-only", nil, nil, "relay:\n  max_streams: 7\n  allow:\n    bd: [show]\n",
+			func(c *config) { c.Streams, c.Allow = 7, map[string][]string{"bd": {"show"}} }},
+		{"flag beats yaml", []string{"--cert-ttl", "9s"}, nil, "cert_ttl: 1s\n", func(c *config) { c.TTL = 9 * time.Second }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := load(t, c.args, c.env, c.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := defaults()
+			c.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadHostile(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		yaml string
+		want string
+	}{
+		{"duration", nil, "cert_ttl: forever\n", "setting cert_ttl: forever is not a duration"},
+		{"number", nil, "relay:\n  max_streams: lots\n", "setting relay.max_streams: lots is not a whole number"},
+		{"boolean", nil, "git:\n  upstream: maybe\n", "setting git.upstream: maybe is not true or false"},
+		{"environment", map[string]string{"TEST_CERT_TTL": "later"}, "", "setting cert_ttl: later is not a duration"},
+		{"list of maps", nil, "server_names:\n  - {a: 1}\n", "setting server_names"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, nil, c.env, c.yaml)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}

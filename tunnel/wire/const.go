@@ -1,0 +1,119 @@
+// Package wire is everything that crosses between gt-agent and hostd, in
+// one place: the stream header and the acceptor's verdict, the server's
+// welcome, the polecat identity and its certificate form, and each
+// channel's own messages and limits (relay frames, join, renewal,
+// heartbeat lines, the git path). The transport (package tunnel) carries
+// these bytes and knows nothing of the channels; both binaries import
+// this package for the channels' formats. docs/protocol.md explains it.
+package wire
+
+import "time"
+
+// The stream header, written by the opener of every stream:
+//
+//	byte 0      version (HeaderVersion)
+//	byte 1      length K of the kind, 1..MaxKindLen
+//	K bytes     kind: lowercase ASCII letters, digits and '-'
+//	2 bytes     length M of the metadata, big-endian, 0..MaxMetaLen
+//	M bytes     metadata: a JSON object, or nothing
+//
+// The acceptor answers with one verdict byte before any bytes of its own:
+// VerdictAccepted, or VerdictRejected followed by a 2-byte big-endian
+// length and that many bytes of UTF-8 reason (at most MaxReasonLen), after
+// which the stream ends. The verdict is sent with the acceptor's first
+// write (or when it closes), so a channel costs no extra round trip.
+const (
+	// HeaderVersion is the stream header version this side writes and the
+	// only one it reads.
+	HeaderVersion byte = 1
+	// MaxKindLen is the longest stream kind.
+	MaxKindLen = 32
+	// MaxMetaLen is the largest stream metadata in bytes.
+	MaxMetaLen = 16 << 10
+
+	// VerdictAccepted is the acceptor's first byte on a stream it serves.
+	VerdictAccepted byte = 0
+	// VerdictRejected starts a refusal: a length and a reason follow.
+	VerdictRejected byte = 1
+	// MaxReasonLen bounds a refusal's reason.
+	MaxReasonLen = 1 << 10
+)
+
+// The welcome: when a connection is established the server sends it
+// before anything else, on QUIC as the only content of a unidirectional
+// stream, on TCP as the first bytes of the TLS connection (yamux starts
+// after it):
+//
+//	byte 0      WelcomeVersion
+//	2 bytes     length, big-endian, then that many bytes of JSON (Welcome)
+//
+// It tells the client that the server accepted its certificate; a TLS 1.3
+// client cannot otherwise tell before its first read.
+const (
+	// WelcomeVersion is the welcome's version byte.
+	WelcomeVersion byte = 1
+	// MaxWelcomeLen bounds the welcome's JSON.
+	MaxWelcomeLen = 4 << 10
+)
+
+// ALPN protocol names. The tunnel and the join protocol never share one, so
+// a client can never reach the unauthenticated join service by mistake and
+// the join service never yields a stream.
+const (
+	// ALPN is the one application protocol the tunnel speaks, on both
+	// transports.
+	ALPN = "polecat-tunnel/1"
+	// JoinALPN selects hostd's join service on the TCP port: a client
+	// without a certificate exchanges a one-time token for its first one.
+	JoinALPN = "polecat-join/1"
+)
+
+// DefaultPort is the port hostd listens on, UDP and TCP alike (Gas Town's
+// proxy port).
+const DefaultPort = 9876
+
+// Stream kinds: which service on the other side a stream is for. Kinds
+// lists them all (hostd's metrics label streams by it).
+const (
+	KindRelay     = "relay"     // gt/bd command relay (agent -> hostd), relay.go
+	KindGit       = "git"       // git smart HTTP under GitPathPrefix (agent -> hostd)
+	KindHeartbeat = "heartbeat" // liveness beats, one JSON line each (agent -> hostd)
+	KindSync      = "sync"      // data archives (both ways)
+	KindNudge     = "nudge"     // terminal nudges (hostd -> agent)
+	KindCert      = "cert"      // certificate renewal (agent -> hostd)
+	KindPing      = "ping"      // echo, for tests and benchmarks
+)
+
+// Kinds are every stream kind this version defines.
+var Kinds = []string{KindRelay, KindGit, KindHeartbeat, KindSync, KindNudge, KindCert, KindPing}
+
+// The git channel: each git stream carries one HTTP/1.1 connection of
+// git's smart HTTP protocol, for URLs under GitPathPrefix + "<rig>".
+const GitPathPrefix = "/v1/git/"
+
+// The renewal channel (KindCert): the agent writes a PKCS#10 request (DER)
+// of at most MaxCSR bytes over a key it made and half-closes; hostd
+// answers with the certificate as PEM (at most MaxCertPEM bytes), or
+// refuses the stream with the reason.
+const (
+	// MaxCSR bounds a renewal request.
+	MaxCSR = 16 << 10
+	// MaxCertPEM bounds hostd's answer to a renewal or a join.
+	MaxCertPEM = 64 << 10
+)
+
+// The heartbeat channel (KindHeartbeat): one beat per line, a JSON object
+// (package heartbeat's Beat) shorter than MaxBeatSize bytes with its
+// newline, every interval.
+const MaxBeatSize = 16 << 10
+
+// The join exchange, on a TLS connection with JoinALPN and no client
+// certificate: the client sends one JoinRequest as a JSON line, the server
+// answers with one JoinResponse as a JSON line and closes, all within
+// JoinTimeout. Each line is at most MaxJoinMessage bytes.
+const (
+	// MaxJoinMessage bounds a join request or response.
+	MaxJoinMessage = 32 << 10
+	// JoinTimeout bounds the whole join exchange.
+	JoinTimeout = 10 * time.Second
+)
