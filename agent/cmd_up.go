@@ -14,21 +14,23 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/agent/forward"
+	"github.com/polecat-sidecar/sidecar/agent/git"
+	"github.com/polecat-sidecar/sidecar/agent/liveness"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
-	"github.com/polecat-sidecar/sidecar/agent/session"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
-	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func upCmd(v *viper.Viper) *cobra.Command {
+	cfg := defaultUpConfig()
+	table := upSettings(&cfg)
 	cmd := &cobra.Command{
 		Use:   "up [flags] [-- CMD ARGS...]",
 		Short: "Connect to hostd, keep the tunnel up, and supervise the polecat's session",
@@ -58,46 +60,79 @@ CPU, memory and threads, the time since its pane last changed, and the
 container's load. The agent keeps running after the session ends, and
 reports it.`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runUp(cmd.Context(), v, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := settings.Load(v, table); err != nil {
+				return err
+			}
+			return runUp(cmd.Context(), &cfg, args)
+		},
 	}
-	f := cmd.Flags()
-	def := tunnel.DefaultConfig()
-	f.String("url", "", "hostd URL, https://<host>:9876 (env GT_PROXY_URL)")
-	f.String("cert", "", "client certificate (env GT_PROXY_CERT; default <state-dir>/client.crt)")
-	f.String("key", "", "client key (env GT_PROXY_KEY; default <state-dir>/client.key)")
-	f.String("ca", "", "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)")
-	f.String("state-dir", "/run/gt-agent", "directory for default credential paths")
-	f.String("join", "", "one-time join token, used when there is no valid certificate yet")
-	f.String("identity", "", "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)")
-	f.String("transport", tunnel.TransportAuto, "auto (QUIC, falling back to TCP), quic or tcp")
-	f.Duration("connect-timeout", 0, "give up if hostd cannot be reached at start for this long (default 30s)")
-	f.Duration("quic-probe", 0, "while on TCP, try QUIC again this often (default 30s)")
-	f.String("socket", relay.DefaultSocket, "unix socket where the gt/bd shims reach the agent (env "+relay.SocketEnv+")")
-	f.Duration("relay-wait", 10*time.Second, "how long a gt/bd command or git request waits for a tunnel that is down")
-	f.String("git-listen", "127.0.0.1:9878", "where git reaches the rig's repository: origin is http://<this>/v1/git/<rig> (empty: off)")
-	f.String("session", "polecat", "tmux session to start the command in")
-	f.String("watch-session", "", "watch this existing tmux session instead of starting one")
-	f.String("watch-process", "", "watch the oldest process of this name instead (no tmux)")
-	f.String("tmux-socket", "", "tmux server socket path (default: tmux's own)")
-	f.String("work-dir", ".", "directory whose filesystem's free space beats report")
-	f.Duration("beat-interval", 5*time.Second, "how often to send a heartbeat")
-	f.Duration("keepalive", def.KeepAlive, "tunnel keepalive interval")
-	f.Duration("idle-timeout", def.IdleTimeout, "reconnect after this long without hearing from hostd")
+	settings.Register(cmd.Flags(), v, table)
 	return cmd
 }
 
-// upDurations are the settings up reads as durations; viper would read a
-// value it cannot parse as zero, silently.
-var upDurations = []string{"connect-timeout", "quic-probe", "keepalive", "idle-timeout", "relay-wait", "beat-interval"}
+// upConfig is everything gt-agent up reads from flags, the environment and
+// its config file.
+type upConfig struct {
+	URL, Cert, Key, CA, StateDir, Join, Identity string
+	Supervisor                                   supervisor.Config
+	Socket                                       string
+	RelayWait                                    time.Duration
+	GitListen                                    string
+	Watch                                        liveness.Config
+	TmuxSocket                                   string
+	BeatInterval                                 time.Duration
+}
 
-func runUp(ctx context.Context, v *viper.Viper, command []string) error {
-	for _, k := range upDurations {
-		if _, err := cast.ToDurationE(v.Get(k)); err != nil {
-			return fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", k, v.Get(k))
-		}
+// defaultUpConfig takes each default from the package that owns it.
+func defaultUpConfig() upConfig {
+	return upConfig{
+		StateDir:     "/run/gt-agent",
+		Supervisor:   supervisor.DefaultConfig(),
+		Socket:       relay.DefaultSocket,
+		RelayWait:    forward.DefaultWait,
+		GitListen:    git.DefaultListen,
+		Watch:        liveness.Config{Name: liveness.DefaultSession, WorkDir: "."},
+		BeatInterval: liveness.DefaultInterval,
 	}
+}
+
+// upSettings is every setting of gt-agent up: its flag (also its config
+// file key, and GT_AGENT_<FLAG> in the environment) and the field of c it
+// fills, whose value is the default.
+func upSettings(c *upConfig) []settings.Setting {
+	s := []settings.Setting{
+		{Key: "url", Usage: "hostd URL, https://<host>:9876 (env GT_PROXY_URL)", Value: &c.URL},
+		{Key: "cert", Usage: "client certificate (env GT_PROXY_CERT; default <state-dir>/client.crt)", Value: &c.Cert},
+		{Key: "key", Usage: "client key (env GT_PROXY_KEY; default <state-dir>/client.key)", Value: &c.Key},
+		{Key: "ca", Usage: "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)", Value: &c.CA},
+		{Key: "state-dir", Usage: "directory for default credential paths", Value: &c.StateDir},
+		{Key: "join", Usage: "one-time join token, used when there is no valid certificate yet", Value: &c.Join},
+		{Key: "identity", Usage: "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)", Value: &c.Identity},
+		{Key: "transport", Usage: "auto (QUIC, falling back to TCP), quic or tcp", Value: &c.Supervisor.Transport},
+		{Key: "connect-timeout", Usage: "give up if hostd cannot be reached at start for this long", Value: &c.Supervisor.ConnectTimeout},
+		{Key: "quic-probe", Usage: "while on TCP, try QUIC again this often", Value: &c.Supervisor.ProbeInterval},
+		{Key: "socket", Usage: "unix socket where the gt/bd shims reach the agent (env " + relay.SocketEnv + ")", Value: &c.Socket},
+		{Key: "relay-wait", Usage: "how long a gt/bd command or git request waits for a tunnel that is down", Value: &c.RelayWait},
+		{Key: "git-listen", Usage: "where git reaches the rig's repository: origin is http://<this>" + wire.GitPathPrefix + "<rig> (empty: off)", Value: &c.GitListen},
+		{Key: "session", Usage: "tmux session to start the command in", Value: &c.Watch.Name},
+		{Key: "watch-session", Usage: "watch this existing tmux session instead of starting one", Value: &c.Watch.WatchSession},
+		{Key: "watch-process", Usage: "watch the oldest process of this name instead (no tmux)", Value: &c.Watch.WatchProcess},
+		{Key: "tmux-socket", Usage: "tmux server socket path (default: tmux's own)", Value: &c.TmuxSocket},
+		{Key: "work-dir", Usage: "directory whose filesystem's free space beats report", Value: &c.Watch.WorkDir},
+		{Key: "beat-interval", Usage: "how often to send a heartbeat", Value: &c.BeatInterval},
+		{Key: "keepalive", Usage: "tunnel keepalive interval", Value: &c.Supervisor.Tunnel.KeepAlive},
+		{Key: "idle-timeout", Usage: "reconnect after this long without hearing from hostd", Value: &c.Supervisor.Tunnel.IdleTimeout},
+	}
+	for i := range s {
+		s[i].Flag = s[i].Key
+	}
+	return s
+}
+
+func runUp(ctx context.Context, c *upConfig, command []string) error {
 	watchers := 0
-	for _, set := range []bool{len(command) > 0, v.GetString("watch-session") != "", v.GetString("watch-process") != ""} {
+	for _, set := range []bool{len(command) > 0, c.Watch.WatchSession != "", c.Watch.WatchProcess != ""} {
 		if set {
 			watchers++
 		}
@@ -105,22 +140,21 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 	if watchers > 1 {
 		return errors.New("give one of: -- CMD ARGS, --watch-session, --watch-process")
 	}
-	addr, serverName, err := parseProxyURL(v.GetString("url"))
+	addr, serverName, err := parseProxyURL(c.URL)
 	if err != nil {
 		return err
 	}
-	state := v.GetString("state-dir")
 	paths := creds.Paths{
-		Cert: orDefault(v.GetString("cert"), filepath.Join(state, "client.crt")),
-		Key:  orDefault(v.GetString("key"), filepath.Join(state, "client.key")),
-		CA:   orDefault(v.GetString("ca"), filepath.Join(state, "ca.crt")),
+		Cert: orDefault(c.Cert, filepath.Join(c.StateDir, "client.crt")),
+		Key:  orDefault(c.Key, filepath.Join(c.StateDir, "client.key")),
+		CA:   orDefault(c.CA, filepath.Join(c.StateDir, "ca.crt")),
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
 	store, err := creds.Load(paths)
-	if token := v.GetString("join"); err != nil && token != "" {
-		id, idErr := joinIdentity(v.GetString("identity"))
+	if token := c.Join; err != nil && token != "" {
+		id, idErr := joinIdentity(c.Identity)
 		if idErr != nil {
 			return idErr
 		}
@@ -137,17 +171,10 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 		return err
 	}
 
-	sup := supervisor.New(supervisor.Config{
-		Addr:           addr,
-		ServerName:     serverName,
-		Creds:          store,
-		Transport:      v.GetString("transport"),
-		ConnectTimeout: v.GetDuration("connect-timeout"),
-		ProbeInterval:  v.GetDuration("quic-probe"),
-		Tunnel:         tunnel.Config{KeepAlive: v.GetDuration("keepalive"), IdleTimeout: v.GetDuration("idle-timeout")},
-		Logger:         slog.Default(),
-	})
-	socket := v.GetString("socket")
+	scfg := c.Supervisor
+	scfg.Addr, scfg.ServerName, scfg.Creds, scfg.Logger = addr, serverName, store, slog.Default()
+	sup := supervisor.New(scfg)
+	socket := c.Socket
 	relayLn, err := unixsock.Listen(socket)
 	if errors.Is(err, unixsock.ErrInUse) {
 		return fmt.Errorf("another gt-agent already serves %s", socket)
@@ -156,34 +183,32 @@ func runUp(ctx context.Context, v *viper.Viper, command []string) error {
 		return fmt.Errorf("gt/bd relay socket: %w", err)
 	}
 	defer relayLn.Close()
-	go func() { _ = relay.NewForwarder(sup, v.GetDuration("relay-wait"), slog.Default()).Serve(ctx, relayLn) }()
+	go func() { _ = relay.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, relayLn) }()
 	slog.Info("relaying gt/bd", "socket", socket)
 
-	if addr := v.GetString("git-listen"); addr != "" {
+	if addr := c.GitListen; addr != "" {
 		gitLn, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("git listener: %w", err)
 		}
 		defer gitLn.Close()
-		fwd := &forward.Forwarder{Kind: wire.KindGit, Wait: v.GetDuration("relay-wait"), Sessions: sup,
-			Unavailable: forward.HTTPUnavailable, Logger: slog.Default()}
-		go func() { _ = fwd.Serve(ctx, gitLn) }()
-		slog.Info("serving git", "origin", "http://"+gitLn.Addr().String()+"/v1/git/<rig>")
+		go func() { _ = git.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, gitLn) }()
+		slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
 	}
 
-	scfg := session.Config{Name: v.GetString("session"), Command: command, WatchSession: v.GetString("watch-session"),
-		WatchProcess: v.GetString("watch-process"), WorkDir: v.GetString("work-dir"), Logger: slog.Default()}
-	if sock := v.GetString("tmux-socket"); sock != "" {
-		scfg.TmuxArgs = []string{"-S", sock}
+	wcfg := c.Watch
+	wcfg.Command, wcfg.Logger = command, slog.Default()
+	if c.TmuxSocket != "" {
+		wcfg.TmuxArgs = []string{"-S", c.TmuxSocket}
 	}
-	watcher, err := session.Start(ctx, scfg)
+	watcher, err := liveness.Start(ctx, wcfg)
 	if err != nil {
 		return err
 	}
 	if watchers == 0 {
 		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
 	}
-	go (&session.Sender{Watcher: watcher, Sessions: sup, Interval: v.GetDuration("beat-interval"), Version: version, Logger: slog.Default()}).Run(ctx)
+	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
 
 	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
 }

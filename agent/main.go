@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/polecat-sidecar/sidecar/agent/liveness"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
-	"github.com/polecat-sidecar/sidecar/agent/session"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 )
 
@@ -28,7 +28,7 @@ func sessionRunCmd() *cobra.Command {
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file, _ := cmd.Flags().GetString("status-file")
-			os.Exit(session.RunAndRecord(file, args))
+			os.Exit(liveness.RunAndRecord(file, args))
 			return nil
 		},
 	}

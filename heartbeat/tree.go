@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"fmt"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -157,4 +158,14 @@ func (t *TreeSampler) ContainerStats(dir string) Container {
 	}
 	c.DiskFree = free
 	return c
+}
+
+// diskFree is the space available to unprivileged users on dir's
+// filesystem.
+func diskFree(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
 }

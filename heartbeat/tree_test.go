@@ -1,12 +1,9 @@
 package heartbeat
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -78,43 +75,5 @@ func TestTreeSampler(t *testing.T) {
 	}
 	if e := s.ContainerStats("/nonexistent/dir"); e.DiskFreeError == "" {
 		t.Error("no error for a missing work dir")
-	}
-}
-
-func TestReadPane(t *testing.T) {
-	sock := []string{"-S", filepath.Join(t.TempDir(), "tmux.sock")}
-	t.Cleanup(func() { _ = exec.Command("tmux", append(sock, "kill-server")...).Run() })
-	if _, found, err := ReadPane(context.Background(), sock, "none"); err != nil || found {
-		t.Fatalf("no server: found=%v err=%v", found, err)
-	}
-	run := func(args ...string) {
-		if out, err := exec.Command("tmux", append(sock, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("tmux %v: %v %s", args, err, out)
-		}
-	}
-	run("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "polecat", "sh", "-c", "echo started; read x; exit 7")
-	p, found, err := ReadPane(context.Background(), sock, "polecat")
-	if err != nil || !found || p.PID <= 0 || p.Dead || !strings.Contains(p.Command, "exit 7") {
-		t.Fatalf("running pane: %+v found=%v err=%v", p, found, err)
-	}
-	if time.Since(p.Activity) > 5*time.Second {
-		t.Errorf("activity %v ago", time.Since(p.Activity))
-	}
-	if _, found, _ := ReadPane(context.Background(), sock, "polecat2"); found {
-		t.Error("a session name prefix matched another session")
-	}
-	run("send-keys", "-t", "=polecat:", "go", "Enter")
-	for range 100 {
-		if p, _, _ = ReadPane(context.Background(), sock, "polecat"); p.Dead && p.ExitCode != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// tmux's exit status is best effort (under load it can show a pane dead
-	// and never say why; gt-agent records the status itself): unknown is
-	// acceptable, wrong is not.
-	if !p.Dead || (p.ExitCode != nil && *p.ExitCode != 7) {
-		t.Fatalf("after exit: %+v", p)
 	}
 }

@@ -1,6 +1,7 @@
 // Package forward turns local connections inside the container (the gt/bd
 // shims' unix socket, git's loopback TCP port) into tunnel streams, one
-// stream per connection, copied verbatim both ways.
+// stream per connection, copied verbatim both ways. agent/relay and
+// agent/git configure it for their channels.
 package forward
 
 import (
@@ -12,23 +13,22 @@ import (
 	"net"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 )
 
-// Sessions gives the current tunnel session, waiting until ctx ends.
-type Sessions interface {
-	Session(ctx context.Context) (*tunnel.Session, error)
-}
+// DefaultWait is how long a local client waits for a tunnel that is down
+// before it is told so.
+const DefaultWait = 10 * time.Second
 
 // Forwarder forwards each accepted connection as one stream of Kind.
 type Forwarder struct {
 	// Kind is the stream kind to open.
 	Kind string
 	// Wait is how long a connection waits for a tunnel that is down
-	// (default 10s).
+	// (DefaultWait when zero).
 	Wait time.Duration
 	// Sessions supplies the tunnel.
-	Sessions Sessions
+	Sessions supervisor.Sessions
 	// Attached, when set, tells the local client that its stream is open.
 	Attached func(c net.Conn) error
 	// Unavailable tells the local client, in its own protocol, that no
@@ -41,7 +41,7 @@ type Forwarder struct {
 // Serve forwards each connection on ln until ctx ends.
 func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 	if f.Wait <= 0 {
-		f.Wait = 10 * time.Second
+		f.Wait = DefaultWait
 	}
 	if f.Logger == nil {
 		f.Logger = slog.Default()
@@ -104,11 +104,4 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 		_ = st.CloseWrite()
 	}()
 	_, _ = io.Copy(c, st)
-}
-
-// HTTPUnavailable answers a local HTTP client (git) with 503 and the
-// reason, which git shows as "remote: <reason>".
-func HTTPUnavailable(c net.Conn, reason string) {
-	body := "gt-agent: " + reason + "\n"
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 }

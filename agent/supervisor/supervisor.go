@@ -30,14 +30,14 @@ type Config struct {
 	// Tunnel tunes the session.
 	Tunnel tunnel.Config
 	// MinBackoff and MaxBackoff bound the wait between reconnection
-	// attempts (defaults 100ms and 10s); each wait is jittered.
+	// attempts; each wait is jittered.
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds the first connection: if hostd cannot be
-	// reached for this long at start, Run fails (default 30s). Once
-	// connected, the agent retries for ever.
+	// reached for this long at start, Run fails. Once connected, the agent
+	// retries for ever.
 	ConnectTimeout time.Duration
 	// ProbeInterval is how often, while on TCP in auto mode, QUIC is tried
-	// again (default 30s).
+	// again.
 	ProbeInterval time.Duration
 	// Handler serves streams hostd opens (nudges, sync); nil refuses them.
 	Handler tunnel.Handler
@@ -45,28 +45,52 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultConfig tries QUIC first (TCP after 2 s), retries a lost tunnel
+// after 100 ms doubling to 10 s, gives up if hostd is unreachable for 30 s
+// at start, and probes QUIC every 30 s while on TCP.
+func DefaultConfig() Config {
+	return Config{
+		Transport:      tunnel.TransportAuto,
+		Tunnel:         tunnel.DefaultConfig(),
+		MinBackoff:     100 * time.Millisecond,
+		MaxBackoff:     10 * time.Second,
+		ConnectTimeout: 30 * time.Second,
+		ProbeInterval:  30 * time.Second,
+		Logger:         slog.Default(),
+	}
+}
+
+// defaults fills zero fields from DefaultConfig.
 func (c *Config) defaults() {
+	d := DefaultConfig()
 	if c.Transport == "" {
-		c.Transport = tunnel.TransportAuto
+		c.Transport = d.Transport
 	}
 	if c.MinBackoff <= 0 {
-		c.MinBackoff = 100 * time.Millisecond
+		c.MinBackoff = d.MinBackoff
 	}
 	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = 10 * time.Second
+		c.MaxBackoff = d.MaxBackoff
 	}
 	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = 30 * time.Second
+		c.ConnectTimeout = d.ConnectTimeout
 	}
 	if c.ProbeInterval <= 0 {
-		c.ProbeInterval = 30 * time.Second
+		c.ProbeInterval = d.ProbeInterval
 	}
 	if c.Handler == nil {
 		c.Handler = tunnel.NewServeMux()
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = d.Logger
 	}
+}
+
+// Sessions gives the current tunnel session, waiting for one until ctx
+// ends. The Supervisor is one; the channels' forwarders and senders take
+// it as this.
+type Sessions interface {
+	Session(ctx context.Context) (*tunnel.Session, error)
 }
 
 // Supervisor keeps one tunnel up.

@@ -1,25 +1,25 @@
-package session
+package liveness
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Sessions gives the current tunnel session, waiting until ctx ends.
-type Sessions interface {
-	Session(ctx context.Context) (*tunnel.Session, error)
-}
+// DefaultInterval is how often an agent beats; hostd's
+// liveness.beat_interval must match.
+const DefaultInterval = 5 * time.Second
 
 // Sender sends a beat every Interval on a heartbeat stream, opening a new
 // stream on each new tunnel.
 type Sender struct {
 	Watcher  *Watcher
-	Sessions Sessions
+	Sessions supervisor.Sessions
 	Interval time.Duration
 	Version  string
 	Logger   *slog.Logger
@@ -31,7 +31,7 @@ type Sender struct {
 // Run sends beats until ctx ends.
 func (s *Sender) Run(ctx context.Context) {
 	if s.Interval <= 0 {
-		s.Interval = 5 * time.Second
+		s.Interval = DefaultInterval
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()

@@ -1,19 +1,19 @@
-// Package session is gt-agent's session supervision: it starts the
-// polecat's command in a tmux session inside the container (so nudges and
-// a human 'tmux attach' work), or watches an existing session or process,
-// and measures it for heartbeats, which it sends to hostd on their own
-// stream every interval.
-package session
+// Package liveness is gt-agent's half of the heartbeat channel (hostd's
+// is hostd/liveness): it starts the polecat's command in a tmux session
+// inside the container (so nudges and a human 'tmux attach' work), or
+// watches an existing session or process, measures it, and sends hostd a
+// beat on its own stream every interval.
+package liveness
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
@@ -36,11 +36,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultSession is the tmux session the polecat's command is started in.
+const DefaultSession = "polecat"
+
 // Watcher measures the supervised session.
 type Watcher struct {
 	cfg     Config
 	log     *slog.Logger
 	sampler *heartbeat.TreeSampler
+	tmux    tmux.Server
 	root    heartbeat.ProcID
 	rootPID int
 	seen    bool
@@ -60,10 +64,10 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s}
+	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s, tmux: tmux.Server{Args: cfg.TmuxArgs}}
 	if len(cfg.Command) > 0 {
 		if cfg.Name == "" {
-			cfg.Name = "polecat"
+			cfg.Name = DefaultSession
 		}
 		w.cfg.WatchSession = cfg.Name
 		self, err := os.Executable()
@@ -72,14 +76,11 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 		}
 		w.status = statusPath(cfg.Name)
 		_ = os.Remove(w.status)
-		// remain-on-exit keeps the dead pane (and its activity time) for the
-		// beats; set before the session exists, in one call. The command
-		// runs under 'gt-agent session-run', which records its exit status.
-		args := append(append([]string{}, cfg.TmuxArgs...), "start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-			"new-session", "-d", "-s", cfg.Name, "-x", "200", "-y", "50", "--", self, "session-run", "--status-file", w.status, "--")
-		args = append(args, cfg.Command...)
-		if out, err := exec.CommandContext(ctx, "tmux", args...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("starting tmux session %q: %v: %s", cfg.Name, err, strings.TrimSpace(string(out)))
+		// The command runs under 'gt-agent session-run', which records its
+		// exit status.
+		argv := append([]string{self, "session-run", "--status-file", w.status, "--"}, cfg.Command...)
+		if err := w.tmux.NewSession(ctx, cfg.Name, argv); err != nil {
+			return nil, err
 		}
 		w.log.Info("session started", "tmux_session", cfg.Name, "command", strings.Join(cfg.Command, " "))
 	}
@@ -110,7 +111,7 @@ func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session 
 
 func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.Session {
 	s := heartbeat.Session{Name: w.cfg.WatchSession, IdleSeconds: -1}
-	p, found, err := heartbeat.ReadPane(ctx, w.cfg.TmuxArgs, w.cfg.WatchSession)
+	p, found, err := w.tmux.ReadPane(ctx, w.cfg.WatchSession)
 	switch {
 	case err != nil:
 		w.log.Warn("reading the session from tmux failed", "err", err)

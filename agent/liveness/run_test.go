@@ -1,4 +1,4 @@
-package session
+package liveness
 
 import (
 	"path/filepath"
