@@ -381,3 +381,58 @@ func TestSession(t *testing.T) {
 		})
 	}
 }
+
+func TestCloseWhenIdle(t *testing.T) {
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			p := newPair(t, transport, pairOpts{})
+			serveEcho(t, p.server)
+			st, err := p.client.OpenStream(context.Background(), wire.KindPing, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := roundTripOn(st, []byte("hold")); err != nil {
+				t.Fatal(err)
+			}
+			p.client.CloseWhenIdle(time.Minute, "replaced")
+			time.Sleep(300 * time.Millisecond)
+			if p.client.Err() != nil {
+				t.Fatal("closed while a stream was open")
+			}
+			st.Close()
+			select {
+			case <-p.client.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("not closed once idle")
+			}
+
+			// The limit closes a session whose stream never ends.
+			q := newPair(t, transport, pairOpts{})
+			serveEcho(t, q.server)
+			st2, err := q.client.OpenStream(context.Background(), wire.KindPing, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st2.Close()
+			if _, err := roundTripOn(st2, []byte("hold")); err != nil {
+				t.Fatal(err)
+			}
+			q.client.CloseWhenIdle(200*time.Millisecond, "replaced")
+			select {
+			case <-q.client.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("limit did not close a busy session")
+			}
+		})
+	}
+}
+
+// roundTripOn writes msg on st and reads the echo back, leaving st open.
+func roundTripOn(st *tunnel.Stream, msg []byte) ([]byte, error) {
+	if _, err := st.Write(msg); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, len(msg))
+	_, err := io.ReadFull(st, buf)
+	return buf, err
+}

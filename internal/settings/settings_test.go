@@ -77,7 +77,9 @@ func TestLoad(t *testing.T) {
 	}{
 		{"defaults", nil, nil, "", func(*config) {}},
 		{"flags", []string{"--listen", ":1", "--server-name", "a", "--server-name", "b", "--relay-max-streams", "3", "--git-upstream=false", "--cert-ttl", "2m"}, nil, "",
-			func(c *config) { c.Listen, c.Names, c.Streams, c.On, c.TTL = ":1", []string{"a", "b"}, 3, false, 2*time.Minute }},
+			func(c *config) {
+				c.Listen, c.Names, c.Streams, c.On, c.TTL = ":1", []string{"a", "b"}, 3, false, 2*time.Minute
+			}},
 		{"environment", nil, map[string]string{"TEST_RELAY_MAX_STREAMS": "5", "TEST_CERT_TTL": "3s"}, "",
 			func(c *config) { c.Streams, c.TTL = 5, 3*time.Second }},
 		{"yaml, nested and config-only", nil, nil, "relay:\n  max_streams: 7\n  allow:\n    bd: [show]\n",

@@ -1,0 +1,127 @@
+package liveness
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// connect opens a real tunnel as furiosa; the server side is registered in
+// reg and serves heartbeat streams with s.
+func connect(t *testing.T, reg *registry.Registry, s *Service) (*tunnel.Session, *registry.Conn) {
+	t.Helper()
+	ca := tunneltest.NewCA(t)
+	ln, err := tunnel.Listen("127.0.0.1:0", ca.ServerConfig(ca.Server(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := tunnel.Dial(ctx, ln.Addr(), ca.ClientConfig(ca.Client(t, furiosa)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := tunnel.NewServeMux()
+	mux.Handle(wire.KindHeartbeat, s)
+	go func() { _ = server.Serve(context.Background(), mux) }()
+	return client, reg.Add(server)
+}
+
+func waitState(t *testing.T, s *Service, want heartbeat.State) {
+	t.Helper()
+	for range 250 {
+		if d, ok := s.Detail(furiosa); ok && d.State == string(want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d, _ := s.Detail(furiosa)
+	t.Fatalf("state %q (%s), want %q", d.State, d.Reason, want)
+}
+
+func TestBeatsConnectsAndPersistence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "liveness.json")
+	reg := registry.New(registry.Config{Logger: quiet()})
+	s, err := New(Config{Path: path, Logger: quiet()}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, conn := connect(t, reg, s)
+	waitState(t, s, heartbeat.Stale) // connected, no beat yet
+
+	st, err := client.OpenStream(context.Background(), wire.KindHeartbeat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b := &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionRunning, IdleSeconds: 0, Processes: 3}}
+	if err := heartbeat.NewWriter(st).Write(b); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, heartbeat.Working)
+	rows := s.Rows()
+	if len(rows) != 1 || !rows[0].Connected || rows[0].Processes != 3 || rows[0].Transport != tunnel.TransportQUIC {
+		t.Errorf("rows %+v", rows)
+	}
+
+	// A garbage line ends the stream and does not count.
+	if _, err := st.Write([]byte("{not a beat}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Read(make([]byte, 1)); err == nil {
+		t.Error("heartbeat stream still open after a malformed beat")
+	}
+
+	reg.Remove(conn, errors.New("tunnel lost"))
+	waitState(t, s, heartbeat.Disconnected)
+	s.Revoke(furiosa)
+	waitState(t, s, heartbeat.Revoked)
+	s.Flush()
+
+	// A new service restores the last known state from the file.
+	again, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := again.Detail(furiosa)
+	if !ok || !d.Restored || d.State != string(heartbeat.Revoked) {
+		t.Errorf("restored %+v (found %v), want furiosa revoked, marked restored", d.Polecat, ok)
+	}
+}
+
+func TestCorruptStateRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "liveness.json")
+	if err := os.WriteFile(path, []byte(`[{"identity":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	var ce *state.CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v, want a CorruptError naming %s", err, path)
+	}
+	if b, _ := os.ReadFile(path); string(b) != `[{"identity":` {
+		t.Error("the corrupt file was changed")
+	}
+}

@@ -1,0 +1,170 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
+
+// fixture is a listener on loopback and a way to get server sessions of
+// real tunnels from it.
+type fixture struct {
+	ca *tunneltest.CA
+	ln *tunnel.Listener
+}
+
+func newFixture(t *testing.T) *fixture {
+	ca := tunneltest.NewCA(t)
+	ln, err := tunnel.Listen("127.0.0.1:0", ca.ServerConfig(ca.Server(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &fixture{ca: ca, ln: ln}
+}
+
+// connect dials a tunnel as id with a certificate valid until notAfter and
+// returns both ends.
+func (f *fixture) connect(t *testing.T, id wire.Identity, notAfter time.Time) (client, server *tunnel.Session) {
+	t.Helper()
+	cc := f.ca.ClientConfig(f.ca.Client(t, id, tunneltest.Validity(time.Now().Add(-time.Minute), notAfter)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := tunnel.Dial(ctx, f.ln.Addr(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = f.ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
+// recorder keeps the events a registry sends.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) add(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) got() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+func newRegistry(t *testing.T, drain time.Duration) (*Registry, *recorder) {
+	r := New(Config{SupersededDrain: drain, Logger: slog.New(slog.DiscardHandler)})
+	rec := &recorder{}
+	r.Subscribe(rec.add)
+	return r, rec
+}
+
+func TestConnectSupersedeDisconnect(t *testing.T) {
+	f := newFixture(t)
+	r, rec := newRegistry(t, time.Minute)
+	_, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	c1 := r.Add(s1)
+	if cur, ok := r.Current(furiosa); !ok || cur != c1 {
+		t.Fatal("first session is not current")
+	}
+	if info := r.Snapshot()[furiosa]; info.Serial != pki.SerialOf(s1.PeerCertificate()) || info.Transport != tunnel.TransportQUIC {
+		t.Errorf("snapshot %+v", info)
+	}
+
+	// A second tunnel of the same polecat becomes current; the first, with
+	// no open stream, is closed as superseded and its end is no event.
+	_, s2 := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	c2 := r.Add(s2)
+	select {
+	case <-s1.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("superseded idle session not closed")
+	}
+	r.Remove(c1, s1.Err())
+	if cur, _ := r.Current(furiosa); cur != c2 {
+		t.Error("current session is not the newer one")
+	}
+	r.Remove(c2, errors.New("lost"))
+	if _, ok := r.Current(furiosa); ok {
+		t.Error("still current after its session was removed")
+	}
+	evs := rec.got()
+	if len(evs) != 3 || !evs[0].Connected || evs[0].Conn != c1 || !evs[1].Connected || evs[1].Conn != c2 ||
+		evs[2].Connected || evs[2].Conn != c2 || evs[2].Err == nil || evs[2].Err.Error() != "lost" {
+		t.Errorf("events %+v; want connect c1, connect c2, disconnect c2 (lost)", evs)
+	}
+}
+
+func TestSupersededDrainWaitsForStreams(t *testing.T) {
+	f := newFixture(t)
+	r, _ := newRegistry(t, 700*time.Millisecond)
+	client, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	go func() { _ = s1.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() })) }()
+	r.Add(s1)
+	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for s1.Streams() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	_, s2 := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	r.Add(s2)
+	select {
+	case <-s1.Done():
+		if d := time.Since(start); d < 500*time.Millisecond {
+			t.Errorf("superseded session with an open stream closed after %v, before its drain limit", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("superseded session outlived its drain limit")
+	}
+}
+
+func TestCloseSerialsAndExpiry(t *testing.T) {
+	f := newFixture(t)
+	r, _ := newRegistry(t, time.Minute)
+	_, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	c1 := r.Add(s1)
+	c1.Extend("renewed-serial", time.Now().Add(2*time.Hour))
+	if got := r.CloseSerials(map[string]bool{"other": true}, "certificate revoked"); len(got) != 0 {
+		t.Fatalf("closed %v for an unrelated serial", got)
+	}
+	// Revoking the renewed certificate closes the session too.
+	if got := r.CloseSerials(map[string]bool{"renewed-serial": true}, "certificate revoked"); len(got) != 1 || got[0] != furiosa {
+		t.Fatalf("closed %v, want furiosa", got)
+	}
+	<-s1.Done()
+
+	// A session whose certificate expires unrenewed is closed.
+	nux := wire.Identity{Rig: "gastown", Name: "nux"}
+	_, s2 := f.connect(t, nux, time.Now().Add(1500*time.Millisecond))
+	r.Add(s2)
+	select {
+	case <-s2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("session outlived its certificate")
+	}
+}
