@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -73,24 +73,24 @@ func envInt(name string, def int) int {
 
 // gitBench is one town serving the benchmark repository three ways.
 type gitBench struct {
-	g    *gitTown
+	g    *GitTown
 	urls map[string]string
 	pack int64
 }
 
 func newGitBench(b *testing.B) *gitBench {
 	src := benchRepo(b)
-	g := &gitTown{town: newTown(b), home: b.TempDir()}
-	g.repo = filepath.Join(g.dir, "gastown", ".repo.git")
-	g.git(b, "", "clone", "-q", "--bare", "--no-local", src, g.repo)
-	g.git(b, g.repo, "config", "http.receivepack", "true")
-	g.hostd, g.addr = g.serve("--git-upstream=false", "--log-level", "warn")
+	g := &GitTown{Town: NewTown(b), Home: b.TempDir()}
+	g.Repo = filepath.Join(g.Dir, "gastown", ".repo.git")
+	g.Git(b, "", "clone", "-q", "--bare", "--no-local", src, g.Repo)
+	g.Git(b, g.Repo, "config", "http.receivepack", "true")
+	g.Hostd, g.Addr = g.Serve("--git-upstream=false", "--log-level", "warn")
 	gitPath, _ := exec.LookPath("git")
 	backend := httptest.NewServer(&cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
-		Env: []string{"GIT_PROJECT_ROOT=" + g.dir, "GIT_HTTP_EXPORT_ALL=1"}})
+		Env: []string{"GIT_PROJECT_ROOT=" + g.Dir, "GIT_HTTP_EXPORT_ALL=1"}})
 	b.Cleanup(backend.Close)
 	var size int64
-	packs, _ := filepath.Glob(filepath.Join(g.repo, "objects", "pack", "*.pack"))
+	packs, _ := filepath.Glob(filepath.Join(g.Repo, "objects", "pack", "*.pack"))
 	for _, p := range packs {
 		if st, err := os.Stat(p); err == nil {
 			size += st.Size()
@@ -98,9 +98,9 @@ func newGitBench(b *testing.B) *gitBench {
 	}
 	return &gitBench{g: g, pack: size, urls: map[string]string{
 		"httpbackend": backend.URL + "/gastown/.repo.git",
-		"ours":        g.polecat(b, "furiosa"),
-		"ourstcp":     g.polecat(b, "nux", "--transport", "tcp"),
-		"file":        "file://" + g.repo,
+		"ours":        g.Polecat(b, "furiosa"),
+		"ourstcp":     g.Polecat(b, "nux", "--transport", "tcp"),
+		"file":        "file://" + g.Repo,
 	}}
 }
 
@@ -118,7 +118,7 @@ func BenchmarkGit(b *testing.B) {
 			b.SetBytes(gb.pack)
 			for b.Loop() {
 				dir := filepath.Join(b.TempDir(), "w")
-				gb.g.git(b, "", "clone", "-q", gb.urls[impl], dir)
+				gb.g.Git(b, "", "clone", "-q", gb.urls[impl], dir)
 				b.StopTimer()
 				_ = os.RemoveAll(dir)
 				b.StartTimer()
@@ -129,17 +129,17 @@ func BenchmarkGit(b *testing.B) {
 	for _, impl := range gitImpls {
 		b.Run("op=push50MB/impl="+impl, func(b *testing.B) {
 			work := filepath.Join(b.TempDir(), "w")
-			gb.g.git(b, "", "clone", "-q", "--depth", "1", gb.urls["file"], work)
+			gb.g.Git(b, "", "clone", "-q", "--depth", "1", gb.urls["file"], work)
 			b.SetBytes(pushSize)
 			for b.Loop() {
 				b.StopTimer()
 				n := pushes.Add(1)
-				gb.g.commit(b, work, fmt.Sprintf("push-%s-%d", impl, n), pushSize)
+				gb.g.Commit(b, work, fmt.Sprintf("push-%s-%d", impl, n), pushSize)
 				b.StartTimer()
 				// A post buffer larger than the push, for every impl: git
 				// would otherwise send it chunked, which http-backend under
 				// net/http/cgi (no CONTENT_LENGTH) refuses.
-				gb.g.git(b, work, "-c", "http.postBuffer=209715200", "push", "-q", gb.urls[impl], fmt.Sprintf("HEAD:refs/heads/polecat/%s-%s-%d", map[bool]string{true: "nux", false: "furiosa"}[impl == "ourstcp"], impl, n))
+				gb.g.Git(b, work, "-c", "http.postBuffer=209715200", "push", "-q", gb.urls[impl], fmt.Sprintf("HEAD:refs/heads/polecat/%s-%s-%d", map[bool]string{true: "nux", false: "furiosa"}[impl == "ourstcp"], impl, n))
 			}
 		})
 	}

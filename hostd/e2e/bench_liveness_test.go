@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -34,9 +34,9 @@ func BenchmarkHostdAgents(b *testing.B) {
 }
 
 func benchAgents(b *testing.B, n int) {
-	tw := newTown(b)
-	hostd, addr := tw.serve("--log-level", "warn")
-	ca, err := pki.Open(pki.Dir(tw.dir), "")
+	tw := NewTown(b)
+	hostd, addr := tw.Serve("--log-level", "warn")
+	ca, err := pki.Open(pki.Dir(tw.Dir), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func benchAgents(b *testing.B, n int) {
 		go func() { defer wg.Done(); beatForever(ctx, s, time.Duration(i)*5*time.Second/time.Duration(max(n, 1))) }()
 	}
 	if n > 0 {
-		tw.waitStatus(30*time.Second, func(st control.Status) bool {
+		tw.WaitStatus(30*time.Second, func(st control.Status) bool {
 			working := 0
 			for _, p := range st.Polecats {
 				if p.State == "working" {
@@ -66,12 +66,12 @@ func benchAgents(b *testing.B, n int) {
 			return working == n
 		})
 	}
-	pid := hostd.cmd.Process.Pid
+	pid := hostd.Cmd.Process.Pid
 	cpu0, t0 := cpuTicks(b, pid), time.Now()
 	time.Sleep(10 * time.Second)
 	cpu := float64(cpuTicks(b, pid)-cpu0) / 100 / time.Since(t0).Seconds() * 100
 	rss := procStatus(b, pid, "VmRSS:")
-	c := control.NewClient(tw.dir)
+	c := control.NewClient(tw.Dir)
 	for b.Loop() {
 		st, err := c.Status(context.Background())
 		if err != nil || len(st.Polecats) != n {

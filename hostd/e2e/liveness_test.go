@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -27,9 +27,9 @@ const beatEvery = 500 * time.Millisecond
 
 // livePolecat is hostd plus one agent supervising a tmux session.
 type livePolecat struct {
-	tw    *town
-	hostd *proc
-	agent *proc
+	tw    *Town
+	hostd *Proc
+	agent *Proc
 	tmux  string
 	relay *tunneltest.Relay
 	addr  string
@@ -37,21 +37,21 @@ type livePolecat struct {
 }
 
 func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...string) *livePolecat {
-	lp := &livePolecat{tw: newTown(t), tmux: filepath.Join(t.TempDir(), "tmux.sock")}
+	lp := &livePolecat{tw: NewTown(t), tmux: filepath.Join(t.TempDir(), "tmux.sock")}
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", lp.tmux, "kill-server").Run() })
-	lp.hostd, lp.addr = lp.tw.serve(append([]string{"--beat-interval", beatEvery.String()}, serve...)...)
+	lp.hostd, lp.addr = lp.tw.Serve(append([]string{"--beat-interval", beatEvery.String()}, serve...)...)
 	addr := lp.addr
 	if viaRelay {
 		lp.relay = tunneltest.NewRelay(t, addr)
 		addr = lp.relay.Addr
 	}
-	lp.certs = lp.tw.issue("gastown/furiosa", time.Hour)
+	lp.certs = lp.tw.Issue("gastown/furiosa", time.Hour)
 	if len(command) == 0 {
 		command = []string{"sh", "-c", "echo working; sleep 300"}
 	}
 	args := append([]string{"up", "--tmux-socket", lp.tmux, "--beat-interval", beatEvery.String(), "--"}, command...)
-	lp.agent = start(t, agentEnv(addr, lp.certs), "gt-agent", args...)
-	lp.tw.waitStatus(10*time.Second, inState("furiosa", "working"))
+	lp.agent = Start(t, AgentEnv(addr, lp.certs), "gt-agent", args...)
+	lp.tw.WaitStatus(10*time.Second, InState("furiosa", "working"))
 	return lp
 }
 
@@ -74,7 +74,7 @@ func (lp *livePolecat) commandPID(t *testing.T) int {
 func (lp *livePolecat) until(t *testing.T, state string, d time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	lp.tw.waitStatus(d, inState("furiosa", state))
+	lp.tw.WaitStatus(d, InState("furiosa", state))
 	return time.Since(start)
 }
 
@@ -87,7 +87,7 @@ func TestLivenessSessionKilled(t *testing.T) {
 	// process a moment after the pane dies); SIGKILL is 128+9.
 	var d control.PolecatDetail
 	for range 20 {
-		d, _ = control.NewClient(lp.tw.dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
+		d, _ = control.NewClient(lp.tw.Dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
 		if strings.Contains(d.Reason, "code") {
 			break
 		}
@@ -96,28 +96,28 @@ func TestLivenessSessionKilled(t *testing.T) {
 	if d.Reason != "session exited with code 137" {
 		t.Fatalf("reason %q, want the SIGKILL exit code", d.Reason)
 	}
-	out, err := lp.tw.try("alive", "gastown/furiosa")
+	out, err := lp.tw.Try("alive", "gastown/furiosa")
 	if err == nil || !strings.Contains(out, "dead") {
 		t.Errorf("hostd alive on a dead polecat: %v %s", err, out)
 	}
 	// The agent keeps running and reporting.
-	if lp.agent.cmd.ProcessState != nil {
+	if lp.agent.Cmd.ProcessState != nil {
 		t.Fatal("agent exited with its session")
 	}
-	lp.tw.waitStatus(2*time.Second, connected("furiosa", ""))
+	lp.tw.WaitStatus(2*time.Second, Connected("furiosa", ""))
 }
 
 func TestLivenessAgentFrozen(t *testing.T) {
 	lp := newLivePolecat(t, []string{"--idle-timeout", "3s"}, false)
-	if out, err := lp.tw.try("alive", "gastown/furiosa"); err != nil {
+	if out, err := lp.tw.Try("alive", "gastown/furiosa"); err != nil {
 		t.Fatalf("alive on a working polecat: %v %s", err, out)
 	}
-	_ = lp.agent.cmd.Process.Signal(syscall.SIGSTOP)
+	_ = lp.agent.Cmd.Process.Signal(syscall.SIGSTOP)
 	took := lp.until(t, "stale", 3*beatEvery+time.Second)
 	t.Logf("stale %v after SIGSTOP", took)
 	took = lp.until(t, "disconnected", 5*time.Second)
 	t.Logf("disconnected %v later (hostd's idle timeout)", took)
-	_ = lp.agent.cmd.Process.Signal(syscall.SIGCONT)
+	_ = lp.agent.Cmd.Process.Signal(syscall.SIGCONT)
 	took = lp.until(t, "working", 15*time.Second)
 	t.Logf("working again %v after SIGCONT", took)
 }
@@ -135,27 +135,27 @@ func TestLivenessTunnelCut(t *testing.T) {
 
 func TestLivenessRestoredAfterRestart(t *testing.T) {
 	lp := newLivePolecat(t, nil, false)
-	_ = lp.agent.cmd.Process.Signal(syscall.SIGSTOP) // the agent cannot come back yet
-	_ = lp.hostd.cmd.Process.Signal(syscall.SIGTERM)
-	_ = lp.hostd.exited(t, 5*time.Second)
-	lp.hostd = start(t, nil, "hostd", "--town", lp.tw.dir, "serve", "--listen", lp.addr, "--beat-interval", beatEvery.String())
-	st := lp.tw.waitStatus(5*time.Second, inState("furiosa", "working"))
+	_ = lp.agent.Cmd.Process.Signal(syscall.SIGSTOP) // the agent cannot come back yet
+	_ = lp.hostd.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = lp.hostd.Exited(t, 5*time.Second)
+	lp.hostd = Start(t, nil, "hostd", "--town", lp.tw.Dir, "serve", "--listen", lp.addr, "--beat-interval", beatEvery.String())
+	st := lp.tw.WaitStatus(5*time.Second, InState("furiosa", "working"))
 	if p := st.Polecats[0]; !p.Restored || p.Connected || len(p.Command) == 0 {
 		t.Errorf("after restart: %+v; want the last known state, marked restored", p)
 	}
-	if table := lp.tw.run("status"); !strings.Contains(table, "working?") {
+	if table := lp.tw.Run("status"); !strings.Contains(table, "working?") {
 		t.Errorf("status does not mark the restored state:\n%s", table)
 	}
-	_ = lp.agent.cmd.Process.Signal(syscall.SIGCONT)
-	lp.tw.waitStatus(15*time.Second, func(st control.Status) bool {
-		return connected("furiosa", "")(st) && st.Polecats[0].State == "working" && !st.Polecats[0].Restored
+	_ = lp.agent.Cmd.Process.Signal(syscall.SIGCONT)
+	lp.tw.WaitStatus(15*time.Second, func(st control.Status) bool {
+		return Connected("furiosa", "")(st) && st.Polecats[0].State == "working" && !st.Polecats[0].Restored
 	})
 }
 
 func TestLivenessBadBeats(t *testing.T) {
-	tw := newTown(t)
-	hostd, addr := tw.serve("--beat-interval", beatEvery.String())
-	certs := tw.issue("gastown/furiosa", time.Hour)
+	tw := NewTown(t)
+	hostd, addr := tw.Serve("--beat-interval", beatEvery.String())
+	certs := tw.Issue("gastown/furiosa", time.Hour)
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "client.crt"), filepath.Join(certs, "client.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,17 +187,17 @@ func TestLivenessBadBeats(t *testing.T) {
 	} {
 		send(bad)
 	}
-	st := tw.waitStatus(time.Second, func(st control.Status) bool { return len(st.Polecats) == 1 })
+	st := tw.WaitStatus(time.Second, func(st control.Status) bool { return len(st.Polecats) == 1 })
 	if p := st.Polecats[0]; p.State != "stale" || !p.LastBeat.IsZero() {
 		t.Fatalf("after bad beats: %s, last beat %v; want stale with no beat counted", p.State, p.LastBeat)
 	}
-	if n := strings.Count(hostd.output(), "refused heartbeat"); n != 4 {
-		t.Errorf("%d refusals logged, want 4:\n%s", n, hostd.output())
+	if n := strings.Count(hostd.Output(), "refused heartbeat"); n != 4 {
+		t.Errorf("%d refusals logged, want 4:\n%s", n, hostd.Output())
 	}
 	var good strings.Builder
 	_ = heartbeat.NewWriter(&good).Write(&heartbeat.Beat{Seq: 1, Interval: 0.5, Session: heartbeat.Session{Name: "p", State: heartbeat.SessionRunning}})
 	send(good.String())
-	tw.waitStatus(time.Second, inState("furiosa", "working"))
+	tw.WaitStatus(time.Second, InState("furiosa", "working"))
 }
 
 func TestMetrics(t *testing.T) {
@@ -234,24 +234,24 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestLivenessWatchProcess(t *testing.T) {
-	tw := newTown(t)
-	_, addr := tw.serve("--beat-interval", beatEvery.String())
+	tw := NewTown(t)
+	_, addr := tw.Serve("--beat-interval", beatEvery.String())
 	// A process with a name nothing else on the machine has.
 	bin := filepath.Join(t.TempDir(), "pcwatched")
 	sleep, _ := exec.LookPath("sleep")
 	data, _ := os.ReadFile(sleep)
 	_ = os.WriteFile(bin, data, 0o755)
-	proc := exec.Command(bin, "300")
-	if err := proc.Start(); err != nil {
+	Proc := exec.Command(bin, "300")
+	if err := Proc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
-	start(t, agentEnv(addr, tw.issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--watch-process", "pcwatched", "--beat-interval", beatEvery.String())
-	st := tw.waitStatus(10*time.Second, inState("furiosa", "working"))
+	t.Cleanup(func() { _ = Proc.Process.Kill(); _ = Proc.Wait() })
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--watch-process", "pcwatched", "--beat-interval", beatEvery.String())
+	st := tw.WaitStatus(10*time.Second, InState("furiosa", "working"))
 	if p := st.Polecats[0]; p.SessionState != "running" || p.Processes != 1 || p.IdleSeconds != -1 {
 		t.Errorf("watched process: %+v; want running, 1 process, idle unknown", p)
 	}
-	_ = proc.Process.Kill()
-	_ = proc.Wait()
-	tw.waitStatus(2*beatEvery+300*time.Millisecond, inState("furiosa", "dead"))
+	_ = Proc.Process.Kill()
+	_ = Proc.Wait()
+	tw.WaitStatus(2*beatEvery+300*time.Millisecond, InState("furiosa", "dead"))
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -107,7 +107,7 @@ func relayInProc(socket string, req []byte) error {
 
 // perCallServer is the baseline's server, with hostd's CA and certificate.
 func perCallServer(b *testing.B, r *relayRig, fake string) string {
-	ca, err := pki.Open(pki.Dir(r.tw.dir), "")
+	ca, err := pki.Open(pki.Dir(r.tw.Dir), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func perCallServer(b *testing.B, r *relayRig, fake string) string {
 			return
 		}
 		cmd := exec.Command(fake, in.Argv[1:]...)
-		cmd.Dir = r.tw.dir
+		cmd.Dir = r.tw.Dir
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		_ = cmd.Run()

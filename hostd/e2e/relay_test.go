@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ import (
 
 // relayRig is hostd with the stand-in gt/bd, and one connected agent.
 type relayRig struct {
-	tw     *town
-	hostd  *proc
-	agent  *proc
+	tw     *Town
+	hostd  *Proc
+	agent  *Proc
 	socket string
 	certs  string
 	relay  *tunneltest.Relay
@@ -44,16 +44,16 @@ func newRelayRig(t testing.TB, o rigOpts) *relayRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw := newTown(t)
-	hostd, addr := tw.serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
+	tw := NewTown(t)
+	hostd, addr := tw.Serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
 	r := &relayRig{tw: tw, hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock")}
 	if o.viaRelay {
 		r.relay = tunneltest.NewRelay(t, addr)
 		addr = r.relay.Addr
 	}
-	r.certs = tw.issue("gastown/furiosa", time.Hour)
-	r.agent = start(t, agentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
-	tw.waitStatus(10*time.Second, connected("furiosa", ""))
+	r.certs = tw.Issue("gastown/furiosa", time.Hour)
+	r.agent = Start(t, AgentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
+	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 	return r
 }
 
@@ -65,7 +65,7 @@ type result struct {
 
 // command prepares the gt (or bd) shim with args.
 func (r *relayRig) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd := exec.Command(filepath.Join(BinDir, name), args...)
 	cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+r.socket)
 	return cmd
 }
@@ -119,8 +119,8 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 			t.Errorf("host environment contains %q:\n%s", bad, env)
 		}
 	}
-	if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != r.tw.dir {
-		t.Errorf("command ran in %q, want the town root %q", res.stdout, r.tw.dir)
+	if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != r.tw.Dir {
+		t.Errorf("command ran in %q, want the town root %q", res.stdout, r.tw.Dir)
 	}
 
 	for _, c := range []struct {
@@ -331,8 +331,8 @@ func TestRelayTunnelDown(t *testing.T) {
 	if res := noAgent.run(t, nil, "bd", "ready"); res.code != 255 || !strings.Contains(string(res.stderr), "bd: gt-agent is not running") {
 		t.Errorf("no agent: exit %d, %q", res.code, res.stderr)
 	}
-	_ = r.hostd.cmd.Process.Signal(syscall.SIGTERM)
-	_ = r.hostd.exited(t, 5*time.Second)
+	_ = r.hostd.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.hostd.Exited(t, 5*time.Second)
 	start := time.Now()
 	res := r.run(t, nil, "gt", "status", "exit", "0")
 	if res.code != 255 || !strings.Contains(string(res.stderr), "did not come back within 1s") {
@@ -367,7 +367,7 @@ func TestRelayStreams100MB(t *testing.T) {
 	const size = 100 << 20
 	r := newRelayRig(t, rigOpts{})
 	r.run(t, nil, "gt", "status", "zeros", "1048576") // warm up both sides
-	hostd0, agent0 := highWater(t, r.hostd.cmd.Process.Pid), highWater(t, r.agent.cmd.Process.Pid)
+	hostd0, agent0 := highWater(t, r.hostd.Cmd.Process.Pid), highWater(t, r.agent.Cmd.Process.Pid)
 
 	cmd := r.command("gt", "status", "zeros", strconv.Itoa(size))
 	out, _ := cmd.StdoutPipe()
@@ -386,7 +386,7 @@ func TestRelayStreams100MB(t *testing.T) {
 	if strings.TrimSpace(string(res.stdout)) != hex.EncodeToString(sum[:]) {
 		t.Fatalf("stdin: host hashed %q, want %x (stderr %s)", res.stdout, sum, res.stderr)
 	}
-	hostd1, agent1 := highWater(t, r.hostd.cmd.Process.Pid), highWater(t, r.agent.cmd.Process.Pid)
+	hostd1, agent1 := highWater(t, r.hostd.Cmd.Process.Pid), highWater(t, r.agent.Cmd.Process.Pid)
 	t.Logf("peak RSS: hostd %d -> %d KiB, agent %d -> %d KiB", hostd0, hostd1, agent0, agent1)
 	const budget = 40 << 10 // KiB; 100 MiB streamed each way
 	if hostd1-hostd0 > budget || agent1-agent0 > budget {

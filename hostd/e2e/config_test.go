@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // TestHostileConfig: a config file, flag or variable hostd cannot use is a
 // clear error at start, never a silent default.
 func TestHostileConfig(t *testing.T) {
-	tw := newTown(t)
+	tw := NewTown(t)
 	cases := []struct {
 		name, yaml string
 		env        []string
@@ -30,7 +30,7 @@ func TestHostileConfig(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := filepath.Join(t.TempDir(), "config.yaml")
 			_ = os.WriteFile(cfg, []byte(c.yaml), 0o600)
-			cmd := exec.Command(filepath.Join(binDir, "hostd"), "--town", tw.dir, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
+			cmd := exec.Command(filepath.Join(BinDir, "hostd"), "--town", tw.Dir, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
 			cmd.Env = append(os.Environ(), c.env...)
 			out, err := runWithin(t, cmd, 10*time.Second)
 			if err == nil || !strings.Contains(out, c.want) {
@@ -43,16 +43,16 @@ func TestHostileConfig(t *testing.T) {
 // TestAgentConfigFile: gt-agent takes its settings from a YAML file, and
 // refuses one it cannot use.
 func TestAgentConfigFile(t *testing.T) {
-	tw := newTown(t)
-	_, addr := tw.serve()
-	certs := tw.issue("gastown/furiosa", time.Hour)
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	certs := tw.Issue("gastown/furiosa", time.Hour)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "agent.yaml")
 	_, port, _ := strings.Cut(addr, ":")
 	_ = os.WriteFile(good, []byte("url: https://localhost:"+port+"\ncert: "+filepath.Join(certs, "client.crt")+
 		"\nkey: "+filepath.Join(certs, "client.key")+"\nca: "+filepath.Join(certs, "ca.crt")+"\ngit-listen: ''\n"), 0o600)
-	start(t, []string{"GT_PROXY_URL=", "GT_PROXY_CERT=", "GT_PROXY_KEY=", "GT_PROXY_CA="}, "gt-agent", "--config", good, "up", "--watch-process", "none")
-	tw.waitStatus(10*time.Second, connected("furiosa", ""))
+	Start(t, []string{"GT_PROXY_URL=", "GT_PROXY_CERT=", "GT_PROXY_KEY=", "GT_PROXY_CA="}, "gt-agent", "--config", good, "up", "--watch-process", "none")
+	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 
 	for name, yaml := range map[string]string{
 		"malformed":    "url: [\n",
@@ -62,7 +62,7 @@ func TestAgentConfigFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := filepath.Join(t.TempDir(), "agent.yaml")
 			_ = os.WriteFile(cfg, []byte(yaml), 0o600)
-			cmd := exec.Command(filepath.Join(binDir, "gt-agent"), "--config", cfg, "up")
+			cmd := exec.Command(filepath.Join(BinDir, "gt-agent"), "--config", cfg, "up")
 			out, err := runWithin(t, cmd, 10*time.Second)
 			if err == nil || !(strings.Contains(out, "config") || strings.Contains(out, "setting") || strings.Contains(out, "URL")) {
 				t.Fatalf("err %v, output %q", err, out)

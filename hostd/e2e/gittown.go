@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+// GitTown is a town whose rig "gastown" has a .repo.git cloned from a local
+// "origin" bare repository, with hostd serving it.
+type GitTown struct {
+	*Town
+	Hostd  *Proc
+	Addr   string
+	Origin string
+	Repo   string
+	Home   string
+}
+
+// gitEnv isolates git from the machine's configuration.
+func GitEnv(home string) []string {
+	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+}
+
+// git runs git in dir and returns its combined output, failing the test on
+// error.
+func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := g.TryGit(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = GitEnv(g.Home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func NewGitTown(t testing.TB, serve ...string) *GitTown {
+	g := &GitTown{Town: NewTown(t), Home: t.TempDir()}
+	g.Origin = filepath.Join(t.TempDir(), "origin.git")
+	seed := t.TempDir()
+	g.Git(t, seed, "init", "-q", "-b", "main")
+	_ = os.WriteFile(filepath.Join(seed, "README"), []byte("hello\n"), 0o644)
+	g.Git(t, seed, "add", ".")
+	g.Git(t, seed, "commit", "-q", "-m", "first")
+	g.Git(t, seed, "clone", "-q", "--bare", seed, g.Origin)
+	g.Repo = filepath.Join(g.Dir, "gastown", ".repo.git")
+	g.Git(t, seed, "clone", "-q", "--bare", g.Origin, g.Repo)
+	g.Hostd, g.Addr = g.Serve(serve...)
+	return g
+}
+
+// polecat starts an agent for gastown/<name> (with extra flags) and returns
+// its git origin URL.
+func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
+	gitAddr := tunneltest.FreeAddr(t)
+	Start(t, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
+	g.WaitStatus(10*time.Second, Connected(name, ""))
+	return "http://" + gitAddr + "/v1/git/gastown"
+}
+
+// refs is the repository's refs, one "sha name" per line.
+func (g *GitTown) Refs(t testing.TB, repo string) string {
+	return g.Git(t, repo, "for-each-ref", "--format=%(objectname) %(refname) %(symref)")
+}
+
+// commit makes a commit in dir with content of the given size and returns
+// its id.
+func (g *GitTown) Commit(t testing.TB, dir, msg string, size int) string {
+	data := make([]byte, size)
+	_, _ = rand.Read(data)
+	_ = os.WriteFile(filepath.Join(dir, msg+".bin"), data, 0o644)
+	g.Git(t, dir, "add", ".")
+	g.Git(t, dir, "commit", "-q", "-m", msg)
+	return strings.TrimSpace(g.Git(t, dir, "rev-parse", "HEAD"))
+}

@@ -1,0 +1,211 @@
+// Package e2e is the product's process-level end-to-end suite and the
+// harness it runs on: the real hostd and gt-agent binaries, built as 'make
+// build' builds them, a throw-away town with its CA, agents with real
+// certificates on loopback, git fixtures, and waits on hostd's status. The
+// container suite (images/) reuses the harness.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+)
+
+// BinDir holds hostd, gt-agent and its gt and bd links once Build has run.
+var BinDir string
+
+// Build compiles hostd and gt-agent into a new temporary directory, sets
+// BinDir, and returns a function that removes it. Call it from TestMain.
+func Build() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "sidecar-e2e-bin")
+	if err != nil {
+		return nil, err
+	}
+	for pkg, bin := range map[string]string{"hostd": "hostd", "agent": "gt-agent"} {
+		// Built as 'make build' builds them, so benchmarks measure what ships.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, bin), "github.com/polecat-sidecar/sidecar/"+pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+		}
+	}
+	for _, link := range []string{"gt", "bd"} {
+		if err := os.Symlink("gt-agent", filepath.Join(dir, link)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	BinDir = dir
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// Proc is a running binary whose output is kept for failure reports.
+type Proc struct {
+	Cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func (p *Proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: exec.Command(filepath.Join(BinDir, bin), args...), done: make(chan struct{})}
+	p.Cmd.Env = os.Environ()
+	if bin == "gt-agent" {
+		// Each agent its own relay socket and git port, unless the caller
+		// says otherwise.
+		p.Cmd.Env = append(p.Cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"), "GT_AGENT_GIT_LISTEN=127.0.0.1:0")
+	}
+	p.Cmd.Env = append(p.Cmd.Env, env...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p, p
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s %s output:\n%s", bin, strings.Join(args, " "), p.Output())
+		}
+	})
+	return p
+}
+
+// exited waits up to d for the process to end and returns its error.
+func (p *Proc) Exited(t testing.TB, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		t.Fatalf("still running after %v; output:\n%s", d, p.Output())
+		return nil
+	}
+}
+
+// town is a throw-away Gas Town root with an initialised CA.
+type Town struct {
+	t   testing.TB
+	Dir string
+}
+
+func NewTown(t testing.TB) *Town {
+	tw := &Town{t: t, Dir: t.TempDir()}
+	tw.Run("ca", "init")
+	return tw
+}
+
+// run runs a hostd subcommand to completion and returns its output.
+func (tw *Town) Run(args ...string) string {
+	tw.t.Helper()
+	out, err := tw.Try(args...)
+	if err != nil {
+		tw.t.Fatalf("hostd %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (tw *Town) Try(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(BinDir, "hostd"), append([]string{"--town", tw.Dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// serve starts hostd on a free loopback port and returns it and the port.
+func (tw *Town) Serve(args ...string) (*Proc, string) {
+	tw.t.Helper()
+	addr := tunneltest.FreeAddr(tw.t)
+	p := Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
+	tw.WaitStatus(5*time.Second, func(control.Status) bool { return true })
+	return p, addr
+}
+
+// issue writes a certificate for id and returns the directory holding it.
+func (tw *Town) Issue(id string, ttl time.Duration) string {
+	tw.t.Helper()
+	out := filepath.Join(tw.Dir, "certs", strings.ReplaceAll(id, "/", "-"))
+	tw.Run("cert", "issue", id, "--ttl", ttl.String(), "--out", out)
+	return out
+}
+
+// agentEnv is the environment of an agent reaching hostd at addr with the
+// credentials in dir.
+func AgentEnv(addr, dir string) []string {
+	_, port, _ := net.SplitHostPort(addr)
+	return []string{
+		"GT_PROXY_URL=https://localhost:" + port,
+		"GT_PROXY_CERT=" + filepath.Join(dir, "client.crt"),
+		"GT_PROXY_KEY=" + filepath.Join(dir, "client.key"),
+		"GT_PROXY_CA=" + filepath.Join(dir, "ca.crt"),
+	}
+}
+
+// waitStatus polls the control socket until pred holds.
+func (tw *Town) WaitStatus(d time.Duration, pred func(control.Status) bool) control.Status {
+	tw.t.Helper()
+	c := control.NewClient(tw.Dir)
+	deadline := time.Now().Add(d)
+	var last control.Status
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := c.Status(ctx)
+		cancel()
+		if err == nil && pred(st) {
+			return st
+		}
+		last, lastErr = st, err
+		time.Sleep(20 * time.Millisecond)
+	}
+	tw.t.Fatalf("status condition not met within %v; last status %+v, err %v", d, last, lastErr)
+	return last
+}
+
+func Connected(name, transport string) func(control.Status) bool {
+	return func(st control.Status) bool {
+		for _, p := range st.Polecats {
+			if p.Name == name && p.Connected && (transport == "" || p.Transport == transport) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// inState is true when the named polecat is in state.
+func InState(name, state string) func(control.Status) bool {
+	return func(st control.Status) bool {
+		for _, p := range st.Polecats {
+			if p.Name == name && p.State == state {
+				return true
+			}
+		}
+		return false
+	}
+}

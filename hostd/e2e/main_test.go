@@ -1,0 +1,23 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain builds the binaries once for every test and benchmark here; run
+// as the per-call baseline client (perCallEnv set), it is that client.
+func TestMain(m *testing.M) {
+	if os.Getenv(perCallEnv) != "" {
+		os.Exit(perCallClient(os.Args[1:]))
+	}
+	cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}

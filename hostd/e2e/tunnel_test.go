@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// These tests run the real binaries: hostd serve and gt-agent up, on
+// loopback, with real certificates.
+
+func TestStatusShowsAgent(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up")
+	tw.WaitStatus(10*time.Second, Connected("furiosa", tunnel.TransportQUIC))
+
+	var st control.Status
+	if err := json.Unmarshal([]byte(tw.Run("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Polecats) != 1 {
+		t.Fatalf("status --json lists %d polecats, want 1", len(st.Polecats))
+	}
+	p := st.Polecats[0]
+	if p.Rig != "gastown" || p.Name != "furiosa" || p.Transport != "quic" || !strings.HasPrefix(p.Remote, "127.0.0.1:") || p.RTTMillis <= 0 || time.Since(p.Since) > time.Minute {
+		t.Errorf("status row %+v", p)
+	}
+	table := tw.Run("status")
+	for _, want := range []string{"POLECAT", "STATE", "LINK", "RTT", "BEAT", "gastown/furiosa", "quic"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestRevokeClosesLiveTunnel(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	agent := Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up")
+	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+
+	begin := time.Now()
+	out := tw.Run("cert", "revoke", "gastown/furiosa")
+	if !strings.Contains(out, "closed 1 live tunnel") {
+		t.Errorf("revoke output: %s", out)
+	}
+	tw.WaitStatus(time.Second, func(st control.Status) bool { return !Connected("furiosa", "")(st) })
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("tunnel closed %v after revoke, want within 1s", d)
+	}
+	// The agent cannot come back: its certificate is refused, and it says so.
+	if err := agent.Exited(t, 10*time.Second); err == nil {
+		t.Error("agent exited 0 after revocation")
+	}
+	if !strings.Contains(agent.Output(), "refused") {
+		t.Errorf("agent did not say it was refused:\n%s", agent.Output())
+	}
+	if !strings.Contains(tw.Run("cert", "list"), "revoked") {
+		t.Error("cert list does not show the revocation")
+	}
+	tw.WaitStatus(time.Second, InState("furiosa", "revoked"))
+}
+
+func TestRevocationSurvivesRestart(t *testing.T) {
+	tw := NewTown(t)
+	certs := tw.Issue("gastown/nux", time.Hour)
+	out := tw.Run("cert", "revoke", "gastown/nux")
+	if !strings.Contains(out, "not running") {
+		t.Errorf("revoke with no daemon should say it applies at start: %s", out)
+	}
+	_, addr := tw.Serve()
+	agent := Start(t, AgentEnv(addr, certs), "gt-agent", "up")
+	if err := agent.Exited(t, 10*time.Second); err == nil || !strings.Contains(agent.Output(), "refused") {
+		t.Fatalf("revoked agent after hostd start: err %v, output:\n%s", err, agent.Output())
+	}
+}
+
+func TestAgentReconnectsAfterHostdRestart(t *testing.T) {
+	tw := NewTown(t)
+	hostd, addr := tw.Serve()
+	env := AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour))
+	Start(t, env, "gt-agent", "up")
+	first := tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+
+	_ = hostd.Cmd.Process.Signal(syscall.SIGKILL)
+	_ = hostd.Exited(t, 5*time.Second)
+	time.Sleep(time.Second) // the agent backs off meanwhile: about 100ms, 200ms, 400ms, 800ms
+	restarted := time.Now()
+	Start(t, nil, "hostd", "--town", tw.Dir, "serve", "--listen", addr)
+	st := tw.WaitStatus(15*time.Second, Connected("furiosa", ""))
+	back := time.Since(restarted)
+	// An idle agent notices the dead QUIC connection after the 5s idle
+	// timeout (4s after the restart here), then redials at once; the
+	// bound is that plus the largest backoff (10s).
+	if back > 10*time.Second {
+		t.Errorf("agent back %v after hostd restarted, want within the backoff bound", back)
+	}
+	if !st.Polecats[0].Since.After(first.Polecats[0].Since) {
+		t.Error("status shows the old session")
+	}
+	t.Logf("agent back %v after hostd restart", back.Round(time.Millisecond))
+}
+
+func TestFallbackToTCPAndBackToQUIC(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	relay := tunneltest.NewRelay(t, addr)
+	relay.BlockUDP(true)
+	env := AgentEnv(relay.Addr, tw.Issue("gastown/furiosa", time.Hour))
+	Start(t, env, "gt-agent", "up", "--quic-probe", "500ms")
+	began := time.Now()
+	tw.WaitStatus(10*time.Second, Connected("furiosa", tunnel.TransportTCP))
+	t.Logf("on TCP after %v", time.Since(began).Round(time.Millisecond))
+
+	relay.BlockUDP(false)
+	began = time.Now()
+	tw.WaitStatus(10*time.Second, Connected("furiosa", tunnel.TransportQUIC))
+	t.Logf("back on QUIC after %v", time.Since(began).Round(time.Millisecond))
+}
+
+func TestJoinToken(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	_, port, _ := net.SplitHostPort(addr)
+	token := strings.TrimSpace(tw.Run("token", "create", "gastown/slit"))
+	joinAgent := func(token, identity string) *Proc {
+		state := t.TempDir()
+		return Start(t, []string{"GT_PROXY_URL=https://localhost:" + port}, "gt-agent", "up", "--state-dir", state, "--join", token, "--identity", identity)
+	}
+	joinAgent(token, "gastown/slit")
+	tw.WaitStatus(10*time.Second, Connected("slit", ""))
+
+	again := joinAgent(token, "gastown/slit")
+	if err := again.Exited(t, 10*time.Second); err == nil || !strings.Contains(again.Output(), "already used") {
+		t.Errorf("second use of a token: %v\n%s", err, again.Output())
+	}
+
+	other := strings.TrimSpace(tw.Run("token", "create", "gastown/slit"))
+	wrong := joinAgent(other, "gastown/nux")
+	if err := wrong.Exited(t, 10*time.Second); err == nil || !strings.Contains(wrong.Output(), "not gastown/nux") {
+		t.Errorf("token for another name: %v\n%s", err, wrong.Output())
+	}
+
+	short := strings.TrimSpace(tw.Run("token", "create", "gastown/ace", "--ttl", "1s"))
+	time.Sleep(1200 * time.Millisecond)
+	late := joinAgent(short, "gastown/ace")
+	if err := late.Exited(t, 10*time.Second); err == nil || !strings.Contains(late.Output(), "expired") {
+		t.Errorf("expired token: %v\n%s", err, late.Output())
+	}
+
+	forged := strings.TrimSpace(NewTown(t).Run("token", "create", "gastown/ace"))
+	bad := joinAgent(forged, "gastown/ace")
+	if err := bad.Exited(t, 10*time.Second); err == nil || !strings.Contains(bad.Output(), "fingerprint") {
+		t.Errorf("token from another CA: %v\n%s", err, bad.Output())
+	}
+}
+
+func TestRenewalKeepsSession(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve("--cert-ttl", "1h")
+	certs := tw.Issue("gastown/furiosa", 6*time.Second)
+	env := AgentEnv(addr, certs)
+	Start(t, env, "gt-agent", "up")
+	first := tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+	p0 := first.Polecats[0]
+	// Renewal is due two thirds into the lifetime (~4s); the original
+	// certificate expires at ~6s. Wait past that.
+	time.Sleep(time.Until(p0.CertExpires.Add(time.Second)))
+	st := tw.WaitStatus(5*time.Second, Connected("furiosa", ""))
+	p1 := st.Polecats[0]
+	if p1.CertSerial == p0.CertSerial {
+		t.Fatal("certificate was not renewed")
+	}
+	if !p1.Since.Equal(p0.Since) {
+		t.Errorf("session replaced during renewal: connected since %v, then %v", p0.Since, p1.Since)
+	}
+	if time.Until(p1.CertExpires) < 50*time.Minute {
+		t.Errorf("renewed certificate expires %v, want about an hour from now", p1.CertExpires)
+	}
+	crt, _ := os.ReadFile(filepath.Join(certs, "client.crt"))
+	if leaf, err := parseLeaf(crt); err != nil || leaf.SerialNumber.Text(16) != p1.CertSerial {
+		t.Errorf("renewed certificate not saved to client.crt: %v", err)
+	}
+	if !strings.Contains(tw.Run("cert", "list"), "renew") {
+		t.Error("cert list does not show the renewal")
+	}
+}
+
+func TestAgentErrors(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	dir := tw.Issue("gastown/furiosa", time.Hour)
+	good := AgentEnv(addr, dir)
+
+	foreign := tunneltest.NewCA(t)
+	writePEM := func(name string, der []byte, typ string) string {
+		p := filepath.Join(t.TempDir(), name)
+		_ = os.WriteFile(p, pemEncode(typ, der), 0o600)
+		return p
+	}
+	foreignCA := writePEM("ca.crt", foreign.Cert.Raw, "CERTIFICATE")
+	expired := foreign.Client(t, wire.Identity{Rig: "gastown", Name: "furiosa"}, tunneltest.Validity(time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)))
+	expiredCert := writePEM("client.crt", expired.Certificate[0], "CERTIFICATE")
+	expiredKey := writePEM("client.key", mustPKCS8(t, expired.PrivateKey), "PRIVATE KEY")
+	// A certificate that is fine locally, but hostd's is from another CA.
+	stranger := foreign.Client(t, wire.Identity{Rig: "gastown", Name: "furiosa"})
+	strangerCert := writePEM("client.crt", stranger.Certificate[0], "CERTIFICATE")
+	strangerKey := writePEM("client.key", mustPKCS8(t, stranger.PrivateKey), "PRIVATE KEY")
+
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no url", []string{"GT_PROXY_URL="}, nil, "GT_PROXY_URL"},
+		{"bad url", []string{"GT_PROXY_URL=http://localhost:1"}, nil, "want https://"},
+		{"missing cert", []string{"GT_PROXY_CERT=/nonexistent/client.crt"}, nil, "does not exist"},
+		{"unreadable key", []string{"GT_PROXY_KEY=" + dir}, nil, "key"},
+		{"cert from another CA", []string{"GT_PROXY_CA=" + foreignCA}, nil, "not a client certificate from CA"},
+		{"expired", []string{"GT_PROXY_CERT=" + expiredCert, "GT_PROXY_KEY=" + expiredKey, "GT_PROXY_CA=" + foreignCA}, nil, "expired"},
+		{"key of another certificate", []string{"GT_PROXY_KEY=" + expiredKey}, nil, "private key does not match"},
+		{"hostd not from our CA", []string{"GT_PROXY_CERT=" + strangerCert, "GT_PROXY_KEY=" + strangerKey, "GT_PROXY_CA=" + foreignCA}, nil, "refused the tunnel handshake"},
+		{"unreachable", []string{"GT_PROXY_URL=https://localhost:1"}, []string{"--connect-timeout", "1s"}, "cannot reach hostd"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Start(t, append(append([]string{}, good...), c.env...), "gt-agent", append([]string{"up"}, c.args...)...)
+			err := p.Exited(t, 15*time.Second)
+			if err == nil {
+				t.Fatalf("exit 0; output:\n%s", p.Output())
+			}
+			if !strings.Contains(p.Output(), c.want) {
+				t.Errorf("output lacks %q:\n%s", c.want, p.Output())
+			}
+		})
+	}
+}
