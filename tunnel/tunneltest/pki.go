@@ -14,12 +14,18 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
-	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
+
+// T is the part of testing.TB the certificate helpers use, so that
+// runnable examples can use them too (with a T that panics).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
 
 // CA is an in-memory certificate authority for tests.
 type CA struct {
@@ -29,7 +35,7 @@ type CA struct {
 }
 
 // NewCA makes a fresh CA.
-func NewCA(t testing.TB) *CA {
+func NewCA(t T) *CA {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -63,7 +69,7 @@ func Validity(notBefore, notAfter time.Time) LeafOption {
 func ServerUsage(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} }
 
 // Client issues a client certificate for id in wire.DefaultTrustDomain.
-func (ca *CA) Client(t testing.TB, id wire.Identity, opts ...LeafOption) tls.Certificate {
+func (ca *CA) Client(t T, id wire.Identity, opts ...LeafOption) tls.Certificate {
 	t.Helper()
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: id.CommonName()},
@@ -76,7 +82,7 @@ func (ca *CA) Client(t testing.TB, id wire.Identity, opts ...LeafOption) tls.Cer
 }
 
 // Server issues a server certificate for localhost and 127.0.0.1.
-func (ca *CA) Server(t testing.TB, opts ...LeafOption) tls.Certificate {
+func (ca *CA) Server(t T, opts ...LeafOption) tls.Certificate {
 	t.Helper()
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "hostd"},
@@ -87,7 +93,7 @@ func (ca *CA) Server(t testing.TB, opts ...LeafOption) tls.Certificate {
 	return ca.leaf(t, tmpl, opts)
 }
 
-func (ca *CA) leaf(t testing.TB, tmpl *x509.Certificate, opts []LeafOption) tls.Certificate {
+func (ca *CA) leaf(t T, tmpl *x509.Certificate, opts []LeafOption) tls.Certificate {
 	t.Helper()
 	key := newKey(t)
 	tmpl.SerialNumber = serial(t)
@@ -123,7 +129,7 @@ func (ca *CA) ClientConfig(cert tls.Certificate) tunnel.ClientConfig {
 	}
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
+func newKey(t T) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -132,7 +138,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func serial(t testing.TB) *big.Int {
+func serial(t T) *big.Int {
 	t.Helper()
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
