@@ -22,13 +22,7 @@ func (panicT) Fatalf(format string, args ...any) { log.Panicf(format, args...) }
 // Listen accepts tunnels on one port, QUIC on UDP and TLS+yamux on TCP.
 // Here the server serves "ping" streams by echoing them.
 func ExampleListen() {
-	ca := tunneltest.NewCA(panicT{})
-	sc := ca.ServerConfig(ca.Server(panicT{}))
-	sc.Logger = slog.New(slog.DiscardHandler)
-	ln, err := tunnel.Listen("127.0.0.1:0", sc)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ca, ln := listen(false)
 	defer ln.Close()
 	go serve(ln)
 
@@ -36,6 +30,19 @@ func ExampleListen() {
 	defer client.Close()
 	fmt.Println("server says we are", client.Welcome().Identity)
 	// Output: server says we are gastown/furiosa
+}
+
+// listen starts a server on loopback with a new test CA.
+func listen(tcpOnly bool) (*tunneltest.CA, *tunnel.Listener) {
+	ca := tunneltest.NewCA(panicT{})
+	sc := ca.ServerConfig(ca.Server(panicT{}))
+	sc.Logger = slog.New(slog.DiscardHandler)
+	sc.DisableQUIC = tcpOnly
+	ln, err := tunnel.Listen("127.0.0.1:0", sc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ca, ln
 }
 
 // serve accepts sessions and echoes their ping streams.
@@ -69,14 +76,7 @@ func dial(ca *tunneltest.CA, addr string) *tunnel.Session {
 // Dial connects with QUIC, falling back to TCP when UDP is blocked; the
 // session is used the same way on both.
 func ExampleDial() {
-	ca := tunneltest.NewCA(panicT{})
-	sc := ca.ServerConfig(ca.Server(panicT{}))
-	sc.Logger = slog.New(slog.DiscardHandler)
-	sc.DisableQUIC = true // as if UDP were blocked
-	ln, err := tunnel.Listen("127.0.0.1:0", sc)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ca, ln := listen(true) // TCP only, as if UDP were blocked
 	defer ln.Close()
 	go serve(ln)
 
@@ -90,13 +90,7 @@ func ExampleDial() {
 // header leaves with the first write, so a request costs no extra round
 // trip.
 func ExampleSession_OpenStream() {
-	ca := tunneltest.NewCA(panicT{})
-	sc := ca.ServerConfig(ca.Server(panicT{}))
-	sc.Logger = slog.New(slog.DiscardHandler)
-	ln, err := tunnel.Listen("127.0.0.1:0", sc)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ca, ln := listen(false)
 	defer ln.Close()
 	go serve(ln)
 	client := dial(ca, ln.Addr())
@@ -126,13 +120,7 @@ func ExampleSession_OpenStream() {
 // the stream's kind and metadata say what it is for, and the session says
 // who opened it.
 func ExampleSession_AcceptStream() {
-	ca := tunneltest.NewCA(panicT{})
-	sc := ca.ServerConfig(ca.Server(panicT{}))
-	sc.Logger = slog.New(slog.DiscardHandler)
-	ln, err := tunnel.Listen("127.0.0.1:0", sc)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ca, ln := listen(false)
 	defer ln.Close()
 	client := dial(ca, ln.Addr())
 	defer client.Close()

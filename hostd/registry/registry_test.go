@@ -118,7 +118,9 @@ func TestSupersededDrainWaitsForStreams(t *testing.T) {
 	f := newFixture(t)
 	r, _ := newRegistry(t, 700*time.Millisecond)
 	client, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
-	go func() { _ = s1.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() })) }()
+	go func() {
+		_ = s1.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
+	}()
 	r.Add(s1)
 	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
 	if err != nil {
