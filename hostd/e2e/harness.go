@@ -1,8 +1,8 @@
 // Package e2e is the product's process-level end-to-end suite and the
 // harness it runs on: the real hostd and gt-agent binaries, built as 'make
 // build' builds them, a throw-away town with its CA, agents with real
-// certificates on loopback, git fixtures, and waits on hostd's status. The
-// container suite (images/) reuses the harness.
+// certificates on loopback, git fixtures, and waits on hostd's status.
+// The container suite of images/ is to run on the same harness.
 package e2e
 
 import (

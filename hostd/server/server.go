@@ -27,7 +27,8 @@ import (
 )
 
 // Config is what the daemon needs to run: its own settings and each
-// service's Config. Zero fields take DefaultConfig's.
+// service's Config. Zero fields take the services' defaults (Upstream
+// false means off); DefaultConfig has them all, for flags to show.
 type Config struct {
 	// Town is the Gas Town root (the CA and the runtime directory live
 	// under it).
