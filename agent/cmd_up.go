@@ -151,6 +151,9 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	finished, announced := make(chan struct{}), make(chan struct{})
+	defer close(finished)
+	go stopPromptly(ctx, finished, announced)
 
 	store, err := creds.Load(paths)
 	if token := c.Join; err != nil && token != "" {
@@ -210,7 +213,38 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	}
 	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
 
-	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	if err == nil && ctx.Err() != nil {
+		<-announced
+	}
+	return err
+}
+
+// shutdownLimit is how long the agent takes at most to stop once told to.
+const shutdownLimit = time.Second
+
+// stopPromptly says what stopping closes once ctx is cancelled by a
+// signal (then closes announced), and ends the process if stopping takes
+// over shutdownLimit. finished is closed when up returns.
+func stopPromptly(ctx context.Context, finished <-chan struct{}, announced chan<- struct{}) {
+	select {
+	case <-ctx.Done():
+	case <-finished:
+		return
+	}
+	select {
+	case <-finished: // up ended on its own and is cancelling ctx on the way out
+		return
+	default:
+	}
+	slog.Info("stopping: closing the tunnel (hostd is told why), the gt/bd socket and the git port; the polecat's tmux session keeps running")
+	close(announced)
+	select {
+	case <-finished:
+	case <-time.After(shutdownLimit):
+		slog.Warn("stopping took longer than " + shutdownLimit.String() + "; exiting now")
+		os.Exit(0)
+	}
 }
 
 // parseProxyURL turns GT_PROXY_URL (https://<host>[:port]) into a dial

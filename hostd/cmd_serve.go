@@ -66,6 +66,8 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "relay.timeout", Flag: "relay-timeout", Usage: "kill relayed commands running longer than this (0: no limit)", Value: &cfg.Relay.Timeout},
 		{Key: "git.refresh_age", Flag: "git-refresh-age", Usage: "refresh a rig's .repo.git from origin before a fetch when older than this (negative: never)", Value: &cfg.Git.RefreshAge},
 		{Key: "git.refresh_timeout", Flag: "git-refresh-timeout", Usage: "give up refreshing from origin after this and serve what is there", Value: &cfg.Git.RefreshTimeout},
+		{Key: "git.branches", Usage: "map of rig to its polecats' branch patterns", Value: &cfg.Git.Branches},
+		{Key: "git.polecats", Usage: "map of rig to polecat names known beside those issued certificates", Value: &cfg.Git.Polecats},
 		{Key: "git.upstream", Flag: "git-upstream", Usage: "push branches that polecats push to the rig's origin, queued and retried", Value: &cfg.Upstream},
 		{Key: "git.upstream_retry", Flag: "git-upstream-retry", Usage: "first retry delay of a failed upstream push (doubling up to 5m)", Value: &cfg.UpstreamConfig.MinBackoff},
 		{Key: "metrics_listen", Flag: "metrics-listen", Usage: "serve Prometheus metrics at http://<addr>/metrics (off when empty)", Value: &cfg.MetricsListen},

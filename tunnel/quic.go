@@ -50,6 +50,12 @@ func (q *quicTransport) close(reason string) error {
 	return q.conn.CloseWithError(0, reason)
 }
 
+// peerClosed cannot happen on QUIC (the reason travels in the close
+// frame); a KindClose stream there is closed like any session end.
+func (q *quicTransport) peerClosed(reason string) {
+	_ = q.conn.CloseWithError(0, "peer closed: "+reason)
+}
+
 func (q *quicTransport) done() <-chan struct{} { return q.conn.Context().Done() }
 func (q *quicTransport) err() error            { return context.Cause(q.conn.Context()) }
 func (q *quicTransport) rtt() time.Duration    { return q.conn.ConnectionStats().SmoothedRTT }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,8 @@ type transport interface {
 	open(ctx context.Context) (rawStream, error)
 	accept(ctx context.Context) (rawStream, error)
 	close(reason string) error
+	// peerClosed ends the session on the peer's goodbye (wire.KindClose).
+	peerClosed(reason string)
 	done() <-chan struct{}
 	err() error
 	rtt() time.Duration
@@ -207,11 +210,26 @@ func (s *Session) readHeader(raw rawStream) (*Stream, error) {
 		return nil, err
 	}
 	st.hdr = h
+	if h.Kind == wire.KindClose {
+		var bye wire.Goodbye
+		_ = st.DecodeMeta(&bye)
+		_ = st.Close()
+		s.t.peerClosed(truncateReason(bye.Reason))
+		return nil, s.Err()
+	}
 	if int(s.in.Load()) > s.cfg.MaxStreams {
 		_ = st.Reject(ErrStreamLimit.Error())
 		return nil, fmt.Errorf("refused %s stream from %s: %w", h.Kind, s.peerName(), ErrStreamLimit)
 	}
 	return st, nil
+}
+
+// truncateReason bounds a close reason, which may come from the peer.
+func truncateReason(r string) string {
+	if len(r) > wire.MaxReasonLen {
+		r = r[:wire.MaxReasonLen]
+	}
+	return strings.ToValidUTF8(r, "?")
 }
 
 func (s *Session) peerName() string {

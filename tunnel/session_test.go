@@ -357,3 +357,38 @@ func roundTripOn(st *tunnel.Stream, msg []byte) ([]byte, error) {
 	_, err := io.ReadFull(st, buf)
 	return buf, err
 }
+
+// TestCloseReason: the side that closes says why, and the peer's Err
+// carries it on both transports (QUIC in its close frame, TCP in a
+// goodbye stream that no handler sees).
+func TestCloseReason(t *testing.T) {
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			p := newPair(t, transport, pairOpts{})
+			served := make(chan string, 1)
+			go func() {
+				_ = p.server.Serve(context.Background(), tunnel.HandlerFunc(func(_ context.Context, st *tunnel.Stream) { served <- st.Kind() }))
+			}()
+			start := time.Now()
+			if err := p.client.CloseWithReason("agent shutting down"); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("closing took %v", d)
+			}
+			select {
+			case <-p.server.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("server session still up")
+			}
+			if err := p.server.Err(); err == nil || !strings.Contains(err.Error(), "agent shutting down") {
+				t.Errorf("server sees %v, want the client's reason", err)
+			}
+			select {
+			case k := <-served:
+				t.Errorf("a %s stream reached the handler", k)
+			default:
+			}
+		})
+	}
+}

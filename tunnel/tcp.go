@@ -76,10 +76,36 @@ func (t *tcpTransport) accept(ctx context.Context) (rawStream, error) {
 	return yamuxStream{s}, nil
 }
 
+// close tells the peer why in a KindClose stream (yamux has no close
+// reason of its own), waits briefly for the peer to end the session on
+// hearing it, and closes.
 func (t *tcpTransport) close(reason string) error {
 	t.setCause(fmt.Errorf("tunnel: session closed: %s", reason))
+	if s, err := t.ys.OpenStream(); err == nil {
+		_ = s.SetWriteDeadline(time.Now().Add(goodbyeWait))
+		if h, err := wire.NewHeader(wire.KindClose, wire.Goodbye{Reason: truncateReason(reason)}); err == nil {
+			if b, err := h.MarshalBinary(); err == nil {
+				_, _ = s.Write(b)
+			}
+		}
+		_ = s.Close()
+		select {
+		case <-t.ys.CloseChan():
+		case <-time.After(goodbyeWait):
+		}
+	}
 	return t.ys.Close()
 }
+
+// peerClosed ends the session because the peer said it is closing.
+func (t *tcpTransport) peerClosed(reason string) {
+	t.setCause(fmt.Errorf("tunnel: peer closed the session: %s", reason))
+	_ = t.ys.Close()
+}
+
+// goodbyeWait bounds how long closing a TCP session waits for the peer to
+// take the goodbye.
+const goodbyeWait = 200 * time.Millisecond
 
 func (t *tcpTransport) done() <-chan struct{} { return t.ys.CloseChan() }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,9 +64,4 @@ func readStatus(path string) (int, bool) {
 	}
 	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return code, err == nil
-}
-
-// statusPath is where this agent's session records its exit status.
-func statusPath(name string) string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -54,7 +53,8 @@ type Watcher struct {
 	status string
 }
 
-// Start starts the session's command when there is one, and returns a
+// Start starts the session's command when there is one (or adopts the
+// session a previous agent started, see startOrAdopt), and returns a
 // watcher for it.
 func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	if cfg.Logger == nil {
@@ -65,24 +65,17 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 		return nil, err
 	}
 	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s, tmux: tmux.Server{Args: cfg.TmuxArgs}}
-	if len(cfg.Command) > 0 {
-		if cfg.Name == "" {
-			cfg.Name = DefaultSession
+	switch {
+	case len(cfg.Command) > 0:
+		if w.cfg.Name == "" {
+			w.cfg.Name = DefaultSession
 		}
-		w.cfg.WatchSession = cfg.Name
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("finding gt-agent's own binary: %w", err)
-		}
-		w.status = statusPath(cfg.Name)
-		_ = os.Remove(w.status)
-		// The command runs under 'gt-agent session-run', which records its
-		// exit status.
-		argv := append([]string{self, "session-run", "--status-file", w.status, "--"}, cfg.Command...)
-		if err := w.tmux.NewSession(ctx, cfg.Name, argv); err != nil {
+		w.cfg.WatchSession = w.cfg.Name
+		if err := w.startOrAdopt(ctx); err != nil {
 			return nil, err
 		}
-		w.log.Info("session started", "tmux_session", cfg.Name, "command", strings.Join(cfg.Command, " "))
+	case cfg.WatchSession != "":
+		w.logExisting(ctx)
 	}
 	return w, nil
 }

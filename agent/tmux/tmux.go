@@ -24,16 +24,43 @@ func (t Server) command(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "tmux", append(append([]string{}, t.Args...), args...)...)
 }
 
-// NewSession starts argv in a new detached session called name (200x50).
+// NewSession starts argv in a new detached session called name (200x50),
+// with the user options opts (names starting with '@') set on it.
 // remain-on-exit is set first, in the same call, so that a command that
 // exits at once still leaves its dead pane (and its status) for the beats.
-func (t Server) NewSession(ctx context.Context, name string, argv []string) error {
+func (t Server) NewSession(ctx context.Context, name string, argv []string, opts map[string]string) error {
 	args := append([]string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "--"}, argv...)
+	for k, v := range opts {
+		args = append(args, ";", "set-option", "-t", "="+name+":", k, v)
+	}
 	if out, err := t.command(ctx, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("starting tmux session %q: %v: %s", name, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// Respawn replaces the process of session name's first pane (a dead one:
+// the pane keeps its place, its history and anyone attached) with argv,
+// and sets the user options opts.
+func (t Server) Respawn(ctx context.Context, name string, argv []string, opts map[string]string) error {
+	args := append([]string{"respawn-pane", "-k", "-t", "=" + name + ":", "--"}, argv...)
+	for k, v := range opts {
+		args = append(args, ";", "set-option", "-t", "="+name+":", k, v)
+	}
+	if out, err := t.command(ctx, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("restarting tmux session %q: %v: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Option reads the user option opt of session name; "" when unset.
+func (t Server) Option(ctx context.Context, name, opt string) (string, error) {
+	out, err := t.command(ctx, "show-options", "-v", "-q", "-t", "="+name+":", opt).Output()
+	if err != nil {
+		return "", fmt.Errorf("reading tmux option %s of %q: %w", opt, name, err)
+	}
+	return strings.TrimRight(string(out), "\n"), nil
 }
 
 // Pane is what tmux says of a session's (first) pane.

@@ -21,7 +21,7 @@ func TestReadPane(t *testing.T) {
 			t.Fatalf("tmux %v: %v %s", args, err, out)
 		}
 	}
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "echo started; read x; exit 7"}); err != nil {
+	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "echo started; read x; exit 7"}, map[string]string{"@status": "/tmp/a b"}); err != nil {
 		t.Fatal(err)
 	}
 	p, found, err := srv.ReadPane(context.Background(), "polecat")
@@ -46,5 +46,26 @@ func TestReadPane(t *testing.T) {
 	// acceptable, wrong is not.
 	if !p.Dead || (p.ExitCode != nil && *p.ExitCode != 7) {
 		t.Fatalf("after exit: %+v", p)
+	}
+	if v, err := srv.Option(context.Background(), "polecat", "@status"); err != nil || v != "/tmp/a b" {
+		t.Errorf("session option: %q, %v", v, err)
+	}
+	if v, err := srv.Option(context.Background(), "polecat", "@unset"); err != nil || v != "" {
+		t.Errorf("unset option: %q, %v", v, err)
+	}
+
+	// A dead pane is respawned in place, with new options.
+	if err := srv.Respawn(context.Background(), "polecat", []string{"sh", "-c", "read x"}, map[string]string{"@status": "/tmp/c"}); err != nil {
+		t.Fatal(err)
+	}
+	p, found, err = srv.ReadPane(context.Background(), "polecat")
+	if err != nil || !found || p.Dead || !strings.Contains(p.Command, "read x") {
+		t.Fatalf("respawned pane: %+v found=%v err=%v", p, found, err)
+	}
+	if v, _ := srv.Option(context.Background(), "polecat", "@status"); v != "/tmp/c" {
+		t.Errorf("option after respawn: %q", v)
+	}
+	if err := srv.NewSession(context.Background(), "polecat", []string{"true"}, nil); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Errorf("second session of one name: %v", err)
 	}
 }

@@ -153,7 +153,7 @@ func TestGitPushPolicy(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "w")
 	g.Git(t, "", "clone", "-q", url, work)
 
-	// Allowed: both naming schemes, force, delete.
+	// Allowed: Gas Town's three naming schemes, force, delete.
 	c1 := g.Commit(t, work, "one", 10)
 	g.Git(t, work, "push", "-q", "origin", "HEAD:polecat/furiosa-abc")
 	g.Git(t, work, "push", "-q", "origin", "HEAD:polecat/furiosa/gt-42@1700000000")
@@ -167,6 +167,9 @@ func TestGitPushPolicy(t *testing.T) {
 	if strings.Contains(g.Refs(t, g.Repo), "gt-42") {
 		t.Fatal("own branch not deleted")
 	}
+	// Gas Town's fallback name (a ref cannot be both a branch and a
+	// directory of branches, hence after the delete).
+	g.Git(t, work, "push", "-q", "origin", "HEAD:polecat/furiosa")
 
 	// A symbolic ref that looks like furiosa's branch but points at main.
 	g.Git(t, g.Repo, "symbolic-ref", "refs/heads/polecat/furiosa-sym", "refs/heads/main")
@@ -178,7 +181,6 @@ func TestGitPushPolicy(t *testing.T) {
 		{"HEAD:polecat/nux-abc", "another polecat's branch"},
 		{"HEAD:polecat/nux/gt-1", "another polecat's branch"},
 		{"HEAD:polecat/furiosa2-x", "another polecat's branch"},
-		{"HEAD:polecat/furiosa", "another polecat's branch"},
 		{"HEAD:polecat/furiosa-", "another polecat's branch"},
 		{"HEAD:polecat/furiosaX/y", "another polecat's branch"},
 		{"refs/tags/v1:refs/tags/v1", "tags are not pushed"},
@@ -210,6 +212,51 @@ func TestGitPushPolicy(t *testing.T) {
 	}
 	if _, err := g.TryGit(g.Repo, "rev-parse", "--verify", "-q", "refs/heads/release"); err == nil {
 		t.Fatal("release was created through a dangling symref")
+	}
+}
+
+// TestGitBranchOwnershipWithDashes: names that prefix each other, as Gas
+// Town's pool makes them, each push exactly their own branches; a refusal
+// names the owner and what the pusher may push.
+func TestGitBranchOwnershipWithDashes(t *testing.T) {
+	g := NewGitTown(t, "--git-upstream=false")
+	urls := map[string]string{}
+	for _, name := range []string{"bullet", "bullet-farmer", "nux", "nux2"} {
+		urls[name] = g.Polecat(t, name)
+	}
+	work := map[string]string{}
+	for name, url := range urls {
+		work[name] = filepath.Join(t.TempDir(), name)
+		g.Git(t, "", "clone", "-q", url, work[name])
+		g.Commit(t, work[name], name, 10)
+	}
+	for _, c := range []struct{ name, branch, refusal string }{
+		{"bullet-farmer", "polecat/bullet-farmer-mfx3k2a1", ""},
+		{"bullet-farmer", "polecat/bullet-farmer", ""},
+		{"bullet", "polecat/bullet-mfx3k2a1", ""},
+		{"bullet", "polecat/bullet", ""},
+		{"bullet", "polecat/bullet-farmer-x", "belongs to gastown/bullet-farmer"},
+		{"bullet", "polecat/bullet-farmer", "belongs to gastown/bullet-farmer"},
+		{"bullet-farmer", "polecat/bullet-x", "belongs to gastown/bullet"},
+		{"nux2", "polecat/nux2-a", ""},
+		{"nux2", "polecat/nux2/gt-7@mfx3k2a1", ""},
+		{"nux", "polecat/nux-a", ""},
+		{"nux", "polecat/nux2-b", "belongs to gastown/nux2"},
+		{"nux2", "polecat/nux-b", "belongs to gastown/nux"},
+	} {
+		t.Run(c.name+" "+c.branch, func(t *testing.T) {
+			out, err := g.TryGit(work[c.name], "push", "origin", "HEAD:"+c.branch)
+			if c.refusal == "" {
+				if err != nil {
+					t.Fatalf("refused: %v\n%s", err, out)
+				}
+				return
+			}
+			may := "gastown/" + c.name + " may push only polecat/" + c.name + ", polecat/" + c.name + "/*, polecat/" + c.name + "-*"
+			if err == nil || !strings.Contains(out, "refusing refs/heads/"+c.branch) || !strings.Contains(out, c.refusal) || !strings.Contains(out, may) {
+				t.Fatalf("err %v, output:\n%s", err, out)
+			}
+		})
 	}
 }
 

@@ -34,6 +34,8 @@ type livePolecat struct {
 	relay *tunneltest.Relay
 	addr  string
 	certs string
+	// env and args start the agent, again after a restart.
+	env, args []string
 }
 
 func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...string) *livePolecat {
@@ -49,8 +51,9 @@ func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...stri
 	if len(command) == 0 {
 		command = []string{"sh", "-c", "echo working; sleep 300"}
 	}
-	args := append([]string{"up", "--tmux-socket", lp.tmux, "--beat-interval", beatEvery.String(), "--"}, command...)
-	lp.agent = Start(t, AgentEnv(addr, lp.certs), "gt-agent", args...)
+	lp.env = AgentEnv(addr, lp.certs)
+	lp.args = append([]string{"up", "--tmux-socket", lp.tmux, "--beat-interval", beatEvery.String(), "--"}, command...)
+	lp.agent = Start(t, lp.env, "gt-agent", lp.args...)
 	lp.tw.WaitStatus(10*time.Second, InState("furiosa", "working"))
 	return lp
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -125,6 +127,59 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 		if res := r.run(t, nil, "gt", append([]string{"status"}, c.args...)...); res.code != c.code {
 			t.Errorf("%v: exit %d, want %d (stderr %s)", c.args, res.code, c.code, res.stderr)
 		}
+	}
+}
+
+// TestRelayEnvIsAPolecatSession: the host command's whole environment is
+// a Gas Town host polecat session's, relay.env added to it, the shim's
+// terminal variables, and nothing else.
+func TestRelayEnvIsAPolecatSession(t *testing.T) {
+	fake, err := filepath.Abs("testdata/fake-gt.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := NewTown(t)
+	cfg := []byte("relay:\n  gt: " + fake + "\n  bd: " + fake + "\n  env: [DOLT_HOST=db.local, LANG=C.UTF-8]\n")
+	if err := os.WriteFile(state.For(tw.Dir).Config(), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, addr := tw.Serve()
+	socket := filepath.Join(t.TempDir(), "agent.sock")
+	Start(t, AgentEnv(addr, tw.Issue("gastown/bullet-farmer", time.Hour)), "gt-agent", "up", "--socket", socket)
+	tw.WaitStatus(10*time.Second, Connected("bullet-farmer", ""))
+
+	cmd := exec.Command(filepath.Join(BinDir, "bd"), "show", "env")
+	cmd.Env = []string{"GT_AGENT_SOCKET=" + socket, "TERM=xterm-test", "GT_ROLE=evil", "PATH=/evil"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	slices.Sort(got)
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	want := []string{
+		"BD_ACTOR=gastown/polecats/bullet-farmer",
+		"BD_BACKUP_ENABLED=false",
+		"BD_DOLT_AUTO_COMMIT=off",
+		"BEADS_AGENT_NAME=gastown/bullet-farmer",
+		"DOLT_HOST=db.local", // relay.env
+		"GIT_AUTHOR_NAME=bullet-farmer",
+		"GIT_CEILING_DIRECTORIES=" + tw.Dir,
+		"GT_POLECAT=bullet-farmer",
+		"GT_PROXY_CWD=" + cwd,
+		"GT_PROXY_IDENTITY=gastown/bullet-farmer",
+		"GT_RIG=gastown",
+		"GT_ROLE=gastown/polecats/bullet-farmer",
+		"GT_ROOT=" + tw.Dir,
+		"HOME=" + home,
+		"LANG=C.UTF-8", // relay.env
+		"PATH=" + filepath.Dir(fake) + ":/usr/local/bin:/usr/bin:/bin",
+		"PWD=" + tw.Dir, // set by the stand-in's shell
+		"TERM=xterm-test",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("host environment:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -24,42 +24,31 @@ const (
 	IdentityEnv = "SIDECAR_PUSH_IDENTITY"
 	// LandedEnv names the file post-receive appends landed updates to.
 	LandedEnv = "SIDECAR_LANDED_FILE"
+	// PolecatsEnv lists, comma-separated, every polecat name known in the
+	// pushing polecat's rig: branch ownership goes to the longest match.
+	PolecatsEnv = "SIDECAR_RIG_POLECATS"
+	// PatternsEnv lists, comma-separated, the rig's branch patterns.
+	PatternsEnv = "SIDECAR_BRANCH_PATTERNS"
 )
 
-// AllowedRef says whether id may create, update, force-update or delete
-// ref: only refs/heads/polecat/<name>-<something> and
-// refs/heads/polecat/<name>/<something>, for its own name. The reason says
-// why not.
-func AllowedRef(id wire.Identity, ref string) (ok bool, reason string) {
-	for _, prefix := range []string{"refs/heads/polecat/" + id.Name + "-", "refs/heads/polecat/" + id.Name + "/"} {
-		if strings.HasPrefix(ref, prefix) && len(ref) > len(prefix) {
-			return true, ""
-		}
-	}
-	switch {
-	case strings.HasPrefix(ref, "refs/heads/polecat/"):
-		return false, "another polecat's branch"
-	case strings.HasPrefix(ref, "refs/heads/"):
-		return false, "not a polecat branch"
-	case strings.HasPrefix(ref, "refs/tags/"):
-		return false, "tags are not pushed by polecats"
-	default:
-		return false, "outside refs/heads/polecat/"
-	}
-}
-
 // RunPreReceive is the pre-receive hook: it refuses the whole push unless
-// every updated ref is one of the pushing polecat's own branches and none
-// is a symbolic ref (pushing through a symref that points at main would
-// move main). Without an identity it refuses everything. It returns the
-// exit status.
+// every updated ref is one of the pushing polecat's own branches (see
+// BranchPolicy) and none is a symbolic ref (pushing through a symref that
+// points at main would move main). Without an identity or the rig's branch
+// patterns it refuses everything. It returns the exit status.
 func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
-	idText := os.Getenv(IdentityEnv)
-	id, err := wire.ParseIdentity(idText)
+	id, err := wire.ParseIdentity(os.Getenv(IdentityEnv))
 	if err != nil {
 		fmt.Fprintln(stderr, "push refused: no polecat identity (pushes are accepted only through hostd, from a polecat's tunnel)")
 		return 1
 	}
+	raw, set := os.LookupEnv(PatternsEnv)
+	policy, err := ParseBranchPatterns(splitList(raw))
+	if !set || err != nil {
+		fmt.Fprintf(stderr, "push refused: no valid branch patterns from hostd (%v)\n", err)
+		return 1
+	}
+	known := splitList(os.Getenv(PolecatsEnv))
 	refused := 0
 	sc := bufio.NewScanner(stdin)
 	for sc.Scan() {
@@ -69,13 +58,13 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 			return 1
 		}
 		ref := f[2]
-		ok, why := AllowedRef(id, ref)
+		ok, why := policy.Allowed(id, ref, known)
 		if target, sym := symbolicRef(ref); ok && sym {
 			ok, why = false, "it is a symbolic ref to "+target
 		}
 		if !ok {
 			refused++
-			fmt.Fprintf(stderr, "refusing %s: %s; %s may push only refs/heads/polecat/%s-* and refs/heads/polecat/%s/*\n", ref, why, id, id.Name, id.Name)
+			fmt.Fprintf(stderr, "refusing %s: %s; %s may push only %s\n", ref, why, id, policy.Describe(id.Name))
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -87,6 +76,17 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // symbolicRef reports whether ref is a symbolic ref in the repository the

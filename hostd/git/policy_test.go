@@ -1,9 +1,6 @@
 package git
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -12,104 +9,161 @@ import (
 
 var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
-func TestAllowedRef(t *testing.T) {
-	allowed := []string{
-		"refs/heads/polecat/furiosa-abc",
-		"refs/heads/polecat/furiosa-gt-123-x",
-		"refs/heads/polecat/furiosa/gt-42@1700000000",
-		"refs/heads/polecat/furiosa/a/b",
+func TestBranchPolicy(t *testing.T) {
+	def, err := ParseBranchPatterns(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, r := range allowed {
-		if ok, why := AllowedRef(furiosa, r); !ok {
-			t.Errorf("%s refused: %s", r, why)
-		}
-	}
-	refused := []string{
-		"refs/heads/main", "refs/heads/master", "HEAD", "main", "",
-		"refs/heads/polecat/furiosa", "refs/heads/polecat/furiosa-", "refs/heads/polecat/furiosa/",
-		"refs/heads/polecat/furiosa2-x", "refs/heads/polecat/furiosaX/y", "refs/heads/polecat/Furiosa-x",
-		"refs/heads/polecat/nux-abc", "refs/heads/polecat/nux/furiosa-x", "refs/heads/polecat/-furiosa-x",
-		"refs/tags/polecat/furiosa-x", "refs/notes/commits", "refs/remotes/origin/polecat/furiosa-x",
-		"refs/heads/x/refs/heads/polecat/furiosa-x", "polecat/furiosa-x", "refs/heads//polecat/furiosa-x",
-		" refs/heads/polecat/furiosa-x",
-	}
-	for _, r := range refused {
-		if ok, _ := AllowedRef(furiosa, r); ok {
-			t.Errorf("%q allowed", r)
-		}
-	}
-}
-
-// FuzzAllowedRef: whatever the ref name, one polecat's allowance never
-// covers a ref outside its own two prefixes, nor another polecat's.
-func FuzzAllowedRef(f *testing.F) {
-	f.Add("refs/heads/polecat/furiosa-x")
-	f.Add("refs/heads/polecat/furiosa2-x")
-	f.Fuzz(func(t *testing.T, ref string) {
-		ok, _ := AllowedRef(furiosa, ref)
-		if !ok {
-			return
-		}
-		if !strings.HasPrefix(ref, "refs/heads/polecat/furiosa-") && !strings.HasPrefix(ref, "refs/heads/polecat/furiosa/") {
-			t.Fatalf("%q allowed outside furiosa's prefixes", ref)
-		}
-		if ok2, _ := AllowedRef(wire.Identity{Rig: "gastown", Name: "furiosa2"}, ref); ok2 {
-			t.Fatalf("%q allowed for two polecats", ref)
-		}
-	})
-}
-
-func TestProtocolEnv(t *testing.T) {
-	for h, want := range map[string]string{"": "", "version=2": "GIT_PROTOCOL=version=2", "version=1": "GIT_PROTOCOL=version=1"} {
-		env, err := protocolEnv(h)
-		if err != nil || strings.Join(env, "") != want {
-			t.Errorf("%q: %v %v", h, env, err)
-		}
-	}
-	for _, h := range []string{"version=0", "version=3", "version=2:object-format=sha256", "version=2\nGIT_DIR=/etc", "version=2 ", "VERSION=2", strings.Repeat("x", 1000)} {
-		if _, err := protocolEnv(h); err == nil {
-			t.Errorf("%q accepted", h)
-		}
-	}
-}
-
-// TestPreReceive runs the hook in a real repository.
-func TestPreReceive(t *testing.T) {
-	repo := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", "--bare", repo).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	// Dangling: main does not exist in this empty repository, and a push
-	// through the symref would create it.
-	if out, err := exec.Command("git", "-C", repo, "symbolic-ref", "refs/heads/polecat/furiosa-sym", "refs/heads/main").CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	t.Chdir(repo)
-	zero := strings.Repeat("0", 40)
-	one := strings.Repeat("1", 40)
+	// Names that prefix each other, both ways: bullet and bullet-farmer,
+	// nux and nux2, a and a-b-c; every one known in the rig.
+	known := []string{"furiosa", "bullet", "bullet-farmer", "nux", "nux2", "a", "a-b", "a-b-c", "Toast"}
 	cases := []struct {
-		identity, updates string
-		ok                bool
-		want              string
+		name, ref string
+		want      bool
+		reason    string
 	}{
-		{"gastown/furiosa", zero + " " + one + " refs/heads/polecat/furiosa-a\n", true, ""},
-		{"gastown/furiosa", one + " " + zero + " refs/heads/polecat/furiosa/b\n", true, ""},
-		{"gastown/furiosa", zero + " " + one + " refs/heads/polecat/furiosa-a\n" + zero + " " + one + " refs/heads/main\n", false, "refusing refs/heads/main"},
-		{"gastown/furiosa", zero + " " + one + " refs/heads/polecat/furiosa-sym\n", false, "symbolic ref to refs/heads/main"},
-		{"gastown/furiosa", "garbage\n", false, "malformed update line"},
-		{"", zero + " " + one + " refs/heads/polecat/furiosa-a\n", false, "no polecat identity"},
-		{"gastown", zero + " " + one + " refs/heads/polecat/furiosa-a\n", false, "no polecat identity"},
-		{"gastown/furiosa/x", zero + " " + one + " refs/heads/polecat/furiosa-a\n", false, "no polecat identity"},
+		// Gas Town's three forms for each name.
+		{"furiosa", "refs/heads/polecat/furiosa-mfx3k2a1", true, ""},
+		{"furiosa", "refs/heads/polecat/furiosa/gt-42@mfx3k2a1", true, ""},
+		{"furiosa", "refs/heads/polecat/furiosa", true, ""},
+		{"furiosa", "refs/heads/polecat/furiosa-gt-123-x", true, ""},
+		{"furiosa", "refs/heads/polecat/furiosa/a/b", true, ""},
+		{"bullet-farmer", "refs/heads/polecat/bullet-farmer-mfx3k2a1", true, ""},
+		{"bullet-farmer", "refs/heads/polecat/bullet-farmer/gt-7@mfx3k2a1", true, ""},
+		{"bullet-farmer", "refs/heads/polecat/bullet-farmer", true, ""},
+		{"bullet", "refs/heads/polecat/bullet-mfx3k2a1", true, ""},
+		{"bullet", "refs/heads/polecat/bullet", true, ""},
+		{"bullet", "refs/heads/polecat/bullet/gt-7@x", true, ""},
+		{"Toast", "refs/heads/polecat/Toast-x", true, ""},
+		// The longer name owns what both match.
+		{"bullet", "refs/heads/polecat/bullet-farmer-mfx3k2a1", false, "belongs to gastown/bullet-farmer"},
+		{"bullet", "refs/heads/polecat/bullet-farmer", false, "belongs to gastown/bullet-farmer"},
+		{"bullet", "refs/heads/polecat/bullet-farmer/gt-7@x", false, "belongs to gastown/bullet-farmer"},
+		{"bullet-farmer", "refs/heads/polecat/bullet-x", false, "belongs to gastown/bullet"},
+		{"bullet-farmer", "refs/heads/polecat/bullet", false, "belongs to gastown/bullet"},
+		{"a", "refs/heads/polecat/a-b-c-d", false, "belongs to gastown/a-b-c"},
+		{"a-b", "refs/heads/polecat/a-b-c-d", false, "belongs to gastown/a-b-c"},
+		{"a-b-c", "refs/heads/polecat/a-b-c-d", true, ""},
+		{"a", "refs/heads/polecat/a-x", true, ""},
+		{"a-b", "refs/heads/polecat/a-b-x", true, ""},
+		// Names that are prefixes without a dash never collide.
+		{"nux", "refs/heads/polecat/nux2-x", false, "belongs to gastown/nux2"},
+		{"nux", "refs/heads/polecat/nux2", false, "belongs to gastown/nux2"},
+		{"nux2", "refs/heads/polecat/nux-x", false, "belongs to gastown/nux"},
+		{"nux2", "refs/heads/polecat/nux2/y", true, ""},
+		// Not a branch of any known polecat.
+		{"furiosa", "refs/heads/polecat/slit-x", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/furiosa-", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/furiosa/", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/Furiosa-x", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/furiosaX/y", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/-furiosa-x", false, "another polecat's branch"},
+		{"furiosa", "refs/heads/polecat/nux/furiosa-x", false, "belongs to gastown/nux"},
+		{"furiosa", "refs/heads/main", false, "not a polecat branch"},
+		{"furiosa", "refs/heads//polecat/furiosa-x", false, "not a polecat branch"},
+		{"furiosa", "refs/heads/x/refs/heads/polecat/furiosa-x", false, "not a polecat branch"},
+		{"furiosa", "refs/tags/polecat/furiosa-x", false, "tags are not pushed"},
+		{"furiosa", "refs/notes/commits", false, "outside refs/heads/polecat/"},
+		{"furiosa", "refs/remotes/origin/polecat/furiosa-x", false, "outside"},
+		{"furiosa", "HEAD", false, "outside"},
+		{"furiosa", "polecat/furiosa-x", false, "outside"},
+		{"furiosa", " refs/heads/polecat/furiosa-x", false, "outside"},
+		{"furiosa", "", false, "outside"},
 	}
 	for _, c := range cases {
-		t.Setenv(IdentityEnv, c.identity)
-		if c.identity == "" {
-			os.Unsetenv(IdentityEnv)
-		}
-		var stderr bytes.Buffer
-		code := RunPreReceive(strings.NewReader(c.updates), &stderr)
-		if (code == 0) != c.ok || !strings.Contains(stderr.String(), c.want) {
-			t.Errorf("identity %q updates %q: exit %d, %q", c.identity, c.updates, code, stderr.String())
+		id := wire.Identity{Rig: "gastown", Name: c.name}
+		ok, why := def.Allowed(id, c.ref, known)
+		if ok != c.want || !strings.Contains(why, c.reason) {
+			t.Errorf("%s pushing %q: allowed %v (%s); want %v (%s)", c.name, c.ref, ok, why, c.want, c.reason)
 		}
 	}
+	// An unknown longer name cannot be protected: what it would own is the
+	// shorter name's until hostd has issued it a certificate.
+	if ok, _ := def.Allowed(wire.Identity{Rig: "gastown", Name: "bullet"}, "refs/heads/polecat/bullet-farmer-x", []string{"bullet"}); !ok {
+		t.Error("bullet refused a branch no known polecat owns more specifically")
+	}
+	if got := def.Describe("bullet-farmer"); got != "polecat/bullet-farmer, polecat/bullet-farmer/*, polecat/bullet-farmer-*" {
+		t.Errorf("Describe: %q", got)
+	}
+}
+
+func TestCustomBranchPatterns(t *testing.T) {
+	// Gas Town's polecat_branch_template variables match any text.
+	p, err := ParseBranchPatterns([]string{"feature/{name}-{timestamp}", "adam/{year}/{month}/{name}/{description}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := []string{"alpha", "alpha-beta"}
+	for ref, owner := range map[string]string{
+		"refs/heads/feature/alpha-mfx3k2a1":          "alpha",
+		"refs/heads/feature/alpha-beta-mfx3k2a1":     "alpha-beta",
+		"refs/heads/adam/2026/11/alpha/fix-the-bug":  "alpha",
+		"refs/heads/adam/2026/11/alpha-beta/x":       "alpha-beta",
+		"refs/heads/polecat/alpha-x":                 "",
+		"refs/heads/feature/alpha-":                  "",
+		"refs/heads/adam/2026/11/alpha":              "",
+		"refs/heads/adam/2026/11/alpha/":             "",
+		"refs/heads/adam/2026/11/other/alpha/x":      "",
+		"refs/heads/adam/2026/11/other/alpha-beta/x": "",
+	} {
+		for _, name := range known {
+			ok, why := p.Allowed(wire.Identity{Rig: "r", Name: name}, ref, known)
+			if ok != (owner == name) {
+				t.Errorf("%s pushing %s: %v (%s); owner should be %q", name, ref, ok, why, owner)
+			}
+		}
+	}
+	// Patterns that could not decide ownership are refused at start.
+	for _, bad := range []string{
+		"", "polecat/*", "polecat/{name}/{name}", "refs/heads/polecat/{name}", "/polecat/{name}", "polecat/{name}-{sha}",
+		"polecat/{name},x", "polecat/{name} x", "polecat/{name}..x", "polecat/{name}/**", "{name}-*-*-*-*-*", "polecat/{name}:x",
+	} {
+		if _, err := ParseBranchPatterns([]string{bad}); err == nil {
+			t.Errorf("pattern %q accepted", bad)
+		}
+	}
+}
+
+func TestOwnerTie(t *testing.T) {
+	// Two names of one length both matching: nobody may push it.
+	p, err := ParseBranchPatterns([]string{"x-{name}", "{name}-y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := []string{"a-y", "x-a"}
+	for _, n := range known {
+		if ok, why := p.Allowed(wire.Identity{Rig: "r", Name: n}, "refs/heads/x-a-y", known); ok || !strings.Contains(why, "equally") {
+			t.Errorf("%s: %v %s", n, ok, why)
+		}
+	}
+}
+
+// FuzzBranchPolicy: whatever the ref, at most one of a set of names that
+// prefix each other may push it, and only a ref its patterns match.
+func FuzzBranchPolicy(f *testing.F) {
+	f.Add("refs/heads/polecat/bullet-farmer-x")
+	f.Add("refs/heads/polecat/nux2")
+	f.Add("refs/heads/polecat/a-b-c/d")
+	p, err := ParseBranchPatterns(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	known := []string{"bullet", "bullet-farmer", "nux", "nux2", "a", "a-b", "a-b-c"}
+	f.Fuzz(func(t *testing.T, ref string) {
+		allowed := 0
+		for _, n := range known {
+			ok, _ := p.Allowed(wire.Identity{Rig: "r", Name: n}, ref, known)
+			if !ok {
+				continue
+			}
+			allowed++
+			branch := strings.TrimPrefix(ref, "refs/heads/")
+			if !strings.HasPrefix(ref, "refs/heads/polecat/"+n) || !p.Matches(branch, n) {
+				t.Fatalf("%q allowed for %s outside its patterns", ref, n)
+			}
+		}
+		if allowed > 1 {
+			t.Fatalf("%q allowed for %d polecats", ref, allowed)
+		}
+	})
 }

@@ -41,6 +41,16 @@ type Config struct {
 	RefreshAge time.Duration
 	// RefreshTimeout bounds one refresh; on timeout what is there is served.
 	RefreshTimeout time.Duration
+	// Branches maps a rig to its polecats' branch patterns (see
+	// ParseBranchPatterns); rigs not listed use DefaultBranchPatterns.
+	Branches map[string][]string
+	// Polecats maps a rig to polecat names known beside those hostd issued
+	// certificates to (Gas Town's name pool, say).
+	Polecats map[string][]string
+	// KnownPolecats lists every polecat name hostd ever issued a
+	// certificate to in a rig. A branch belongs to the longest of these
+	// and Polecats' names it matches.
+	KnownPolecats func(rig string) ([]string, error)
 	// Logger receives one line per request.
 	Logger *slog.Logger
 }
@@ -76,6 +86,18 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.RefreshTimeout <= 0 {
 		cfg.RefreshTimeout = d.RefreshTimeout
+	}
+	for rig, list := range cfg.Branches {
+		if _, err := ParseBranchPatterns(list); err != nil {
+			return nil, fmt.Errorf("git branches of rig %s: %w", rig, err)
+		}
+	}
+	for rig, names := range cfg.Polecats {
+		for _, n := range names {
+			if err := (wire.Identity{Rig: rig, Name: n}).Validate(); err != nil {
+				return nil, fmt.Errorf("git polecats of rig %s: %w", rig, err)
+			}
+		}
 	}
 	if err := installHooks(cfg.HooksDir); err != nil {
 		return nil, err
@@ -293,7 +315,12 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	}
 	landed.Close()
 	defer os.Remove(landed.Name())
+	penv, err := s.policyEnv(rig)
+	if err != nil {
+		return err
+	}
 	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name())
+	env = append(env, penv...)
 	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir, "receive-pack", "--stateless-rpc", repo); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ const (
 	CertFile   = "ca.crt"
 	KeyFile    = "ca.key"
 	recordFile = "certs.json"
+	namesFile  = "polecats.json"
 	tokenFile  = "tokens.json"
 	lockFile   = ".lock"
 )

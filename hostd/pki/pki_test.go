@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestIssueClient(t *testing.T) {
 		id  wire.Identity
 		ttl time.Duration
 	}{
-		{wire.Identity{Rig: "gastown", Name: "furi-osa"}, time.Hour},
+		{wire.Identity{Rig: "gastown", Name: "-furiosa"}, time.Hour},
 		{wire.Identity{Rig: "gas/town", Name: "x"}, time.Hour},
 		{wire.Identity{Rig: "", Name: "x"}, time.Hour},
 		{wire.Identity{Rig: "r", Name: "x\n"}, time.Hour},
@@ -214,7 +215,7 @@ func TestRevoke(t *testing.T) {
 			t.Errorf("serial %s not revoked after reopening", SerialOf(c))
 		}
 	}
-	for _, target := range []string{"", "gastown/other", "zz", "gastown/fu-riosa", "../x/y", "123abc", "gastown/furiosa/x"} {
+	for _, target := range []string{"", "gastown/other", "zz", "gastown/-furiosa", "../x/y", "123abc", "gastown/furiosa/x"} {
 		if _, err := ca.Revoke(target); err == nil {
 			t.Errorf("Revoke(%q) succeeded", target)
 		}
@@ -335,4 +336,35 @@ func FuzzParseCSR(f *testing.F) {
 			t.Fatal("accepted a request with a bad signature or key")
 		}
 	})
+}
+
+// TestKnownNames: every name a rig was ever issued a certificate for stays
+// known after its records are pruned (branch ownership depends on it).
+func TestKnownNames(t *testing.T) {
+	ca := newCA(t)
+	clock := time.Now()
+	ca.now = func() time.Time { return clock }
+	for _, id := range []wire.Identity{{Rig: "gastown", Name: "bullet-farmer"}, {Rig: "gastown", Name: "bullet"}, {Rig: "beads", Name: "nux"}, {Rig: "gastown", Name: "bullet"}} {
+		if _, _, err := ca.NewClientKeyPair(id, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock = clock.Add(keepExpired + 2*time.Hour) // prunes all of the above at the next issue
+	if _, _, err := ca.NewClientKeyPair(wire.Identity{Rig: "gastown", Name: "slit"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := ca.Records(); len(recs) != 1 {
+		t.Fatalf("%d records after pruning, want 1", len(recs))
+	}
+	got, err := ca.KnownNames("gastown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"bullet", "bullet-farmer", "slit"}; !slices.Equal(got, want) {
+		t.Errorf("known names %v, want %v", got, want)
+	}
+	if other, _ := ca.KnownNames("beads"); !slices.Equal(other, []string{"nux"}) {
+		t.Errorf("beads' names %v", other)
+	}
 }

@@ -79,12 +79,58 @@ func (ca *CA) updateRecords(f func([]Record) ([]Record, error)) error {
 	})
 }
 
+// record remembers an issued certificate, and its identity for good:
+// records are pruned a week after expiry, names never are (branch
+// ownership depends on every name a rig ever had).
 func (ca *CA) record(r Record) error {
 	now := ca.now()
 	return ca.updateRecords(func(recs []Record) ([]Record, error) {
+		if err := ca.rememberName(r.Identity); err != nil {
+			return nil, err
+		}
 		recs = slices.DeleteFunc(recs, func(x Record) bool { return now.Sub(x.NotAfter) > keepExpired })
 		return append(recs, r), nil
 	})
+}
+
+// rememberName adds id to the names ever issued; the caller holds the lock.
+func (ca *CA) rememberName(id wire.Identity) error {
+	path := filepath.Join(ca.Dir, namesFile)
+	var names []wire.Identity
+	if err := state.Load(path, &names); err != nil {
+		return err
+	}
+	if slices.Contains(names, id) {
+		return nil
+	}
+	return state.Save(path, append(names, id))
+}
+
+// KnownNames lists every polecat name of rig this CA ever issued a
+// certificate to (the remembered names, and the records, which older
+// versions kept alone).
+func (ca *CA) KnownNames(rig string) ([]string, error) {
+	var names []wire.Identity
+	var recs []Record
+	err := ca.withLock(func() error {
+		if err := state.Load(filepath.Join(ca.Dir, namesFile), &names); err != nil {
+			return err
+		}
+		return state.Load(filepath.Join(ca.Dir, recordFile), &recs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		names = append(names, r.Identity)
+	}
+	var out []string
+	for _, id := range names {
+		if id.Rig == rig && !slices.Contains(out, id.Name) {
+			out = append(out, id.Name)
+		}
+	}
+	return out, nil
 }
 
 // Records lists every remembered certificate, oldest first.

@@ -35,20 +35,6 @@ var identityFlags = []string{"actor", "identity", "address"}
 // container.
 var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "BEADS_AGENT_NAME", "GT_PROXY_IDENTITY", "GT_PROXY_CWD"}
 
-// IdentityEnv is the environment a host polecat session of id gets in Gas
-// Town, which relayed commands run with.
-func IdentityEnv(id wire.Identity) []string {
-	role := id.Rig + "/polecats/" + id.Name
-	return []string{
-		"GT_ROLE=" + role,
-		"GT_RIG=" + id.Rig,
-		"GT_POLECAT=" + id.Name,
-		"BD_ACTOR=" + role,
-		"BEADS_AGENT_NAME=" + id.Rig + "/" + id.Name,
-		"GT_PROXY_IDENTITY=" + id.String(),
-	}
-}
-
 // Policy decides which relayed commands may run.
 type Policy struct {
 	// Allow maps a command (argv[0]) to its allowed subcommands (argv[1]).

@@ -67,11 +67,3 @@ func TestPolicyCheck(t *testing.T) {
 		t.Errorf("refusal echoes the argument: %v", err)
 	}
 }
-
-func TestIdentityEnv(t *testing.T) {
-	got := strings.Join(IdentityEnv(wire.Identity{Rig: "gastown", Name: "furiosa"}), " ")
-	want := "GT_ROLE=gastown/polecats/furiosa GT_RIG=gastown GT_POLECAT=furiosa BD_ACTOR=gastown/polecats/furiosa BEADS_AGENT_NAME=gastown/furiosa GT_PROXY_IDENTITY=gastown/furiosa"
-	if got != want {
-		t.Errorf("IdentityEnv:\n got %s\nwant %s", got, want)
-	}
-}

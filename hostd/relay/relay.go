@@ -29,9 +29,10 @@ type Config struct {
 	// Policy is the allowlist; DefaultAllow and DefaultEnvAllow where
 	// empty.
 	Policy Policy
-	// Env is the base environment of relayed commands (hostd's own is not
-	// passed on). Default: PATH (the binaries' directories and the system
-	// ones) and HOME.
+	// Env are KEY=VALUE entries added to, or replacing, the base
+	// environment of relayed commands: PATH (the binaries' directories and
+	// the system ones) and HOME. hostd's own environment is not passed on,
+	// and the polecat's identity variables cannot be replaced.
 	Env []string
 	// MaxConcurrent bounds the commands one polecat runs at once.
 	MaxConcurrent int
@@ -58,6 +59,7 @@ type Service struct {
 	log  *slog.Logger
 
 	metrics *metrics
+	base    []string // PATH, HOME and relay.env, see baseEnv
 
 	mu    sync.Mutex
 	slots map[wire.Identity]chan struct{}
@@ -107,14 +109,7 @@ func New(cfg Config) *Service {
 		dirs = append(dirs, filepath.Dir(path))
 		s.log.Info("relay: command available", "command", cmd, "binary", path)
 	}
-	if len(s.cfg.Env) == 0 {
-		home, _ := os.UserHomeDir()
-		path := "/usr/local/bin:/usr/bin:/bin"
-		for _, d := range dirs {
-			path = d + ":" + path
-		}
-		s.cfg.Env = []string{"PATH=" + path, "HOME=" + home}
-	}
+	s.base = baseEnv(dirs, cfg.Env)
 	return s
 }
 
@@ -203,12 +198,7 @@ func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wir
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	env := append(append([]string{}, s.cfg.Env...), IdentityEnv(id)...)
-	env = append(env, "GT_PROXY_CWD="+string(req.Cwd))
-	for _, e := range req.Env {
-		env = append(env, string(e))
-	}
-	p, err := startProcess(bin, argv, s.cfg.Town, env)
+	p, err := startProcess(bin, argv, s.cfg.Town, s.commandEnv(id, req))
 	if err != nil {
 		return wire.RelayExit{}, err
 	}

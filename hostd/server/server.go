@@ -47,8 +47,8 @@ type Config struct {
 	Liveness liveness.Config
 	// Relay configures the gt/bd relay (Town and Logger are filled in).
 	Relay relay.Config
-	// Git configures the git service (Town, HooksDir, Upstream and Logger
-	// are filled in).
+	// Git configures the git service (Town, HooksDir, Upstream,
+	// KnownPolecats and Logger are filled in).
 	Git git.Config
 	// Upstream turns on pushing landed branches to each rig's origin.
 	Upstream bool
@@ -129,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	gcfg := cfg.Git
 	gcfg.Town, gcfg.HooksDir, gcfg.Upstream, gcfg.Logger = cfg.Town, s.dir.Hooks(), s.queue, cfg.Logger
+	gcfg.KnownPolecats = ca.KnownNames
 	if s.git, err = git.New(gcfg); err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func TestJoinHostile(t *testing.T) {
 		"not json":        []byte("GET / HTTP/1.1\r\n\r\n"),
 		"unknown field":   []byte(`{"token":"x","admin":true}` + "\n"),
 		"oversized":       append([]byte(`{"token":"`+strings.Repeat("a", 40<<10)), '"', '}', '\n'),
-		"bad identity":    msg(token, "gastown/fu-riosa", csr),
+		"bad identity":    msg(token, "gastown/-furiosa", csr),
 		"garbage csr":     msg(token, "gastown/furiosa", []byte("csr")),
 		"no csr":          msg(token, "gastown/furiosa", nil),
 		"forged token":    msg("gtj1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA."+strings.Split(token, ".")[3], "gastown/furiosa", csr),

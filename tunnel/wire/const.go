@@ -82,10 +82,20 @@ const (
 	KindNudge     = "nudge"     // terminal nudges (hostd -> agent)
 	KindCert      = "cert"      // certificate renewal (agent -> hostd)
 	KindPing      = "ping"      // echo, for tests and benchmarks
+	KindClose     = "close"     // the opener is closing the session, TCP only (package tunnel)
 )
 
 // Kinds are every stream kind this version defines.
-var Kinds = []string{KindRelay, KindGit, KindHeartbeat, KindSync, KindNudge, KindCert, KindPing}
+var Kinds = []string{KindRelay, KindGit, KindHeartbeat, KindSync, KindNudge, KindCert, KindPing, KindClose}
+
+// Closing a session: QUIC carries the reason in its CONNECTION_CLOSE
+// frame. yamux cannot, so on TCP the closing side first opens a KindClose
+// stream whose metadata is a Goodbye; package tunnel consumes it (no
+// service sees it) and ends the session with that reason.
+type Goodbye struct {
+	// Reason says why, for the peer's log; at most MaxReasonLen bytes.
+	Reason string `json:"reason"`
+}
 
 // The git channel: each git stream carries one HTTP/1.1 connection of
 // git's smart HTTP protocol, for URLs under GitPathPrefix + "<rig>".

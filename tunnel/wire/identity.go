@@ -43,30 +43,32 @@ func (id Identity) URI(trustDomain string) *url.URL {
 }
 
 // Validate checks the rig against [A-Za-z0-9_-]+ and the name against
-// [A-Za-z0-9_]+ (Gas Town polecat names are single words).
+// [A-Za-z0-9_-]+ not starting with '-': Gas Town's name pools make names
+// such as bullet-farmer (its rule is ^[a-z][a-z0-9-]*$), and older towns
+// use names such as Toast. Both are at most 64 bytes.
 func (id Identity) Validate() error {
-	if err := checkName("rig", id.Rig, true); err != nil {
+	if err := checkName("rig", id.Rig, false); err != nil {
 		return err
 	}
-	return checkName("polecat name", id.Name, false)
+	return checkName("polecat name", id.Name, true)
 }
 
-func checkName(what, s string, dashOK bool) error {
+// checkName checks s against [A-Za-z0-9_-]{1,64}; with noLeadingDash a
+// first '-' is refused too (a name that reads as a flag).
+func checkName(what, s string, noLeadingDash bool) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty", what)
 	}
 	if len(s) > maxNameLen {
 		return fmt.Errorf("%s is %d characters long, limit %d", what, len(s), maxNameLen)
 	}
+	if noLeadingDash && s[0] == '-' {
+		return fmt.Errorf("%s %q starts with '-'", what, s)
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || (dashOK && c == '-')
-		if !ok {
-			allowed := "[A-Za-z0-9_]"
-			if dashOK {
-				allowed = "[A-Za-z0-9_-]"
-			}
-			return fmt.Errorf("%s %q has %q at byte %d; allowed: %s", what, s, c, i, allowed)
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%s %q has %q at byte %d; allowed: [A-Za-z0-9_-]", what, s, c, i)
 		}
 	}
 	return nil

@@ -14,6 +14,13 @@ func TestParseIdentity(t *testing.T) {
 		"A/B":                          {"A", "B"},
 		"-/x":                          {"-", "x"},
 		strings.Repeat("r", 64) + "/n": {strings.Repeat("r", 64), "n"},
+		// Gas Town's default name pool (^[a-z][a-z0-9-]*$) and older names.
+		"gastown/bullet-farmer":               {"gastown", "bullet-farmer"},
+		"gastown/road-warrior":                {"gastown", "road-warrior"},
+		"gastown/aqua-cola":                   {"gastown", "aqua-cola"},
+		"gastown/Toast":                       {"gastown", "Toast"},
+		"gastown/a-":                          {"gastown", "a-"},
+		"gastown/" + strings.Repeat("n-", 32): {"gastown", strings.Repeat("n-", 32)},
 	}
 	for in, want := range good {
 		got, err := ParseIdentity(in)
@@ -22,7 +29,8 @@ func TestParseIdentity(t *testing.T) {
 		}
 	}
 	for _, in := range []string{
-		"", "/", "gastown", "gastown/", "/furiosa", "gastown/furi-osa", "gastown/furiosa/x",
+		"", "/", "gastown", "gastown/", "/furiosa", "gastown/-furiosa", "gastown/-", "gastown/--x", "gastown/furiosa/x",
+		"gastown/fu.riosa", "gastown/bullet farmer", "gastown/bullet\tfarmer", "gastown/b\u00fcllet",
 		"gas town/x", "gastown/fu riosa", "../etc/passwd", "gastown/..", "rig\x00/x", "rig/x\n",
 		"rïg/x", "rig/name;rm -rf", "rig/$(id)", strings.Repeat("r", 65) + "/n", "r/" + strings.Repeat("n", 65),
 	} {
@@ -48,6 +56,11 @@ func TestIdentityFromCert(t *testing.T) {
 	if got, err := IdentityFromCert(mk(id.URI(DefaultTrustDomain).String()), DefaultTrustDomain); err != nil || got != id {
 		t.Fatalf("valid URI: %v, %v", got, err)
 	}
+	// Dashes in the name stay unambiguous: the path says which part is the rig.
+	dashed := Identity{"my-rig", "bullet-farmer"}
+	if got, err := IdentityFromCert(mk(dashed.URI(DefaultTrustDomain).String()), DefaultTrustDomain); err != nil || got != dashed {
+		t.Fatalf("dashed URI: %v, %v", got, err)
+	}
 	for _, uris := range [][]string{
 		{},
 		{"spiffe://gastown.local/rig/gastown/polecat/furiosa", "spiffe://gastown.local/rig/gastown/polecat/nux"},
@@ -55,7 +68,7 @@ func TestIdentityFromCert(t *testing.T) {
 		{"https://gastown.local/rig/gastown/polecat/furiosa"},
 		{"spiffe://gastown.local/rig/gastown/polecat/furiosa/extra"},
 		{"spiffe://gastown.local/rig/gastown/crew/furiosa"},
-		{"spiffe://gastown.local/rig/gastown/polecat/fu-riosa"},
+		{"spiffe://gastown.local/rig/gastown/polecat/-furiosa"},
 		{"spiffe://gastown.local/rig/gastown/polecat/"},
 		{"spiffe://gastown.local/rig//polecat/furiosa"},
 		{"spiffe://gastown.local/rig/gastown/polecat/furiosa?x=1"},

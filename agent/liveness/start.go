@@ -1,0 +1,89 @@
+package liveness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// statusOption is the tmux session option holding the path its wrapper
+// records the exit status in, so that a restarted agent finds it.
+const statusOption = "@gt-agent-status-file"
+
+// startOrAdopt gives the polecat's command a session. A polecat's session
+// outlives its agent (an upgrade, a crash, an OOM kill of the agent
+// alone), so a session already there is taken over: a live pane is
+// watched as it is, never started twice; a dead one has its exit recorded
+// and the command is started afresh in it.
+func (w *Watcher) startOrAdopt(ctx context.Context) error {
+	name := w.cfg.Name
+	pane, found, err := w.tmux.ReadPane(ctx, name)
+	if err != nil {
+		return err
+	}
+	if found {
+		w.status, err = w.tmux.Option(ctx, name, statusOption)
+		if err != nil {
+			return err
+		}
+	}
+	if found && !pane.Dead {
+		w.log.Info("adopted the running session a previous agent started; not starting the command again",
+			"tmux_session", name, "pid", pane.PID, "command", pane.Command)
+		return nil
+	}
+	argv, opts, err := w.wrapped()
+	if err != nil {
+		return err
+	}
+	if !found {
+		if err := w.tmux.NewSession(ctx, name, argv, opts); err != nil {
+			return err
+		}
+		w.log.Info("session started", "tmux_session", name, "command", strings.Join(w.cfg.Command, " "))
+		return nil
+	}
+	attrs := []any{"tmux_session", name, "command", strings.Join(w.cfg.Command, " ")}
+	if code, ok := readStatus(w.status); ok {
+		attrs = append(attrs, "exit_code", code)
+	} else if pane.ExitCode != nil {
+		attrs = append(attrs, "exit_code", *pane.ExitCode)
+	}
+	if err := w.tmux.Respawn(ctx, name, argv, opts); err != nil {
+		return err
+	}
+	w.log.Info("the session's command had exited before this agent started; started it afresh", attrs...)
+	return nil
+}
+
+// wrapped is the command line run in the session, under 'gt-agent
+// session-run' which records the exit status, and the session options
+// that say where.
+func (w *Watcher) wrapped() (argv []string, opts map[string]string, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding gt-agent's own binary: %w", err)
+	}
+	status := filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), w.cfg.Name))
+	_ = os.Remove(status)
+	w.status = status
+	argv = append([]string{self, "session-run", "--status-file", status, "--"}, w.cfg.Command...)
+	return argv, map[string]string{statusOption: status}, nil
+}
+
+// logExisting says what --watch-session found at start.
+func (w *Watcher) logExisting(ctx context.Context) {
+	pane, found, err := w.tmux.ReadPane(ctx, w.cfg.WatchSession)
+	switch {
+	case err != nil:
+		w.log.Warn("reading the session to watch failed", "tmux_session", w.cfg.WatchSession, "err", err)
+	case !found:
+		w.log.Warn("no such tmux session yet; beats say so until it appears", "tmux_session", w.cfg.WatchSession)
+	case pane.Dead:
+		w.log.Info("watching a session whose command has exited", "tmux_session", w.cfg.WatchSession)
+	default:
+		w.log.Info("watching the running session", "tmux_session", w.cfg.WatchSession, "pid", pane.PID)
+	}
+}
