@@ -34,7 +34,7 @@ func TestJoinIdentity(t *testing.T) {
 	if id, err := joinIdentity("gastown/nux"); err != nil || id.Name != "nux" {
 		t.Errorf("from flag: %v, %v", id, err)
 	}
-	for _, bad := range []string{"nux", "gastown/nux/x", "../x", "gastown/n-ux"} {
+	for _, bad := range []string{"nux", "gastown/nux/x", "../x", "gastown/-nux"} {
 		if _, err := joinIdentity(bad); err == nil {
 			t.Errorf("joinIdentity(%q) accepted", bad)
 		}

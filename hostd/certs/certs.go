@@ -97,3 +97,36 @@ func (s *Service) ReloadRevocations() (int, error) {
 	}
 	return len(closed), nil
 }
+
+// IssueKeyPair issues a certificate for id with a key made here (for
+// operators' scripts; agents join or renew with keys of their own), valid
+// for ttl, or the configured TTL when ttl is 0.
+func (s *Service) IssueKeyPair(id wire.Identity, ttl time.Duration) (certPEM, keyPEM []byte, cert *x509.Certificate, err error) {
+	if ttl <= 0 {
+		ttl = s.cfg.TTL
+	}
+	certPEM, keyPEM, err = s.ca.NewClientKeyPair(id, ttl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err = pki.ParseCertPEM(certPEM)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.log.Info("issued certificate", "polecat", id, "serial", pki.SerialOf(cert), "not_after", cert.NotAfter, "via", "admin API")
+	return certPEM, keyPEM, cert, nil
+}
+
+// Revoke revokes by serial or <rig>/<name>, persistently, and closes the
+// live tunnels of what it revoked; it returns how many certificates.
+func (s *Service) Revoke(target string) (int, error) {
+	recs, err := s.ca.Revoke(target)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		s.log.Warn("revoked certificate", "polecat", r.Identity, "serial", r.Serial)
+	}
+	_, err = s.ReloadRevocations()
+	return len(recs), err
+}

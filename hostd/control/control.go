@@ -88,6 +88,12 @@ type Backend interface {
 	ReloadRevocations() (int, error)
 	// Polecat is one polecat's detail.
 	Polecat(id wire.Identity) (PolecatDetail, bool)
+	// IssueCert issues a certificate and key for id, valid for ttl (0: the
+	// configured lifetime), for the gt-proxy-server compatible admin API.
+	IssueCert(id wire.Identity, ttl time.Duration) (IssuedCert, error)
+	// Revoke revokes by serial or <rig>/<name>, persistently, and closes
+	// the live tunnels that stood on what it revoked.
+	Revoke(target string) (revoked int, err error)
 }
 
 // Listen opens the town's control socket (state.Dir.Socket), making the
@@ -123,6 +129,7 @@ func Handler(b Backend) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, d)
 	})
+	adminHandlers(mux, b)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := b.ReloadRevocations()
 		if err != nil {

@@ -14,7 +14,27 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-type fakeDaemon struct{ reloads int }
+// fakeDaemon stands in for the daemon behind the HTTP layer; the real one
+// answers the same calls in hostd/e2e.
+type fakeDaemon struct {
+	reloads int
+	issued  []wire.Identity
+	ttls    []time.Duration
+	revoked []string
+}
+
+func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (IssuedCert, error) {
+	f.issued, f.ttls = append(f.issued, id), append(f.ttls, ttl)
+	return IssuedCert{CN: id.CommonName(), Serial: "abc"}, nil
+}
+
+func (f *fakeDaemon) Revoke(target string) (int, error) {
+	if target != "abc" {
+		return 0, errors.New("no certificate matches")
+	}
+	f.revoked = append(f.revoked, target)
+	return 1, nil
+}
 
 func (f *fakeDaemon) Status() Status {
 	return Status{Version: "v1", Polecats: []Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}

@@ -245,7 +245,7 @@ func TestGitBranchOwnershipWithDashes(t *testing.T) {
 		{"nux2", "polecat/nux-b", "belongs to gastown/nux"},
 	} {
 		t.Run(c.name+" "+c.branch, func(t *testing.T) {
-			out, err := g.TryGit(work[c.name], "push", "origin", "HEAD:"+c.branch)
+			out, err := g.TryGit(work[c.name], "push", "--force", "origin", "HEAD:"+c.branch)
 			if c.refusal == "" {
 				if err != nil {
 					t.Fatalf("refused: %v\n%s", err, out)

@@ -140,6 +140,9 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 	}
 	tw := NewTown(t)
 	cfg := []byte("relay:\n  gt: " + fake + "\n  bd: " + fake + "\n  env: [DOLT_HOST=db.local, LANG=C.UTF-8]\n")
+	if err := state.For(tw.Dir).Ensure(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(state.For(tw.Dir).Config(), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}

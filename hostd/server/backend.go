@@ -1,7 +1,10 @@
 package server
 
 import (
+	"time"
+
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -27,3 +30,16 @@ func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) { retur
 // ReloadRevocations re-reads the revocation records and closes the live
 // tunnels of revoked certificates.
 func (s *Server) ReloadRevocations() (int, error) { return s.certs.ReloadRevocations() }
+
+// IssueCert issues a certificate and key for the admin API.
+func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (control.IssuedCert, error) {
+	certPEM, keyPEM, cert, err := s.certs.IssueKeyPair(id, ttl)
+	if err != nil {
+		return control.IssuedCert{}, err
+	}
+	return control.IssuedCert{CN: id.CommonName(), Cert: string(certPEM), Key: string(keyPEM), CA: string(s.certs.CA().CertPEM()),
+		Serial: pki.SerialOf(cert), ExpiresAt: cert.NotAfter}, nil
+}
+
+// Revoke revokes persistently and closes the live tunnels concerned.
+func (s *Server) Revoke(target string) (int, error) { return s.certs.Revoke(target) }

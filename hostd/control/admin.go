@@ -1,0 +1,119 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// The admin API of Gas Town's gt-proxy-server (its 127.0.0.1:9877
+// listener), served on hostd's control socket with the same paths and
+// JSON, so operators' scripts keep working with
+// 'curl --unix-socket <town>/.runtime/hostd/hostd.sock http://hostd/v1/admin/...'.
+// Unlike gt-proxy-server's in-memory deny list, revocation here is
+// persisted and closes live tunnels.
+
+// IssueCertRequest is POST /v1/admin/issue-cert's body.
+type IssueCertRequest struct {
+	Rig  string `json:"rig"`
+	Name string `json:"name"`
+	// TTL is a Go duration ("720h"); empty takes hostd's cert_ttl.
+	TTL string `json:"ttl,omitempty"`
+}
+
+// IssuedCert is POST /v1/admin/issue-cert's answer.
+type IssuedCert struct {
+	CN        string    `json:"cn"`
+	Cert      string    `json:"cert"`
+	Key       string    `json:"key"`
+	CA        string    `json:"ca"`
+	Serial    string    `json:"serial"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// DenyCertRequest is POST /v1/admin/deny-cert's body: a serial in hex.
+type DenyCertRequest struct {
+	Serial string `json:"serial"`
+}
+
+// maxAdminBody bounds an admin request.
+const maxAdminBody = 64 << 10
+
+func adminHandlers(mux *http.ServeMux, b Backend) {
+	mux.HandleFunc("GET /v1/admin/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("POST /v1/admin/issue-cert", func(w http.ResponseWriter, r *http.Request) {
+		var req IssueCertRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		id := wire.Identity{Rig: req.Rig, Name: req.Name}
+		if err := id.Validate(); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		var ttl time.Duration
+		if req.TTL != "" {
+			d, err := time.ParseDuration(req.TTL)
+			if err != nil || d <= 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("ttl %q is not a positive duration (e.g. 24h)", req.TTL))
+				return
+			}
+			ttl = d
+		}
+		issued, err := b.IssueCert(id, ttl)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, issued)
+	})
+	mux.HandleFunc("POST /v1/admin/deny-cert", func(w http.ResponseWriter, r *http.Request) {
+		var req DenyCertRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		if req.Serial == "" {
+			writeError(w, http.StatusBadRequest, errors.New("serial is required (hex)"))
+			return
+		}
+		if _, err := b.Revoke(req.Serial); err != nil {
+			writeError(w, http.StatusNotFound, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// decodeBody decodes one bounded JSON object, refusing unknown fields.
+func decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	if err != nil {
+		return fmt.Errorf("reading request: %w", err)
+	}
+	if len(body) > maxAdminBody {
+		return fmt.Errorf("request larger than %d bytes", maxAdminBody)
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("request is not the expected JSON: %w", err)
+	}
+	if d.More() {
+		return errors.New("request has data after the JSON object")
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
