@@ -64,7 +64,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "relay.max_concurrent", Flag: "relay-max-concurrent", Usage: "relayed commands one polecat may run at once", Value: &cfg.Relay.MaxConcurrent},
 		{Key: "relay.queue_wait", Flag: "relay-queue-wait", Usage: "how long a command over that limit waits before it is refused", Value: &cfg.Relay.QueueWait},
 		{Key: "relay.timeout", Flag: "relay-timeout", Usage: "kill relayed commands running longer than this (0: no limit)", Value: &cfg.Relay.Timeout},
-		{Key: "git.refresh_age", Flag: "git-refresh-age", Usage: "refresh a rig's .repo.git from origin before a fetch when older than this (negative: never)", Value: &cfg.Git.RefreshAge},
+		{Key: "git.refresh_age", Flag: "git-refresh-age", Usage: "refresh a rig's .repo.git from origin before a fetch when older than this (negative, e.g. -1s: never)", Value: &cfg.Git.RefreshAge},
 		{Key: "git.refresh_timeout", Flag: "git-refresh-timeout", Usage: "give up refreshing from origin after this and serve what is there", Value: &cfg.Git.RefreshTimeout},
 		{Key: "git.branches", Usage: "map of rig to its polecats' branch patterns", Value: &cfg.Git.Branches},
 		{Key: "git.polecats", Usage: "map of rig to polecat names known beside those issued certificates", Value: &cfg.Git.Polecats},
