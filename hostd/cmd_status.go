@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -105,7 +108,7 @@ heartbeats measured inside the container.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, d.Reason)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, clean(d.Reason))
 			if !heartbeat.State(d.State).Alive() {
 				os.Exit(1)
 			}
@@ -178,14 +181,14 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 			idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
 		}
 		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
-			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(p.Command, 13))
+			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(clean(p.Command), 13))
 	}
 	if len(st.Upstream) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))
 		fmt.Fprintln(tw, "RIG\tBRANCH\tWAITING\tATTEMPTS\tLAST ERROR")
 		for _, u := range st.Upstream {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", u.Rig, u.Branch, short(time.Since(u.Since)), u.Attempts, u.LastError)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", u.Rig, clean(u.Branch), short(time.Since(u.Since)), u.Attempts, clean(u.LastError))
 		}
 		_ = tw.Flush()
 	}
@@ -197,7 +200,7 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 	if colour {
 		state = stateColour[d.State] + state + "\033[0m"
 	}
-	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), d.Reason)
+	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), clean(d.Reason))
 	if d.Restored {
 		fmt.Fprintln(w, "  (last known state from before hostd restarted; the agent is not back yet)")
 	}
@@ -210,20 +213,20 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 	if b := d.Beat; b != nil {
 		s := b.Session
 		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
-		fmt.Fprintf(w, "  session:   %s %s", s.Name, s.State)
+		fmt.Fprintf(w, "  session:   %s %s", clean(s.Name), s.State)
 		if s.ExitCode != nil {
 			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 		}
 		fmt.Fprintf(w, ", command %q\n", s.Command)
 		if s.State == heartbeat.SessionRunning {
-			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, strings.Join(s.Names, " "), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, clean(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
 			if d.IdleSeconds >= 0 {
 				fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
 			}
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
-		fmt.Fprintf(w, "  agent:     %s, up %s\n", b.Agent.Version, short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+		fmt.Fprintf(w, "  agent:     %s, up %s\n", clean(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
 	}
 	fmt.Fprintln(w, "  recent state changes:")
 	events := d.Events
@@ -231,8 +234,19 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 		events = events[len(events)-10:]
 	}
 	for _, e := range events {
-		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, e.Reason)
+		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, clean(e.Reason))
 	}
+}
+
+// clean makes text that came from a polecat (reasons, commands, names)
+// safe for an operator's terminal: a control or other non-printable
+// character is shown as an escape (\x1b), never sent to the terminal.
+func clean(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
 }
 
 func orDash(s string) string {
