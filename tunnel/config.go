@@ -22,8 +22,15 @@ type Config struct {
 	// peer before it is closed: a dead or frozen peer is noticed within it.
 	IdleTimeout time.Duration
 	// MaxStreams bounds the concurrent streams each side may have open in
-	// one session, each direction counted separately.
+	// one session, each direction counted separately. A server also holds
+	// each client identity to it across all that identity's sessions, so
+	// more tunnels buy a polecat no more streams.
 	MaxStreams int
+	// MaxHandshakes bounds the TCP handshakes a server has in progress
+	// (joins included); connections over it are closed unanswered.
+	MaxHandshakes int
+	// MaxHandshakesPerSource bounds those from one IP address.
+	MaxHandshakesPerSource int
 	// StreamWindow is the largest per-stream receive window in bytes; a
 	// single bulk stream can have this much in flight. The default, 4 MiB,
 	// covers 800 Mbit/s at 40 ms RTT; larger windows make yamux regrow its
@@ -35,8 +42,10 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: a keepalive every 2 s and a dead peer
-// noticed within 5 s, 256 streams each way, and windows sized for bulk git
-// and archive transfers. (A 1 s keepalive cost hostd a third more CPU with
+// noticed within 5 s, 128 streams each way (on TCP a stream the peer fills
+// but nobody reads holds at most yamux's 256 KiB initial window, so a
+// polecat can pin at most 32 MiB), 256 TCP handshakes at once and 16 from
+// one address, and windows sized for bulk git and archive transfers. (A 1 s keepalive cost hostd a third more CPU with
 // a thousand agents, for no earlier detection: the idle timeout decides.)
 func DefaultConfig() Config {
 	return Config{
@@ -44,9 +53,12 @@ func DefaultConfig() Config {
 		FallbackDelay:    2 * time.Second,
 		KeepAlive:        2 * time.Second,
 		IdleTimeout:      5 * time.Second,
-		MaxStreams:       256,
+		MaxStreams:       128,
 		StreamWindow:     4 << 20,
 		ConnWindow:       64 << 20,
+
+		MaxHandshakes:          256,
+		MaxHandshakesPerSource: 16,
 	}
 }
 
@@ -64,6 +76,12 @@ func (c Config) withDefaults() Config {
 	set(&c.IdleTimeout, d.IdleTimeout)
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = d.MaxStreams
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = d.MaxHandshakes
+	}
+	if c.MaxHandshakesPerSource <= 0 {
+		c.MaxHandshakesPerSource = d.MaxHandshakesPerSource
 	}
 	if c.StreamWindow <= 0 {
 		c.StreamWindow = d.StreamWindow
@@ -107,6 +125,10 @@ func (c Config) yamux() *yamux.Config {
 	y.EnableKeepAlive = false // Session pings itself, to measure RTT too
 	y.ConnectionWriteTimeout = c.IdleTimeout
 	y.StreamOpenTimeout = c.IdleTimeout
+	// A stream we closed whose peer never closes its side is reclaimed
+	// after this, not yamux's 5 minutes: a hostile peer could otherwise
+	// hold every closed stream's buffer that long.
+	y.StreamCloseTimeout = 30 * time.Second
 	y.MaxStreamWindowSize = uint32(c.StreamWindow)
 	y.LogOutput = nil
 	y.Logger = discardLogger{}

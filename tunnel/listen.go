@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -60,6 +61,10 @@ type Listener struct {
 	sessions chan *Session
 	closed   chan struct{}
 	once     sync.Once
+
+	budgets          *peerBudgets
+	gate             *handshakeGate
+	tcpHealth, quicH *loopHealth
 }
 
 // Listen starts listening on addr ("host:port"; port 0 picks a port free on
@@ -72,11 +77,14 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 		return nil, err
 	}
 	l := &Listener{
-		sc:       sc,
-		cfg:      sc.Config.withDefaults(),
-		log:      sc.Logger,
-		sessions: make(chan *Session),
-		closed:   make(chan struct{}),
+		sc:        sc,
+		cfg:       sc.Config.withDefaults(),
+		log:       sc.Logger,
+		sessions:  make(chan *Session),
+		closed:    make(chan struct{}),
+		budgets:   newPeerBudgets(sc.Config.withDefaults().MaxStreams),
+		gate:      newHandshakeGate(sc.Config.withDefaults().MaxHandshakes, sc.Config.withDefaults().MaxHandshakesPerSource),
+		tcpHealth: newLoopHealth(TransportTCP),
 	}
 	if l.log == nil {
 		l.log = slog.Default()
@@ -97,6 +105,7 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 			l.Close()
 			return nil, fmt.Errorf("tunnel: starting QUIC listener: %w", err)
 		}
+		l.quicH = newLoopHealth(TransportQUIC)
 		go l.serveQUIC(ql)
 	}
 	return l, nil
@@ -152,12 +161,49 @@ func (l *Listener) Accept(ctx context.Context) (*Session, error) {
 	}
 }
 
+// deliver hands an authenticated session to Accept, holding it to its
+// identity's stream budget from now on.
 func (l *Listener) deliver(s *Session) {
+	l.budgets.attach(s)
 	select {
 	case l.sessions <- s:
 	case <-l.closed:
 		_ = s.CloseWithReason("server shutting down")
 	}
+}
+
+// Health reports each accept loop: TCP, then QUIC unless disabled.
+func (l *Listener) Health() []ListenerHealth {
+	t := l.tcpHealth.get()
+	t.Handshakes = l.gate.inFlight()
+	out := []ListenerHealth{t}
+	if l.quicH != nil {
+		out = append(out, l.quicH.get())
+	}
+	return out
+}
+
+// isClosed reports whether Close was called.
+func (l *Listener) isClosed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// loopStopped marks an accept loop down; unless the Listener was closed it
+// says so loudly: that transport now refuses every tunnel.
+func (l *Listener) loopStopped(h *loopHealth, err error) {
+	if l.isClosed() {
+		return
+	}
+	h.update(func(lh *ListenerHealth) {
+		lh.Up = false
+		lh.LastError, lh.LastErrorAt = err.Error(), time.Now()
+	})
+	l.log.Error("tunnel: listener stopped; its tunnels are refused until hostd restarts", "transport", h.get().Transport, "err", err)
 }
 
 // Close stops listening. Established sessions are not closed.

@@ -68,6 +68,8 @@ type quicStream struct{ *quic.Stream }
 
 func (s quicStream) closeWrite() error { return s.Stream.Close() }
 
+func (s quicStream) discard(time.Duration) { s.CancelRead(0) }
+
 func (s quicStream) close() error {
 	s.CancelRead(0)
 	return s.Stream.Close()
@@ -108,6 +110,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 	for {
 		conn, err := ln.Accept(context.Background())
 		if err != nil {
+			l.loopStopped(l.quicH, err)
 			return
 		}
 		go func() {

@@ -45,6 +45,9 @@ type rawStream interface {
 	closeWrite() error
 	// close ends our direction and stops reading.
 	close() error
+	// discard throws away what the peer sends, for at most d, so that a
+	// stream we will not read holds no buffer.
+	discard(d time.Duration)
 	SetDeadline(time.Time) error
 	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
@@ -62,6 +65,8 @@ type Session struct {
 	welcome wire.Welcome
 	out     atomic.Int32
 	in      atomic.Int32
+	budget  *peerBudget // the peer identity's streams, server side
+	refused atomic.Uint64
 }
 
 func newSession(t transport, cfg Config) *Session {
@@ -167,18 +172,23 @@ func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Strea
 		}
 		return nil, fmt.Errorf("tunnel: opening %s stream: %w", kind, err)
 	}
-	return &Stream{raw: raw, sess: s, hdr: h, opener: true, counter: &s.out}, nil
+	return &Stream{raw: raw, sess: s, hdr: h, opener: true, release: func() { s.out.Add(-1) }}, nil
 }
 
 // AcceptStream waits for the peer to open a stream and reads its header.
-// A stream whose header is malformed is refused (the peer sees why) and
-// AcceptStream returns the *wire.HeaderError; callers may log it and go on.
+// A stream over the limits, or whose header is malformed, is refused (the
+// peer sees why) and AcceptStream returns the error; callers may log it
+// and go on.
 func (s *Session) AcceptStream(ctx context.Context) (*Stream, error) {
 	raw, err := s.acceptRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.readHeader(raw)
+	release, err := s.admitOrRefuse(raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.readHeader(raw, release)
 }
 
 func (s *Session) acceptRaw(ctx context.Context) (rawStream, error) {
@@ -192,11 +202,41 @@ func (s *Session) acceptRaw(ctx context.Context) (rawStream, error) {
 	return raw, nil
 }
 
-// readHeader reads the header of an accepted stream within the handshake
-// timeout and enforces this side's stream limit.
-func (s *Session) readHeader(raw rawStream) (*Stream, error) {
-	st := &Stream{raw: raw, sess: s, counter: &s.in}
-	s.in.Add(1)
+// admitOrRefuse counts an accepted stream against the limits before
+// anything of it is read. Over a limit it is refused without reading its
+// header: the reason goes out as the verdict and whatever the peer sent is
+// discarded as it arrives, the stream counting until then; a peer far past
+// a limit loses the session.
+func (s *Session) admitOrRefuse(raw rawStream) (func(), error) {
+	release, abusive, err := s.admit()
+	if err == nil {
+		return release, nil
+	}
+	s.refused.Add(1)
+	err = fmt.Errorf("refused stream from %s: %w", s.peerName(), err)
+	if abusive {
+		release()
+		_ = s.CloseWithReason("stream limit exceeded far past the limit; closing the tunnel")
+		return nil, err
+	}
+	go func() {
+		defer release()
+		_ = raw.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+		_ = wire.WriteVerdict(raw, ErrStreamLimit.Error())
+		_ = raw.closeWrite()
+		raw.discard(s.cfg.HandshakeTimeout)
+		_ = raw.close()
+	}()
+	return nil, err
+}
+
+// Refused is how many streams the peer opened over a limit.
+func (s *Session) Refused() uint64 { return s.refused.Load() }
+
+// readHeader reads the header of an admitted stream within the handshake
+// timeout.
+func (s *Session) readHeader(raw rawStream, release func()) (*Stream, error) {
+	st := &Stream{raw: raw, sess: s, release: release}
 	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	h, err := wire.ReadHeader(raw)
 	_ = raw.SetReadDeadline(time.Time{})
@@ -216,10 +256,6 @@ func (s *Session) readHeader(raw rawStream) (*Stream, error) {
 		_ = st.Close()
 		s.t.peerClosed(truncateReason(bye.Reason))
 		return nil, s.Err()
-	}
-	if int(s.in.Load()) > s.cfg.MaxStreams {
-		_ = st.Reject(ErrStreamLimit.Error())
-		return nil, fmt.Errorf("refused %s stream from %s: %w", h.Kind, s.peerName(), ErrStreamLimit)
 	}
 	return st, nil
 }
@@ -251,8 +287,12 @@ func (s *Session) Serve(ctx context.Context, h Handler) error {
 			}
 			return err
 		}
+		release, err := s.admitOrRefuse(raw)
+		if err != nil {
+			continue
+		}
 		go func() {
-			st, err := s.readHeader(raw)
+			st, err := s.readHeader(raw, release)
 			if err != nil {
 				return
 			}

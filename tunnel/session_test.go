@@ -179,8 +179,8 @@ func TestSession(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				serveEcho(t, p.server)
 				var wg sync.WaitGroup
-				errs := make(chan error, 200)
-				for i := range 200 {
+				errs := make(chan error, 100)
+				for i := range 100 {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()

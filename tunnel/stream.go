@@ -20,7 +20,7 @@ type Stream struct {
 	sess    *Session
 	hdr     wire.Header
 	opener  bool
-	counter *atomic.Int32
+	release func() // gives back the stream's place under the limits
 
 	// mu guards the one-time preamble: the header (opener) or the verdict
 	// (acceptor), sent before our first bytes.
@@ -126,7 +126,7 @@ func (st *Stream) Close() error {
 	if st.closed.Swap(true) {
 		return nil
 	}
-	st.counter.Add(-1)
+	st.release()
 	_, _, _ = st.sendPreamble(nil)
 	return st.raw.close()
 }
@@ -151,7 +151,7 @@ func (st *Stream) Reject(reason string) error {
 	if st.closed.Swap(true) {
 		return err
 	}
-	st.counter.Add(-1)
+	st.release()
 	_ = st.raw.closeWrite()
 	return errors.Join(err, st.raw.close())
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -124,12 +125,26 @@ func (t *tcpTransport) remoteAddr() net.Addr { return t.conn.RemoteAddr() }
 func (t *tcpTransport) name() string         { return TransportTCP }
 
 // yamuxStream adapts a yamux stream, whose Close is already a half-close.
-// A full close cannot abort the peer's direction on yamux; the stream is
-// reclaimed when the peer closes too, or after yamux's close timeout.
+// yamux cannot abort the peer's direction, so a full close reads and drops
+// what the peer still sends for closeDrain; the stream is reclaimed when
+// the peer closes too, or after the close timeout (Config.yamux).
 type yamuxStream struct{ *yamux.Stream }
 
 func (s yamuxStream) closeWrite() error { return s.Stream.Close() }
-func (s yamuxStream) close() error      { return s.Stream.Close() }
+
+func (s yamuxStream) close() error {
+	err := s.Stream.Close()
+	go s.discard(closeDrain)
+	return err
+}
+
+func (s yamuxStream) discard(d time.Duration) {
+	_ = s.Stream.SetReadDeadline(time.Now().Add(d))
+	_, _ = io.Copy(io.Discard, s.Stream)
+}
+
+// closeDrain bounds how long a closed yamux stream is drained.
+const closeDrain = 5 * time.Second
 
 // dialTCP establishes a TLS+yamux session and waits for the welcome.
 func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config) (*Session, error) {
@@ -172,20 +187,48 @@ func setKeepAlive(c net.Conn, every time.Duration) {
 }
 
 // serveTCP accepts TCP connections until ln closes. Each handshake runs in
-// its own goroutine, bounded by the handshake timeout, so a slow or hostile
-// client cannot hold up others.
+// its own goroutine, bounded by the handshake timeout and by the handshake
+// gate, so a slow or hostile client cannot hold up others. A failed accept
+// (out of file descriptors) is retried after a backoff, never fatal.
 func (l *Listener) serveTCP(ln net.Listener) {
 	conf := l.sc.tcpTLS(l.log)
+	failures := 0
 	for {
 		raw, err := ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if l.isClosed() || errors.Is(err, net.ErrClosed) {
+				l.loopStopped(l.tcpHealth, err)
+				return
 			}
-			return
+			wait := acceptBackoff(failures)
+			failures++
+			l.tcpHealth.update(func(h *ListenerHealth) {
+				h.AcceptErrors++
+				h.LastError, h.LastErrorAt = err.Error(), time.Now()
+			})
+			if failures == 1 || failures%100 == 0 {
+				l.log.Warn("tunnel: accept failed; retrying", "transport", TransportTCP, "err", err, "failures", failures, "retry_in", wait)
+			}
+			select {
+			case <-time.After(wait):
+			case <-l.closed:
+			}
+			continue
 		}
-		go l.handshakeTCP(raw, conf)
+		if failures > 0 {
+			l.log.Info("tunnel: accepting again", "transport", TransportTCP, "after_failures", failures)
+			failures = 0
+		}
+		done, ok := l.gate.enter(raw.RemoteAddr())
+		if !ok {
+			l.tcpHealth.update(func(h *ListenerHealth) { h.Shed++ })
+			_ = raw.Close()
+			continue
+		}
+		go func() {
+			defer done()
+			l.handshakeTCP(raw, conf)
+		}()
 	}
 }
 
