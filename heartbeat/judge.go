@@ -167,9 +167,15 @@ func (j *Judge) Beat(id wire.Identity, b *Beat) {
 	j.change(id, func(r *Record, now time.Time) { r.LastBeat, r.LastBeatAt = b, now })
 }
 
-// Revoke records that id's certificate was revoked.
-func (j *Judge) Revoke(id wire.Identity) {
-	j.change(id, func(r *Record, now time.Time) { r.Revoked = true })
+// Revoke records that id's certificates issued up to cut were revoked:
+// the polecat is revoked unless it connected after cut (with a certificate
+// issued since). A zero cut revokes it whatever it did.
+func (j *Judge) Revoke(id wire.Identity, cut time.Time) {
+	j.change(id, func(r *Record, now time.Time) {
+		if cut.IsZero() || !r.ConnectedAt.After(cut) {
+			r.Revoked = true
+		}
+	})
 }
 
 // Tick re-judges every polecat at the current time (time alone moves

@@ -95,7 +95,7 @@ func TestJudgeLifecycle(t *testing.T) {
 	if r, _ := j.Get(furiosa); r.State != Dead || !strings.Contains(r.Reason, "code 3") {
 		t.Fatalf("session exited: %s (%s)", r.State, r.Reason)
 	}
-	j.Revoke(furiosa)
+	j.Revoke(furiosa, time.Time{})
 	if s := state(t, j); s != Revoked {
 		t.Fatalf("revoked: %s", s)
 	}

@@ -18,6 +18,7 @@ const abuseSlack = 64
 // sessions on a Listener (current and draining), so that opening more
 // tunnels buys a polecat no more streams.
 type peerBudget struct {
+	all      *peerBudgets
 	limit    int32
 	open     atomic.Int32
 	sessions int // guarded by peerBudgets.mu
@@ -25,7 +26,8 @@ type peerBudget struct {
 
 // peerBudgets hands out one peerBudget per identity while it has sessions.
 type peerBudgets struct {
-	limit int32
+	limit   int32
+	refused atomic.Uint64 // streams refused over a limit, all sessions
 	mu    sync.Mutex
 	by    map[wire.Identity]*peerBudget
 }
@@ -39,7 +41,7 @@ func (p *peerBudgets) attach(s *Session) {
 	p.mu.Lock()
 	b := p.by[s.peer]
 	if b == nil {
-		b = &peerBudget{limit: p.limit}
+		b = &peerBudget{all: p, limit: p.limit}
 		p.by[s.peer] = b
 	}
 	b.sessions++

@@ -183,6 +183,10 @@ func (l *Listener) Health() []ListenerHealth {
 	return out
 }
 
+// StreamsRefused counts the streams refused over a limit, in every session
+// this Listener accepted.
+func (l *Listener) StreamsRefused() uint64 { return l.budgets.refused.Load() }
+
 // isClosed reports whether Close was called.
 func (l *Listener) isClosed() bool {
 	select {

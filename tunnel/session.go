@@ -213,6 +213,9 @@ func (s *Session) admitOrRefuse(raw rawStream) (func(), error) {
 		return release, nil
 	}
 	s.refused.Add(1)
+	if s.budget != nil {
+		s.budget.all.refused.Add(1)
+	}
 	err = fmt.Errorf("refused stream from %s: %w", s.peerName(), err)
 	if abusive {
 		release()

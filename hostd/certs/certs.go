@@ -6,15 +6,17 @@
 package certs
 
 import (
+	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -26,16 +28,26 @@ type Config struct {
 	// certificate, beyond localhost, the host's own names and addresses,
 	// and host.docker.internal.
 	ServerNames []string
-	// Revoked, when set, is told of every polecat whose live tunnel a
-	// revocation closed (liveness marks it revoked).
-	Revoked func(wire.Identity)
+	// RenewalsPerHour bounds the renewals one polecat gets (a burst of
+	// that many, then one every hour/RenewalsPerHour); an agent renews
+	// once per two thirds of the TTL.
+	RenewalsPerHour int
+	// Watch is how often the revocation records are checked for changes
+	// written by another process (hostd cert revoke), so a revocation
+	// applies even if nobody tells the daemon.
+	Watch time.Duration
+	// Revoked, when set, is told of every polecat revoked by identity (with
+	// the cut-off) and of every one whose live tunnel a revocation closed
+	// (zero cut-off); liveness marks it revoked.
+	Revoked func(wire.Identity, time.Time)
 	// Logger receives joins, renewals and refusals.
 	Logger *slog.Logger
 }
 
-// DefaultConfig issues certificates for pki.DefaultTTL (24h).
+// DefaultConfig issues certificates for pki.DefaultTTL (24h), at most 12
+// renewals per polecat per hour, and checks for revocations every second.
 func DefaultConfig() Config {
-	return Config{TTL: pki.DefaultTTL, Logger: slog.Default()}
+	return Config{TTL: pki.DefaultTTL, RenewalsPerHour: 12, Watch: time.Second, Logger: slog.Default()}
 }
 
 // Service is safe for concurrent use.
@@ -45,8 +57,15 @@ type Service struct {
 	reg     *registry.Registry
 	log     *slog.Logger
 	server  *serverCert
-	revoked atomic.Pointer[map[string]bool]
 	metrics *metrics
+	renewals *rateLimiter
+	logLimit *logging.Limiter
+
+	// reloadMu serialises reloads; revoked and stamp are what the last
+	// one read.
+	reloadMu sync.Mutex
+	revoked  atomic.Pointer[pki.Revocations]
+	stamp    atomic.Pointer[string]
 }
 
 // New issues hostd's server certificate and loads the revocations; zero
@@ -56,10 +75,17 @@ func New(ca *pki.CA, reg *registry.Registry, cfg Config) (*Service, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = d.TTL
 	}
+	if cfg.RenewalsPerHour <= 0 {
+		cfg.RenewalsPerHour = d.RenewalsPerHour
+	}
+	if cfg.Watch <= 0 {
+		cfg.Watch = d.Watch
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
-	s := &Service{cfg: cfg, ca: ca, reg: reg, log: cfg.Logger, server: newServerCert(ca, cfg.ServerNames), metrics: newMetrics()}
+	s := &Service{cfg: cfg, ca: ca, reg: reg, log: cfg.Logger, server: newServerCert(ca, cfg.ServerNames), metrics: newMetrics(),
+		renewals: newRateLimiter(cfg.RenewalsPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}
 	if _, err := s.server.get(nil); err != nil {
 		return nil, fmt.Errorf("issuing hostd's server certificate: %w", err)
 	}
@@ -72,27 +98,82 @@ func New(ca *pki.CA, reg *registry.Registry, cfg Config) (*Service, error) {
 // CA is the town's CA.
 func (s *Service) CA() *pki.CA { return s.ca }
 
-// Authorize refuses revoked certificates during the handshake.
-func (s *Service) Authorize(_ wire.Identity, leaf *x509.Certificate) error {
-	if (*s.revoked.Load())[pki.SerialOf(leaf)] {
+// Authorize refuses revoked certificates during the handshake, having
+// first picked up any revocation written since the last look.
+func (s *Service) Authorize(id wire.Identity, leaf *x509.Certificate) error {
+	if s.ca.RevocationStamp() != *s.stamp.Load() {
+		if _, err := s.ReloadRevocations(); err != nil {
+			s.log.Error("reloading revocations failed; refusing the handshake", "polecat", id, "err", err)
+			return fmt.Errorf("hostd cannot read its revocations: %w", err)
+		}
+	}
+	if s.revoked.Load().Revoked(id, leaf) {
 		s.metrics.handshakes.WithLabelValues("revoked").Inc()
-		return errors.New("certificate revoked")
+		return pki.ErrRevoked
 	}
 	return nil
 }
 
-// ReloadRevocations re-reads the revocation records and closes the live
-// tunnels of revoked certificates, returning how many it closed.
+// Admitted checks a session the registry has just added against the
+// revocations, and closes it if revoked. A revocation reloaded between the
+// handshake's check and the registry's add is caught either here or by
+// the reload closing what the registry holds.
+func (s *Service) Admitted(c *registry.Conn) {
+	rev := s.revoked.Load()
+	if c.StandsOn(func(cert *x509.Certificate) bool { return rev.Revoked(c.Identity(), cert) }) {
+		s.log.Warn("closing tunnel: certificate revoked", "polecat", c.Identity())
+		_ = c.Session().CloseWithReason("certificate revoked")
+		if s.cfg.Revoked != nil {
+			s.cfg.Revoked(c.Identity(), time.Time{})
+		}
+	}
+}
+
+// Watch picks up revocations written by another process (hostd cert
+// revoke, a CLI killed before it told the daemon) until ctx ends.
+func (s *Service) Watch(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Watch)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.ca.RevocationStamp() == *s.stamp.Load() {
+			continue
+		}
+		if n, err := s.ReloadRevocations(); err != nil {
+			s.log.Error("reloading revocations failed", "err", err)
+		} else {
+			s.log.Info("revocations changed on disk; reloaded", "tunnels_closed", n)
+		}
+	}
+}
+
+// ReloadRevocations re-reads the revocations, closes the live tunnels of
+// revoked certificates and tells Revoked of the polecats concerned,
+// returning how many tunnels it closed.
 func (s *Service) ReloadRevocations() (int, error) {
-	set, err := s.ca.RevokedSerials()
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	stamp := s.ca.RevocationStamp()
+	rev, err := s.ca.Revocations()
 	if err != nil {
 		return 0, fmt.Errorf("loading revocations: %w", err)
 	}
-	s.revoked.Store(&set)
-	closed := s.reg.CloseSerials(set, "certificate revoked")
+	prev := s.revoked.Load()
+	s.revoked.Store(&rev)
+	s.stamp.Store(&stamp)
+	closed := s.reg.CloseIf(rev.Revoked, "certificate revoked")
 	if s.cfg.Revoked != nil {
+		for id, cut := range rev.Identities {
+			if prev == nil || !prev.Identities[id].Equal(cut) {
+				s.cfg.Revoked(id, cut)
+			}
+		}
 		for _, id := range closed {
-			s.cfg.Revoked(id)
+			s.cfg.Revoked(id, time.Time{})
 		}
 	}
 	return len(closed), nil

@@ -17,6 +17,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -78,6 +79,9 @@ type Status struct {
 	Started  time.Time      `json:"started"`
 	Polecats []Polecat      `json:"polecats"`
 	Upstream []UpstreamItem `json:"upstream"`
+	// Listeners is each transport's accept loop: a stopped or failing one
+	// refuses its tunnels while everything else looks fine.
+	Listeners []tunnel.ListenerHealth `json:"listeners"`
 }
 
 // Backend is what the daemon provides to the API.

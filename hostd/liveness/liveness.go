@@ -18,6 +18,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -32,13 +34,18 @@ type Config struct {
 	// Tick is how often every polecat is re-judged and changed states
 	// saved.
 	Tick time.Duration
+	// StateLogs bounds the state-change and refused-beat log lines per
+	// polecat per minute; the next line let through says how many were
+	// not logged (the states themselves are all kept).
+	StateLogs int
 	// Logger receives state changes and refused beats.
 	Logger *slog.Logger
 }
 
-// DefaultConfig judges by heartbeat.DefaultThresholds every second.
+// DefaultConfig judges by heartbeat.DefaultThresholds every second and
+// logs at most 20 state changes per polecat per minute.
 func DefaultConfig() Config {
-	return Config{Thresholds: heartbeat.DefaultThresholds(), Tick: time.Second, Logger: slog.Default()}
+	return Config{Thresholds: heartbeat.DefaultThresholds(), Tick: time.Second, StateLogs: 20, Logger: slog.Default()}
 }
 
 // Service is safe for concurrent use.
@@ -49,8 +56,12 @@ type Service struct {
 	reg     *registry.Registry
 	metrics *metrics
 
-	saveMu sync.Mutex
-	dirty  atomic.Bool
+	saveMu   sync.Mutex
+	dirty    atomic.Bool
+	logLimit *logging.Limiter // state changes and refused beats, per polecat
+
+	beatMu   sync.Mutex
+	lastBeat map[wire.Identity]time.Time
 }
 
 // New restores the states kept at cfg.Path and subscribes to reg's
@@ -59,6 +70,9 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	d := DefaultConfig()
 	if cfg.Tick <= 0 {
 		cfg.Tick = d.Tick
+	}
+	if cfg.StateLogs <= 0 {
+		cfg.StateLogs = d.StateLogs
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
@@ -69,10 +83,13 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 			return nil, fmt.Errorf("restoring polecat states: %w", err)
 		}
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, reg: reg}
+	s := &Service{cfg: cfg, log: cfg.Logger, reg: reg, logLimit: logging.NewLimiter(cfg.StateLogs, time.Minute),
+		lastBeat: map[wire.Identity]time.Time{}}
 	s.judge = heartbeat.NewJudge(cfg.Thresholds, time.Now, func(r heartbeat.Record, e heartbeat.Event) {
-		s.log.Info("polecat state", "polecat", r.Identity, "from", e.From, "to", e.To, "reason", e.Reason)
 		s.dirty.Store(true)
+		if ok, held := s.logLimit.Allow(r.Identity.String()); ok {
+			s.log.Info("polecat state", "polecat", r.Identity, "from", e.From, "to", e.To, "reason", e.Reason, "changes_not_logged", held)
+		}
 	})
 	s.judge.Restore(restored)
 	s.metrics = newMetrics(s)
@@ -102,15 +119,24 @@ func disconnectReason(err error) string {
 // ServeStream reads a polecat's beats (stream kind wire.KindHeartbeat). A
 // beat that is oversized, malformed or invalid ends the stream with a
 // logged reason and is never counted: it cannot make a polecat look alive.
+// Beats faster than the agent's own declared interval allows (a burst of
+// minBeatGap) end the stream too: each beat costs hostd a judgement.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
 	r := heartbeat.NewReader(st)
 	for {
 		b, err := r.Read()
+		if err == nil && s.tooSoon(id) {
+			limits.Hit(limits.Beats)
+			err = fmt.Errorf("beats less than %v apart", minBeatGap)
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && st.Session().Err() == nil && ctx.Err() == nil {
-				s.log.Warn("refused heartbeat", "polecat", id, "reason", err)
+				if ok, held := s.logLimit.Allow(id.String()); ok {
+					s.log.Warn("refused heartbeat", "polecat", id, "reason", err, "lines_not_logged", held)
+				}
 				s.metrics.beats.WithLabelValues("refused").Inc()
+				_ = st.Reject(err.Error())
 			}
 			return
 		}
@@ -119,9 +145,26 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 }
 
-// Revoke marks the polecat revoked (its certificate was, and its tunnel
-// closed).
-func (s *Service) Revoke(id wire.Identity) { s.judge.Revoke(id) }
+// tooSoon says whether id's last beat, on any stream or tunnel, was less
+// than minBeatGap ago, and counts this one as its last.
+func (s *Service) tooSoon(id wire.Identity) bool {
+	now := time.Now()
+	s.beatMu.Lock()
+	defer s.beatMu.Unlock()
+	last := s.lastBeat[id]
+	s.lastBeat[id] = now
+	return now.Sub(last) < minBeatGap
+}
+
+// minBeatGap is the shortest gap between two beats hostd takes: the agent
+// beats every few seconds (and at once on a state change, which its
+// watcher debounces), never many times a second.
+const minBeatGap = 100 * time.Millisecond
+
+// Revoke marks the polecat revoked: its certificates issued up to cut
+// were (a zero cut: the one its tunnel stood on). It stays revoked until
+// it connects with a certificate issued after cut.
+func (s *Service) Revoke(id wire.Identity, cut time.Time) { s.judge.Revoke(id, cut) }
 
 // Run re-judges every polecat each Tick and saves what changed, until ctx
 // ends.

@@ -96,7 +96,7 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 
 	reg.Remove(conn, errors.New("tunnel lost"))
 	waitState(t, s, heartbeat.Disconnected)
-	s.Revoke(furiosa)
+	s.Revoke(furiosa, time.Time{})
 	waitState(t, s, heartbeat.Revoked)
 	s.Flush()
 

@@ -170,6 +170,14 @@ func (ca *CA) CertPEM() []byte { return pemBlock("CERTIFICATE", ca.Cert.Raw) }
 // IssueClient signs a polecat certificate for id over pub, valid for ttl,
 // and records it. source says how it was asked for (issue, join, renew).
 func (ca *CA) IssueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Duration, source string) (*x509.Certificate, error) {
+	return ca.issueClient(id, pub, ttl, source, nil)
+}
+
+// issueClient signs and records under the CA lock. With from set (a
+// renewal), it refuses if from is revoked, decided under the same lock as
+// Revoke, so a revocation and a renewal cannot interleave. A polecat
+// revoked by identity gets a NotBefore after its cut-off.
+func (ca *CA) issueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Duration, source string, from *x509.Certificate) (*x509.Certificate, error) {
 	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("refusing to issue: %w", err)
 	}
@@ -179,28 +187,42 @@ func (ca *CA) IssueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Durat
 	if err := checkKey(pub); err != nil {
 		return nil, fmt.Errorf("refusing to issue: %w", err)
 	}
-	now := ca.now()
-	notAfter := now.Add(ttl)
-	if notAfter.After(ca.Cert.NotAfter) {
-		return nil, fmt.Errorf("refusing to issue: certificate would outlive the CA (expires %s)", ca.Cert.NotAfter.Format(time.RFC3339))
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{CommonName: id.CommonName()},
-		URIs:         []*url.URL{id.URI(ca.TrustDomain)},
-		NotBefore:    now.Add(-min(clockSkew, ttl/10)),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	cert, err := ca.sign(tmpl, pub)
-	if err != nil {
-		return nil, err
-	}
-	if err := ca.record(Record{Serial: SerialOf(cert), Identity: id, NotBefore: cert.NotBefore, NotAfter: cert.NotAfter, Source: source}); err != nil {
-		return nil, fmt.Errorf("recording issued certificate: %w", err)
-	}
-	return cert, nil
+	var cert *x509.Certificate
+	err := ca.withLock(func() error {
+		rev, recs, err := ca.loadRevocationsLocked()
+		if err != nil {
+			return err
+		}
+		if from != nil && rev.Revoked(id, from) {
+			return fmt.Errorf("refusing to renew: %w", ErrRevoked)
+		}
+		now := ca.now()
+		notAfter := now.Add(ttl)
+		if notAfter.After(ca.Cert.NotAfter) {
+			return fmt.Errorf("refusing to issue: certificate would outlive the CA (expires %s)", ca.Cert.NotAfter.Format(time.RFC3339))
+		}
+		notBefore := now.Add(-min(clockSkew, ttl/10))
+		if cut, ok := rev.Identities[id]; ok && !notBefore.After(cut) {
+			notBefore = cut.Add(time.Second)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: randomSerial(),
+			Subject:      pkix.Name{CommonName: id.CommonName()},
+			URIs:         []*url.URL{id.URI(ca.TrustDomain)},
+			NotBefore:    notBefore,
+			NotAfter:     notAfter,
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if cert, err = ca.sign(tmpl, pub); err != nil {
+			return err
+		}
+		if err := ca.recordLocked(recs, Record{Serial: SerialOf(cert), Identity: id, NotBefore: cert.NotBefore, NotAfter: cert.NotAfter, Source: source}); err != nil {
+			return fmt.Errorf("recording issued certificate: %w", err)
+		}
+		return nil
+	})
+	return cert, err
 }
 
 // NewClientKeyPair generates a key and issues a certificate for it; used
@@ -248,6 +270,16 @@ func (ca *CA) SignCSR(id wire.Identity, csrDER []byte, ttl time.Duration, source
 		return nil, err
 	}
 	return ca.IssueClient(id, csr.PublicKey, ttl, source)
+}
+
+// Renew issues a certificate for id over the key in a PKCS#10 request to
+// a polecat presenting from, unless from is revoked (ErrRevoked).
+func (ca *CA) Renew(id wire.Identity, from *x509.Certificate, csrDER []byte, ttl time.Duration) (*x509.Certificate, error) {
+	csr, err := ParseCSR(csrDER)
+	if err != nil {
+		return nil, err
+	}
+	return ca.issueClient(id, csr.PublicKey, ttl, SourceRenew, from)
 }
 
 // ServerCert issues hostd's TLS server certificate for the given DNS names

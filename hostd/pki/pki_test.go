@@ -7,6 +7,9 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
 	"net"
 	"net/url"
 	"os"
@@ -209,13 +212,13 @@ func TestRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, _ := reopened.RevokedSerials()
+	rev, _ := reopened.Revocations()
 	for _, c := range []*x509.Certificate{cert1, cert2, nuxCert} {
-		if !set[SerialOf(c)] {
+		if !rev.Serials[SerialOf(c)] {
 			t.Errorf("serial %s not revoked after reopening", SerialOf(c))
 		}
 	}
-	for _, target := range []string{"", "gastown/other", "zz", "gastown/-furiosa", "../x/y", "123abc", "gastown/furiosa/x"} {
+	for _, target := range []string{"", "zz", "gastown/-furiosa", "../x/y", "123abc", "gastown/furiosa/x"} {
 		if _, err := ca.Revoke(target); err == nil {
 			t.Errorf("Revoke(%q) succeeded", target)
 		}
@@ -366,5 +369,86 @@ func TestKnownNames(t *testing.T) {
 	}
 	if other, _ := ca.KnownNames("beads"); !slices.Equal(other, []string{"nux"}) {
 		t.Errorf("beads' names %v", other)
+	}
+}
+
+// TestRevokeByIdentity: revoking a polecat by name revokes every
+// certificate of it issued until then, recorded or not (one from Gas
+// Town's own tools has no record), refuses their renewal, and lets a
+// certificate issued afterwards in.
+func TestRevokeByIdentity(t *testing.T) {
+	ca := newCA(t)
+	old, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
+	oldCert, _ := ParseCertPEM(old)
+	// Signed by the CA but never recorded, as Gas Town's tools would.
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	unrecorded, err := ca.sign(&x509.Certificate{SerialNumber: big.NewInt(77), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}, key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Revoke("gastown/furiosa"); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := ca.Revocations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*x509.Certificate{"recorded": oldCert, "unrecorded": unrecorded} {
+		if !rev.Revoked(furiosa, c) {
+			t.Errorf("%s certificate from before the revocation not revoked", name)
+		}
+	}
+	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if _, err := ca.Renew(furiosa, oldCert, csr, time.Hour); !errors.Is(err, ErrRevoked) {
+		t.Errorf("renewing a revoked certificate: %v, want ErrRevoked", err)
+	}
+	fresh, _, _ := ca.NewClientKeyPair(furiosa, time.Hour)
+	freshCert, _ := ParseCertPEM(fresh)
+	if rev, _ := ca.Revocations(); rev.Revoked(furiosa, freshCert) {
+		t.Errorf("certificate issued after the revocation (not before %v) is revoked", freshCert.NotBefore)
+	}
+	if _, err := ca.Renew(furiosa, freshCert, csr, time.Hour); err != nil {
+		t.Errorf("renewing the new certificate: %v", err)
+	}
+	if rev.Revoked(wire.Identity{Rig: "gastown", Name: "nux"}, unrecorded) {
+		t.Error("another polecat is revoked")
+	}
+}
+
+// TestRevokeRenewRace: renewals racing a revocation by name never leave a
+// certificate that is not revoked, whichever wins the lock.
+func TestRevokeRenewRace(t *testing.T) {
+	ca := newCA(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	for trial := range 5 {
+		id := wire.Identity{Rig: "gastown", Name: fmt.Sprintf("p%d", trial)}
+		certPEM, _, _ := ca.NewClientKeyPair(id, time.Hour)
+		cur, _ := ParseCertPEM(certPEM)
+		var issued []*x509.Certificate
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			from := cur
+			for range 30 {
+				c, err := ca.Renew(id, from, csr, time.Hour)
+				if err != nil {
+					return
+				}
+				issued = append(issued, c)
+				from = c
+			}
+		}()
+		time.Sleep(time.Duration(trial) * 5 * time.Millisecond)
+		if _, err := ca.Revoke(id.String()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		rev, _ := ca.Revocations()
+		for _, c := range issued {
+			if !rev.Revoked(id, c) {
+				t.Fatalf("trial %d: a renewal (serial %s) escaped the revocation", trial, SerialOf(c))
+			}
+		}
 	}
 }

@@ -5,8 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
+		"syscall"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -63,34 +62,17 @@ func (ca *CA) withLock(f func() error) error {
 	return f()
 }
 
-// updateRecords applies f to the records under the lock and saves them.
-func (ca *CA) updateRecords(f func([]Record) ([]Record, error)) error {
-	return ca.withLock(func() error {
-		path := filepath.Join(ca.Dir, recordFile)
-		var recs []Record
-		if err := state.Load(path, &recs); err != nil {
-			return err
-		}
-		recs, err := f(recs)
-		if err != nil {
-			return err
-		}
-		return state.Save(path, recs)
-	})
-}
-
-// record remembers an issued certificate, and its identity for good:
+// recordLocked remembers an issued certificate beside recs (the records
+// as loaded under the lock the caller holds), and its identity for good:
 // records are pruned a week after expiry, names never are (branch
 // ownership depends on every name a rig ever had).
-func (ca *CA) record(r Record) error {
+func (ca *CA) recordLocked(recs []Record, r Record) error {
 	now := ca.now()
-	return ca.updateRecords(func(recs []Record) ([]Record, error) {
-		if err := ca.rememberName(r.Identity); err != nil {
-			return nil, err
-		}
-		recs = slices.DeleteFunc(recs, func(x Record) bool { return now.Sub(x.NotAfter) > keepExpired })
-		return append(recs, r), nil
-	})
+	if err := ca.rememberName(r.Identity); err != nil {
+		return err
+	}
+	recs = slices.DeleteFunc(recs, func(x Record) bool { return now.Sub(x.NotAfter) > keepExpired })
+	return state.Save(filepath.Join(ca.Dir, recordFile), append(recs, r))
 }
 
 // rememberName adds id to the names ever issued; the caller holds the lock.
@@ -138,60 +120,4 @@ func (ca *CA) Records() ([]Record, error) {
 	var recs []Record
 	err := ca.withLock(func() error { return state.Load(filepath.Join(ca.Dir, recordFile), &recs) })
 	return recs, err
-}
-
-// Revoke revokes by "rig/name" (every unexpired certificate of that
-// polecat) or by serial (hex). It returns the records it revoked; revoking
-// what is already revoked is not an error.
-func (ca *CA) Revoke(target string) ([]Record, error) {
-	var byID *wire.Identity
-	if strings.Contains(target, "/") {
-		id, err := wire.ParseIdentity(target)
-		if err != nil {
-			return nil, err
-		}
-		byID = &id
-	} else {
-		target = strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(target, "0x"), "0X"))
-		if target == "" || strings.Trim(target, "0123456789abcdef") != "" {
-			return nil, fmt.Errorf("%q is neither <rig>/<name> nor a hex serial", target)
-		}
-		target = strings.TrimLeft(target, "0")
-	}
-	now := ca.now()
-	var revoked []Record
-	err := ca.updateRecords(func(recs []Record) ([]Record, error) {
-		for i := range recs {
-			r := &recs[i]
-			match := (byID != nil && r.Identity == *byID && now.Before(r.NotAfter)) || (byID == nil && r.Serial == target)
-			if !match {
-				continue
-			}
-			if r.RevokedAt == nil {
-				t := now
-				r.RevokedAt = &t
-			}
-			revoked = append(revoked, *r)
-		}
-		if len(revoked) == 0 {
-			return nil, fmt.Errorf("no certificate matches %q (see 'hostd cert list')", target)
-		}
-		return recs, nil
-	})
-	return revoked, err
-}
-
-// RevokedSerials is the set of revoked serials.
-func (ca *CA) RevokedSerials() (map[string]bool, error) {
-	recs, err := ca.Records()
-	if err != nil {
-		return nil, err
-	}
-	set := map[string]bool{}
-	for _, r := range recs {
-		if r.RevokedAt != nil {
-			set[r.Serial] = true
-		}
-	}
-	return set, nil
 }

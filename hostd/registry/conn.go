@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"crypto/x509"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,14 +19,14 @@ type Conn struct {
 	id   wire.Identity
 
 	mu       sync.Mutex
-	serials  []string
+	certs    []*x509.Certificate
 	notAfter time.Time
 	expiry   *time.Timer
 }
 
 func newConn(sess *tunnel.Session, log *slog.Logger) *Conn {
 	leaf := sess.PeerCertificate()
-	c := &Conn{sess: sess, id: sess.Peer(), serials: []string{pki.SerialOf(leaf)}, notAfter: leaf.NotAfter}
+	c := &Conn{sess: sess, id: sess.Peer(), certs: []*x509.Certificate{leaf}, notAfter: leaf.NotAfter}
 	c.expiry = time.AfterFunc(time.Until(leaf.NotAfter), func() {
 		c.mu.Lock()
 		na := c.notAfter
@@ -46,23 +48,20 @@ func (c *Conn) Identity() wire.Identity { return c.id }
 
 // Extend records a renewed certificate: the session may live until its
 // expiry, and revoking it closes the session too.
-func (c *Conn) Extend(serial string, notAfter time.Time) {
+func (c *Conn) Extend(cert *x509.Certificate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.serials = append(c.serials, serial)
-	c.notAfter = notAfter
-	c.expiry.Reset(time.Until(notAfter))
+	c.certs = append(c.certs, cert)
+	c.notAfter = cert.NotAfter
+	c.expiry.Reset(time.Until(cert.NotAfter))
 }
 
-func (c *Conn) anySerial(set map[string]bool) bool {
+// StandsOn says whether any certificate the session stands on (the one it
+// connected with, or a renewal) satisfies f.
+func (c *Conn) StandsOn(f func(*x509.Certificate) bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range c.serials {
-		if set[s] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.certs, f)
 }
 
 // Info is what the registry knows of a session, for status.
@@ -82,6 +81,6 @@ func (c *Conn) Info() Info {
 	defer c.mu.Unlock()
 	return Info{
 		Transport: c.sess.Transport(), Remote: c.sess.RemoteAddr().String(), Since: c.sess.Since(),
-		RTT: c.sess.RTT(), Streams: c.sess.Streams(), Serial: c.serials[len(c.serials)-1], Expires: c.notAfter,
+		RTT: c.sess.RTT(), Streams: c.sess.Streams(), Serial: pki.SerialOf(c.certs[len(c.certs)-1]), Expires: c.notAfter,
 	}
 }

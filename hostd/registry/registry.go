@@ -6,11 +6,15 @@
 package registry
 
 import (
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -20,14 +24,20 @@ type Config struct {
 	// SupersededDrain bounds how long an older session of a polecat is kept
 	// for its open streams once a newer one has arrived.
 	SupersededDrain time.Duration
+	// MaxTunnels bounds the tunnels one polecat holds at once, its current
+	// one and those draining: a newer tunnel closes the oldest draining
+	// ones over it at once, so a polecat that reconnects always gets in
+	// and one that opens many holds no more than this.
+	MaxTunnels int
 	// Logger receives connects, disconnects and forced closes.
 	Logger *slog.Logger
 }
 
 // DefaultConfig is a superseded session kept up to 10 minutes for its
-// open streams (a long git push, a long relayed command).
+// open streams (a long git push, a long relayed command), and two tunnels
+// per polecat: the current one and one draining.
 func DefaultConfig() Config {
-	return Config{SupersededDrain: 10 * time.Minute, Logger: slog.Default()}
+	return Config{SupersededDrain: 10 * time.Minute, MaxTunnels: 2, Logger: slog.Default()}
 }
 
 // Event is a polecat connecting, or its current session ending. The end of
@@ -59,6 +69,9 @@ func New(cfg Config) *Registry {
 	if cfg.SupersededDrain <= 0 {
 		cfg.SupersededDrain = d.SupersededDrain
 	}
+	if cfg.MaxTunnels <= 0 {
+		cfg.MaxTunnels = d.MaxTunnels
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
@@ -85,23 +98,48 @@ func (r *Registry) notify(ev Event) {
 
 // Add registers an authenticated session as its polecat's current one.
 // An older session of the same polecat is drained: closed once its
-// streams are done. The session is closed when its certificate expires
-// unless Conn.Extend renews it first.
+// streams are done; draining ones beyond MaxTunnels are closed at once.
+// The session is closed when its certificate expires unless Conn.Extend
+// renews it first.
 func (r *Registry) Add(sess *tunnel.Session) *Conn {
 	c := newConn(sess, r.log)
 	r.mu.Lock()
 	old := r.current[c.id]
 	r.current[c.id] = c
 	r.all[sess] = c
+	excess := r.excessLocked(c)
 	r.mu.Unlock()
 	r.metrics.accepted.WithLabelValues(sess.Transport()).Inc()
-	r.log.Info("polecat connected", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "serial", c.serials[0])
+	r.log.Info("polecat connected", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "serial", pki.SerialOf(sess.PeerCertificate()))
 	if old != nil {
 		r.log.Info("polecat has a newer tunnel; closing the older one when idle", "polecat", c.id, "transport", old.sess.Transport())
 		old.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
 	}
+	if len(excess) > 0 {
+		limits.Hit(limits.Tunnels)
+		r.log.Warn("polecat over its tunnel limit; closing its oldest draining tunnels", "polecat", c.id, "closing", len(excess), "limit", r.cfg.MaxTunnels)
+		for _, e := range excess {
+			_ = e.sess.CloseWithReason(fmt.Sprintf("more than %d tunnels of this polecat (registry.max_tunnels)", r.cfg.MaxTunnels))
+		}
+	}
 	r.notify(Event{Conn: c, Connected: true})
 	return c
+}
+
+// excessLocked lists the oldest tunnels of c's polecat beyond MaxTunnels
+// (c, the newest, is never among them).
+func (r *Registry) excessLocked(c *Conn) []*Conn {
+	var mine []*Conn
+	for _, o := range r.all {
+		if o.id == c.id && o != c {
+			mine = append(mine, o)
+		}
+	}
+	if len(mine) < r.cfg.MaxTunnels {
+		return nil
+	}
+	slices.SortFunc(mine, func(a, b *Conn) int { return a.sess.Since().Compare(b.sess.Since()) })
+	return mine[:len(mine)-(r.cfg.MaxTunnels-1)]
 }
 
 // Remove forgets an ended session. When it was its polecat's current one,
@@ -136,13 +174,13 @@ func (r *Registry) Lookup(sess *tunnel.Session) *Conn {
 	return r.all[sess]
 }
 
-// CloseSerials closes every session, current or draining, standing on a
-// certificate whose serial is in revoked, and returns their identities.
-func (r *Registry) CloseSerials(revoked map[string]bool, reason string) []wire.Identity {
+// CloseIf closes every session, current or draining, standing on a
+// certificate revoked says is revoked, and returns their identities.
+func (r *Registry) CloseIf(revoked func(wire.Identity, *x509.Certificate) bool, reason string) []wire.Identity {
 	r.mu.Lock()
 	var hit []*Conn
 	for _, c := range r.all {
-		if c.anySerial(revoked) {
+		if c.StandsOn(func(cert *x509.Certificate) bool { return revoked(c.id, cert) }) {
 			hit = append(hit, c)
 		}
 	}

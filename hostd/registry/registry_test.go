@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"math/big"
 	"log/slog"
 	"sync"
 	"testing"
@@ -145,17 +147,20 @@ func TestSupersededDrainWaitsForStreams(t *testing.T) {
 	}
 }
 
-func TestCloseSerialsAndExpiry(t *testing.T) {
+func TestCloseIfAndExpiry(t *testing.T) {
 	f := newFixture(t)
 	r, _ := newRegistry(t, time.Minute)
 	_, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
 	c1 := r.Add(s1)
-	c1.Extend("renewed-serial", time.Now().Add(2*time.Hour))
-	if got := r.CloseSerials(map[string]bool{"other": true}, "certificate revoked"); len(got) != 0 {
+	c1.Extend(&x509.Certificate{SerialNumber: big.NewInt(0xabc), NotAfter: time.Now().Add(2 * time.Hour)})
+	serial := func(want string) func(wire.Identity, *x509.Certificate) bool {
+		return func(_ wire.Identity, c *x509.Certificate) bool { return pki.SerialOf(c) == want }
+	}
+	if got := r.CloseIf(serial("other"), "certificate revoked"); len(got) != 0 {
 		t.Fatalf("closed %v for an unrelated serial", got)
 	}
 	// Revoking the renewed certificate closes the session too.
-	if got := r.CloseSerials(map[string]bool{"renewed-serial": true}, "certificate revoked"); len(got) != 1 || got[0] != furiosa {
+	if got := r.CloseIf(serial("abc"), "certificate revoked"); len(got) != 1 || got[0] != furiosa {
 		t.Fatalf("closed %v, want furiosa", got)
 	}
 	<-s1.Done()
@@ -168,5 +173,40 @@ func TestCloseSerialsAndExpiry(t *testing.T) {
 	case <-s2.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("session outlived its certificate")
+	}
+}
+
+// TestTunnelLimit: a polecat opening tunnel after tunnel holds at most
+// MaxTunnels; the newest always gets in.
+func TestTunnelLimit(t *testing.T) {
+	f := newFixture(t)
+	r := New(Config{SupersededDrain: time.Hour, MaxTunnels: 2, Logger: slog.New(slog.DiscardHandler)})
+	var sessions []*tunnel.Session
+	for range 5 {
+		cli, srv := f.connect(t, furiosa, time.Now().Add(time.Hour))
+		// Each holds a stream open, so draining alone would keep it.
+		st, err := cli.OpenStream(context.Background(), wire.KindPing, nil)
+		if err == nil {
+			_, err = st.Write([]byte("x"))
+		}
+		if err == nil {
+			_, err = srv.AcceptStream(context.Background())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Add(srv)
+		sessions = append(sessions, srv)
+	}
+	for i, s := range sessions {
+		closed := false
+		select {
+		case <-s.Done():
+			closed = true
+		case <-time.After(time.Second):
+		}
+		if want := i < 3; closed != want {
+			t.Errorf("tunnel %d of 5: closed %v, want %v (the newest two kept)", i+1, closed, want)
+		}
 	}
 }

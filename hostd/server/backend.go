@@ -16,6 +16,9 @@ var _ control.Backend = (*Server)(nil)
 // queue.
 func (s *Server) Status() control.Status {
 	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.live.Rows()}
+	if ln := s.listener(); ln != nil {
+		st.Listeners = ln.Health()
+	}
 	if s.queue != nil {
 		for _, p := range s.queue.Pending() {
 			st.Upstream = append(st.Upstream, control.UpstreamItem(p))

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -33,7 +35,7 @@ func newMetrics(sources ...collectorSource) *metrics {
 		streams: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_streams_total",
 			Help: "Streams opened by agents, by kind (kinds this version does not define counted as 'other', and refused)."}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.streams)
+	m.reg.MustRegister(m.streams, limits.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, src := range sources {
 		m.reg.MustRegister(src.Collectors()...)
 	}
@@ -68,4 +70,46 @@ func (m *metrics) serve(ctx context.Context, addr string, log *slog.Logger) erro
 		return err
 	}
 	return nil
+}
+
+var (
+	listenerUpDesc = prometheus.NewDesc("sidecar_listener_up",
+		"1 while the transport's accept loop runs; 0 means its tunnels are refused until hostd restarts.", []string{"transport"}, nil)
+	acceptErrorsDesc = prometheus.NewDesc("sidecar_listener_accept_errors_total",
+		"Failed accepts (out of file descriptors, say), each retried after a backoff.", []string{"transport"}, nil)
+	shedDesc = prometheus.NewDesc("sidecar_handshakes_shed_total",
+		"TCP connections closed unanswered because too many handshakes were in progress, in all or from their address.", nil, nil)
+	refusedStreamsDesc = prometheus.NewDesc("sidecar_streams_refused_total",
+		"Streams refused before their header because a polecat had too many open.", nil, nil)
+)
+
+// listenerMetrics reads the tunnel listener's health at scrape time.
+type listenerMetrics struct{ s *Server }
+
+func (m listenerMetrics) Collectors() []prometheus.Collector { return []prometheus.Collector{m} }
+
+func (listenerMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- listenerUpDesc
+	ch <- acceptErrorsDesc
+	ch <- shedDesc
+	ch <- refusedStreamsDesc
+}
+
+func (m listenerMetrics) Collect(ch chan<- prometheus.Metric) {
+	ln := m.s.listener()
+	if ln == nil {
+		return
+	}
+	for _, h := range ln.Health() {
+		up := 0.0
+		if h.Up {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(listenerUpDesc, prometheus.GaugeValue, up, h.Transport)
+		ch <- prometheus.MustNewConstMetric(acceptErrorsDesc, prometheus.CounterValue, float64(h.AcceptErrors), h.Transport)
+		if h.Transport == tunnel.TransportTCP {
+			ch <- prometheus.MustNewConstMetric(shedDesc, prometheus.CounterValue, float64(h.Shed))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(refusedStreamsDesc, prometheus.CounterValue, float64(ln.StreamsRefused()))
 }

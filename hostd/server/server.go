@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/certs"
@@ -96,7 +97,7 @@ type Server struct {
 
 	mux     *tunnel.ServeMux
 	metrics *metrics
-	ln      *tunnel.Listener
+	ln      atomic.Pointer[tunnel.Listener]
 }
 
 // New opens the CA and builds the services; Run starts them.
@@ -142,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(wire.KindHeartbeat, s.live)
 	s.mux.Handle(wire.KindRelay, rel)
 	s.mux.Handle(wire.KindGit, s.git.Handler())
-	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git}
+	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, listenerMetrics{s}}
 	if s.queue != nil {
 		sources = append(sources, s.queue)
 	}
@@ -170,7 +171,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ln = ln
+	s.ln.Store(ln)
 	defer ln.Close()
 	ctlLn, err := control.Listen(s.cfg.Town)
 	if err != nil {
@@ -181,6 +182,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer ctl.Close()
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.live.Run(ctx)
+	go s.certs.Watch(ctx)
 	if s.cfg.MetricsListen != "" {
 		go func() {
 			if err := s.metrics.serve(ctx, s.cfg.MetricsListen, s.log); err != nil {
@@ -227,14 +229,18 @@ func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
 
 // Addr is the tunnel listen address once Run has started.
 func (s *Server) Addr() string {
-	if s.ln == nil {
-		return ""
+	if ln := s.listener(); ln != nil {
+		return ln.Addr()
 	}
-	return s.ln.Addr()
+	return ""
 }
+
+// listener is the tunnel listener once Run has started, else nil.
+func (s *Server) listener() *tunnel.Listener { return s.ln.Load() }
 
 func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
 	c := s.reg.Add(sess)
+	s.certs.Admitted(c)
 	err := sess.Serve(ctx, s.metrics.countStreams(s.mux))
 	if ctx.Err() != nil {
 		// Tell the agent, so it reconnects at once instead of waiting for

@@ -1,0 +1,26 @@
+// Package limits is the one place hostd counts a per-polecat budget being
+// hit (sidecar_limit_hits_total{limit}), so that an operator graphs every
+// limit the same way, whichever service enforces it.
+package limits
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The limits, as metric labels and as operators see them in logs.
+const (
+	Tunnels      = "tunnels"       // registry.max_tunnels
+	Renewals     = "renewals"      // certs.renewals_per_hour
+	Beats        = "beats"         // beats faster than the agent's own interval
+	GitProcesses = "git_processes" // git.max_processes, git.max_processes_per_polecat
+	GitPushSize  = "git_push_size" // git.max_push_size
+	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer
+	Upstream     = "upstream"      // upstream.max_per_polecat
+)
+
+var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",
+	Help: "Times a per-polecat budget refused or cut something, by limit."}, []string{"limit"})
+
+// Hit counts one refusal by limit.
+func Hit(limit string) { hits.WithLabelValues(limit).Inc() }
+
+// Collector is the counter, for hostd to register.
+func Collector() prometheus.Collector { return hits }
