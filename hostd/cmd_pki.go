@@ -97,10 +97,16 @@ private key is made inside the container and never copied.`,
 	revoke := &cobra.Command{
 		Use:   "revoke <rig>/<name> | <serial>",
 		Short: "Revoke a polecat's certificates (or one by serial) and close its live tunnel",
-		Long: `Revoke every unexpired certificate of a polecat, or one certificate by its
-hex serial. The revocation is written beside the CA, survives restarts,
-refuses new handshakes at once, and a running hostd closes the polecat's
-live tunnel.`,
+		Long: `Revoke a polecat by name: every certificate of it issued until now,
+including any Gas Town's own tools issued from the same CA (a cut-off kept in
+<town>/.runtime/ca/revoked.json), and each unexpired one recorded. Or revoke
+one certificate by its hex serial. A revoked certificate cannot renew.
+
+The revocation is written beside the CA under the lock renewals take, and
+survives restarts. A running hostd refuses new handshakes at once, closes the
+polecat's live tunnels and shows it revoked; it notices within a second even
+if this command is interrupted before it tells the daemon. A certificate
+issued to the polecat afterwards (hostd cert issue, a join token) works.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.openCA()
@@ -113,6 +119,9 @@ live tunnel.`,
 			}
 			for _, r := range recs {
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s)\n", r.Serial, r.Identity)
+			}
+			if id, err := wire.ParseIdentity(args[0]); err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked every certificate of %s issued until now\n", id)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 			defer cancel()

@@ -28,8 +28,8 @@ type peerBudget struct {
 type peerBudgets struct {
 	limit   int32
 	refused atomic.Uint64 // streams refused over a limit, all sessions
-	mu    sync.Mutex
-	by    map[wire.Identity]*peerBudget
+	mu      sync.Mutex
+	by      map[wire.Identity]*peerBudget
 }
 
 func newPeerBudgets(limit int) *peerBudgets {

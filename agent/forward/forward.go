@@ -34,6 +34,12 @@ type Forwarder struct {
 	// Unavailable tells the local client, in its own protocol, that no
 	// stream could be had and why.
 	Unavailable func(c net.Conn, reason string)
+	// Gone, when set, tells the host, in the channel's protocol, that the
+	// local client's connection ended (before the stream is half-closed).
+	Gone func(st io.Writer)
+	// Admit, when set, is asked about each local connection first; an
+	// error closes it unserved, and is logged.
+	Admit func(c net.Conn) error
 	// Logger receives forwarding failures.
 	Logger *slog.Logger
 }
@@ -67,6 +73,12 @@ func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 // stops what it was doing for it.
 func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	if f.Admit != nil {
+		if err := f.Admit(c); err != nil {
+			f.Logger.Warn("refused local connection", "kind", f.Kind, "err", err)
+			return
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, f.Wait)
 	sess, err := f.Sessions.Session(wctx)
 	cancel()
@@ -101,6 +113,9 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	}
 	go func() {
 		_, _ = io.CopyBuffer(st, c, buf)
+		if f.Gone != nil {
+			f.Gone(st)
+		}
 		_ = st.CloseWrite()
 	}()
 	_, _ = io.Copy(c, st)

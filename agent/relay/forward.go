@@ -5,6 +5,7 @@
 package relay
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"time"
@@ -34,6 +35,7 @@ func NewForwarder(sessions supervisor.Sessions, wait time.Duration, log *slog.Lo
 		Unavailable: func(c net.Conn, reason string) {
 			_ = wire.WriteRelayFrame(c, wire.RelayFrameError, []byte(reason))
 		},
+		Gone:   func(st io.Writer) { _ = wire.WriteRelayFrame(st, wire.RelayFrameGone, nil) },
 		Logger: log,
 	}
 }

@@ -52,12 +52,12 @@ func DefaultConfig() Config {
 
 // Service is safe for concurrent use.
 type Service struct {
-	cfg     Config
-	ca      *pki.CA
-	reg     *registry.Registry
-	log     *slog.Logger
-	server  *serverCert
-	metrics *metrics
+	cfg      Config
+	ca       *pki.CA
+	reg      *registry.Registry
+	log      *slog.Logger
+	server   *serverCert
+	metrics  *metrics
 	renewals *rateLimiter
 	logLimit *logging.Limiter
 

@@ -26,7 +26,7 @@ func (s *Service) ServeStream(_ context.Context, st *tunnel.Stream) {
 	id := sess.Peer()
 	if ok, wait := s.renewals.take(id); !ok {
 		limits.Hit(limits.Renewals)
-		s.refuseRenewal(st, id, fmt.Sprintf("more than %d renewals in an hour (certs.renewals_per_hour); try again in %v",
+		s.refuseRenewal(st, id, fmt.Sprintf("more than %d renewals in an hour (renewals_per_hour); try again in %v",
 			s.cfg.RenewalsPerHour, wait.Round(time.Second)))
 		return
 	}

@@ -64,8 +64,10 @@ type PolecatDetail struct {
 // UpstreamItem is a branch waiting to be pushed from a rig's .repo.git to
 // its origin.
 type UpstreamItem struct {
-	Rig       string    `json:"rig"`
-	Branch    string    `json:"branch"`
+	Rig    string `json:"rig"`
+	Branch string `json:"branch"`
+	// Owner is the polecat it is queued for; the queue takes turns.
+	Owner     string    `json:"owner,omitempty"`
 	Since     time.Time `json:"since"`
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`

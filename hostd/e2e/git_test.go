@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,7 @@ func TestGitKeepAliveAndV2(t *testing.T) {
 // hostd does not hold it in memory (the agent copies bytes with a fixed
 // buffer; the relay test measures it).
 func TestGitStreamsPacks(t *testing.T) {
-	g := NewGitTown(t, "--git-upstream=false")
+	g := NewGitTown(t, "--git-upstream=false", "--git-max-push-size", strconv.Itoa(128<<20))
 	url := g.Polecat(t, "furiosa")
 	work := filepath.Join(t.TempDir(), "w")
 	g.Git(t, "", "clone", "-q", url, work)

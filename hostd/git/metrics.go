@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -66,13 +67,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (flushes).
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// countingBody counts the request body's bytes as read.
+// countingBody counts the request body's bytes as read, and gives each
+// read idle to make progress: an upload never finished ends the request.
 type countingBody struct {
 	io.ReadCloser
-	n int64
+	rc   *http.ResponseController
+	idle time.Duration
+	n    int64
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
+	_ = c.rc.SetReadDeadline(time.Now().Add(c.idle))
 	n, err := c.ReadCloser.Read(p)
 	c.n += int64(n)
 	return n, err

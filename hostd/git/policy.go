@@ -206,19 +206,28 @@ func (p BranchPolicy) Allowed(id wire.Identity, ref string, known []string) (ok 
 // policyEnv is what the pre-receive hook needs, beside the identity, to
 // judge a push to rig: its branch patterns and its known polecats.
 func (s *Service) policyEnv(rig string) ([]string, error) {
-	patterns := rigEntry(s.cfg.Branches, rig)
+	patterns, known, err := s.rigPolicy(rig)
+	if err != nil {
+		return nil, err
+	}
+	return []string{PatternsEnv + "=" + strings.Join(patterns, ","), PolecatsEnv + "=" + strings.Join(known, ",")}, nil
+}
+
+// rigPolicy is rig's branch patterns and its known polecats.
+func (s *Service) rigPolicy(rig string) (patterns, known []string, err error) {
+	patterns = rigEntry(s.cfg.Branches, rig)
 	if len(patterns) == 0 {
 		patterns = DefaultBranchPatterns
 	}
-	known := rigEntry(s.cfg.Polecats, rig)
+	known = rigEntry(s.cfg.Polecats, rig)
 	if s.cfg.KnownPolecats != nil {
 		issued, err := s.cfg.KnownPolecats(rig)
 		if err != nil {
-			return nil, fmt.Errorf("listing rig %s's polecats for the push policy: %w", rig, err)
+			return nil, nil, fmt.Errorf("listing rig %s's polecats for the push policy: %w", rig, err)
 		}
 		known = append(append([]string{}, known...), issued...)
 	}
-	return []string{PatternsEnv + "=" + strings.Join(patterns, ","), PolecatsEnv + "=" + strings.Join(known, ",")}, nil
+	return patterns, known, nil
 }
 
 // rigEntry is rig's entry in a per-rig setting. Config files reach us

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -51,15 +52,38 @@ type Config struct {
 	// certificate to in a rig. A branch belongs to the longest of these
 	// and Polecats' names it matches.
 	KnownPolecats func(rig string) ([]string, error)
+	// MaxProcesses bounds the git processes serving polecats at once, and
+	// MaxProcessesPerPolecat those of one polecat; a request over either
+	// waits up to ProcessWait, then gets 503 with the setting named.
+	MaxProcesses, MaxProcessesPerPolecat int
+	ProcessWait                          time.Duration
+	// IdleTimeout ends a request whose body or response makes no progress
+	// for this long (an upload never finished, a reader that stopped), and
+	// a keep-alive connection idle this long.
+	IdleTimeout time.Duration
+	// MaxPushSize is receive.maxInputSize: the largest pack one push may
+	// send.
+	MaxPushSize int
+	// TempDir holds each push's record of landed refs; it is emptied at
+	// start.
+	TempDir string
+	// Reconcile is how often each rig's polecat branches are compared with
+	// origin and any that differ queued (also once at start); negative
+	// turns it off. Zero Upstream turns it off too.
+	Reconcile time.Duration
 	// Logger receives one line per request.
 	Logger *slog.Logger
 }
 
 // DefaultConfig refreshes a repository older than a minute before a
-// fetch, giving up after 30 s. Town, HooksDir and Upstream have no
-// default.
+// fetch, giving up after 30 s; runs at most 32 git processes, 4 per
+// polecat, a request over waiting 10 s; ends requests idle for a minute;
+// takes pushes up to 64 MiB; reconciles with origin every 5 minutes.
+// Town, HooksDir, TempDir and Upstream have no default.
 func DefaultConfig() Config {
-	return Config{RefreshAge: time.Minute, RefreshTimeout: 30 * time.Second, Logger: slog.Default()}
+	return Config{RefreshAge: time.Minute, RefreshTimeout: 30 * time.Second,
+		MaxProcesses: 32, MaxProcessesPerPolecat: 4, ProcessWait: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxPushSize: 64 << 20, Reconcile: 5 * time.Minute, Logger: slog.Default()}
 }
 
 // Service is the git smart HTTP service.
@@ -70,6 +94,7 @@ type Service struct {
 	refresh *refresher
 	env     []string
 	metrics *metrics
+	procs   *procGate
 }
 
 type idKey struct{}
@@ -87,6 +112,27 @@ func New(cfg Config) (*Service, error) {
 	if cfg.RefreshTimeout <= 0 {
 		cfg.RefreshTimeout = d.RefreshTimeout
 	}
+	if cfg.MaxProcesses <= 0 {
+		cfg.MaxProcesses = d.MaxProcesses
+	}
+	if cfg.MaxProcessesPerPolecat <= 0 {
+		cfg.MaxProcessesPerPolecat = d.MaxProcessesPerPolecat
+	}
+	if cfg.ProcessWait <= 0 {
+		cfg.ProcessWait = d.ProcessWait
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = d.IdleTimeout
+	}
+	if cfg.MaxPushSize <= 0 {
+		cfg.MaxPushSize = d.MaxPushSize
+	}
+	if cfg.Reconcile == 0 {
+		cfg.Reconcile = d.Reconcile
+	}
+	if cfg.TempDir == "" {
+		return nil, errors.New("git: Config.TempDir is required")
+	}
 	for rig, list := range cfg.Branches {
 		if _, err := ParseBranchPatterns(list); err != nil {
 			return nil, fmt.Errorf("git branches of rig %s: %w", rig, err)
@@ -102,7 +148,11 @@ func New(cfg Config) (*Service, error) {
 	if err := installHooks(cfg.HooksDir); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv(), metrics: newMetrics()}
+	if err := resetDir(cfg.TempDir); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv(), metrics: newMetrics(),
+		procs: newProcGate(cfg.MaxProcesses, cfg.MaxProcessesPerPolecat, cfg.ProcessWait)}
 	s.refresh = newRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
 	return s, nil
 }
@@ -145,7 +195,9 @@ func (s *Service) Handler() tunnel.Handler { return s.ln }
 func (s *Service) Serve(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: min(30*time.Second, s.cfg.IdleTimeout),
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			id, _ := tunnel.ConnIdentity(c)
 			return context.WithValue(ctx, idKey{}, id)
@@ -153,6 +205,10 @@ func (s *Service) Serve(ctx context.Context) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() { <-ctx.Done(); srv.Close(); s.ln.Close() }()
+	s.removeAllLeftovers(leftoverAgeStart)
+	if s.cfg.Upstream != nil && s.cfg.Reconcile > 0 {
+		go s.reconcileEvery(ctx, s.cfg.Reconcile)
+	}
 	err := srv.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
@@ -165,7 +221,8 @@ func (s *Service) Serve(ctx context.Context) error {
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id, _ := r.Context().Value(idKey{}).(wire.Identity)
-	cw, cr := &countingWriter{ResponseWriter: w}, &countingBody{ReadCloser: r.Body}
+	rc := http.NewResponseController(w)
+	cw, cr := &countingWriter{ResponseWriter: w}, &countingBody{ReadCloser: r.Body, rc: rc, idle: s.cfg.IdleTimeout}
 	r.Body = cr
 	rig, op, status, err := s.serve(cw, r, id)
 	s.metrics.observe(op, status, err, cr.n, cw.n)
@@ -217,6 +274,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, id wire.Identity
 		return rig, op, http.StatusBadRequest, err
 	}
 	env = append(append([]string{}, s.env...), env...)
+	release, err := s.procs.acquire(r.Context(), id)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		return rig, op, http.StatusServiceUnavailable, err
+	}
+	defer release()
 	w.Header().Set("Cache-Control", "no-cache, max-age=0, must-revalidate")
 	if op == "info/refs" {
 		return rig, op + "?" + service, 0, s.advertise(w, r, repo, service, env)
@@ -309,7 +372,7 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 // receive runs receive-pack with hostd's hooks and the identity, then
 // queues what landed for upstream.
 func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
-	landed, err := os.CreateTemp("", "sidecar-landed-*")
+	landed, err := os.CreateTemp(s.cfg.TempDir, "landed-*")
 	if err != nil {
 		return err
 	}
@@ -321,17 +384,24 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	}
 	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name())
 	env = append(env, penv...)
-	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir, "receive-pack", "--stateless-rpc", repo); err != nil {
+	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir,
+		"-c", fmt.Sprintf("receive.maxInputSize=%d", s.cfg.MaxPushSize), "receive-pack", "--stateless-rpc", repo); err != nil {
+		if strings.Contains(err.Error(), "pack exceeds maximum allowed size") {
+			limits.Hit(limits.GitPushSize)
+			return fmt.Errorf("push larger than git.max_push_size (%d bytes): %w", s.cfg.MaxPushSize, err)
+		}
 		return err
 	}
 	b, _ := os.ReadFile(landed.Name())
+	var branches []string
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) == 3 && strings.HasPrefix(f[2], "refs/heads/") {
 			s.log.Info("push landed", "polecat", id, "rig", rig, "ref", f[2], "new", f[1])
-			if s.cfg.Upstream != nil {
-				s.cfg.Upstream.Enqueue(rig, strings.TrimPrefix(f[2], "refs/heads/"))
-			}
+			branches = append(branches, strings.TrimPrefix(f[2], "refs/heads/"))
 		}
+	}
+	if s.cfg.Upstream != nil && len(branches) > 0 {
+		s.cfg.Upstream.Enqueue(rig, id.Name, branches...)
 	}
 	return nil
 }
@@ -352,7 +422,7 @@ func (s *Service) run(ctx context.Context, env []string, stdin io.Reader, w http
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Env = env
 	cmd.Stdin = stdin
-	cmd.Stdout = flushWriter{w: w, rc: http.NewResponseController(w)}
+	cmd.Stdout = flushWriter{w: w, rc: http.NewResponseController(w), idle: s.cfg.IdleTimeout}
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -365,13 +435,15 @@ func (s *Service) run(ctx context.Context, env []string, stdin io.Reader, w http
 }
 
 // flushWriter sends each chunk git writes at once: packs stream, they are
-// never held whole.
+// never held whole. A reader that takes nothing for idle ends the request.
 type flushWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
 }
 
 func (f flushWriter) Write(p []byte) (int, error) {
+	_ = f.rc.SetWriteDeadline(time.Now().Add(f.idle))
 	n, err := f.w.Write(p)
 	if err == nil {
 		err = f.rc.Flush()
@@ -392,4 +464,15 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 		l.n -= k
 	}
 	return len(p), nil
+}
+
+// resetDir empties dir, creating it if need be.
+func resetDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("emptying %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	return nil
 }

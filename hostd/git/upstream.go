@@ -12,13 +12,18 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 )
 
 // Pending is a branch waiting to be pushed from a rig's .repo.git to its
 // origin.
 type Pending struct {
-	Rig       string    `json:"rig"`
-	Branch    string    `json:"branch"`
+	Rig    string `json:"rig"`
+	Branch string `json:"branch"`
+	// Owner is the polecat that pushed it (or owns it by the branch
+	// rules): the queue takes turns between owners.
+	Owner     string    `json:"owner,omitempty"`
 	Since     time.Time `json:"since"`
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`
@@ -28,13 +33,18 @@ type Pending struct {
 // Upstream is the persisted queue of branches to push from a rig's
 // .repo.git to its origin: one entry per rig and branch (later pushes of
 // the same branch coalesce), retried with backoff until they succeed, kept
-// on disk across restarts.
+// on disk across restarts. Polecats take turns: each round pushes at most
+// a batch of each one's branches, so one polecat's thousand branches delay
+// another's by one batch.
 type Upstream struct {
 	town, path string
 	log        *slog.Logger
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	timeout    time.Duration
+	batch      int
+	perPolecat int
+	logLimit   *logging.Limiter
 
 	mu    sync.Mutex
 	items map[string]*Pending
@@ -48,17 +58,26 @@ type UpstreamConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Timeout bounds one git push.
 	Timeout time.Duration
+	// Batch is how many of one polecat's branches go in one push, its
+	// turn in a round.
+	Batch int
+	// MaxPerPolecat bounds one polecat's queued branches in a rig; more
+	// are not queued (and logged), and reconciliation queues them once
+	// there is room.
+	MaxPerPolecat int
 }
 
 // DefaultUpstreamConfig retries a failed push after 1 s, doubling up to
-// 5 min, and gives one push 5 min.
+// 5 min, gives one push 5 min, pushes 20 branches of a polecat per turn
+// and queues at most 1000 per polecat.
 func DefaultUpstreamConfig() UpstreamConfig {
-	return UpstreamConfig{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute}
+	return UpstreamConfig{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute, Batch: 20, MaxPerPolecat: 1000}
 }
 
 // OpenUpstream loads the queue kept in file (created on first use).
 func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Upstream, error) {
 	u := &Upstream{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
+		batch: cfg.Batch, perPolecat: cfg.MaxPerPolecat, logLimit: logging.NewLimiter(5, time.Minute),
 		items: map[string]*Pending{}, wake: make(chan struct{}, 1)}
 	d := DefaultUpstreamConfig()
 	if u.minBackoff <= 0 {
@@ -69,6 +88,12 @@ func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Ups
 	}
 	if u.timeout <= 0 {
 		u.timeout = d.Timeout
+	}
+	if u.batch <= 0 {
+		u.batch = d.Batch
+	}
+	if u.perPolecat <= 0 {
+		u.perPolecat = d.MaxPerPolecat
 	}
 	var list []*Pending
 	if err := state.Load(file, &list); err != nil {
@@ -82,23 +107,49 @@ func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Ups
 
 func key(rig, branch string) string { return rig + "\x00" + branch }
 
-// Enqueue asks for branch of rig to be pushed to origin as it is when the
-// push happens. A branch already queued is pushed once, at once.
-func (u *Upstream) Enqueue(rig, branch string) {
+// Enqueue asks for branches of rig, owned by the polecat owner, to be
+// pushed to origin as they are when the push happens. A branch already
+// queued is pushed once, at once. Branches beyond the owner's share of
+// the queue are not queued; it returns how many were.
+func (u *Upstream) Enqueue(rig, owner string, branches ...string) int {
 	u.mu.Lock()
-	k := key(rig, branch)
-	it := u.items[k]
-	if it == nil {
-		it = &Pending{Rig: rig, Branch: branch, Since: time.Now()}
-		u.items[k] = it
+	mine := 0
+	for _, it := range u.items {
+		if it.Rig == rig && it.Owner == owner {
+			mine++
+		}
 	}
-	it.NextTry = time.Now()
+	queued, refused := 0, 0
+	now := time.Now()
+	for _, branch := range branches {
+		k := key(rig, branch)
+		it := u.items[k]
+		if it == nil {
+			if mine >= u.perPolecat {
+				refused++
+				continue
+			}
+			mine++
+			it = &Pending{Rig: rig, Branch: branch, Owner: owner, Since: now}
+			u.items[k] = it
+		}
+		it.NextTry = now
+		queued++
+	}
 	u.saveLocked()
 	u.mu.Unlock()
+	if refused > 0 {
+		limits.Hit(limits.Upstream)
+		if ok, held := u.logLimit.Allow(rig + "/" + owner); ok {
+			u.log.Warn("upstream queue full for this polecat; reconciliation queues the rest later", "rig", rig, "owner", owner,
+				"not_queued", refused, "limit", u.perPolecat, "setting", "git.upstream_max_per_polecat", "lines_not_logged", held)
+		}
+	}
 	select {
 	case u.wake <- struct{}{}:
 	default:
 	}
+	return queued
 }
 
 // Pending lists the queue, oldest first.
@@ -141,65 +192,120 @@ func (u *Upstream) Run(ctx context.Context) {
 	}
 }
 
-// runDue pushes every due entry and returns how long until the next one.
+// runDue pushes one round of due entries, a batch of each owner's, and
+// returns how long until the next is due (0 after a round: look again).
 func (u *Upstream) runDue(ctx context.Context) time.Duration {
 	u.mu.Lock()
-	var due []Pending
+	groups := map[string][]Pending{}
+	var order []string
 	next := time.Hour
 	now := time.Now()
 	for _, it := range u.items {
-		if !now.Before(it.NextTry) {
-			due = append(due, *it)
-		} else {
+		if now.Before(it.NextTry) {
 			next = min(next, it.NextTry.Sub(now))
+			continue
 		}
+		g := it.Rig + "\x00" + it.Owner
+		if groups[g] == nil {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], *it)
 	}
 	u.mu.Unlock()
-	for _, it := range due {
+	for _, g := range groups {
+		sort.Slice(g, func(i, j int) bool { return g[i].Since.Before(g[j].Since) })
+	}
+	sort.Slice(order, func(i, j int) bool { return groups[order[i]][0].Since.Before(groups[order[j]][0].Since) })
+	for _, g := range order {
 		if ctx.Err() != nil {
 			return 0
 		}
-		err := u.push(ctx, it.Rig, it.Branch)
-		u.mu.Lock()
+		batch := groups[g]
+		if len(batch) > u.batch {
+			batch = batch[:u.batch]
+		}
+		u.finish(batch, u.push(ctx, batch[0].Rig, batch))
+		next = 0
+	}
+	return next
+}
+
+// finish records each pushed entry's result: done entries leave the queue
+// (unless re-queued meanwhile), failed ones back off.
+func (u *Upstream) finish(batch []Pending, errs map[string]error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, it := range batch {
 		cur := u.items[key(it.Rig, it.Branch)]
+		err := errs[it.Branch]
 		switch {
 		case cur == nil:
 		case err == nil:
 			if !cur.NextTry.After(it.NextTry) { // not re-queued meanwhile
 				delete(u.items, key(it.Rig, it.Branch))
 			}
-			u.log.Info("pushed upstream", "rig", it.Rig, "branch", it.Branch, "attempts", cur.Attempts+1)
+			u.log.Info("pushed upstream", "rig", it.Rig, "branch", it.Branch, "owner", it.Owner, "attempts", cur.Attempts+1)
 		default:
 			cur.Attempts++
 			cur.LastError = err.Error()
 			wait := min(u.minBackoff<<min(cur.Attempts-1, 20), u.maxBackoff)
 			cur.NextTry = time.Now().Add(wait)
-			next = min(next, wait)
 			u.log.Warn("upstream push failed; will retry", "rig", it.Rig, "branch", it.Branch, "attempt", cur.Attempts, "in", wait, "err", err)
 		}
-		u.saveLocked()
-		u.mu.Unlock()
 	}
-	return next
+	u.saveLocked()
 }
 
-// push sends branch as it is now to origin, or deletes it there when it no
-// longer exists here. Force is needed: polecats may force-push their own
-// branches.
-func (u *Upstream) push(ctx context.Context, rig, branch string) error {
+// push sends the batch's branches as they are now to origin in one git
+// push, deleting there those that no longer exist here, and returns the
+// error of each branch that failed. Force is needed: polecats may
+// force-push their own branches.
+func (u *Upstream) push(ctx context.Context, rig string, batch []Pending) map[string]error {
 	repo := filepath.Join(u.town, rig, ".repo.git")
-	ref := "refs/heads/" + branch
-	spec := "+" + ref + ":" + ref
-	if exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", ref).Run() != nil {
-		spec = ":" + ref
+	args := []string{"-C", repo, "push", "--porcelain", "origin"}
+	for _, it := range batch {
+		ref := "refs/heads/" + it.Branch
+		if exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", ref).Run() != nil {
+			args = append(args, ":"+ref)
+		} else {
+			args = append(args, "+"+ref+":"+ref)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "-C", repo, "push", "--quiet", "--porcelain", "origin", spec).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("git push origin %s: %v: %s", spec, err, gitError(string(out)))
+	out, err := exec.CommandContext(ctx, "git", args...).CombinedOutput()
+	results := porcelainResults(string(out))
+	errs := map[string]error{}
+	for _, it := range batch {
+		ok, seen := results["refs/heads/"+it.Branch]
+		switch {
+		case seen && ok:
+		case seen:
+			errs[it.Branch] = fmt.Errorf("git push origin %s: rejected: %s", it.Branch, gitError(string(out)))
+		case err != nil:
+			errs[it.Branch] = fmt.Errorf("git push origin: %v: %s", err, gitError(string(out)))
+		}
 	}
-	return nil
+	return errs
+}
+
+// porcelainResults reads git push --porcelain's per-ref lines
+// ("<flag>\t<from>:<to>\t<summary>"): for each destination ref, whether
+// it succeeded (any flag but '!').
+func porcelainResults(out string) map[string]bool {
+	res := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || len(f[0]) != 1 {
+			continue
+		}
+		_, to, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		res[to] = f[0] != "!"
+	}
+	return res
 }
 
 // gitError picks the line of git's output that says what went wrong: the

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-		"syscall"
+	"syscall"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"

@@ -119,7 +119,7 @@ func (r *Registry) Add(sess *tunnel.Session) *Conn {
 		limits.Hit(limits.Tunnels)
 		r.log.Warn("polecat over its tunnel limit; closing its oldest draining tunnels", "polecat", c.id, "closing", len(excess), "limit", r.cfg.MaxTunnels)
 		for _, e := range excess {
-			_ = e.sess.CloseWithReason(fmt.Sprintf("more than %d tunnels of this polecat (registry.max_tunnels)", r.cfg.MaxTunnels))
+			_ = e.sess.CloseWithReason(fmt.Sprintf("more than %d tunnels of this polecat (max_tunnels)", r.cfg.MaxTunnels))
 		}
 	}
 	r.notify(Event{Conn: c, Connected: true})

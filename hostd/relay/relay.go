@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -41,15 +42,25 @@ type Config struct {
 	QueueWait time.Duration
 	// Timeout, when set, kills commands that run longer.
 	Timeout time.Duration
+	// MaxStdinBuffer bounds the stdin hostd holds for one command that has
+	// not read it yet; beyond it, the tunnel stream is read only as fast as
+	// the command reads.
+	MaxStdinBuffer int
+	// StdinStall is how long a command may leave its stdin unread with
+	// MaxStdinBuffer waiting before it is killed, with an error naming
+	// both settings.
+	StdinStall time.Duration
 	// Logger receives one line per relayed command.
 	Logger *slog.Logger
 }
 
 // DefaultConfig allows Gas Town's usual commands (DefaultAllow), 8 at once
-// per polecat, a ninth waiting up to 10 s, with no time limit. Binaries
-// and Env are found at start when empty (see New).
+// per polecat, a ninth waiting up to 10 s, with no time limit and 1 MiB of
+// stdin waiting for each, killed after 10 s of not reading it. Binaries and Env are found at start when empty (see
+// New).
 func DefaultConfig() Config {
-	return Config{Policy: Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, MaxConcurrent: 8, QueueWait: 10 * time.Second, Logger: slog.Default()}
+	return Config{Policy: Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, MaxConcurrent: 8, QueueWait: 10 * time.Second,
+		MaxStdinBuffer: 1 << 20, StdinStall: 10 * time.Second, Logger: slog.Default()}
 }
 
 // Service serves relay streams.
@@ -86,6 +97,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = d.QueueWait
+	}
+	if cfg.MaxStdinBuffer <= 0 {
+		cfg.MaxStdinBuffer = d.MaxStdinBuffer
+	}
+	if cfg.StdinStall <= 0 {
+		cfg.StdinStall = d.StdinStall
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
@@ -149,7 +166,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 	defer release()
 	start := time.Now()
-	exit, err := s.run(ctx, bin, id, req, fr, w)
+	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, fr, w)
 	s.metrics.observe(cmd, exit, err, time.Since(start))
 	if err != nil {
 		s.log.Warn("relayed command failed", "polecat", id, "command", cmd, "subcommand", sub, "duration", time.Since(start), "err", err)
@@ -191,9 +208,12 @@ func (s *Service) acquire(ctx context.Context, id wire.Identity) (func(), error)
 }
 
 // run starts the command in its own process group and pumps its streams
-// until it exits. If the stream ends first (the shim or the tunnel died),
-// or the timeout passes, the whole group is killed.
-func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wire.RelayRequest, fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
+// until it exits. It kills the whole group when the shim is gone (the
+// agent says so, the stream ends before the shim closed stdin, or the
+// output cannot be delivered), when the polecat's tunnel ends, when the
+// command stops reading a full stdin budget, on the timeout, and when
+// hostd shuts down.
+func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin string, id wire.Identity, req wire.RelayRequest, fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = string(a)
@@ -202,7 +222,7 @@ func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wir
 	if err != nil {
 		return wire.RelayExit{}, err
 	}
-
+	stop := make(chan error, 3) // why the command must be killed: input, output, output
 	var pumps sync.WaitGroup
 	for _, o := range []struct {
 		r   *os.File
@@ -211,13 +231,15 @@ func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wir
 		pumps.Add(1)
 		go func() {
 			defer pumps.Done()
-			if w.Copy(o.typ, o.r) != nil {
-				_, _ = io.Copy(io.Discard, o.r) // the shim is gone; keep the command from blocking
+			if err := w.Copy(o.typ, o.r); err != nil {
+				stop <- fmt.Errorf("the shim is gone: delivering output failed: %w", err)
+				_, _ = io.Copy(io.Discard, o.r) // keep the command from blocking until it is killed
 			}
 		}()
 	}
-	exited := make(chan struct{})
-	go s.pumpInput(fr, p, exited)
+	stdin := newStdinQueue(s.cfg.MaxStdinBuffer, s.cfg.StdinStall)
+	go stdin.feed(p.stdin)
+	go s.pumpInput(fr, p, stdin, stop)
 
 	var timeout <-chan time.Time
 	if s.cfg.Timeout > 0 {
@@ -230,48 +252,62 @@ func (s *Service) run(ctx context.Context, bin string, id wire.Identity, req wir
 	var killedFor error
 	select {
 	case <-waited:
+	case err := <-stop:
+		killedFor = err
+	case <-tunnelDone:
+		killedFor = errors.New("the polecat's tunnel ended")
 	case <-timeout:
 		killedFor = fmt.Errorf("command killed after the relay timeout of %v", s.cfg.Timeout)
 	case <-ctx.Done():
 		killedFor = errors.New("hostd is shutting down")
 	}
 	if killedFor != nil {
+		if errors.Is(killedFor, errStdinStalled) {
+			limits.Hit(limits.RelayStdin)
+		}
 		p.kill(syscall.SIGKILL)
 		<-waited
 	}
-	close(exited)
+	stdin.abandon()
 	_ = p.stdin.Close()
 	p.finishOutput(&pumps)
 	if killedFor != nil {
-		return wire.RelayExit{}, killedFor
+		return wire.RelayExit{}, fmt.Errorf("killed the command's process group: %w", killedFor)
 	}
 	return exitOf(p.cmd.ProcessState), nil
 }
 
-// pumpInput reads the shim's frames: stdin, its end, and signals. When the
-// stream ends before the command has, nobody is listening any more and the
-// process group is killed.
-func (s *Service) pumpInput(fr *wire.RelayFrameReader, p *process, exited <-chan struct{}) {
+// pumpInput reads the shim's frames: stdin, its end, signals, and the
+// agent's word that the shim is gone. The stream ending before the shim
+// said its stdin ended means the shim is gone too; after that, it is the
+// half-close the protocol allows, and the command runs on.
+func (s *Service) pumpInput(fr *wire.RelayFrameReader, p *process, stdin *stdinQueue, stop chan<- error) {
+	stdinClosed := false
 	for {
 		typ, payload, err := fr.Next()
 		if err != nil {
-			select {
-			case <-exited:
-			default:
-				s.log.Warn("relay stream ended before the command; killing its process group", "pid", p.cmd.Process.Pid, "err", err)
-				p.kill(syscall.SIGKILL)
+			if errors.Is(err, io.EOF) && stdinClosed {
+				return
 			}
+			stop <- fmt.Errorf("the shim is gone: the relay stream ended: %w", err)
 			return
 		}
 		switch typ {
 		case wire.RelayFrameStdin:
-			_, _ = p.stdin.Write(payload) // fails once the command stops reading; the rest is dropped
+			if err := stdin.push(payload); err != nil {
+				stop <- err
+				return
+			}
 		case wire.RelayFrameStdinClose:
-			_ = p.stdin.Close()
+			stdinClosed = true
+			stdin.end()
 		case wire.RelayFrameSignal:
 			if len(payload) == 1 && allowedSignals[syscall.Signal(payload[0])] {
 				p.kill(syscall.Signal(payload[0]))
 			}
+		case wire.RelayFrameGone:
+			stop <- errors.New("the shim is gone")
+			return
 		}
 	}
 }

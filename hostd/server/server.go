@@ -48,7 +48,7 @@ type Config struct {
 	Liveness liveness.Config
 	// Relay configures the gt/bd relay (Town and Logger are filled in).
 	Relay relay.Config
-	// Git configures the git service (Town, HooksDir, Upstream,
+	// Git configures the git service (Town, HooksDir, TempDir, Upstream,
 	// KnownPolecats and Logger are filled in).
 	Git git.Config
 	// Upstream turns on pushing landed branches to each rig's origin.
@@ -129,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	gcfg := cfg.Git
-	gcfg.Town, gcfg.HooksDir, gcfg.Upstream, gcfg.Logger = cfg.Town, s.dir.Hooks(), s.queue, cfg.Logger
+	gcfg.Town, gcfg.HooksDir, gcfg.TempDir, gcfg.Upstream, gcfg.Logger = cfg.Town, s.dir.Hooks(), s.dir.Landed(), s.queue, cfg.Logger
 	gcfg.KnownPolecats = ca.KnownNames
 	if s.git, err = git.New(gcfg); err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ func (d Dir) Hooks() string { return d.file("hooks") }
 // ResetKey holds the QUIC stateless reset key.
 func (d Dir) ResetKey() string { return d.file("quic-reset.key") }
 
+// Landed holds each push's record of the refs it landed, emptied at start.
+func (d Dir) Landed() string { return d.file("landed") }
+
 func (d Dir) file(name string) string { return filepath.Join(string(d), name) }
 
 // Ensure creates the directory and makes it 0700: it holds the control

@@ -7,13 +7,13 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // The limits, as metric labels and as operators see them in logs.
 const (
-	Tunnels      = "tunnels"       // registry.max_tunnels
-	Renewals     = "renewals"      // certs.renewals_per_hour
-	Beats        = "beats"         // beats faster than the agent's own interval
+	Tunnels      = "tunnels"       // max_tunnels
+	Renewals     = "renewals"      // renewals_per_hour
+	Beats        = "beats"         // beats less than 100 ms apart
 	GitProcesses = "git_processes" // git.max_processes, git.max_processes_per_polecat
 	GitPushSize  = "git_push_size" // git.max_push_size
-	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer
-	Upstream     = "upstream"      // upstream.max_per_polecat
+	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer, relay.stdin_stall
+	Upstream     = "upstream"      // git.upstream_max_per_polecat
 )
 
 var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",

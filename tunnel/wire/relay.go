@@ -21,7 +21,9 @@ import (
 // RelayFrameStdinClose at stdin's end, and RelayFrameSignal whenever it is signalled.
 // gt-agent answers the shim's local connection with RelayFrameAttached once the
 // tunnel stream is open (or RelayFrameError if it cannot be), then forwards the
-// bytes verbatim both ways. hostd sends RelayFrameStdout and RelayFrameStderr chunks as
+// bytes verbatim both ways; when the shim's connection ends it sends
+// RelayFrameGone and half-closes. A half-close after RelayFrameStdinClose
+// alone is not the shim's end: the command runs on. hostd sends RelayFrameStdout and RelayFrameStderr chunks as
 // the command produces them, then exactly one RelayFrameExit; or RelayFrameError if it
 // refuses or cannot run the command.
 const (
@@ -30,6 +32,7 @@ const (
 	RelayFrameStdinClose byte = 'C' // shim -> host: stdin reached EOF
 	RelayFrameSignal     byte = 'S' // shim -> host: one byte, a signal number
 	RelayFrameAttached   byte = 'A' // agent -> shim: the tunnel stream is open
+	RelayFrameGone       byte = 'G' // agent -> host: the shim's connection ended
 	RelayFrameStdout     byte = 'O' // host -> shim: stdout bytes
 	RelayFrameStderr     byte = 'E' // host -> shim: stderr bytes
 	RelayFrameExit       byte = 'X' // host -> shim: RelayExit (JSON), last frame
