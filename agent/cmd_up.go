@@ -79,6 +79,7 @@ type upConfig struct {
 	Socket                                       string
 	RelayWait                                    time.Duration
 	GitListen                                    string
+	GitAllowUIDs                                 []string
 	Watch                                        liveness.Config
 	TmuxSocket                                   string
 	BeatInterval                                 time.Duration
@@ -92,6 +93,7 @@ func defaultUpConfig() upConfig {
 		Socket:       relay.DefaultSocket,
 		RelayWait:    forward.DefaultWait,
 		GitListen:    git.DefaultListen,
+		GitAllowUIDs: []string{strconv.Itoa(os.Getuid())},
 		Watch:        liveness.Config{Name: liveness.DefaultSession, WorkDir: "."},
 		BeatInterval: liveness.DefaultInterval,
 	}
@@ -115,6 +117,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "socket", Usage: "unix socket where the gt/bd shims reach the agent (env " + relay.SocketEnv + ")", Value: &c.Socket},
 		{Key: "relay-wait", Usage: "how long a gt/bd command or git request waits for a tunnel that is down", Value: &c.RelayWait},
 		{Key: "git-listen", Usage: "where git reaches the rig's repository: origin is http://<this>" + wire.GitPathPrefix + "<rig> (empty: off)", Value: &c.GitListen},
+		{Key: "git-allow-uid", Usage: "uids whose processes may use the git port, which pushes as the polecat (default: gt-agent's own uid; \"any\": no check)", Value: &c.GitAllowUIDs},
 		{Key: "session", Usage: "tmux session to start the command in", Value: &c.Watch.Name},
 		{Key: "watch-session", Usage: "watch this existing tmux session instead of starting one", Value: &c.Watch.WatchSession},
 		{Key: "watch-process", Usage: "watch the oldest process of this name instead (no tmux)", Value: &c.Watch.WatchProcess},
@@ -190,12 +193,18 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	slog.Info("relaying gt/bd", "socket", socket)
 
 	if addr := c.GitListen; addr != "" {
+		admit, err := gitAdmit(c.GitAllowUIDs)
+		if err != nil {
+			return err
+		}
 		gitLn, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("git listener: %w", err)
 		}
 		defer gitLn.Close()
-		go func() { _ = git.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, gitLn) }()
+		fw := git.NewForwarder(sup, c.RelayWait, slog.Default())
+		fw.Admit = admit
+		go func() { _ = fw.Serve(ctx, gitLn) }()
 		slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
 	}
 
@@ -283,4 +292,21 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// gitAdmit turns --git-allow-uid into the git port's admission check; nil
+// for "any".
+func gitAdmit(list []string) (func(net.Conn) error, error) {
+	var uids []int
+	for _, v := range list {
+		if v == "any" {
+			return nil, nil
+		}
+		uid, err := strconv.Atoi(v)
+		if err != nil || uid < 0 {
+			return nil, fmt.Errorf("--git-allow-uid %q: want a uid, or \"any\"", v)
+		}
+		uids = append(uids, uid)
+	}
+	return git.OnlyUIDs(uids...), nil
 }
