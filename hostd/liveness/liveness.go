@@ -59,9 +59,6 @@ type Service struct {
 	saveMu   sync.Mutex
 	dirty    atomic.Bool
 	logLimit *logging.Limiter // state changes and refused beats, per polecat
-
-	beatMu   sync.Mutex
-	lastBeat map[wire.Identity]time.Time
 }
 
 // New restores the states kept at cfg.Path and subscribes to reg's
@@ -83,8 +80,7 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 			return nil, fmt.Errorf("restoring polecat states: %w", err)
 		}
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, reg: reg, logLimit: logging.NewLimiter(cfg.StateLogs, time.Minute),
-		lastBeat: map[wire.Identity]time.Time{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, reg: reg, logLimit: logging.NewLimiter(cfg.StateLogs, time.Minute)}
 	s.judge = heartbeat.NewJudge(cfg.Thresholds, time.Now, func(r heartbeat.Record, e heartbeat.Event) {
 		s.dirty.Store(true)
 		if ok, held := s.logLimit.Allow(r.Identity.String()); ok {
@@ -119,14 +115,14 @@ func disconnectReason(err error) string {
 // ServeStream reads a polecat's beats (stream kind wire.KindHeartbeat). A
 // beat that is oversized, malformed or invalid ends the stream with a
 // logged reason and is never counted: it cannot make a polecat look alive.
-// Beats faster than the agent's own declared interval allows (a burst of
-// minBeatGap) end the stream too: each beat costs hostd a judgement.
+// Beats less than minBeatGap apart on one tunnel end the stream too: each
+// beat costs hostd a judgement.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
 	r := heartbeat.NewReader(st)
 	for {
 		b, err := r.Read()
-		if err == nil && s.tooSoon(id) {
+		if err == nil && s.tooSoon(st.Session()) {
 			limits.Hit(limits.Beats)
 			err = fmt.Errorf("beats less than %v apart", minBeatGap)
 		}
@@ -145,15 +141,12 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 }
 
-// tooSoon says whether id's last beat, on any stream or tunnel, was less
-// than minBeatGap ago, and counts this one as its last.
-func (s *Service) tooSoon(id wire.Identity) bool {
-	now := time.Now()
-	s.beatMu.Lock()
-	defer s.beatMu.Unlock()
-	last := s.lastBeat[id]
-	s.lastBeat[id] = now
-	return now.Sub(last) < minBeatGap
+// tooSoon says whether the last beat on sess, on any of its streams, was
+// less than minBeatGap ago, and counts this one as its last. (Per tunnel:
+// a restarted agent's first beat may follow its predecessor's closely.)
+func (s *Service) tooSoon(sess *tunnel.Session) bool {
+	c := s.reg.Lookup(sess)
+	return c != nil && !c.Beat(minBeatGap)
 }
 
 // minBeatGap is the shortest gap between two beats hostd takes: the agent

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
@@ -17,6 +18,8 @@ import (
 type Conn struct {
 	sess *tunnel.Session
 	id   wire.Identity
+
+	lastBeat atomic.Int64 // unix nanoseconds, see Beat
 
 	mu       sync.Mutex
 	certs    []*x509.Certificate
@@ -54,6 +57,13 @@ func (c *Conn) Extend(cert *x509.Certificate) {
 	c.certs = append(c.certs, cert)
 	c.notAfter = cert.NotAfter
 	c.expiry.Reset(time.Until(cert.NotAfter))
+}
+
+// Beat counts a heartbeat on the session now and says whether it came at
+// least gap after the previous one.
+func (c *Conn) Beat(gap time.Duration) bool {
+	now := time.Now().UnixNano()
+	return now-c.lastBeat.Swap(now) >= int64(gap)
 }
 
 // StandsOn says whether any certificate the session stands on (the one it
