@@ -167,12 +167,13 @@ func (j *Judge) Beat(id wire.Identity, b *Beat) {
 	j.change(id, func(r *Record, now time.Time) { r.LastBeat, r.LastBeatAt = b, now })
 }
 
-// Revoke records that id's certificates issued up to cut were revoked:
-// the polecat is revoked unless it connected after cut (with a certificate
-// issued since). A zero cut revokes it whatever it did.
-func (j *Judge) Revoke(id wire.Identity, cut time.Time) {
+// Revoke records that id's certificates were revoked, all but those valid
+// from validFrom on: the polecat is revoked unless it connected at or
+// after validFrom (with a certificate issued since). A zero validFrom
+// revokes it whatever it did.
+func (j *Judge) Revoke(id wire.Identity, validFrom time.Time) {
 	j.change(id, func(r *Record, now time.Time) {
-		if cut.IsZero() || !r.ConnectedAt.After(cut) {
+		if validFrom.IsZero() || r.ConnectedAt.Before(validFrom) {
 			r.Revoked = true
 		}
 	})

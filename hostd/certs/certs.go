@@ -36,10 +36,12 @@ type Config struct {
 	// written by another process (hostd cert revoke), so a revocation
 	// applies even if nobody tells the daemon.
 	Watch time.Duration
-	// Revoked, when set, is told of every polecat revoked by identity (with
-	// the cut-off) and of every one whose live tunnel a revocation closed
-	// (zero cut-off); liveness marks it revoked.
-	Revoked func(wire.Identity, time.Time)
+	// Revoked, when set, is told of every polecat revoked by identity, with
+	// the time from which its new certificates are valid (a second past the
+	// cut-off: certificates keep whole seconds), and of every one whose
+	// live tunnel a revocation closed (zero time); liveness marks it
+	// revoked.
+	Revoked func(id wire.Identity, validFrom time.Time)
 	// Logger receives joins, renewals and refusals.
 	Logger *slog.Logger
 }
@@ -169,7 +171,7 @@ func (s *Service) ReloadRevocations() (int, error) {
 	if s.cfg.Revoked != nil {
 		for id, cut := range rev.Identities {
 			if prev == nil || !prev.Identities[id].Equal(cut) {
-				s.cfg.Revoked(id, cut)
+				s.cfg.Revoked(id, cut.Add(time.Second))
 			}
 		}
 		for _, id := range closed {

@@ -28,6 +28,7 @@ type relayRig struct {
 	socket string
 	certs  string
 	relay  *tunneltest.Relay
+	addr   string // hostd's
 }
 
 type rigOpts struct {
@@ -36,21 +37,24 @@ type rigOpts struct {
 	viaRelay bool     // put a tunneltest relay between agent and hostd
 }
 
-func newRelayRig(t testing.TB, o rigOpts) *relayRig {
+func newRelayRig(t testing.TB, o rigOpts) *relayRig { return newRelayRigAs(t, "gastown/furiosa", o) }
+
+// newRelayRigAs is newRelayRig with the agent's polecat id.
+func newRelayRigAs(t testing.TB, id string, o rigOpts) *relayRig {
 	fake, err := filepath.Abs("testdata/fake-gt.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tw := NewTown(t)
 	hostd, addr := tw.Serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
-	r := &relayRig{tw: tw, hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock")}
+	r := &relayRig{tw: tw, hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock"), addr: addr}
 	if o.viaRelay {
 		r.relay = tunneltest.NewRelay(t, addr)
 		addr = r.relay.Addr
 	}
-	r.certs = tw.Issue("gastown/furiosa", time.Hour)
+	r.certs = tw.Issue(id, time.Hour)
 	r.agent = Start(t, AgentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
-	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+	tw.WaitStatus(10*time.Second, Connected(strings.SplitN(id, "/", 2)[1], ""))
 	return r
 }
 

@@ -154,10 +154,10 @@ func (s *Service) tooSoon(sess *tunnel.Session) bool {
 // watcher debounces), never many times a second.
 const minBeatGap = 100 * time.Millisecond
 
-// Revoke marks the polecat revoked: its certificates issued up to cut
-// were (a zero cut: the one its tunnel stood on). It stays revoked until
-// it connects with a certificate issued after cut.
-func (s *Service) Revoke(id wire.Identity, cut time.Time) { s.judge.Revoke(id, cut) }
+// Revoke marks the polecat revoked: its certificates were, all but those
+// valid from validFrom on (zero: the one its tunnel stood on). It stays
+// revoked until it connects at or after validFrom.
+func (s *Service) Revoke(id wire.Identity, validFrom time.Time) { s.judge.Revoke(id, validFrom) }
 
 // Run re-judges every polecat each Tick and saves what changed, until ctx
 // ends.
