@@ -138,9 +138,14 @@ func (s yamuxStream) close() error {
 	return err
 }
 
+// discard reads and drops what the peer sends for at most d, then frees
+// the stream's receive buffer: yamux keeps a closed stream, buffer and
+// all, until the peer closes too or the close timeout passes, even after
+// the session has ended.
 func (s yamuxStream) discard(d time.Duration) {
 	_ = s.Stream.SetReadDeadline(time.Now().Add(d))
 	_, _ = io.Copy(io.Discard, s.Stream)
+	s.Stream.Shrink()
 }
 
 // closeDrain bounds how long a closed yamux stream is drained.
