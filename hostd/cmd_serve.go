@@ -81,6 +81,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "git.reconcile", Flag: "git-reconcile", Usage: "compare polecat branches with origin and queue those that differ this often (negative: never)", Value: &cfg.Git.Reconcile},
 		{Key: "git.max_processes", Flag: "git-max-processes", Usage: "git processes serving polecats at once", Value: &cfg.Git.MaxProcesses},
 		{Key: "git.max_processes_per_polecat", Flag: "git-max-processes-per-polecat", Usage: "of those, for one polecat", Value: &cfg.Git.MaxProcessesPerPolecat},
+		{Key: "git.process_wait", Flag: "git-process-wait", Usage: "how long a git request over those limits waits before it is refused (503)", Value: &cfg.Git.ProcessWait},
 		{Key: "git.idle_timeout", Flag: "git-idle-timeout", Usage: "end a git request whose upload or download makes no progress this long", Value: &cfg.Git.IdleTimeout},
 		{Key: "git.max_push_size", Flag: "git-max-push-size", Usage: "largest pack one push may send, bytes (receive.maxInputSize)", Value: &cfg.Git.MaxPushSize},
 		{Key: "metrics_listen", Flag: "metrics-listen", Usage: "serve Prometheus metrics at http://<addr>/metrics (off when empty)", Value: &cfg.MetricsListen},

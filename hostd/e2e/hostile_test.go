@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -605,4 +606,174 @@ func relayError(t *testing.T, st *tunnel.Stream) string {
 			return string(p)
 		}
 	}
+}
+
+// gitChildren counts the git processes hostd runs.
+func gitChildren(t *testing.T, pid int) int {
+	t.Helper()
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		_, rest, ok := strings.Cut(string(b), ") ")
+		fields := strings.Fields(rest)
+		if ok && len(fields) > 1 && fields[1] == strconv.Itoa(pid) && strings.Contains(string(b), "(git") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHostileGit: 300 unfinished chunked requests ran 300 git processes
+// (1.2 GB RSS, 1,214 fds) with no read or idle timeout, and a 100 MB blob
+// was taken and served to everyone. Now a polecat runs at most four git
+// processes, a request that makes no progress ends, and pushes are
+// bounded.
+func TestHostileGit(t *testing.T) {
+	metrics := tunneltest.FreeAddr(t)
+	g := NewGitTown(t, "--metrics-listen", metrics, "--git-idle-timeout", "2s", "--git-process-wait", "500ms", "--git-max-push-size", "1048576", "--git-upstream=false")
+	pid := g.Hostd.Cmd.Process.Pid
+	victimURL := g.Polecat(t, "nux")
+	lsRemote := func() time.Duration {
+		start := time.Now()
+		g.Git(t, "", "ls-remote", victimURL)
+		return time.Since(start)
+	}
+	before := lsRemote()
+	base := measure(t, pid, metrics)
+
+	a := newAttacker(t, g.Town, g.Addr, "gastown/furiosa")
+	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	req := "POST /v1/git/gastown/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n0032want \r\n" // half a pkt-line: git waits for the rest
+	for range 100 {
+		if _, err := openRaw(s, wire.KindGit, []byte(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	if n := gitChildren(t, pid); n > 4 {
+		t.Errorf("%d git processes for one polecat's held requests, want at most 4", n)
+	} else {
+		t.Logf("100 held requests: %d git processes", n)
+	}
+	if during := lsRemote(); during > 5*before+time.Second {
+		t.Errorf("victim's ls-remote took %v during the attack, %v before", during, before)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for gitChildren(t, pid) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := gitChildren(t, pid); n > 0 {
+		t.Errorf("%d git processes left after the idle timeout", n)
+	}
+	s.Close()
+
+	// A push over git.max_push_size is refused and lands nothing.
+	work := filepath.Join(t.TempDir(), "w")
+	g.Git(t, "", "clone", "-q", victimURL, work)
+	g.Commit(t, work, "big", 3<<20)
+	out, err := g.TryGit(work, "push", "origin", "HEAD:polecat/nux-big")
+	if err == nil {
+		t.Fatalf("a 3 MiB push over a 1 MiB limit succeeded:\n%s", out)
+	}
+	if refs := g.Refs(t, g.Repo); strings.Contains(refs, "nux-big") {
+		t.Errorf("the refused push landed: %s", refs)
+	}
+	t.Logf("push over the limit: %s", strings.TrimSpace(out))
+	recovered(t, pid, metrics, base, 15*time.Second)
+}
+
+// TestHostileRenewals: 1,064 renewals in 8 s, certs.json rewritten and
+// fsynced whole each time, growing without bound. Now a polecat gets
+// renewals_per_hour of them.
+func TestHostileRenewals(t *testing.T) {
+	v, metrics := newVictim(t)
+	pid, tw, addr := v.hostd()
+	base := measure(t, pid, metrics)
+	a := newAttacker(t, tw, addr, "gastown/furiosa")
+	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	issued, refused := 0, ""
+	for range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := a.store.Renew(ctx, s)
+		cancel()
+		if err != nil {
+			refused = err.Error()
+			continue
+		}
+		issued++
+	}
+	if issued != 12 || !strings.Contains(refused, "renewals_per_hour") {
+		t.Errorf("200 renewals: %d issued, last refusal %q; want 12 and the limit named", issued, refused)
+	}
+	if n := strings.Count(tw.Run("cert", "list"), "furiosa"); n > 13 {
+		t.Errorf("%d certificates recorded for furiosa, want the first and 12 renewals", n)
+	}
+	v.unharmed(t)
+	recovered(t, pid, metrics, base, 10*time.Second)
+}
+
+// TestHostileBeatsAndEscapes: a heartbeat flapping between running and
+// exited wrote 130,418 log lines in 6 s, and the polecat's own beat fields
+// and close reason reached hostd status unescaped (an OSC 52 clipboard
+// write, cursor moves). Now beats less than 100 ms apart are refused,
+// state changes are logged at most 20 a minute per polecat, and nothing a
+// polecat sends reaches the operator's terminal raw.
+func TestHostileBeatsAndEscapes(t *testing.T) {
+	v, metrics := newVictim(t)
+	pid, tw, addr := v.hostd()
+	base := measure(t, pid, metrics)
+	a := newAttacker(t, tw, addr, "gastown/furiosa")
+	const evil = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\u009b31m\r"
+	code := 1
+	flap := []*heartbeat.Beat{
+		{Seq: 1, Interval: 0.5, Session: heartbeat.Session{Name: "polecat" + evil, State: heartbeat.SessionRunning, Command: "claude" + evil,
+			Processes: 1, Names: []string{"node" + evil}}, Agent: heartbeat.Agent{Version: "v1" + evil}},
+		{Seq: 2, Interval: 0.5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionExited, ExitCode: &code}},
+	}
+	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	sent, streams := 0, 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		st, err := s.OpenStream(context.Background(), wire.KindHeartbeat, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams++
+		w := heartbeat.NewWriter(st)
+		for i := 0; w.Write(flap[i%2]) == nil && i < 1000; i++ {
+			sent++
+		}
+		st.Close()
+	}
+	_ = s.CloseWithReason("bye" + evil)
+	logs := v.r.hostd.Output()
+	states := strings.Count(logs, `msg="polecat state" polecat=gastown/furiosa`)
+	refusals := strings.Count(logs, `msg="refused heartbeat" polecat=gastown/furiosa`)
+	t.Logf("%d beats written on %d streams in 3 s; %d state lines and %d refusals logged", sent, streams, states, refusals)
+	if states+refusals > 25 {
+		t.Errorf("%d state-change and refusal lines logged for one polecat in 3 s, want at most 20 (and the tunnel's own)", states+refusals)
+	}
+	if strings.ContainsAny(logs, "\x1b\x07\u009b") {
+		t.Error("a raw escape sequence reached hostd's log")
+	}
+	tw.WaitStatus(5*time.Second, func(st control.Status) bool {
+		for _, p := range st.Polecats {
+			if p.Name == "furiosa" && !p.Connected {
+				return true
+			}
+		}
+		return false
+	})
+	for _, args := range [][]string{{"status"}, {"status", "gastown/furiosa"}} {
+		out, _ := tw.Try(args...)
+		if strings.ContainsAny(out, "\x1b\x07\u009b\r") {
+			t.Errorf("hostd %s shows a raw escape sequence: %q", strings.Join(args, " "), out)
+		}
+	}
+	v.unharmed(t)
+	recovered(t, pid, metrics, base, 10*time.Second)
 }
