@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -776,4 +777,104 @@ func TestHostileBeatsAndEscapes(t *testing.T) {
 	}
 	v.unharmed(t)
 	recovered(t, pid, metrics, base, 10*time.Second)
+}
+
+// TestHostileUpstreamFlood: a polecat pushing 2,000 branches delayed
+// another polecat's branch to origin by 4 min 24 s. Now polecats take
+// turns, a batch each, and one polecat queues at most its share.
+func TestHostileUpstreamFlood(t *testing.T) {
+	g := NewGitTown(t)
+	victimURL := g.Polecat(t, "nux")
+	attackURL := g.Polecat(t, "furiosa")
+	vw, aw := filepath.Join(t.TempDir(), "v"), filepath.Join(t.TempDir(), "a")
+	g.Git(t, "", "clone", "-q", victimURL, vw)
+	g.Git(t, "", "clone", "-q", attackURL, aw)
+	deliver := func(branch string) time.Duration {
+		c := g.Commit(t, vw, strings.ReplaceAll(branch, "/", "-"), 10)
+		start := time.Now()
+		g.Git(t, vw, "push", "-q", "origin", "HEAD:"+branch)
+		waitRef(t, g, g.Origin, "refs/heads/"+branch, c)
+		return time.Since(start)
+	}
+	before := deliver("polecat/nux-before")
+
+	g.Commit(t, aw, "flood", 10)
+	args := []string{"push", "-q", "origin"}
+	for i := range 2000 {
+		args = append(args, fmt.Sprintf("HEAD:refs/heads/polecat/furiosa-%d", i))
+	}
+	g.Git(t, aw, args...)
+	st := g.WaitStatus(5*time.Second, func(st control.Status) bool { return len(st.Upstream) > 0 })
+	during := deliver("polecat/nux-during")
+	t.Logf("victim's branch reached origin in %v beside a 2,000-branch flood (%d queued at first), %v before it", during, len(st.Upstream), before)
+	if during > 5*before+5*time.Second {
+		t.Errorf("victim's branch took %v during the flood, %v before", during, before)
+	}
+	queued := 0
+	for _, p := range g.WaitStatus(time.Second, func(control.Status) bool { return true }).Upstream {
+		if p.Owner == "furiosa" {
+			queued++
+		}
+	}
+	if queued > 1000 {
+		t.Errorf("%d of furiosa's branches queued, want at most 1000 (git.upstream_max_per_polecat)", queued)
+	}
+}
+
+// TestHostileReconcile: hostd SIGKILLed as a push landed: git finished the
+// push, post-receive never ran, the branch never went to origin (and the
+// polecat's retry said "Everything up-to-date"); a killed index-pack's
+// quarantine stayed for ever. Now hostd compares polecat branches with
+// origin at start and cleans up.
+func TestHostileReconcile(t *testing.T) {
+	g := NewGitTown(t)
+	g.Issue("gastown/furiosa", time.Hour) // a polecat hostd knows
+	_ = g.Hostd.Cmd.Process.Kill()
+	_ = g.Hostd.Exited(t, 5*time.Second)
+
+	// What the killed push left: the branch landed without its hook, a
+	// quarantine, a landed record.
+	tree := strings.TrimSpace(g.Git(t, g.Repo, "rev-parse", "HEAD^{tree}"))
+	lost := strings.TrimSpace(g.Git(t, g.Repo, "commit-tree", "-m", "landed as hostd died", "-p", "HEAD", tree))
+	g.Git(t, g.Repo, "update-ref", "refs/heads/polecat/furiosa-lost", lost)
+	quarantine := filepath.Join(g.Repo, "objects", "tmp_objdir-incoming-abc123")
+	_ = os.MkdirAll(filepath.Join(quarantine, "pack"), 0o755)
+	_ = os.WriteFile(filepath.Join(quarantine, "pack", "tmp_pack_x"), make([]byte, 1<<20), 0o644)
+	old := time.Now().Add(-2 * time.Minute)
+	_ = os.Chtimes(quarantine, old, old)
+	landed := filepath.Join(g.Dir, ".runtime", "hostd", "landed")
+	_ = os.WriteFile(filepath.Join(landed, "landed-123"), []byte("x"), 0o600)
+
+	g.Hostd = Start(t, nil, "hostd", "--town", g.Dir, "serve", "--listen", g.Addr)
+	waitRef(t, g, g.Origin, "refs/heads/polecat/furiosa-lost", lost)
+	if _, err := os.Stat(quarantine); !os.IsNotExist(err) {
+		t.Errorf("the killed push's quarantine is still there: %v", err)
+	}
+	if ents, _ := os.ReadDir(landed); len(ents) != 0 {
+		t.Errorf("landed records left from before the restart: %v", ents)
+	}
+	if !strings.Contains(g.Hostd.Output(), "reconciled with origin") {
+		t.Errorf("hostd does not say it reconciled:\n%s", g.Hostd.Output())
+	}
+}
+
+// TestHostileGitPortOtherUser: any user in the container could use the
+// agent's git port and push as the polecat. Now only the agent's own uid
+// may.
+func TestHostileGitPortOtherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("running git as another user needs root")
+	}
+	g := NewGitTown(t, "--git-upstream=false")
+	url := g.Polecat(t, "furiosa")
+	g.Git(t, "", "ls-remote", url) // the agent's own user
+	cmd := exec.Command("git", "ls-remote", url)
+	cmd.Env = GitEnv(t.TempDir())
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("uid 65534 reached the polecat's git: %s", out)
+	}
+	t.Logf("uid 65534: %v: %s", err, strings.TrimSpace(string(out)))
 }
