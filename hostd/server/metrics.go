@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,8 @@ type collectorSource interface {
 type metrics struct {
 	reg     *prometheus.Registry
 	streams *prometheus.CounterVec
+	// refusedKinds counts streams of kinds hostd does not serve.
+	refusedKinds atomic.Uint64
 }
 
 func newMetrics(sources ...collectorSource) *metrics {
@@ -49,6 +52,7 @@ func (m *metrics) countStreams(h tunnel.Handler) tunnel.Handler {
 		kind := st.Kind()
 		if !slices.Contains(wire.Kinds, kind) {
 			kind = "other"
+			m.refusedKinds.Add(1)
 		}
 		m.streams.WithLabelValues(kind).Inc()
 		h.ServeStream(ctx, st)

@@ -183,7 +183,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.live.Run(ctx)
 	go s.certs.Watch(ctx)
-	go reclaim(ctx, 5*time.Second)
+	go s.reclaim(ctx, 5*time.Second)
 	if s.cfg.MetricsListen != "" {
 		go func() {
 			if err := s.metrics.serve(ctx, s.cfg.MetricsListen, s.log); err != nil {

@@ -3,7 +3,11 @@
 // limit the same way, whichever service enforces it.
 package limits
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The limits, as metric labels and as operators see them in logs.
 const (
@@ -19,8 +23,16 @@ const (
 var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",
 	Help: "Times a per-polecat budget refused or cut something, by limit."}, []string{"limit"})
 
+var total atomic.Uint64
+
 // Hit counts one refusal by limit.
-func Hit(limit string) { hits.WithLabelValues(limit).Inc() }
+func Hit(limit string) {
+	hits.WithLabelValues(limit).Inc()
+	total.Add(1)
+}
+
+// Total is how many refusals there have been, of every limit.
+func Total() uint64 { return total.Load() }
 
 // Collector is the counter, for hostd to register.
 func Collector() prometheus.Collector { return hits }
