@@ -47,14 +47,13 @@ func (p *peerBudgets) attach(s *Session) {
 	b.sessions++
 	p.mu.Unlock()
 	s.budget = b
-	go func() {
-		<-s.Done()
+	s.t.afterDone(func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if b.sessions--; b.sessions == 0 {
 			delete(p.by, s.peer)
 		}
-	}()
+	})
 }
 
 // admit counts a stream the peer opened against the session's limit and

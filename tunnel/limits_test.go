@@ -143,6 +143,27 @@ func TestStreamBudgetPerIdentity(t *testing.T) {
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), "stream limit") {
 				t.Fatalf("5th stream across two tunnels of one identity with a limit of 4: %v, want refused", err)
 			}
+			// Once the identity's tunnels are gone, a new one starts afresh
+			// (their handlers still hold their streams).
+			for _, c := range clients {
+				c.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := tunnel.Dial(ctx, ln.Addr(), cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := ln.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			go s.Serve(context.Background(), mux)
+			if !waitFor(5*time.Second, func() bool { return open(c) == nil }) {
+				t.Fatal("a new tunnel after the old ones ended cannot open a stream")
+			}
 		})
 	}
 }

@@ -46,6 +46,8 @@ func (q *quicTransport) accept(ctx context.Context) (rawStream, error) {
 	return quicStream{s}, nil
 }
 
+func (q *quicTransport) afterDone(f func()) { context.AfterFunc(q.conn.Context(), f) }
+
 func (q *quicTransport) close(reason string) error {
 	return q.conn.CloseWithError(0, reason)
 }

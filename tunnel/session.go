@@ -31,6 +31,9 @@ type transport interface {
 	// peerClosed ends the session on the peer's goodbye (wire.KindClose).
 	peerClosed(reason string)
 	done() <-chan struct{}
+	// afterDone runs f once the session has ended (at once if it has),
+	// without a goroutine of its own.
+	afterDone(f func())
 	err() error
 	rtt() time.Duration
 	localAddr() net.Addr

@@ -24,8 +24,10 @@ type tcpTransport struct {
 	ys    *yamux.Session
 	rttNs atomic.Int64
 
-	mu    sync.Mutex
-	cause error
+	mu     sync.Mutex
+	cause  error
+	over   bool     // the pinger has seen the session end
+	onDone []func() // run then
 }
 
 func newTCPTransport(conn *tls.Conn, ys *yamux.Session, cfg Config) *tcpTransport {
@@ -34,9 +36,12 @@ func newTCPTransport(conn *tls.Conn, ys *yamux.Session, cfg Config) *tcpTranspor
 	return t
 }
 
+// pinger pings until the session ends, then runs the afterDone functions
+// (it is the one goroutine a TCP session has anyway).
 func (t *tcpTransport) pinger(every, idle time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	defer t.finish()
 	for {
 		rtt, err := t.ys.Ping()
 		if err != nil {
@@ -51,6 +56,28 @@ func (t *tcpTransport) pinger(every, idle time.Duration) {
 		case <-tick.C:
 		}
 	}
+}
+
+func (t *tcpTransport) finish() {
+	t.mu.Lock()
+	t.over = true
+	fs := t.onDone
+	t.onDone = nil
+	t.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+func (t *tcpTransport) afterDone(f func()) {
+	t.mu.Lock()
+	if !t.over {
+		t.onDone = append(t.onDone, f)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	f()
 }
 
 func (t *tcpTransport) setCause(err error) {
