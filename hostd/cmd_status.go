@@ -154,6 +154,14 @@ var stateColour = map[string]string{
 // printStatus prints the table, fitted to 80 columns.
 func printStatus(w io.Writer, st control.Status, colour bool) {
 	fmt.Fprintf(w, "hostd %s on %s, up %s, %d polecat(s)\n", st.Version, st.Listen, short(time.Since(st.Started)), len(st.Polecats))
+	for _, l := range st.Listeners {
+		switch {
+		case !l.Up:
+			fmt.Fprintf(w, "%s listener STOPPED: its tunnels are refused until hostd restarts (%s)\n", l.Transport, clean(l.LastError))
+		case time.Since(l.LastErrorAt) < time.Minute:
+			fmt.Fprintf(w, "%s listener failing to accept (%d in all, last %s ago: %s)\n", l.Transport, l.AcceptErrors, short(time.Since(l.LastErrorAt)), clean(l.LastError))
+		}
+	}
 	if len(st.Polecats) > 0 {
 		fmt.Fprintf(w, "%-16s %-8s %5s %-4s %6s %4s %4s %5s %5s %s\n", "POLECAT", "STATE", "FOR", "LINK", "RTT", "BEAT", "CPU", "RSS", "IDLE", "COMMAND")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -43,5 +44,27 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 	}
 	if got := clean("polecat/bullet-farmer ok"); got != "polecat/bullet-farmer ok" {
 		t.Errorf("printable text changed: %q", got)
+	}
+}
+
+func TestStatusShowsListenerTrouble(t *testing.T) {
+	cases := []struct {
+		name string
+		l    tunnel.ListenerHealth
+		want string
+	}{
+		{"healthy", tunnel.ListenerHealth{Transport: "tcp", Up: true}, ""},
+		{"old errors", tunnel.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 3, LastError: "x", LastErrorAt: time.Now().Add(-time.Hour)}, ""},
+		{"failing", tunnel.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 9, LastError: "accept4: too many open files", LastErrorAt: time.Now()},
+			"tcp listener failing to accept (9 in all"},
+		{"stopped", tunnel.ListenerHealth{Transport: "quic", LastError: "closed", LastErrorAt: time.Now()}, "quic listener STOPPED"},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		printStatus(&out, control.Status{Listeners: []tunnel.ListenerHealth{c.l}}, false)
+		got := strings.Contains(out.String(), "listener")
+		if (c.want == "" && got) || (c.want != "" && !strings.Contains(out.String(), c.want)) {
+			t.Errorf("%s: status shows %q, want %q", c.name, out.String(), c.want)
+		}
 	}
 }
