@@ -2,9 +2,12 @@ package tunnel
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -26,14 +29,25 @@ type peerBudget struct {
 
 // peerBudgets hands out one peerBudget per identity while it has sessions.
 type peerBudgets struct {
-	limit   int32
-	refused atomic.Uint64 // streams refused over a limit, all sessions
-	mu      sync.Mutex
-	by      map[wire.Identity]*peerBudget
+	limit    int32
+	refused  atomic.Uint64 // streams refused over a limit, all sessions
+	log      *slog.Logger
+	logLimit *logging.Limiter // refusals, per identity
+	mu       sync.Mutex
+	by       map[wire.Identity]*peerBudget
 }
 
-func newPeerBudgets(limit int) *peerBudgets {
-	return &peerBudgets{limit: int32(limit), by: map[wire.Identity]*peerBudget{}}
+func newPeerBudgets(limit int, log *slog.Logger) *peerBudgets {
+	return &peerBudgets{limit: int32(limit), by: map[wire.Identity]*peerBudget{}, log: log, logLimit: logging.NewLimiter(10, time.Minute)}
+}
+
+// refusedStream counts and logs (at most so often per identity) a stream
+// refused over a limit.
+func (p *peerBudgets) refusedStream(id wire.Identity, err error, abusive bool) {
+	p.refused.Add(1)
+	if ok, held := p.logLimit.Allow(id.String()); ok {
+		p.log.Warn("tunnel: refused a stream over the limit", "peer", id, "err", err, "closing_tunnel", abusive, "lines_not_logged", held)
+	}
 }
 
 // attach gives s its peer's budget, and returns it when s ends.

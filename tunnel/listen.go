@@ -76,19 +76,20 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 	if err := sc.Config.Validate(); err != nil {
 		return nil, err
 	}
+	cfg := sc.Config.withDefaults()
 	l := &Listener{
 		sc:        sc,
-		cfg:       sc.Config.withDefaults(),
+		cfg:       cfg,
 		log:       sc.Logger,
 		sessions:  make(chan *Session),
 		closed:    make(chan struct{}),
-		budgets:   newPeerBudgets(sc.Config.withDefaults().MaxStreams),
-		gate:      newHandshakeGate(sc.Config.withDefaults().MaxHandshakes, sc.Config.withDefaults().MaxHandshakesPerSource),
+		gate:      newHandshakeGate(cfg.MaxHandshakes, cfg.MaxHandshakesPerSource),
 		tcpHealth: newLoopHealth(TransportTCP),
 	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
+	l.budgets = newPeerBudgets(l.cfg.MaxStreams, l.log)
 	l.sc.Config = l.cfg
 	if err := l.bind(addr); err != nil {
 		return nil, err

@@ -217,7 +217,7 @@ func (s *Session) admitOrRefuse(raw rawStream) (func(), error) {
 	}
 	s.refused.Add(1)
 	if s.budget != nil {
-		s.budget.all.refused.Add(1)
+		s.budget.all.refusedStream(s.peer, err, abusive)
 	}
 	err = fmt.Errorf("refused stream from %s: %w", s.peerName(), err)
 	if abusive {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -88,13 +89,14 @@ func DefaultConfig() Config {
 
 // Service is the git smart HTTP service.
 type Service struct {
-	cfg     Config
-	log     *slog.Logger
-	ln      *tunnel.StreamListener
-	refresh *refresher
-	env     []string
-	metrics *metrics
-	procs   *procGate
+	cfg      Config
+	log      *slog.Logger
+	ln       *tunnel.StreamListener
+	refresh  *refresher
+	env      []string
+	metrics  *metrics
+	procs    *procGate
+	logLimit *logging.Limiter // failed requests, per polecat
 }
 
 type idKey struct{}
@@ -152,7 +154,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv(), metrics: newMetrics(),
-		procs: newProcGate(cfg.MaxProcesses, cfg.MaxProcessesPerPolecat, cfg.ProcessWait)}
+		procs: newProcGate(cfg.MaxProcesses, cfg.MaxProcessesPerPolecat, cfg.ProcessWait), logLimit: logging.NewLimiter(30, time.Minute)}
 	s.refresh = newRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
 	return s, nil
 }
@@ -230,7 +232,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status != 0 {
 			http.Error(w, err.Error(), status)
 		}
-		s.log.Warn("git request failed", "polecat", id, "rig", rig, "op", op, "status", status, "duration", time.Since(start), "err", err)
+		if ok, held := s.logLimit.Allow(id.String()); ok {
+			s.log.Warn("git request failed", "polecat", id, "rig", rig, "op", op, "status", status, "duration", time.Since(start), "err", err, "lines_not_logged", held)
+		}
 		return
 	}
 	s.log.Info("git request", "polecat", id, "rig", rig, "op", op, "duration", time.Since(start))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -74,6 +75,8 @@ type Service struct {
 
 	mu    sync.Mutex
 	slots map[wire.Identity]chan struct{}
+
+	logLimit *logging.Limiter // refusals, per polecat
 }
 
 // allowedSignals are the signals a shim may forward.
@@ -107,7 +110,8 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
-	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: map[wire.Identity]chan struct{}{}, metrics: newMetrics()}
+	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: map[wire.Identity]chan struct{}{}, metrics: newMetrics(),
+		logLimit: logging.NewLimiter(30, time.Minute)}
 	var dirs []string
 	for cmd := range cfg.Policy.Allow {
 		name := cmd
@@ -181,7 +185,9 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 
 func (s *Service) refuse(w *wire.RelayFrameWriter, id wire.Identity, cmd, sub string, err error) {
 	s.metrics.refused(cmd)
-	s.log.Warn("refused relayed command", "polecat", id, "command", cmd, "subcommand", sub, "reason", err)
+	if ok, held := s.logLimit.Allow(id.String()); ok {
+		s.log.Warn("refused relayed command", "polecat", id, "command", cmd, "subcommand", sub, "reason", err, "lines_not_logged", held)
+	}
 	_ = w.Frame(wire.RelayFrameError, []byte(err.Error()))
 }
 
