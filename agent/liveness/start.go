@@ -34,6 +34,16 @@ func (w *Watcher) startOrAdopt(ctx context.Context) error {
 			"tmux_session", name, "pid", pane.PID, "command", pane.Command)
 		return nil
 	}
+	// The dead command's status, from the file its wrapper wrote, before
+	// wrapped() points w.status at this agent's own file.
+	attrs := []any{"tmux_session", name, "command", strings.Join(w.cfg.Command, " ")}
+	if found {
+		if code, ok := readStatus(w.status); ok {
+			attrs = append(attrs, "exit_code", code)
+		} else if pane.ExitCode != nil {
+			attrs = append(attrs, "exit_code", *pane.ExitCode)
+		}
+	}
 	argv, opts, err := w.wrapped()
 	if err != nil {
 		return err
@@ -44,12 +54,6 @@ func (w *Watcher) startOrAdopt(ctx context.Context) error {
 		}
 		w.log.Info("session started", "tmux_session", name, "command", strings.Join(w.cfg.Command, " "))
 		return nil
-	}
-	attrs := []any{"tmux_session", name, "command", strings.Join(w.cfg.Command, " ")}
-	if code, ok := readStatus(w.status); ok {
-		attrs = append(attrs, "exit_code", code)
-	} else if pane.ExitCode != nil {
-		attrs = append(attrs, "exit_code", *pane.ExitCode)
 	}
 	if err := w.tmux.Respawn(ctx, name, argv, opts); err != nil {
 		return err
