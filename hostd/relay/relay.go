@@ -56,9 +56,10 @@ type Config struct {
 }
 
 // DefaultConfig allows Gas Town's usual commands (DefaultAllow), 8 at once
-// per polecat, a ninth waiting up to 10 s, with no time limit and 1 MiB of
-// stdin waiting for each, killed after 10 s of not reading it. Binaries and Env are found at start when empty (see
-// New).
+// per polecat, a ninth waiting up to 10 s, with no time limit; each holds
+// up to 1 MiB of stdin it has not read, and is killed after 10 s of not
+// reading a full buffer. Binaries and Env are found at start when empty
+// (see New).
 func DefaultConfig() Config {
 	return Config{Policy: Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, MaxConcurrent: 8, QueueWait: 10 * time.Second,
 		MaxStdinBuffer: 1 << 20, StdinStall: 10 * time.Second, Logger: slog.Default()}
