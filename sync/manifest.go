@@ -1,0 +1,114 @@
+package sync
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// ManifestName is the archive's last member, the manifest. It is never
+// data: no policy lets a file of that name cross.
+const ManifestName = ".sidecar-manifest.json"
+
+// Entry types.
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+)
+
+// Entry is one path of an archive.
+type Entry struct {
+	// Path is relative to the data root, slash-separated.
+	Path string `json:"path"`
+	// Type is TypeFile, TypeDir or TypeSymlink.
+	Type string `json:"type"`
+	// Mode is the permission bits (no setuid, setgid or sticky).
+	Mode fs.FileMode `json:"mode"`
+	// MTime is the modification time, to the second (files and
+	// directories).
+	MTime time.Time `json:"mtime,omitzero"`
+	// Size and SHA256 are a file's length and content hash (hex).
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Target is a symlink's target, relative and inside the root.
+	Target string `json:"target,omitempty"`
+}
+
+// Manifest lists an archive's entries in archive order.
+type Manifest struct {
+	Version int     `json:"version"`
+	Entries []Entry `json:"entries"`
+}
+
+// manifestVersion is the manifest format this package writes and reads.
+const manifestVersion = 1
+
+// Files counts the file entries and their bytes.
+func (m *Manifest) Files() (n int, bytes int64) {
+	for _, e := range m.Entries {
+		if e.Type == TypeFile {
+			n++
+			bytes += e.Size
+		}
+	}
+	return n, bytes
+}
+
+// DecodeManifest parses a manifest from outside and checks it: the
+// version, every path valid and unique, known types, permission bits only,
+// sizes not negative, hashes well-formed, symlink targets inside the root.
+func DecodeManifest(b []byte) (*Manifest, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var m Manifest
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("manifest: data after the JSON object")
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
+	}
+	seen := make(map[string]bool, len(m.Entries))
+	for _, e := range m.Entries {
+		if err := e.validate(); err != nil {
+			return nil, fmt.Errorf("manifest: %w", err)
+		}
+		if seen[e.Path] {
+			return nil, fmt.Errorf("manifest: %q listed twice", e.Path)
+		}
+		seen[e.Path] = true
+	}
+	return &m, nil
+}
+
+func (e Entry) validate() error {
+	if !validRel(e.Path) || e.Path == ManifestName {
+		return fmt.Errorf("path %q is not a clean path inside the data root", e.Path)
+	}
+	if e.Mode&^fs.ModePerm != 0 {
+		return fmt.Errorf("%s: mode %v has more than permission bits", e.Path, e.Mode)
+	}
+	switch e.Type {
+	case TypeFile:
+		if e.Size < 0 || len(e.SHA256) != 64 {
+			return fmt.Errorf("%s: bad size or hash", e.Path)
+		}
+		if _, err := hex.DecodeString(e.SHA256); err != nil {
+			return fmt.Errorf("%s: hash: %w", e.Path, err)
+		}
+	case TypeDir:
+	case TypeSymlink:
+		if !symlinkInside(e.Path, e.Target) {
+			return fmt.Errorf("%s: symlink target %q leaves the data root", e.Path, e.Target)
+		}
+	default:
+		return fmt.Errorf("%s: unknown type %q", e.Path, e.Type)
+	}
+	return nil
+}

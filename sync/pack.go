@@ -1,0 +1,255 @@
+package sync
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/mholt/archives"
+)
+
+// Pack writes the whitelisted contents of root to w as a tar+zstd archive,
+// in a stable order (sorted, so the same tree gives the same archive),
+// with the manifest last, and returns the manifest. It walks the tree
+// itself through os.Root, so a symlink swapped in during the walk cannot
+// lead it out of root; symlinks are kept only if their target stays
+// inside, others are left out and listed in skipped, as is anything not
+// a file, directory or symlink.
+func Pack(ctx context.Context, root string, p Policy, w io.Writer) (m *Manifest, skipped []string, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening data root: %w", err)
+	}
+	defer r.Close()
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting zstd: %w", err)
+	}
+	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}}
+	archived := make(chan error, 1)
+	go func() { archived <- (archives.Tar{Format: 0}).ArchiveAsync(ctx, zw, pk.jobs) }()
+	err = pk.walkIncludes()
+	if err == nil {
+		err = pk.writeManifest()
+	}
+	close(pk.jobs)
+	err = errors.Join(err, <-archived)
+	// archives ignores the tar trailer's error; the zstd writer's Close
+	// flushes everything to w and reports what went wrong there.
+	if cerr := zw.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("finishing the archive: %w", cerr)
+	}
+	if err != nil {
+		return nil, pk.skipped, err
+	}
+	return pk.m, pk.skipped, nil
+}
+
+// packer walks a root and feeds the tar writer one member at a time.
+type packer struct {
+	ctx     context.Context
+	root    *os.Root
+	policy  Policy
+	jobs    chan archives.ArchiveAsyncJob
+	m       *Manifest
+	skipped []string
+	done    map[string]bool
+}
+
+// walkIncludes packs each included path (and the directories leading to
+// it), in sorted order.
+func (pk *packer) walkIncludes() error {
+	pk.done = map[string]bool{}
+	incs := slices.Clone(pk.policy.include())
+	slices.Sort(incs)
+	for _, inc := range incs {
+		if err := pk.leading(path.Dir(inc)); err != nil {
+			return err
+		}
+		if err := pk.walk(inc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leading packs the directories above an included path, if they exist.
+func (pk *packer) leading(dir string) error {
+	if dir == "." || pk.done[dir] {
+		return nil
+	}
+	if err := pk.leading(path.Dir(dir)); err != nil {
+		return err
+	}
+	fi, err := pk.root.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return nil // the include is not there; nothing to lead to
+	}
+	return pk.add(dir, fi)
+}
+
+// walk packs rel and, for a directory, what is under it.
+func (pk *packer) walk(rel string) error {
+	if pk.done[rel] || !pk.policy.Allowed(rel) {
+		return nil
+	}
+	fi, err := pk.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if err := pk.add(rel, fi); err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return nil
+	}
+	d, err := pk.root.Open(rel)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", rel, err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", rel, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := pk.walk(rel + "/" + n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add packs one member.
+func (pk *packer) add(rel string, fi fs.FileInfo) error {
+	pk.done[rel] = true
+	e := Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
+	info := archives.FileInfo{NameInArchive: rel}
+	switch {
+	case fi.IsDir():
+		e.Type = TypeDir
+		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeDir | e.Mode, mtime: e.MTime}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := pk.root.Readlink(rel)
+		if err != nil {
+			return fmt.Errorf("reading symlink %s: %w", rel, err)
+		}
+		if !symlinkInside(rel, target) {
+			pk.skipped = append(pk.skipped, rel)
+			return nil
+		}
+		e.Type, e.Target, e.MTime, e.Mode = TypeSymlink, target, time.Time{}, 0o777
+		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeSymlink | 0o777}
+		info.LinkTarget = target
+	case fi.Mode().IsRegular():
+		f, err := pk.root.Open(rel)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", rel, err)
+		}
+		defer f.Close()
+		st, err := f.Stat() // what was opened, whatever the name points at now
+		if err != nil || !st.Mode().IsRegular() {
+			pk.skipped = append(pk.skipped, rel)
+			return nil
+		}
+		e.Type, e.Size, e.Mode, e.MTime = TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
+		h := sha256.New()
+		info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
+		info.Open = func() (fs.File, error) { return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), h), h: h}, nil }
+		if err := pk.send(info); err != nil {
+			return err
+		}
+		e.SHA256 = hex.EncodeToString(h.Sum(nil))
+		pk.m.Entries = append(pk.m.Entries, e)
+		return nil
+	default:
+		pk.skipped = append(pk.skipped, rel)
+		return nil
+	}
+	if err := pk.send(info); err != nil {
+		return err
+	}
+	pk.m.Entries = append(pk.m.Entries, e)
+	return nil
+}
+
+// writeManifest packs the manifest as the last member.
+func (pk *packer) writeManifest() error {
+	b, err := json.Marshal(pk.m)
+	if err != nil {
+		return err
+	}
+	f := memFile{r: bytes.NewReader(b), info: memberInfo{name: ManifestName, mode: 0o644, size: int64(len(b)), mtime: time.Unix(0, 0).UTC()}}
+	return pk.send(archives.FileInfo{FileInfo: f.info, NameInArchive: ManifestName, Open: func() (fs.File, error) { return f, nil }})
+}
+
+// send writes one member and waits for it to be written.
+func (pk *packer) send(info archives.FileInfo) error {
+	res := make(chan error, 1)
+	select {
+	case pk.jobs <- archives.ArchiveAsyncJob{File: info, Result: res}:
+	case <-pk.ctx.Done():
+		return pk.ctx.Err()
+	}
+	if err := <-res; err != nil {
+		return fmt.Errorf("packing %s: %w", info.NameInArchive, err)
+	}
+	return nil
+}
+
+// memberInfo is the fs.FileInfo a member is written with: only the bits
+// the archive keeps (no owner, no setuid), whatever the disk says.
+type memberInfo struct {
+	name  string
+	mode  fs.FileMode
+	mtime time.Time
+	size  int64
+}
+
+func (m memberInfo) Name() string       { return m.name }
+func (m memberInfo) Size() int64        { return m.size }
+func (m memberInfo) Mode() fs.FileMode  { return m.mode }
+func (m memberInfo) ModTime() time.Time { return m.mtime }
+func (m memberInfo) IsDir() bool        { return m.mode.IsDir() }
+func (m memberInfo) Sys() any           { return nil }
+
+// hashedFile is an open file read through the hash, no further than the
+// size it was archived with.
+type hashedFile struct {
+	f *os.File
+	r io.Reader
+	h hash.Hash
+}
+
+func (h hashedFile) Read(p []byte) (int, error) { return h.r.Read(p) }
+func (h hashedFile) Stat() (fs.FileInfo, error) { return h.f.Stat() }
+func (h hashedFile) Close() error               { return nil } // add closes it
+
+// memFile is the manifest as an fs.File.
+type memFile struct {
+	r    io.Reader
+	info memberInfo
+}
+
+func (m memFile) Read(p []byte) (int, error) { return m.r.Read(p) }
+func (m memFile) Stat() (fs.FileInfo, error) { return m.info, nil }
+func (m memFile) Close() error               { return nil }

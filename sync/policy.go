@@ -1,0 +1,138 @@
+package sync
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Blacklist is always excluded and cannot be whitelisted: secrets a
+// container must never receive or send. A pattern without a slash matches
+// any one path element (path.Match syntax); one with slashes matches that
+// run of elements anywhere in a path. Whatever lies under a match is
+// excluded too.
+var Blacklist = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".config/gh",
+	".cache", ".npm", ".pki", ".git-credentials", "*.pem", "*.key", "id_*",
+}
+
+// DefaultInclude suits a polecat's data root (its directory in the rig):
+// Claude Code's settings, hooks and commands, the prime and overlay files
+// an agent reads at start, and a results directory for what it produces.
+var DefaultInclude = []string{
+	".claude/settings.json", ".claude/hooks", ".claude/commands", "CLAUDE.md", "AGENTS.md", "results",
+}
+
+// Policy says which paths under a data root cross. Paths are relative to
+// the root, slash-separated.
+type Policy struct {
+	// Include lists the files and directories that cross (a directory
+	// with everything under it); DefaultInclude when empty.
+	Include []string
+	// Exclude adds patterns to Blacklist.
+	Exclude []string
+}
+
+// DefaultPolicy is DefaultInclude with the blacklist alone.
+func DefaultPolicy() Policy { return Policy{Include: DefaultInclude} }
+
+// Validate checks the policy's paths and patterns.
+func (p Policy) Validate() error {
+	for _, inc := range p.include() {
+		if !validRel(inc) {
+			return fmt.Errorf("sync policy: include %q: want a path relative to the data root, like .claude/hooks", inc)
+		}
+	}
+	for _, pat := range p.Exclude {
+		for _, el := range strings.Split(pat, "/") {
+			if _, err := path.Match(el, ""); err != nil || el == "" {
+				return fmt.Errorf("sync policy: exclude pattern %q is malformed", pat)
+			}
+		}
+	}
+	return nil
+}
+
+func (p Policy) include() []string {
+	if len(p.Include) == 0 {
+		return DefaultInclude
+	}
+	return p.Include
+}
+
+// Allowed says whether rel crosses: it is, or is under, an included path,
+// and neither it nor any directory above it matches the blacklist or an
+// excluded pattern. The manifest's own name never crosses as data.
+func (p Policy) Allowed(rel string) bool {
+	if !validRel(rel) || rel == ManifestName || p.Excluded(rel) {
+		return false
+	}
+	for _, inc := range p.include() {
+		if rel == inc || strings.HasPrefix(rel, inc+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Leads says whether rel is a directory on the way to an included path,
+// which a walk must enter (and an archive may hold) without it crossing as
+// a whole.
+func (p Policy) Leads(rel string) bool {
+	if !validRel(rel) || p.Excluded(rel) {
+		return false
+	}
+	for _, inc := range p.include() {
+		if strings.HasPrefix(inc, rel+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Excluded says whether rel, or a directory above it, matches the
+// blacklist or an excluded pattern.
+func (p Policy) Excluded(rel string) bool {
+	els := strings.Split(rel, "/")
+	for _, pats := range [][]string{Blacklist, p.Exclude} {
+		for _, pat := range pats {
+			if matchRun(strings.Split(pat, "/"), els) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchRun says whether the pattern's elements match a run of els.
+func matchRun(pat, els []string) bool {
+	for i := 0; i+len(pat) <= len(els); i++ {
+		ok := true
+		for j, p := range pat {
+			if m, _ := path.Match(p, els[i+j]); !m {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// validRel is a clean, relative, slash-separated path inside the root.
+func validRel(rel string) bool {
+	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." &&
+		!strings.HasPrefix(rel, "../") && !strings.ContainsRune(rel, 0) && !strings.Contains(rel, "\\")
+}
+
+// symlinkInside says whether a symlink at rel pointing to target resolves
+// inside the root: target relative, and rel's directory joined with it
+// still a path inside.
+func symlinkInside(rel, target string) bool {
+	if target == "" || path.IsAbs(target) {
+		return false
+	}
+	return validRel(path.Join(path.Dir(rel), target))
+}
