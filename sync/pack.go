@@ -153,7 +153,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("reading symlink %s: %w", rel, err)
 		}
-		if !symlinkInside(rel, target) {
+		if !pk.policy.linkOK(rel, target) {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
 		}

@@ -127,6 +127,18 @@ func validRel(rel string) bool {
 		!strings.HasPrefix(rel, "../") && !strings.ContainsRune(rel, 0) && !strings.Contains(rel, "\\")
 }
 
+// linkOK says whether a symlink at rel pointing to target may cross: it
+// resolves inside the root, to a path that crosses itself (or leads to
+// one), so that nothing can later be reached through it that the policy
+// keeps out.
+func (p Policy) linkOK(rel, target string) bool {
+	if !symlinkInside(rel, target) {
+		return false
+	}
+	to := path.Join(path.Dir(rel), target)
+	return p.Allowed(to) || p.Leads(to)
+}
+
 // symlinkInside says whether a symlink at rel pointing to target resolves
 // inside the root: target relative, and rel's directory joined with it
 // still a path inside.

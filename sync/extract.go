@@ -1,0 +1,410 @@
+package sync
+
+import (
+	"archive/tar"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/mholt/archives"
+)
+
+// Limits bound what one archive may make its receiver write. Each refusal
+// names the limit and the setting that raises it.
+type Limits struct {
+	// MaxBytes bounds the files' total size (sync.max_bytes).
+	MaxBytes int64
+	// MaxFiles bounds the number of entries (sync.max_files).
+	MaxFiles int
+	// MaxFileSize bounds one file (sync.max_file_size).
+	MaxFileSize int64
+	// MaxRatio bounds decompressed bytes per compressed byte
+	// (sync.max_ratio), against decompression bombs.
+	MaxRatio int64
+	// DecoderMemory bounds the zstd decoder's window and memory.
+	DecoderMemory uint64
+}
+
+// DefaultLimits take 1 GiB of files, 100,000 entries, 512 MiB in one file,
+// a compression ratio of 1000 and 64 MiB of decoder memory.
+func DefaultLimits() Limits {
+	return Limits{MaxBytes: 1 << 30, MaxFiles: 100_000, MaxFileSize: 512 << 20, MaxRatio: 1000, DecoderMemory: 64 << 20}
+}
+
+// LimitError is an archive over one of the Limits.
+type LimitError struct {
+	// Limit names what was exceeded, Setting the setting that raises it.
+	Limit, Setting string
+	// Max is the limit's value.
+	Max int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("archive refused: over the %s limit of %d (%s)", e.Limit, e.Max, e.Setting)
+}
+
+// Extract reads an archive made by Pack from r and installs it under dst,
+// trusting nothing in it. Every name must be a clean local path that the
+// policy allows; only files, directories and symlinks that stay inside
+// are taken (no devices, fifos, hard links, setuid or setgid bits); sizes
+// and counts stay within lim; duplicates are refused; every member must
+// match the manifest, which must come last. Everything is written to a
+// staging directory beside dst first, through os.Root; only a complete,
+// valid archive is moved into dst, each file replacing its old version by
+// a rename, so a broken, truncated or malicious archive changes nothing
+// in dst. Paths in dst the archive does not name are left alone.
+func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits) (*Manifest, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dst, err)
+	}
+	staging, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dst)), "."+filepath.Base(dst)+".staging-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a staging directory beside %s: %w", dst, err)
+	}
+	defer os.RemoveAll(staging)
+	m, err := extractTo(ctx, r, staging, p, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := install(staging, dst, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// extractTo unpacks and verifies an archive into the empty directory dir.
+func extractTo(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
+	d := DefaultLimits()
+	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
+	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)
+	lim.MaxFileSize = cmp.Or(lim.MaxFileSize, d.MaxFileSize)
+	lim.MaxRatio = cmp.Or(lim.MaxRatio, d.MaxRatio)
+	lim.DecoderMemory = cmp.Or(lim.DecoderMemory, d.DecoderMemory)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	in := &countingReader{r: r}
+	zr, err := zstd.NewReader(in, zstd.WithDecoderMaxMemory(lim.DecoderMemory), zstd.WithDecoderMaxWindow(lim.DecoderMemory), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("archive refused: %w", err)
+	}
+	defer zr.Close()
+	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
+	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}}
+	if err := (archives.Tar{}).Extract(ctx, out, x.member); err != nil {
+		return nil, refusal(err)
+	}
+	if x.manifest == nil {
+		return nil, errors.New("archive refused: it ends before its manifest (truncated, or not made by Pack)")
+	}
+	if err := x.verify(); err != nil {
+		return nil, err
+	}
+	return x.manifest, nil
+}
+
+// refusal says an error from reading the archive refused it, keeping a
+// LimitError's message as it is.
+func refusal(err error) error {
+	var le *LimitError
+	if errors.As(err, &le) || strings.HasPrefix(err.Error(), "archive refused") {
+		return err
+	}
+	return fmt.Errorf("archive refused: %w", err)
+}
+
+// extractor takes members one at a time.
+type extractor struct {
+	root     *os.Root
+	policy   Policy
+	lim      Limits
+	seen     map[string]string // path -> type, in archive order
+	order    []Entry
+	links    []string // symlinks written, which nothing may be written through
+	bytes    int64
+	manifest *Manifest
+}
+
+// member checks and writes one member.
+func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
+	hdr, ok := f.Header.(*tar.Header)
+	if !ok {
+		return errors.New("not a tar member")
+	}
+	if x.manifest != nil {
+		return errors.New("archive refused: members after the manifest")
+	}
+	name := strings.TrimSuffix(hdr.Name, "/")
+	if !filepath.IsLocal(name) || !validRel(name) {
+		return fmt.Errorf("archive refused: %q is not a clean path inside the data root", hdr.Name)
+	}
+	if _, dup := x.seen[name]; dup {
+		return fmt.Errorf("archive refused: %q appears twice", name)
+	}
+	if len(x.seen) >= x.lim.MaxFiles {
+		return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(x.lim.MaxFiles)}
+	}
+	if name == ManifestName {
+		return x.readManifest(hdr, f)
+	}
+	if !x.policy.Allowed(name) && !(hdr.Typeflag == tar.TypeDir && x.policy.Leads(name)) {
+		return fmt.Errorf("archive refused: %q is not a path the policy lets cross", name)
+	}
+	for _, l := range x.links {
+		if strings.HasPrefix(name, l+"/") {
+			return fmt.Errorf("archive refused: %q is written through the symlink %q", name, l)
+		}
+	}
+	if hdr.Mode&^int64(fs.ModePerm) != 0 {
+		return fmt.Errorf("archive refused: %q has mode %o (setuid, setgid and sticky bits are refused)", name, hdr.Mode)
+	}
+	e := Entry{Path: name, Mode: fs.FileMode(hdr.Mode).Perm(), MTime: hdr.ModTime.Truncate(time.Second).UTC()}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		e.Type = TypeDir
+		if err := x.root.MkdirAll(name, 0o700); err != nil {
+			return fmt.Errorf("creating directory %s: %w", name, err)
+		}
+	case tar.TypeSymlink:
+		if !x.policy.linkOK(name, hdr.Linkname) {
+			return fmt.Errorf("archive refused: symlink %q points to %q, outside the data root or the paths that cross", name, hdr.Linkname)
+		}
+		e.Type, e.Target, e.MTime, e.Mode = TypeSymlink, hdr.Linkname, time.Time{}, 0o777
+		if err := x.parent(name); err != nil {
+			return err
+		}
+		if err := x.root.Symlink(hdr.Linkname, name); err != nil {
+			return fmt.Errorf("creating symlink %s: %w", name, err)
+		}
+		x.links = append(x.links, name)
+	case tar.TypeReg:
+		if err := x.file(hdr, f, &e); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("archive refused: %q is a %s; only files, directories and symlinks cross", name, typeName(hdr.Typeflag))
+	}
+	x.seen[name] = e.Type
+	x.order = append(x.order, e)
+	return nil
+}
+
+// file writes one regular file, no longer than declared and within the
+// limits, and hashes it.
+func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
+	if hdr.Size > x.lim.MaxFileSize {
+		return &LimitError{Limit: "file size", Setting: "sync.max_file_size", Max: x.lim.MaxFileSize}
+	}
+	if x.bytes += hdr.Size; x.bytes > x.lim.MaxBytes {
+		return &LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
+	}
+	if err := x.parent(e.Path); err != nil {
+		return err
+	}
+	out, err := x.root.OpenFile(e.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", e.Path, err)
+	}
+	src, err := f.Open()
+	if err != nil {
+		out.Close()
+		return err
+	}
+	defer src.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), src)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", e.Path, err)
+	}
+	if n != hdr.Size {
+		return fmt.Errorf("archive refused: %s declared %d bytes, %d arrived", e.Path, hdr.Size, n)
+	}
+	e.Type, e.Size, e.SHA256 = TypeFile, n, hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// parent makes sure name's directory exists and was made by this
+// archive: a member's directory must come before it.
+func (x *extractor) parent(name string) error {
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	if x.seen[dir] != TypeDir {
+		return fmt.Errorf("archive refused: %q comes before its directory %q", name, dir)
+	}
+	return nil
+}
+
+// readManifest takes the manifest member, bounded by the entry limit.
+func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
+	if hdr.Typeflag != tar.TypeReg {
+		return errors.New("archive refused: the manifest is not a file")
+	}
+	max := int64(x.lim.MaxFiles) * 1024
+	if hdr.Size > max {
+		return &LimitError{Limit: "manifest size", Setting: "sync.max_files", Max: max}
+	}
+	src, err := f.Open()
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	b, err := io.ReadAll(io.LimitReader(src, hdr.Size))
+	if err != nil {
+		return err
+	}
+	m, err := DecodeManifest(b)
+	if err != nil {
+		return fmt.Errorf("archive refused: %w", err)
+	}
+	x.manifest = m
+	return nil
+}
+
+// verify compares what arrived with the manifest, member by member, and
+// sets the modes and times it gives.
+func (x *extractor) verify() error {
+	got, want := x.order, x.manifest.Entries
+	if len(got) != len(want) {
+		return fmt.Errorf("archive refused: %d members, the manifest lists %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("archive refused: member %q differs from its manifest entry", got[i].Path)
+		}
+	}
+	// Modes and times last, deepest first, so that writing a file does not
+	// move its directory's time, and a read-only directory is filled first.
+	for i := len(got) - 1; i >= 0; i-- {
+		e := got[i]
+		if e.Type == TypeSymlink {
+			continue
+		}
+		if err := x.root.Chmod(e.Path, e.Mode); err != nil {
+			return fmt.Errorf("setting the mode of %s: %w", e.Path, err)
+		}
+		if err := x.root.Chtimes(e.Path, e.MTime, e.MTime); err != nil {
+			return fmt.Errorf("setting the time of %s: %w", e.Path, err)
+		}
+	}
+	return nil
+}
+
+// install moves a verified staging tree into dst: directories made where
+// missing, files and symlinks renamed over what was there. Nothing is
+// installed through a symlink already in dst.
+func install(staging, dst string, m *Manifest) error {
+	for _, e := range m.Entries {
+		if err := plainParents(dst, e.Path); err != nil {
+			return err
+		}
+	}
+	for _, e := range m.Entries {
+		from, to := filepath.Join(staging, filepath.FromSlash(e.Path)), filepath.Join(dst, filepath.FromSlash(e.Path))
+		if e.Type == TypeDir {
+			if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
+				_ = os.Chmod(to, e.Mode|0o700) // keep it writable until its contents are in
+				continue
+			}
+			_ = os.RemoveAll(to) // a file or symlink where a directory now goes
+			if err := os.Mkdir(to, 0o700); err != nil {
+				return fmt.Errorf("installing %s: %w", e.Path, err)
+			}
+			continue
+		}
+		if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
+			if err := os.RemoveAll(to); err != nil {
+				return fmt.Errorf("installing %s over a directory: %w", e.Path, err)
+			}
+		}
+		if err := os.Rename(from, to); err != nil {
+			return fmt.Errorf("installing %s: %w", e.Path, err)
+		}
+	}
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		if e := m.Entries[i]; e.Type == TypeDir {
+			to := filepath.Join(dst, filepath.FromSlash(e.Path))
+			_ = os.Chmod(to, e.Mode)
+			_ = os.Chtimes(to, e.MTime, e.MTime)
+		}
+	}
+	return nil
+}
+
+// plainParents refuses a path whose directories in dst include a symlink.
+func plainParents(dst, rel string) error {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		fi, err := os.Lstat(filepath.Join(dst, filepath.FromSlash(dir)))
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("refusing to install %s: %s in %s is a symlink", rel, dir, dst)
+		}
+	}
+	return nil
+}
+
+// typeName names a tar type flag for a refusal.
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeFifo:
+		return "fifo"
+	default:
+		return fmt.Sprintf("tar member of type %q", t)
+	}
+}
+
+// countingReader counts the compressed bytes read.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader refuses a stream that decompresses to more than max times
+// what was read of it (past a first megabyte, which any archive may
+// reach).
+type ratioReader struct {
+	r   io.Reader
+	in  *countingReader
+	max int64
+	n   int64
+}
+
+func (r *ratioReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	if r.n > 1<<20 && r.n > r.max*r.in.n {
+		return n, &LimitError{Limit: "compression ratio", Setting: "sync.max_ratio", Max: r.max}
+	}
+	return n, err
+}

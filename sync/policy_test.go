@@ -1,0 +1,87 @@
+package sync
+
+import "testing"
+
+func TestPolicyAllowed(t *testing.T) {
+	p := Policy{Include: []string{".claude/settings.json", ".claude/hooks", "results", "home"}, Exclude: []string{"*.sqlite", "tmp/cache"}}
+	cases := []struct {
+		rel          string
+		allowed, lead bool
+	}{
+		{".claude/settings.json", true, false},
+		{".claude/hooks/pre.sh", true, false},
+		{".claude", false, true},
+		{".claude/credentials.json", false, false},
+		{"results/out.txt", true, false},
+		{"results/deep/er/x", true, false},
+		{"resultsx", false, false},
+		{"home/.ssh/id_rsa", false, false},
+		{"home/.ssh", false, false},
+		{"home/x/.aws/credentials", false, false},
+		{"home/.config/gh/hosts.yml", false, false},
+		{"home/.config/other", true, false},
+		{"results/server.pem", false, false},
+		{"results/id_ed25519.pub", false, false},
+		{"results/tls.key", false, false},
+		{"home/.git-credentials", false, false},
+		{"home/.netrc", false, false},
+		{"results/db.sqlite", false, false},
+		{"results/tmp/cache/x", false, false},
+		{"results/tmp/cachex", true, false},
+		{ManifestName, false, false},
+		{"../etc/passwd", false, false},
+		{"/etc/passwd", false, false},
+		{"results/../.ssh", false, false},
+		{"results//x", false, false},
+		{"", false, false},
+	}
+	for _, c := range cases {
+		if got := p.Allowed(c.rel); got != c.allowed {
+			t.Errorf("Allowed(%q) = %v, want %v", c.rel, got, c.allowed)
+		}
+		if got := p.Leads(c.rel); got != c.lead {
+			t.Errorf("Leads(%q) = %v, want %v", c.rel, got, c.lead)
+		}
+	}
+	// The blacklist cannot be whitelisted.
+	q := Policy{Include: []string{".ssh", "keys/server.pem"}}
+	for _, rel := range []string{".ssh", ".ssh/id_rsa", "keys/server.pem"} {
+		if q.Allowed(rel) {
+			t.Errorf("whitelisting %q let it cross", rel)
+		}
+	}
+}
+
+func TestPolicyLinks(t *testing.T) {
+	p := Policy{Include: []string{"results", "home"}}
+	cases := []struct {
+		rel, target string
+		ok          bool
+	}{
+		{"results/latest", "run-3", true},
+		{"results/a/b", "../c", true},
+		{"results/x", "../home/notes", true},
+		{"results/x", "../.ssh", false},
+		{"results/x", "../home/.ssh", false},
+		{"results/x", "../../etc", false},
+		{"results/x", "/etc/passwd", false},
+		{"results/x", "../other", false},
+		{"results/x", "", false},
+	}
+	for _, c := range cases {
+		if got := p.linkOK(c.rel, c.target); got != c.ok {
+			t.Errorf("linkOK(%q -> %q) = %v, want %v", c.rel, c.target, got, c.ok)
+		}
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	for _, bad := range []Policy{{Include: []string{"../x"}}, {Include: []string{"/abs"}}, {Include: []string{"a//b"}}, {Exclude: []string{"[x"}}, {Exclude: []string{"a//b"}}} {
+		if bad.Validate() == nil {
+			t.Errorf("policy %+v accepted", bad)
+		}
+	}
+	if err := DefaultPolicy().Validate(); err != nil {
+		t.Errorf("default policy: %v", err)
+	}
+}
