@@ -174,7 +174,9 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		e.Type, e.Size, e.Mode, e.MTime = TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
 		h := sha256.New()
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
-		info.Open = func() (fs.File, error) { return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), h), h: h}, nil }
+		info.Open = func() (fs.File, error) {
+			return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), h), h: h}, nil
+		}
 		if err := pk.send(info); err != nil {
 			return err
 		}

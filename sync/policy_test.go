@@ -5,7 +5,7 @@ import "testing"
 func TestPolicyAllowed(t *testing.T) {
 	p := Policy{Include: []string{".claude/settings.json", ".claude/hooks", "results", "home"}, Exclude: []string{"*.sqlite", "tmp/cache"}}
 	cases := []struct {
-		rel          string
+		rel           string
 		allowed, lead bool
 	}{
 		{".claude/settings.json", true, false},
