@@ -107,7 +107,10 @@ func extractTo(ctx context.Context, r io.Reader, dir string, p Policy, lim Limit
 	defer zr.Close()
 	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
 	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}}
-	if err := (archives.Tar{}).Extract(ctx, out, x.member); err != nil {
+	if err := (archives.Tar{}).Extract(ctx, out, x.take); err != nil {
+		if x.refused != nil {
+			return nil, x.refused // as the extractor said it, without the archives wrapping
+		}
 		return nil, refusal(err)
 	}
 	if x.manifest == nil {
@@ -139,6 +142,16 @@ type extractor struct {
 	links    []string // symlinks written, which nothing may be written through
 	bytes    int64
 	manifest *Manifest
+	refused  error // why take refused a member
+}
+
+// take is member, remembering a refusal as it was said.
+func (x *extractor) take(ctx context.Context, f archives.FileInfo) error {
+	err := x.member(ctx, f)
+	if err != nil {
+		x.refused = err
+	}
+	return err
 }
 
 // member checks and writes one member.
@@ -231,6 +244,9 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
 	n, err := io.Copy(io.MultiWriter(out, h), src)
 	if cerr := out.Close(); err == nil {
 		err = cerr
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("archive refused: %s is cut short after %d of %d bytes", e.Path, n, hdr.Size)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", e.Path, err)

@@ -66,18 +66,18 @@ var testPolicy = Policy{Include: []string{".claude/settings.json", ".claude/hook
 func TestPackExtractRoundTrip(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	writeTree(t, src, map[string]string{
-		".claude/settings.json":     `{"hooks":{}}`,
-		".claude/credentials.json":  "secret",
-		".claude/hooks/stop.sh":     "#!/bin/sh\n",
-		"results/out.txt":           "result",
-		"results/deep/a.bin":        string(bytes.Repeat([]byte{0, 1, 2}, 100000)),
-		"results/empty/":            "",
-		"results/latest":            "->out.txt",
-		"results/escape":            "->../../etc/passwd",
-		"results/to-secret":         "->../.claude/credentials.json",
-		"results/.ssh/id_rsa":       "key",
-		"results/server.pem":        "cert",
-		"unlisted.txt":              "not whitelisted",
+		".claude/settings.json":    `{"hooks":{}}`,
+		".claude/credentials.json": "secret",
+		".claude/hooks/stop.sh":    "#!/bin/sh\n",
+		"results/out.txt":          "result",
+		"results/deep/a.bin":       string(bytes.Repeat([]byte{0, 1, 2}, 100000)),
+		"results/empty/":           "",
+		"results/latest":           "->out.txt",
+		"results/escape":           "->../../etc/passwd",
+		"results/to-secret":        "->../.claude/credentials.json",
+		"results/.ssh/id_rsa":      "key",
+		"results/server.pem":       "cert",
+		"unlisted.txt":             "not whitelisted",
 	})
 	_ = os.Chmod(filepath.Join(src, ".claude/hooks/stop.sh"), 0o755)
 	old := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
