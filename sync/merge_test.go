@@ -1,0 +1,196 @@
+package sync
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var mergePolicy = Policy{Include: []string{"results", "notes.md"}}
+
+// snapshot packs src and extracts it into a new directory under parent,
+// as hostd does with what it sends (the base) and what it receives.
+func snapshot(t *testing.T, src, parent, name string) (*Manifest, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, _, err := Pack(context.Background(), src, mergePolicy, &buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, name)
+	m, err := Extract(context.Background(), &buf, dir, mergePolicy, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
+}
+
+// copyTree copies a tree (files only, enough here).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	_ = filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
+		rel, _ := filepath.Rel(from, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, _ := os.ReadFile(p)
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+}
+
+func read(t *testing.T, p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "<missing>"
+	}
+	return string(b)
+}
+
+const lines = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
+
+func TestMerge(t *testing.T) {
+	work := t.TempDir()
+	host := filepath.Join(work, "host")
+	writeTree(t, host, map[string]string{
+		"notes.md":              lines,
+		"results/container.txt": "base",
+		"results/host.txt":      "base",
+		"results/both.txt":      lines,
+		"results/clash.txt":     lines,
+		"results/image.bin":     "\x00\x01base",
+		"results/gone.txt":      "bye",
+		"results/gone-edited":   "bye",
+		"results/same.txt":      "base",
+		"untracked.txt":         "host only",
+	})
+	base, baseDir := snapshot(t, host, work, "base")
+	container := filepath.Join(work, "container")
+	copyTree(t, host, container)
+	_ = os.Remove(filepath.Join(container, "untracked.txt"))
+
+	// The container's changes.
+	writeTree(t, container, map[string]string{
+		"results/container.txt": "container",
+		"results/both.txt":      strings.Replace(lines, "two", "TWO (container)", 1),
+		"results/clash.txt":     strings.Replace(lines, "four", "FOUR (container)", 1),
+		"results/image.bin":     "\x00\x01container",
+		"results/new.txt":       "new in the container",
+		"results/same.txt":      "both",
+	})
+	_ = os.Remove(filepath.Join(container, "results/gone.txt"))
+	_ = os.Remove(filepath.Join(container, "results/gone-edited"))
+	// The host's, meanwhile.
+	writeTree(t, host, map[string]string{
+		"results/host.txt":    "host",
+		"results/both.txt":    strings.Replace(lines, "seven", "SEVEN (host)", 1),
+		"results/clash.txt":   strings.Replace(lines, "four", "FOUR (host)", 1),
+		"results/image.bin":   "\x00\x01host",
+		"results/gone-edited": "edited here",
+		"results/same.txt":    "both",
+	})
+	theirs, theirsDir := snapshot(t, container, work, "incoming")
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	o := MergeOptions{Polecat: "furiosa", Now: now, BaseDir: baseDir}
+
+	dry, err := Merge(host, base, theirs, theirsDir, MergeOptions{Polecat: "furiosa", Now: now, BaseDir: baseDir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(host, "results/container.txt")) != "base" {
+		t.Fatal("a dry run changed the host")
+	}
+	changes, err := Merge(host, base, theirs, theirsDir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Change{}
+	for _, c := range changes {
+		got[c.Path] = c
+	}
+	want := map[string]string{
+		"results/container.txt": Applied,
+		"results/new.txt":       Applied,
+		"results/both.txt":      Merged,
+		"results/clash.txt":     Conflicted,
+		"results/image.bin":     Conflicted,
+		"results/gone.txt":      Deleted,
+		"results/gone-edited":   Kept,
+	}
+	for p, action := range want {
+		if got[p].Action != action {
+			t.Errorf("%s: %q, want %q", p, got[p].Action, action)
+		}
+	}
+	if len(changes) != len(want) {
+		t.Errorf("changes %v, want exactly %v", changes, want)
+	}
+	if len(dry) != len(changes) {
+		t.Errorf("the dry run said %v, the merge did %v", dry, changes)
+	}
+	for p, content := range map[string]string{
+		"results/container.txt": "container",
+		"results/new.txt":       "new in the container",
+		"results/host.txt":      "host",
+		"results/both.txt":      strings.Replace(strings.Replace(lines, "two", "TWO (container)", 1), "seven", "SEVEN (host)", 1),
+		"results/clash.txt":     strings.Replace(lines, "four", "FOUR (host)", 1),
+		"results/image.bin":     "\x00\x01host",
+		"results/gone.txt":      "<missing>",
+		"results/gone-edited":   "edited here",
+		"results/same.txt":      "both",
+		"untracked.txt":         "host only",
+		"results/clash.txt.conflict-furiosa-20261122T100000Z": strings.Replace(lines, "four", "FOUR (container)", 1),
+		"results/image.bin.conflict-furiosa-20261122T100000Z": "\x00\x01container",
+	} {
+		if got := read(t, filepath.Join(host, p)); got != content {
+			t.Errorf("%s: %q, want %q", p, got, content)
+		}
+	}
+	if got["results/clash.txt"].Copy != "results/clash.txt.conflict-furiosa-20261122T100000Z" {
+		t.Errorf("conflict copy named %q", got["results/clash.txt"].Copy)
+	}
+}
+
+// TestMergeTwoPolecats: two polecats, sent the same base, change different
+// lines of one host file and pull at once; both changes survive.
+func TestMergeTwoPolecats(t *testing.T) {
+	work := t.TempDir()
+	host := filepath.Join(work, "host")
+	writeTree(t, host, map[string]string{"notes.md": lines})
+	base, baseDir := snapshot(t, host, work, "base")
+	var incoming []struct {
+		m   *Manifest
+		dir string
+	}
+	for i, edit := range [][2]string{{"one", "ONE (furiosa)"}, {"eight", "EIGHT (nux)"}} {
+		c := filepath.Join(work, "c"+string(rune('0'+i)))
+		writeTree(t, c, map[string]string{"notes.md": strings.Replace(lines, edit[0], edit[1], 1)})
+		m, dir := snapshot(t, c, work, "in"+string(rune('0'+i)))
+		incoming = append(incoming, struct {
+			m   *Manifest
+			dir string
+		}{m, dir})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, in := range incoming {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Merge(host, base, in.m, in.dir, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), BaseDir: baseDir})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := strings.Replace(strings.Replace(lines, "one", "ONE (furiosa)", 1), "eight", "EIGHT (nux)", 1)
+	if got := read(t, filepath.Join(host, "notes.md")); got != want {
+		t.Errorf("after both pulls:\n%s\nwant:\n%s", got, want)
+	}
+}
