@@ -76,7 +76,7 @@ func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits)
 		return nil, fmt.Errorf("creating a staging directory beside %s: %w", dst, err)
 	}
 	defer os.RemoveAll(staging)
-	m, err := extractTo(ctx, r, staging, p, lim)
+	m, err := Unpack(ctx, r, staging, p, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +86,10 @@ func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits)
 	return m, nil
 }
 
-// extractTo unpacks and verifies an archive into the empty directory dir.
-func extractTo(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
+// Unpack extracts and verifies an archive into dir, which should be empty
+// (Extract's first half: every check, nothing installed). On error dir may
+// hold part of the archive; the caller removes it.
+func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
 	d := DefaultLimits()
 	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
 	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)

@@ -1,0 +1,318 @@
+// Package data is hostd's half of the data channel: it sends a polecat's
+// whitelisted data (its data root on the host) into the container when
+// the agent first asks and on hostd sync push, takes the container's back
+// on hostd sync pull and on the agent's uploads (teardown, checkpoints),
+// merges it into the host's tree against what it last sent (package sync
+// does the packing, the checks and the merge), keeps that base per
+// polecat, and journals every transfer.
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Config configures the data service.
+type Config struct {
+	// Town is the Gas Town root.
+	Town string
+	// Roots maps a rig to its polecats' data root on the host, {name}
+	// standing for the polecat; rigs not listed use DefaultRoot.
+	Roots map[string]string
+	// Include and Exclude are the policy (datasync.DefaultInclude and the
+	// blacklist alone when empty).
+	Include, Exclude []string
+	// Limits bound what one archive from a container may write.
+	Limits datasync.Limits
+	// Dir keeps each polecat's base and the journal (state.Dir.Data).
+	Dir string
+	// Timeout bounds one transfer.
+	Timeout time.Duration
+	// Logger receives one line per transfer.
+	Logger *slog.Logger
+}
+
+// DefaultRoot is a polecat's data root unless Roots says otherwise: its
+// directory in the rig, as Gas Town lays it out.
+const DefaultRoot = "<town>/<rig>/polecats/{name}"
+
+// DefaultConfig is the default policy and limits, 10 minutes a transfer.
+func DefaultConfig() Config {
+	return Config{Include: datasync.DefaultInclude, Limits: datasync.DefaultLimits(), Timeout: 10 * time.Minute, Logger: slog.Default()}
+}
+
+// Service is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	policy   datasync.Policy
+	reg      *registry.Registry
+	log      *slog.Logger
+
+	mu    gosync.Mutex
+	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
+}
+
+// New checks the configuration; zero fields take DefaultConfig's.
+func New(cfg Config, reg *registry.Registry) (*Service, error) {
+	d := DefaultConfig()
+	if len(cfg.Include) == 0 {
+		cfg.Include = d.Include
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("data: Config.Dir is required")
+	}
+	p := datasync.Policy{Include: cfg.Include, Exclude: cfg.Exclude}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	for rig, root := range cfg.Roots {
+		if !filepath.IsAbs(root) || !strings.Contains(root, "{name}") {
+			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path containing {name}", rig, root)
+		}
+	}
+	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{}}, nil
+}
+
+// Root is the polecat's data root on the host.
+func (s *Service) Root(id wire.Identity) string {
+	if t, ok := s.cfg.Roots[id.Rig]; ok {
+		return strings.ReplaceAll(t, "{name}", id.Name)
+	}
+	if t, ok := s.cfg.Roots[strings.ToLower(id.Rig)]; ok {
+		return strings.ReplaceAll(t, "{name}", id.Name)
+	}
+	return filepath.Join(s.cfg.Town, id.Rig, "polecats", id.Name)
+}
+
+// Policy is the policy both sides apply.
+func (s *Service) Policy() datasync.Policy { return s.policy }
+
+// lock serialises one polecat's transfers.
+func (s *Service) lock(id wire.Identity) func() {
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &gosync.Mutex{}
+		s.locks[id] = l
+	}
+	s.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// baseDir keeps what was last sent to, or taken from, a polecat.
+func (s *Service) baseDir(id wire.Identity) string {
+	return filepath.Join(s.cfg.Dir, id.Rig, id.Name)
+}
+
+// ServeStream serves the agent's sync streams: fetch (it has no data yet)
+// and upload (teardown, checkpoint).
+func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
+	var req wire.SyncRequest
+	if err := st.DecodeMeta(&req); err == nil {
+		err = req.Validate()
+	}
+	id := st.Session().Peer()
+	_ = st.SetDeadline(time.Now().Add(s.cfg.Timeout))
+	switch req.Op {
+	case wire.SyncFetch:
+		res, _ := s.push(ctx, st.Session(), "fetch")
+		_ = wire.WriteSyncResult(st, res)
+	case wire.SyncUpload:
+		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, false)
+		_ = wire.WriteSyncResult(st, res)
+	default:
+		_ = st.Reject(fmt.Sprintf("sync operation %q is not one an agent opens (fetch, upload)", req.Op))
+		return
+	}
+	_ = st.CloseWrite()
+}
+
+// Push sends the polecat's host data into its container (hostd sync push).
+func (s *Service) Push(ctx context.Context, id wire.Identity) (wire.SyncResult, error) {
+	c, ok := s.reg.Current(id)
+	if !ok {
+		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
+	}
+	return s.push(ctx, c.Session(), "requested")
+}
+
+// Pull takes the container's data and merges it into the host's (hostd
+// sync pull); with dryRun it reports the merge without doing it.
+func (s *Service) Pull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
+	c, ok := s.reg.Current(id)
+	if !ok {
+		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	st, err := c.Session().OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPull, Include: s.policy.Include, Exclude: s.policy.Exclude})
+	if err != nil {
+		return wire.SyncResult{}, fmt.Errorf("asking %s for its data: %w", id, err)
+	}
+	defer st.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	if err := st.CloseWrite(); err != nil {
+		return wire.SyncResult{}, fmt.Errorf("asking %s for its data: %w", id, err)
+	}
+	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", dryRun)
+	_ = wire.WriteSyncResult(st, res)
+	return res, err
+}
+
+// push packs the host data root onto a new push stream, keeps what it
+// sent as the base once the agent has installed it, and journals it.
+func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string) (wire.SyncResult, error) {
+	id := sess.Peer()
+	defer s.lock(id)()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := s.pushLocked(ctx, sess, id)
+	s.journal(Record{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
+		Duration: time.Since(start), Error: errString(err)})
+	return res, err
+}
+
+func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity) (wire.SyncResult, error) {
+	root := s.Root(id)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
+	}
+	base := s.baseDir(id)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return fail(err)
+	}
+	sent, err := os.CreateTemp(base, "sent-*.tar.zst")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.Remove(sent.Name())
+	defer sent.Close()
+	st, err := sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPush, Include: s.policy.Include, Exclude: s.policy.Exclude})
+	if err != nil {
+		return fail(fmt.Errorf("opening a push to %s: %w", id, err))
+	}
+	defer st.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	m, skipped, err := datasync.Pack(ctx, root, s.policy, io.MultiWriter(st, sent))
+	if err != nil {
+		return fail(fmt.Errorf("packing %s: %w", root, err))
+	}
+	for _, p := range skipped {
+		s.log.Info("sync: not sent (a symlink leading out, or not a file)", "polecat", id, "path", p)
+	}
+	if err := st.CloseWrite(); err != nil {
+		return fail(err)
+	}
+	res, err := wire.ReadSyncResult(st)
+	if err != nil {
+		return fail(fmt.Errorf("push to %s: %w", id, err))
+	}
+	if res.Error != "" {
+		return res, fmt.Errorf("%s refused the push: %s", id, res.Error)
+	}
+	if _, err := sent.Seek(0, io.SeekStart); err != nil {
+		return res, err
+	}
+	if err := s.keepBase(ctx, id, sent, m); err != nil {
+		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
+	}
+	s.log.Info("sync: pushed", "polecat", id, "files", res.Files, "bytes", res.Bytes)
+	return res, nil
+}
+
+// receive reads an archive from r, checks it against the policy and
+// limits, merges it into the host data root against the base, keeps it as
+// the new base and journals it.
+func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, dryRun bool) (wire.SyncResult, error) {
+	defer s.lock(id)()
+	start := time.Now()
+	res, err := s.receiveLocked(ctx, id, r, dryRun)
+	rec := Record{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: dryRun, Files: res.Files, Bytes: res.Bytes,
+		Duration: time.Since(start), Error: errString(err)}
+	for _, c := range res.Changes {
+		rec.count(c.Action)
+	}
+	s.journal(rec)
+	return res, err
+}
+
+func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, dryRun bool) (wire.SyncResult, error) {
+	root := s.Root(id)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
+	}
+	// Unpacked beside the root, so merged files move in by rename.
+	staging, err := os.MkdirTemp(filepath.Dir(root), "."+filepath.Base(root)+".incoming-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(staging)
+	theirs, err := datasync.Unpack(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.Limits)
+	if err != nil {
+		return fail(err)
+	}
+	files, bytes := theirs.Files()
+	base, baseTree := s.loadBase(id)
+	// The new base is what the container has now: linked aside before the
+	// merge moves files out of the staging tree.
+	next := filepath.Join(staging, "base")
+	if !dryRun {
+		if err := linkTree(filepath.Join(staging, "tree"), next, theirs); err != nil {
+			return fail(err)
+		}
+	}
+	changes, err := datasync.Merge(root, base, theirs, filepath.Join(staging, "tree"), datasync.MergeOptions{
+		Polecat: id.Name, Now: time.Now(), DryRun: dryRun, BaseDir: baseTree})
+	res := wire.SyncResult{Files: files, Bytes: bytes}
+	for _, c := range changes {
+		res.Changes = append(res.Changes, wire.SyncChange(c))
+		if c.Action == datasync.Conflicted {
+			s.log.Warn("sync: conflict; the host's version stays, the container's is beside it", "polecat", id, "path", c.Path, "copy", c.Copy)
+		}
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
+	if !dryRun {
+		if err := s.replaceBase(id, next, theirs); err != nil {
+			return res, err
+		}
+	}
+	s.log.Info("sync: pulled", "polecat", id, "files", files, "changes", len(changes), "dry_run", dryRun)
+	return res, nil
+}
+
+func fail(err error) (wire.SyncResult, error) { return wire.SyncResult{Error: err.Error()}, err }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

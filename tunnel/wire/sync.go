@@ -1,0 +1,90 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The data channel (stream kind KindSync) moves one archive per stream
+// (the format is package sync's: tar+zstd, manifest last). The stream's
+// metadata is a SyncRequest; the archive's sender writes it and
+// half-closes; the receiver, having extracted (and, on hostd, merged) it,
+// answers with one SyncResult (JSON, at most MaxSyncResult bytes).
+//
+//	fetch   agent -> hostd: the agent has no data yet; hostd pushes (on a
+//	        stream of its own) and answers with the push's result
+//	push    hostd -> agent: hostd sends its archive (on fetch, hostd sync push)
+//	pull    hostd -> agent: the agent sends its archive (hostd sync pull)
+//	upload  agent -> hostd: the agent sends its archive (teardown, checkpoint)
+//
+// Each side applies its own policy when it packs and again when it
+// unpacks; the policy in push and pull requests is hostd's, which the
+// agent also packs its uploads with.
+const (
+	SyncFetch  = "fetch"
+	SyncPush   = "push"
+	SyncPull   = "pull"
+	SyncUpload = "upload"
+)
+
+// MaxSyncResult bounds a SyncResult.
+const MaxSyncResult = 1 << 20
+
+// SyncRequest is a sync stream's metadata.
+type SyncRequest struct {
+	// Op is SyncFetch, SyncPush, SyncPull or SyncUpload.
+	Op string `json:"op"`
+	// Include and Exclude are hostd's policy (push, pull), for the agent
+	// to pack and unpack with.
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// Reason says why an upload happens: "teardown" or "checkpoint".
+	Reason string `json:"reason,omitempty"`
+	// DryRun asks hostd to report a pull's merge without doing it.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// Validate checks the operation.
+func (r SyncRequest) Validate() error {
+	switch r.Op {
+	case SyncFetch, SyncPush, SyncPull, SyncUpload:
+		return nil
+	default:
+		return fmt.Errorf("unknown sync operation %q", r.Op)
+	}
+}
+
+// SyncChange is what a merge did with one path (package sync's Change).
+type SyncChange struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Copy   string `json:"copy,omitempty"`
+}
+
+// SyncResult is the receiver's answer to one archive.
+type SyncResult struct {
+	// Files and Bytes count the files the archive held.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// Changes are what hostd's merge did (pull, upload).
+	Changes []SyncChange `json:"changes,omitempty"`
+	// Error says why the archive was refused; nothing was changed.
+	Error string `json:"error,omitempty"`
+}
+
+// WriteSyncResult writes r.
+func WriteSyncResult(w io.Writer, r SyncResult) error {
+	return json.NewEncoder(w).Encode(r)
+}
+
+// ReadSyncResult reads one SyncResult of at most MaxSyncResult bytes.
+func ReadSyncResult(r io.Reader) (SyncResult, error) {
+	var res SyncResult
+	d := json.NewDecoder(io.LimitReader(r, MaxSyncResult))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&res); err != nil {
+		return res, fmt.Errorf("reading the sync result: %w", err)
+	}
+	return res, nil
+}
