@@ -56,10 +56,10 @@ func DefaultConfig() Config {
 
 // Service is safe for concurrent use.
 type Service struct {
-	cfg      Config
-	policy   datasync.Policy
-	reg      *registry.Registry
-	log      *slog.Logger
+	cfg    Config
+	policy datasync.Policy
+	reg    *registry.Registry
+	log    *slog.Logger
 
 	mu    gosync.Mutex
 	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
