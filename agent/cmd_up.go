@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/data"
 	"github.com/polecat-sidecar/sidecar/agent/forward"
 	"github.com/polecat-sidecar/sidecar/agent/git"
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
@@ -25,6 +27,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -80,6 +83,7 @@ type upConfig struct {
 	RelayWait                                    time.Duration
 	GitListen                                    string
 	GitAllowUIDs                                 []string
+	Data                                         data.Config
 	Watch                                        liveness.Config
 	TmuxSocket                                   string
 	BeatInterval                                 time.Duration
@@ -94,6 +98,7 @@ func defaultUpConfig() upConfig {
 		RelayWait:    forward.DefaultWait,
 		GitListen:    git.DefaultListen,
 		GitAllowUIDs: []string{strconv.Itoa(os.Getuid())},
+		Data:         data.Config{Checkpoint: data.DefaultConfig().Checkpoint, Teardown: data.DefaultConfig().Teardown},
 		Watch:        liveness.Config{Name: liveness.DefaultSession, WorkDir: "."},
 		BeatInterval: liveness.DefaultInterval,
 	}
@@ -118,6 +123,9 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "relay-wait", Usage: "how long a gt/bd command or git request waits for a tunnel that is down", Value: &c.RelayWait},
 		{Key: "git-listen", Usage: "where git reaches the rig's repository: origin is http://<this>" + wire.GitPathPrefix + "<rig> (empty: off)", Value: &c.GitListen},
 		{Key: "git-allow-uid", Usage: "uids whose processes may use the git port, which pushes as the polecat (default: gt-agent's own uid; \"any\": no check)", Value: &c.GitAllowUIDs},
+		{Key: "data-root", Usage: "the container's data root, where hostd's whitelisted data goes and comes back from (default: --work-dir)", Value: &c.Data.Root},
+		{Key: "sync-checkpoint", Usage: "send the data root's whitelisted contents to hostd this often (negative: never)", Value: &c.Data.Checkpoint},
+		{Key: "sync-teardown", Usage: "on SIGTERM, give the final upload of the data this long", Value: &c.Data.Teardown},
 		{Key: "session", Usage: "tmux session to start the command in", Value: &c.Watch.Name},
 		{Key: "watch-session", Usage: "watch this existing tmux session instead of starting one", Value: &c.Watch.WatchSession},
 		{Key: "watch-process", Usage: "watch the oldest process of this name instead (no tmux)", Value: &c.Watch.WatchProcess},
@@ -152,10 +160,25 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 		Key:  orDefault(c.Key, filepath.Join(c.StateDir, "client.key")),
 		CA:   orDefault(c.CA, filepath.Join(c.StateDir, "ca.crt")),
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	// A signal first gives the data channel its final upload (when it has
+	// anything to send), then stops everything else.
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var dataSvc atomic.Pointer[data.Service]
 	finished, announced := make(chan struct{}), make(chan struct{})
 	defer close(finished)
+	go func() {
+		select {
+		case <-sigCtx.Done():
+			if d := dataSvc.Load(); d != nil && ctx.Err() == nil {
+				d.Teardown()
+			}
+			cancelRun()
+		case <-finished:
+		}
+	}()
 	go stopPromptly(ctx, finished, announced)
 
 	store, err := creds.Load(paths)
@@ -179,7 +202,18 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 
 	scfg := c.Supervisor
 	scfg.Addr, scfg.ServerName, scfg.Creds, scfg.Logger = addr, serverName, store, slog.Default()
+	hostOpened := tunnel.NewServeMux()
+	scfg.Handler = hostOpened
 	sup := supervisor.New(scfg)
+	dcfg := c.Data
+	dcfg.StateDir, dcfg.Logger = c.StateDir, slog.Default()
+	if dcfg.Root == "" {
+		dcfg.Root = c.Watch.WorkDir
+	}
+	dsvc := data.New(dcfg, sup)
+	hostOpened.Handle(wire.KindSync, dsvc)
+	dataSvc.Store(dsvc)
+	go dsvc.Run(ctx)
 	socket := c.Socket
 	relayLn, err := unixsock.Listen(socket)
 	if errors.Is(err, unixsock.ErrInUse) {

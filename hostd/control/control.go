@@ -100,6 +100,7 @@ type Backend interface {
 	// Revoke revokes by serial or <rig>/<name>, persistently, and closes
 	// the live tunnels that stood on what it revoked.
 	Revoke(target string) (revoked int, err error)
+	SyncBackend
 }
 
 // Listen opens the town's control socket (state.Dir.Socket), making the
@@ -136,6 +137,7 @@ func Handler(b Backend) http.Handler {
 		writeJSON(w, http.StatusOK, d)
 	})
 	adminHandlers(mux, b)
+	syncHandlers(mux, b)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := b.ReloadRevocations()
 		if err != nil {
@@ -199,11 +201,23 @@ func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	return c.doWith(ctx, c.hc, method, path, out)
+}
+
+// doLong is do for calls that last as long as a transfer: no timeout but
+// ctx's.
+func (c *Client) doLong(ctx context.Context, method, path string, out any) error {
+	hc := *c.hc
+	hc.Timeout = 0
+	return c.doWith(ctx, &hc, method, path, out)
+}
+
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)

@@ -35,7 +35,7 @@ func (s *Service) keepBase(ctx context.Context, id wire.Identity, sent io.Reader
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := datasync.Unpack(ctx, sent, filepath.Join(tmp, "tree"), s.policy, s.cfg.Limits); err != nil {
+	if _, err := datasync.Unpack(ctx, sent, filepath.Join(tmp, "tree"), s.policy, s.cfg.limits()); err != nil {
 		return err
 	}
 	return s.replaceBase(id, filepath.Join(tmp, "tree"), m)

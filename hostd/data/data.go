@@ -19,6 +19,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -35,8 +36,9 @@ type Config struct {
 	// Include and Exclude are the policy (datasync.DefaultInclude and the
 	// blacklist alone when empty).
 	Include, Exclude []string
-	// Limits bound what one archive from a container may write.
-	Limits datasync.Limits
+	// MaxBytes, MaxFiles, MaxFileSize and MaxRatio bound what one archive
+	// from a container may write (datasync.Limits; its defaults when zero).
+	MaxBytes, MaxFiles, MaxFileSize, MaxRatio int
 	// Dir keeps each polecat's base and the journal (state.Dir.Data).
 	Dir string
 	// Timeout bounds one transfer.
@@ -49,9 +51,17 @@ type Config struct {
 // directory in the rig, as Gas Town lays it out.
 const DefaultRoot = "<town>/<rig>/polecats/{name}"
 
-// DefaultConfig is the default policy and limits, 10 minutes a transfer.
+// DefaultConfig is the default policy and limits (datasync.DefaultLimits),
+// 10 minutes a transfer.
 func DefaultConfig() Config {
-	return Config{Include: datasync.DefaultInclude, Limits: datasync.DefaultLimits(), Timeout: 10 * time.Minute, Logger: slog.Default()}
+	l := datasync.DefaultLimits()
+	return Config{Include: datasync.DefaultInclude, MaxBytes: int(l.MaxBytes), MaxFiles: l.MaxFiles, MaxFileSize: int(l.MaxFileSize),
+		MaxRatio: int(l.MaxRatio), Timeout: 10 * time.Minute, Logger: slog.Default()}
+}
+
+// limits is what one archive from a container may write.
+func (c Config) limits() datasync.Limits {
+	return datasync.Limits{MaxBytes: int64(c.MaxBytes), MaxFiles: c.MaxFiles, MaxFileSize: int64(c.MaxFileSize), MaxRatio: int64(c.MaxRatio)}
 }
 
 // Service is safe for concurrent use.
@@ -190,7 +200,7 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string) (w
 	defer cancel()
 	start := time.Now()
 	res, err := s.pushLocked(ctx, sess, id)
-	s.journal(Record{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(control.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	return res, err
 }
@@ -252,10 +262,10 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 	defer s.lock(id)()
 	start := time.Now()
 	res, err := s.receiveLocked(ctx, id, r, dryRun)
-	rec := Record{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: dryRun, Files: res.Files, Bytes: res.Bytes,
+	rec := control.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: dryRun, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)}
 	for _, c := range res.Changes {
-		rec.count(c.Action)
+		count(&rec, c.Action)
 	}
 	s.journal(rec)
 	return res, err
@@ -272,7 +282,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return fail(err)
 	}
 	defer os.RemoveAll(staging)
-	theirs, err := datasync.Unpack(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.Limits)
+	theirs, err := datasync.Unpack(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.limits())
 	if err != nil {
 		return fail(err)
 	}

@@ -3,31 +3,14 @@ package data
 import (
 	"path/filepath"
 	"slices"
-	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 )
 
-// Record is one transfer in the journal hostd sync log shows.
-type Record struct {
-	Time     time.Time     `json:"time"`
-	Polecat  string        `json:"polecat"`
-	Op       string        `json:"op"`
-	Reason   string        `json:"reason,omitempty"`
-	DryRun   bool          `json:"dry_run,omitempty"`
-	Files    int           `json:"files"`
-	Bytes    int64         `json:"bytes"`
-	Applied  int           `json:"applied,omitempty"`
-	Merged   int           `json:"merged,omitempty"`
-	Conflict int           `json:"conflicted,omitempty"`
-	Deleted  int           `json:"deleted,omitempty"`
-	Kept     int           `json:"kept,omitempty"`
-	Duration time.Duration `json:"duration"`
-	Error    string        `json:"error,omitempty"`
-}
-
-func (r *Record) count(action string) {
+// count adds one change to r's tally.
+func count(r *control.SyncRecord, action string) {
 	switch action {
 	case datasync.Applied:
 		r.Applied++
@@ -48,10 +31,10 @@ const journalSize = 1000
 func (s *Service) journalPath() string { return filepath.Join(s.cfg.Dir, "journal.json") }
 
 // journal appends r, keeping the newest journalSize records.
-func (s *Service) journal(r Record) {
+func (s *Service) journal(r control.SyncRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var recs []Record
+	var recs []control.SyncRecord
 	if err := state.Load(s.journalPath(), &recs); err != nil {
 		s.log.Error("sync: reading the journal failed; starting it afresh", "err", err)
 		recs = nil
@@ -66,10 +49,10 @@ func (s *Service) journal(r Record) {
 }
 
 // Journal lists the transfers, oldest first.
-func (s *Service) Journal() ([]Record, error) {
+func (s *Service) Journal() ([]control.SyncRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var recs []Record
+	var recs []control.SyncRecord
 	err := state.Load(s.journalPath(), &recs)
 	return recs, err
 }

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
@@ -46,3 +49,27 @@ func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (control.IssuedC
 
 // Revoke revokes persistently and closes the live tunnels concerned.
 func (s *Server) Revoke(target string) (int, error) { return s.certs.Revoke(target) }
+
+// SyncPush sends a polecat's host data into its container.
+func (s *Server) SyncPush(ctx context.Context, id wire.Identity) (wire.SyncResult, error) {
+	return s.data.Push(ctx, id)
+}
+
+// SyncPull takes a polecat's data and merges it into the host's.
+func (s *Server) SyncPull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
+	return s.data.Pull(ctx, id, dryRun)
+}
+
+// SyncLog is the transfer journal.
+func (s *Server) SyncLog() ([]control.SyncRecord, error) { return s.data.Journal() }
+
+// SyncStatus is the data policy and each connected polecat's host root.
+func (s *Server) SyncStatus() control.SyncStatus {
+	p := s.data.Policy()
+	st := control.SyncStatus{Include: p.Include, Exclude: p.Exclude}
+	for id := range s.reg.Snapshot() {
+		st.Roots = append(st.Roots, control.SyncRoot{Polecat: id, Host: s.data.Root(id)})
+	}
+	slices.SortFunc(st.Roots, func(a, b control.SyncRoot) int { return strings.Compare(a.Polecat.String(), b.Polecat.String()) })
+	return st
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/certs"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/liveness"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
@@ -51,6 +52,9 @@ type Config struct {
 	// Git configures the git service (Town, HooksDir, TempDir, Upstream,
 	// KnownPolecats and Logger are filled in).
 	Git git.Config
+	// Data configures the data channel (Town, Dir and Logger are filled
+	// in).
+	Data data.Config
 	// Upstream turns on pushing landed branches to each rig's origin.
 	Upstream bool
 	// UpstreamConfig tunes the upstream queue.
@@ -75,6 +79,7 @@ func DefaultConfig() Config {
 		Liveness:       liveness.DefaultConfig(),
 		Relay:          relay.DefaultConfig(),
 		Git:            git.DefaultConfig(),
+		Data:           data.DefaultConfig(),
 		Upstream:       true,
 		UpstreamConfig: git.DefaultUpstreamConfig(),
 		Version:        "dev",
@@ -94,6 +99,7 @@ type Server struct {
 	live  *liveness.Service
 	git   *git.Service
 	queue *git.Upstream
+	data  *data.Service
 
 	mux     *tunnel.ServeMux
 	metrics *metrics
@@ -136,6 +142,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
 	rel := relay.New(cfg.Relay)
+	cfg.Data.Town, cfg.Data.Dir, cfg.Data.Logger = cfg.Town, s.dir.Data(), cfg.Logger
+	if s.data, err = data.New(cfg.Data, s.reg); err != nil {
+		return nil, err
+	}
 
 	s.mux = tunnel.NewServeMux()
 	s.mux.Handle(wire.KindCert, s.certs)
@@ -143,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(wire.KindHeartbeat, s.live)
 	s.mux.Handle(wire.KindRelay, rel)
 	s.mux.Handle(wire.KindGit, s.git.Handler())
+	s.mux.Handle(wire.KindSync, s.data)
 	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, listenerMetrics{s}}
 	if s.queue != nil {
 		sources = append(sources, s.queue)

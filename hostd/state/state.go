@@ -45,6 +45,10 @@ func (d Dir) Hooks() string { return d.file("hooks") }
 // ResetKey holds the QUIC stateless reset key.
 func (d Dir) ResetKey() string { return d.file("quic-reset.key") }
 
+// Data keeps each polecat's data base (what was last sent or taken) and
+// the transfer journal.
+func (d Dir) Data() string { return d.file("data") }
+
 // Landed holds each push's record of the refs it landed, emptied at start.
 func (d Dir) Landed() string { return d.file("landed") }
 

@@ -95,6 +95,10 @@ func Load(v *viper.Viper, list []Setting) error {
 			if raw != nil {
 				*p = v.GetStringMapStringSlice(s.Key)
 			}
+		case *map[string]string:
+			if raw != nil {
+				*p = v.GetStringMapString(s.Key)
+			}
 		default:
 			panic(fmt.Sprintf("settings: %s: cannot load into %T", s.Key, s.Value))
 		}
@@ -108,6 +112,8 @@ func Load(v *viper.Viper, list []Setting) error {
 func deref(p any) any {
 	switch p := p.(type) {
 	case *map[string][]string:
+		return *p
+	case *map[string]string:
 		return *p
 	case *[]string:
 		return *p

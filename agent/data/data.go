@@ -1,0 +1,274 @@
+// Package data is gt-agent's half of the data channel (hostd's is
+// hostd/data): it installs the whitelisted data hostd sends into the
+// container's data root, asks for it when the agent first connects, and
+// sends the container's back when hostd pulls, on a checkpoint, and at
+// teardown. Packing, checking and extracting are package sync's.
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	gosync "sync"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Config configures the agent's data channel.
+type Config struct {
+	// Root is the container's data root.
+	Root string
+	// StateDir keeps what hostd last sent (the policy), so that a
+	// restarted agent neither asks again nor forgets what to send back.
+	StateDir string
+	// Checkpoint is how often the container's data is sent to hostd;
+	// negative turns checkpoints off.
+	Checkpoint time.Duration
+	// Teardown bounds the final upload when the agent is stopped.
+	Teardown time.Duration
+	// Limits bound what one archive from hostd may write.
+	Limits datasync.Limits
+	// Logger receives one line per transfer.
+	Logger *slog.Logger
+}
+
+// DefaultConfig checkpoints every 10 minutes and gives the final upload
+// 8 s, to fit Docker's default 10 s stop grace.
+func DefaultConfig() Config {
+	return Config{Root: ".", Checkpoint: 10 * time.Minute, Teardown: 8 * time.Second, Limits: datasync.DefaultLimits(), Logger: slog.Default()}
+}
+
+// Service is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	sessions supervisor.Sessions
+
+	mu     gosync.Mutex // one transfer at a time
+	policy *datasync.Policy
+}
+
+// New prepares the service; zero Config fields take DefaultConfig's.
+func New(cfg Config, sessions supervisor.Sessions) *Service {
+	d := DefaultConfig()
+	if cfg.Root == "" {
+		cfg.Root = d.Root
+	}
+	if cfg.Checkpoint == 0 {
+		cfg.Checkpoint = d.Checkpoint
+	}
+	if cfg.Teardown <= 0 {
+		cfg.Teardown = d.Teardown
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	s := &Service{cfg: cfg, sessions: sessions}
+	s.policy = s.loadPolicy()
+	return s
+}
+
+// received is what the agent keeps of the last push.
+type received struct {
+	Include []string  `json:"include"`
+	Exclude []string  `json:"exclude,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "sync.json") }
+
+func (s *Service) loadPolicy() *datasync.Policy {
+	b, err := os.ReadFile(s.statePath())
+	if err != nil {
+		return nil
+	}
+	var r received
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &datasync.Policy{Include: r.Include, Exclude: r.Exclude}
+}
+
+// ServeStream serves hostd's push (install its archive) and pull (send
+// ours).
+func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
+	var req wire.SyncRequest
+	if err := st.DecodeMeta(&req); err != nil {
+		_ = st.Reject(err.Error())
+		return
+	}
+	p := datasync.Policy{Include: req.Include, Exclude: req.Exclude}
+	if err := p.Validate(); err != nil {
+		_ = st.Reject(err.Error())
+		return
+	}
+	switch req.Op {
+	case wire.SyncPush:
+		s.install(ctx, st, p)
+	case wire.SyncPull:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		res, err := s.send(ctx, st, p)
+		s.logResult("pulled by hostd", res, err)
+	default:
+		_ = st.Reject(fmt.Sprintf("sync operation %q is not one hostd opens (push, pull)", req.Op))
+	}
+}
+
+// install extracts hostd's archive into the data root and answers.
+func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var res wire.SyncResult
+	m, err := datasync.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
+	if err == nil {
+		res.Files, res.Bytes = m.Files()
+		s.policy = &p
+		b, _ := json.Marshal(received{Include: p.Include, Exclude: p.Exclude, At: time.Now()})
+		if werr := atomicfile.Write(s.statePath(), b, 0o600); werr != nil {
+			s.cfg.Logger.Warn("sync: could not remember the data policy; a restarted agent will ask again", "err", werr)
+		}
+		s.cfg.Logger.Info("sync: installed hostd's data", "root", s.cfg.Root, "files", res.Files, "bytes", res.Bytes)
+	} else {
+		res.Error = err.Error()
+		s.cfg.Logger.Warn("sync: refused hostd's archive; nothing changed", "err", err)
+	}
+	_ = wire.WriteSyncResult(st, res)
+	_ = st.CloseWrite()
+}
+
+// send packs the data root onto st (a pull, or an upload this agent
+// opened), half-closes, and reads hostd's result.
+func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy) (wire.SyncResult, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	if _, err := os.Stat(s.cfg.Root); errors.Is(err, fs.ErrNotExist) {
+		_ = os.MkdirAll(s.cfg.Root, 0o755)
+	}
+	if _, _, err := datasync.Pack(ctx, s.cfg.Root, p, st); err != nil {
+		return wire.SyncResult{}, fmt.Errorf("packing %s: %w", s.cfg.Root, err)
+	}
+	if err := st.CloseWrite(); err != nil {
+		return wire.SyncResult{}, err
+	}
+	res, err := wire.ReadSyncResult(st)
+	if err == nil && res.Error != "" {
+		err = errors.New("hostd refused it: " + res.Error)
+	}
+	return res, err
+}
+
+// upload sends the container's data to hostd on a stream of our own.
+func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy == nil {
+		return wire.SyncResult{}, errNoPolicy
+	}
+	sess, err := s.sessions.Session(ctx)
+	if err != nil {
+		return wire.SyncResult{}, fmt.Errorf("no tunnel: %w", err)
+	}
+	st, err := sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncUpload, Reason: reason})
+	if err != nil {
+		return wire.SyncResult{}, err
+	}
+	defer st.Close()
+	return s.send(ctx, st, *s.policy)
+}
+
+// errNoPolicy is an upload before hostd ever sent data: there is nothing
+// agreed to send.
+var errNoPolicy = errors.New("hostd has sent no data yet, so there is nothing to send back")
+
+// fetch asks hostd for the data, once.
+func (s *Service) fetch(ctx context.Context) error {
+	sess, err := s.sessions.Session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncFetch})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(10 * time.Minute))
+	if err := st.CloseWrite(); err != nil {
+		return err
+	}
+	res, err := wire.ReadSyncResult(st)
+	if err == nil && res.Error != "" {
+		err = errors.New(res.Error)
+	}
+	return err
+}
+
+// Run asks hostd for the data if this container has none yet, then sends
+// a checkpoint every Checkpoint until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	s.mu.Lock()
+	have := s.policy != nil
+	s.mu.Unlock()
+	for !have && ctx.Err() == nil {
+		err := s.fetch(ctx)
+		if err == nil {
+			break
+		}
+		s.cfg.Logger.Warn("sync: fetching the polecat's data failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if s.cfg.Checkpoint < 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.Checkpoint)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := s.upload(ctx, "checkpoint")
+		s.logResult("checkpoint sent", res, err)
+	}
+}
+
+// Teardown sends the container's data one last time, within the Teardown
+// deadline, and says in the log if it could not.
+func (s *Service) Teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Teardown)
+	defer cancel()
+	start := time.Now()
+	res, err := s.upload(ctx, "teardown")
+	if errors.Is(err, errNoPolicy) {
+		return
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("sync: the final upload did not finish; what changed since the last checkpoint is only in this container",
+			"deadline", s.cfg.Teardown, "after", time.Since(start).Round(time.Millisecond), "err", err)
+		return
+	}
+	s.logResult("final upload sent", res, nil)
+}
+
+func (s *Service) logResult(what string, res wire.SyncResult, err error) {
+	if err != nil {
+		s.cfg.Logger.Warn("sync: "+what+" failed", "err", err)
+		return
+	}
+	s.cfg.Logger.Info("sync: "+what, "files", res.Files, "bytes", res.Bytes, "changes", len(res.Changes))
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+func (a *app) syncCmd() *cobra.Command {
+	sc := &cobra.Command{Use: "sync", Short: "Move a polecat's whitelisted data between the host and its container"}
+	transfer := func(use, short, long string, pull bool) *cobra.Command {
+		cmd := &cobra.Command{
+			Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				id, err := wire.ParseIdentity(args[0])
+				if err != nil {
+					return err
+				}
+				asJSON, _ := cmd.Flags().GetBool("json")
+				c := control.NewClient(a.town())
+				start := time.Now()
+				var res wire.SyncResult
+				if pull {
+					dry, _ := cmd.Flags().GetBool("dry-run")
+					res, err = c.SyncPull(cmd.Context(), id, dry)
+				} else {
+					res, err = c.SyncPush(cmd.Context(), id)
+				}
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+				}
+				printResult(cmd.OutOrStdout(), id, res, time.Since(start))
+				if res.Error != "" {
+					return fmt.Errorf("%s", clean(res.Error))
+				}
+				return nil
+			},
+		}
+		cmd.Flags().Bool("json", false, "print the result as JSON")
+		return cmd
+	}
+	push := transfer("push <rig>/<name>", "Send the polecat's host data into its container now",
+		`Send the whitelisted contents of the polecat's host data root (see 'hostd sync
+status') into its container, and wait until the agent has installed them. The
+agent checks everything against the policy itself. What was sent becomes the
+base later pulls merge against.`, false)
+	pull := transfer("pull <rig>/<name>", "Take the polecat's data back from its container and merge it",
+		`Take the whitelisted contents of the container's data root and merge them into
+the host's, file by file, against what was last sent: changed in the container
+only, applied; changed on the host only, kept; changed on both, merged when
+the text merges cleanly, otherwise the host's version stays and the
+container's is saved beside it as <file>.conflict-<polecat>-<time>. Deleted in
+the container and unchanged here: deleted. Agents also do this by themselves
+at teardown and every checkpoint.`, true)
+	pull.Flags().Bool("dry-run", false, "say what would be applied, merged and conflicted, and change nothing")
+
+	status := &cobra.Command{
+		Use: "status", Short: "Show the data policy and where each connected polecat's data lives", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := control.NewClient(a.town()).SyncStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "crosses: %v\nnever crosses: the built-in secrets blacklist", st.Include)
+			if len(st.Exclude) > 0 {
+				fmt.Fprintf(w, " and %v", st.Exclude)
+			}
+			fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "POLECAT\tHOST DATA ROOT")
+			for _, r := range st.Roots {
+				fmt.Fprintf(tw, "%s\t%s\n", r.Polecat, r.Host)
+			}
+			return tw.Flush()
+		},
+	}
+	status.Flags().Bool("json", false, "print JSON")
+
+	log := &cobra.Command{
+		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			recs, err := control.NewClient(a.town()).SyncLog(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(recs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tPOLECAT\tOP\tFILES\tAPPLIED\tMERGED\tCONFLICTED\tDELETED\tRESULT")
+			for _, r := range recs {
+				op := r.Op
+				if r.Reason != "" {
+					op += " (" + r.Reason + ")"
+				}
+				if r.DryRun {
+					op += " dry run"
+				}
+				result := "ok"
+				if r.Error != "" {
+					result = clean(r.Error)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.Polecat, op,
+					r.Files, r.Applied, r.Merged, r.Conflict, r.Deleted, result)
+			}
+			return tw.Flush()
+		},
+	}
+	log.Flags().Bool("json", false, "print JSON")
+	sc.AddCommand(push, pull, status, log)
+	return sc
+}
+
+// printResult prints a transfer's summary and each change; paths come from
+// the container and are escaped.
+func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.Duration) {
+	fmt.Fprintf(w, "%s: %d file(s), %d bytes, in %s\n", id, res.Files, res.Bytes, took.Round(time.Millisecond))
+	for _, c := range res.Changes {
+		line := fmt.Sprintf("  %-10s %s", c.Action, clean(c.Path))
+		if c.Copy != "" {
+			line += "  (container's version saved as " + clean(c.Copy) + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
