@@ -27,7 +27,6 @@ type SyncRecord struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-
 // SyncRoot is where one connected polecat's data lives on the host.
 type SyncRoot struct {
 	Polecat wire.Identity `json:"polecat"`
@@ -119,5 +118,3 @@ func (c *Client) SyncStatus(ctx context.Context) (SyncStatus, error) {
 	err := c.do(ctx, http.MethodGet, "/v1/sync/status", &st)
 	return st, err
 }
-
-
