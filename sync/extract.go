@@ -86,10 +86,14 @@ func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits)
 	return m, nil
 }
 
-// Unpack extracts and verifies an archive into dir, which should be empty
-// (Extract's first half: every check, nothing installed). On error dir may
-// hold part of the archive; the caller removes it.
+// Unpack extracts and verifies an archive into dir, which it creates if
+// need be and which should be empty (Extract's first half: every check,
+// nothing installed). On error dir may hold part of the archive; the
+// caller removes it.
 func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	d := DefaultLimits()
 	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
 	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)

@@ -147,7 +147,7 @@ func (s *Service) Watch(ctx context.Context) {
 		}
 		if n, err := s.ReloadRevocations(); err != nil {
 			s.log.Error("reloading revocations failed", "err", err)
-		} else {
+		} else if n > 0 {
 			s.log.Info("revocations changed on disk; reloaded", "tunnels_closed", n)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 // answers the same calls in hostd/e2e.
 type fakeDaemon struct {
 	reloads int
+	dryRuns []bool
 	issued  []wire.Identity
 	ttls    []time.Duration
 	revoked []string

@@ -1,0 +1,65 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// The data channel's calls on the fake daemon: what the HTTP layer does
+// with them is what is tested here; the real transfers are in hostd/e2e.
+
+func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity) (wire.SyncResult, error) {
+	if id.Name != "n" {
+		return wire.SyncResult{}, errors.New(id.String() + " is not connected")
+	}
+	return wire.SyncResult{Files: 2, Bytes: 10}, nil
+}
+
+func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, dryRun bool) (wire.SyncResult, error) {
+	f.dryRuns = append(f.dryRuns, dryRun)
+	return wire.SyncResult{Changes: []wire.SyncChange{{Path: "a", Action: "merged"}}}, nil
+}
+
+func (f *fakeDaemon) SyncLog() ([]SyncRecord, error) {
+	return []SyncRecord{{Polecat: "r/n", Op: "push"}}, nil
+}
+
+func (f *fakeDaemon) SyncStatus() SyncStatus { return SyncStatus{Include: []string{"results"}} }
+
+func TestSyncAPI(t *testing.T) {
+	d := &fakeDaemon{}
+	h := Handler(d)
+	cases := []struct {
+		method, path string
+		code         int
+		check        func(body []byte) bool
+	}{
+		{"POST", "/v1/sync/r/n/push", 200, func(b []byte) bool { var r wire.SyncResult; return json.Unmarshal(b, &r) == nil && r.Files == 2 }},
+		{"POST", "/v1/sync/r/other/push", 200, func(b []byte) bool {
+			var r wire.SyncResult
+			return json.Unmarshal(b, &r) == nil && r.Error == "r/other is not connected"
+		}},
+		{"POST", "/v1/sync/r/-bad/push", 400, nil},
+		{"POST", "/v1/sync/r/n/pull?dry_run=1", 200, func(b []byte) bool { var r wire.SyncResult; return json.Unmarshal(b, &r) == nil && len(r.Changes) == 1 }},
+		{"POST", "/v1/sync/r/n/pull", 200, nil},
+		{"GET", "/v1/sync/log", 200, func(b []byte) bool { var r []SyncRecord; return json.Unmarshal(b, &r) == nil && len(r) == 1 }},
+		{"GET", "/v1/sync/status", 200, func(b []byte) bool { var r SyncStatus; return json.Unmarshal(b, &r) == nil && len(r.Include) == 1 }},
+		{"GET", "/v1/sync/r/n/push", http.StatusMethodNotAllowed, nil},
+	}
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.code || (c.check != nil && !c.check(rec.Body.Bytes())) {
+			t.Errorf("%s %s: %d %s", c.method, c.path, rec.Code, rec.Body.String())
+		}
+	}
+	if len(d.dryRuns) != 2 || !d.dryRuns[0] || d.dryRuns[1] {
+		t.Errorf("dry runs passed on as %v, want [true false]", d.dryRuns)
+	}
+}

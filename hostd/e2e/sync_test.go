@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// waitFile waits for path to hold want ("" for absent).
+func waitFile(t *testing.T, path, want string, d time.Duration) {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		got = string(b)
+		if (err == nil && got == want) || (err != nil && want == "") {
+			return
+		}
+	}
+	t.Fatalf("%s holds %q, want %q", path, got, want)
+}
+
+// TestSyncRoundTrip: the polecat's host data goes into the container when
+// the agent first connects (secrets never), changes come back on pull and
+// merge with the host's, conflicts are kept beside, and the agent's final
+// upload at SIGTERM brings the last changes home.
+func TestSyncRoundTrip(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
+	const lines = "one\ntwo\nthree\nfour\nfive\nsix\n"
+	for rel, content := range map[string]string{
+		"CLAUDE.md":             lines,
+		".claude/settings.json": `{"hooks":{}}`,
+		"results/report.txt":    "draft",
+		"results/.ssh/id_rsa":   "PRIVATE",
+		"results/tls.key":       "PRIVATE",
+		"notes/private.txt":     "not whitelisted",
+	} {
+		p := filepath.Join(host, rel)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, []byte(content), 0o644)
+	}
+	container := t.TempDir()
+	agent := Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", t.TempDir())
+	waitFile(t, filepath.Join(container, "CLAUDE.md"), lines, 10*time.Second)
+	waitFile(t, filepath.Join(container, "results/report.txt"), "draft", time.Second)
+	for _, secret := range []string{"results/.ssh/id_rsa", "results/tls.key", "notes/private.txt"} {
+		if _, err := os.Stat(filepath.Join(container, secret)); err == nil {
+			t.Errorf("%s reached the container", secret)
+		}
+	}
+
+	// Both sides change: the container a line and a file, the host another
+	// line; and both the report, differently.
+	_ = os.WriteFile(filepath.Join(container, "CLAUDE.md"), []byte(strings.Replace(lines, "one", "ONE (container)", 1)), 0o644)
+	_ = os.WriteFile(filepath.Join(container, "results/new.txt"), []byte("made in the container"), 0o644)
+	_ = os.WriteFile(filepath.Join(container, "results/report.txt"), []byte("container's report"), 0o644)
+	_ = os.MkdirAll(filepath.Join(container, "results/.aws"), 0o755)
+	_ = os.WriteFile(filepath.Join(container, "results/.aws/credentials"), []byte("stolen"), 0o644)
+	_ = os.WriteFile(filepath.Join(host, "CLAUDE.md"), []byte(strings.Replace(lines, "six", "SIX (host)", 1)), 0o644)
+	_ = os.WriteFile(filepath.Join(host, "results/report.txt"), []byte("host's report"), 0o644)
+
+	dry := tw.Run("sync", "pull", "gastown/furiosa", "--dry-run", "--json")
+	var res wire.SyncResult
+	if err := json.Unmarshal([]byte(dry), &res); err != nil || res.Error != "" {
+		t.Fatalf("dry run: %v %s", err, dry)
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "results/report.txt")); string(b) != "host's report" {
+		t.Fatal("a dry run changed the host")
+	}
+	out := tw.Run("sync", "pull", "gastown/furiosa")
+	t.Logf("pull:\n%s", out)
+	for _, want := range []string{"merged     CLAUDE.md", "applied    results/new.txt", "conflicted results/report.txt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pull output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "CLAUDE.md")); string(b) != strings.Replace(strings.Replace(lines, "one", "ONE (container)", 1), "six", "SIX (host)", 1) {
+		t.Errorf("CLAUDE.md after the merge:\n%s", b)
+	}
+	copies, _ := filepath.Glob(filepath.Join(host, "results/report.txt.conflict-furiosa-*"))
+	if b, _ := os.ReadFile(filepath.Join(host, "results/report.txt")); string(b) != "host's report" || len(copies) != 1 {
+		t.Errorf("conflict: host has %q, copies %v", b, copies)
+	}
+	if _, err := os.Stat(filepath.Join(host, "results/.aws")); err == nil {
+		t.Error("a secret came back from the container")
+	}
+
+	// At teardown the agent sends what changed since.
+	_ = os.WriteFile(filepath.Join(container, "results/last.txt"), []byte("written just before the stop"), 0o644)
+	_ = agent.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := agent.Exited(t, 10*time.Second); err != nil {
+		t.Errorf("agent exit: %v", err)
+	}
+	waitFile(t, filepath.Join(host, "results/last.txt"), "written just before the stop", time.Second)
+
+	log := tw.Run("sync", "log")
+	for _, want := range []string{"push (fetch)", "pull (requested) dry run", "pull (requested)", "upload (teardown)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("sync log lacks %q:\n%s", want, log)
+		}
+	}
+	var st control.SyncStatus
+	if err := json.Unmarshal([]byte(tw.Run("sync", "status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+}
