@@ -61,6 +61,7 @@ step "start gt-agent with Gas Town's GT_PROXY_* settings; it runs the polecat's 
 GT_PROXY_URL=https://localhost:$PORT \
 GT_PROXY_CERT=$TOWN/furiosa/client.crt GT_PROXY_KEY=$TOWN/furiosa/client.key GT_PROXY_CA=$TOWN/furiosa/ca.crt \
   "$BIN/gt-agent" up --socket "$TOWN/furiosa.sock" --git-listen 127.0.0.1:0 --tmux-socket "$TOWN/tmux-furiosa" --beat-interval 1s \
+  --data-root "$TOWN/furiosa-data" \
   -- sh -c "echo polecat furiosa at work; while [ ! -e '$TOWN/stop' ]; do sleep 0.2; done; echo done; exit 3" >"$TOWN/furiosa.log" 2>&1 &
 FURIOSA=$!
 pids+=($FURIOSA)
@@ -70,7 +71,7 @@ TOKEN=$(hostd token create gastown/nux)
 echo "token: ${TOKEN:0:24}..."
 GT_PROXY_URL=https://localhost:$PORT \
   "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" --git-listen "" \
-  --tmux-socket "$TOWN/tmux-nux" --beat-interval 1s -- sleep 600 >"$TOWN/nux.log" 2>&1 &
+  --tmux-socket "$TOWN/tmux-nux" --beat-interval 1s --data-root "$TOWN/nux-data" -- sleep 600 >"$TOWN/nux.log" 2>&1 &
 pids+=($!)
 wait_for sh -c "test \$('$BIN/hostd' --town '$TOWN' status --json | grep -c '\"state\": \"working\"') = 2"
 ls -l "$TOWN/nux"
@@ -108,6 +109,30 @@ git -C "$TOWN/work" push origin HEAD:main 2>&1
 set -e
 wait_for sh -c "git -C '$TOWN/origin.git' rev-parse --verify -q refs/heads/polecat/furiosa-demo"
 echo "origin now has: $(git -C "$TOWN/origin.git" branch --list 'polecat/*' | tr -d ' ') (hostd pushed it upstream); main is unchanged: $(git -C "$TOWN/gastown/.repo.git" log -1 --format=%s main)"
+
+step "data: hostd sends nux's whitelisted data into its container; secrets stay home"
+NUXHOME=$TOWN/gastown/polecats/nux
+mkdir -p "$NUXHOME/results" "$NUXHOME/.ssh"
+printf 'one\ntwo\nthree\nfour\nfive\n' >"$NUXHOME/CLAUDE.md"
+echo "draft" >"$NUXHOME/results/report.txt"
+echo "PRIVATE KEY" >"$NUXHOME/.ssh/id_rsa"
+hostd sync push gastown/nux
+echo "in the container ($TOWN/nux-data):"; (cd "$TOWN/nux-data" && find . -type f | sort)
+
+step "data: the container and the host change different lines of CLAUDE.md; the pull merges them"
+sed -i 's/one/ONE (container)/' "$TOWN/nux-data/CLAUDE.md"
+sed -i 's/five/FIVE (host)/' "$NUXHOME/CLAUDE.md"
+hostd sync pull gastown/nux
+cat "$NUXHOME/CLAUDE.md"
+
+step "data: both change the report: the host's stays, the container's is saved beside it"
+echo "container's report" >"$TOWN/nux-data/results/report.txt"
+echo "host's report" >"$NUXHOME/results/report.txt"
+hostd sync pull gastown/nux
+ls "$NUXHOME/results"
+
+step "data: every transfer, in the journal"
+hostd sync log
 
 step "furiosa's command exits: hostd sees it at the next beat"
 touch "$TOWN/stop"
