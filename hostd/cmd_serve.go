@@ -87,6 +87,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat (default <town>/<rig>/polecats/{name})", Value: &cfg.Data.Roots},
 		{Key: "sync.include", Usage: "paths under a data root that cross between host and container", Value: &cfg.Data.Include},
 		{Key: "sync.exclude", Usage: "patterns never to cross, beside the built-in blacklist of secrets", Value: &cfg.Data.Exclude},
+		{Key: "sync.agent_transfers_per_hour", Flag: "sync-agent-transfers-per-hour", Usage: "data transfers (fetches, uploads) one polecat's agent may start per hour", Value: &cfg.Data.AgentTransfersPerHour},
 		{Key: "sync.max_bytes", Flag: "sync-max-bytes", Usage: "largest total of files one archive from a container may hold", Value: &cfg.Data.MaxBytes},
 		{Key: "sync.max_files", Flag: "sync-max-files", Usage: "most entries one archive from a container may hold", Value: &cfg.Data.MaxFiles},
 		{Key: "sync.max_file_size", Flag: "sync-max-file-size", Usage: "largest file one archive from a container may hold", Value: &cfg.Data.MaxFileSize},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -60,7 +61,7 @@ type Service struct {
 	log      *slog.Logger
 	server   *serverCert
 	metrics  *metrics
-	renewals *rateLimiter
+	renewals *limits.Rate
 	logLimit *logging.Limiter
 
 	// reloadMu serialises reloads; revoked and stamp are what the last
@@ -87,7 +88,7 @@ func New(ca *pki.CA, reg *registry.Registry, cfg Config) (*Service, error) {
 		cfg.Logger = d.Logger
 	}
 	s := &Service{cfg: cfg, ca: ca, reg: reg, log: cfg.Logger, server: newServerCert(ca, cfg.ServerNames), metrics: newMetrics(),
-		renewals: newRateLimiter(cfg.RenewalsPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}
+		renewals: limits.NewRate(cfg.RenewalsPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}
 	if _, err := s.server.get(nil); err != nil {
 		return nil, fmt.Errorf("issuing hostd's server certificate: %w", err)
 	}

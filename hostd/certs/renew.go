@@ -24,7 +24,7 @@ import (
 func (s *Service) ServeStream(_ context.Context, st *tunnel.Stream) {
 	sess := st.Session()
 	id := sess.Peer()
-	if ok, wait := s.renewals.take(id); !ok {
+	if ok, wait := s.renewals.Take(id); !ok {
 		limits.Hit(limits.Renewals)
 		s.refuseRenewal(st, id, fmt.Sprintf("more than %d renewals in an hour (renewals_per_hour); try again in %v",
 			s.cfg.RenewalsPerHour, wait.Round(time.Second)))

@@ -21,6 +21,8 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/internal/logging"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -43,6 +45,10 @@ type Config struct {
 	Dir string
 	// Timeout bounds one transfer.
 	Timeout time.Duration
+	// AgentTransfersPerHour bounds the transfers a polecat's agent may
+	// start (fetches and uploads) per hour, that many at once; an agent
+	// checkpoints every 10 minutes by default.
+	AgentTransfersPerHour int
 	// Logger receives one line per transfer.
 	Logger *slog.Logger
 }
@@ -56,7 +62,7 @@ const DefaultRoot = "<town>/<rig>/polecats/{name}"
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
 	return Config{Include: datasync.DefaultInclude, MaxBytes: int(l.MaxBytes), MaxFiles: l.MaxFiles, MaxFileSize: int(l.MaxFileSize),
-		MaxRatio: int(l.MaxRatio), Timeout: 10 * time.Minute, Logger: slog.Default()}
+		MaxRatio: int(l.MaxRatio), Timeout: 10 * time.Minute, AgentTransfersPerHour: 30, Logger: slog.Default()}
 }
 
 // limits is what one archive from a container may write.
@@ -71,6 +77,9 @@ type Service struct {
 	reg    *registry.Registry
 	log    *slog.Logger
 
+	rate     *limits.Rate     // agent-initiated transfers, per polecat
+	logLimit *logging.Limiter // refusals, per polecat
+
 	mu    gosync.Mutex
 	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
 }
@@ -83,6 +92,9 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = d.Timeout
+	}
+	if cfg.AgentTransfersPerHour <= 0 {
+		cfg.AgentTransfersPerHour = d.AgentTransfersPerHour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
@@ -99,7 +111,8 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path containing {name}", rig, root)
 		}
 	}
-	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{}}, nil
+	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
+		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}, nil
 }
 
 // Root is the polecat's data root on the host.
@@ -142,6 +155,15 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		err = req.Validate()
 	}
 	id := st.Session().Peer()
+	if ok, wait := s.rate.Take(id); !ok && (req.Op == wire.SyncFetch || req.Op == wire.SyncUpload) {
+		limits.Hit(limits.Sync)
+		reason := fmt.Sprintf("more than %d data transfers in an hour (sync.agent_transfers_per_hour); try again in %v", s.cfg.AgentTransfersPerHour, wait.Round(time.Second))
+		if ok, held := s.logLimit.Allow(id.String()); ok {
+			s.log.Warn("sync: refused a transfer", "polecat", id, "op", req.Op, "reason", reason, "lines_not_logged", held)
+		}
+		_ = st.Reject(reason)
+		return
+	}
 	_ = st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	switch req.Op {
 	case wire.SyncFetch:

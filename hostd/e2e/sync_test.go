@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -111,5 +117,67 @@ func TestSyncRoundTrip(t *testing.T) {
 	var st control.SyncStatus
 	if err := json.Unmarshal([]byte(tw.Run("sync", "status", "--json")), &st); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hostileArchive is a tar+zstd stream a hostile agent might send: a path
+// out of the data root and a secret.
+func hostileArchive(t *testing.T) []byte {
+	var buf bytes.Buffer
+	zw, _ := zstd.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, m := range []struct{ name, body string }{{"results/../../../../etc/cron.d/x", "* * * * * root sh"}, {"results/.ssh/authorized_keys", "ssh-ed25519 AAAA"}} {
+		_ = tw.WriteHeader(&tar.Header{Name: m.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(m.body))})
+		_, _ = tw.Write([]byte(m.body))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// TestSyncHostileUploads: a polecat speaking the protocol itself sends
+// hostile archives straight to hostd's extractor, as often as it can. Each
+// is refused with the reason and the host's tree is untouched; past
+// sync.agent_transfers_per_hour, uploads are refused outright.
+func TestSyncHostileUploads(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve("--sync-agent-transfers-per-hour", "3")
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
+	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
+	_ = os.WriteFile(filepath.Join(host, "results", "report.txt"), []byte("host's"), 0o644)
+	a := newAttacker(t, tw, addr, "gastown/furiosa")
+	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	var errs []string
+	for range 5 {
+		st, err := s.OpenStream(context.Background(), wire.KindSync, wire.SyncRequest{Op: wire.SyncUpload, Reason: "checkpoint"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = st.Write(hostileArchive(t))
+		_ = st.CloseWrite()
+		res, err := wire.ReadSyncResult(st)
+		if err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			errs = append(errs, res.Error)
+		}
+		st.Close()
+	}
+	for i, e := range errs {
+		want := "archive refused"
+		if i >= 3 {
+			want = "sync.agent_transfers_per_hour"
+		}
+		if !strings.Contains(e, want) {
+			t.Errorf("upload %d: %q, want it refused with %q", i+1, e, want)
+		}
+	}
+	t.Logf("refusals: %q", errs)
+	if b, _ := os.ReadFile(filepath.Join(host, "results", "report.txt")); string(b) != "host's" {
+		t.Error("the host's file changed")
+	}
+	ents, _ := os.ReadDir(host)
+	if _, err := os.Stat(filepath.Join(host, "results", ".ssh")); err == nil || len(ents) != 1 {
+		t.Errorf("the host's data root changed: %v", ents)
 	}
 }

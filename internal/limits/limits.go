@@ -18,6 +18,7 @@ const (
 	GitPushSize  = "git_push_size" // git.max_push_size
 	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer, relay.stdin_stall
 	Upstream     = "upstream"      // git.upstream_max_per_polecat
+	Sync         = "sync"          // sync.agent_transfers_per_hour
 )
 
 var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",

@@ -1,4 +1,4 @@
-package certs
+package limits
 
 import (
 	"sync"
@@ -7,9 +7,9 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// rateLimiter is a token bucket per polecat: a burst of n, refilled at n
-// per period.
-type rateLimiter struct {
+// Rate is a token bucket per polecat: a burst of n, refilled at n per
+// period.
+type Rate struct {
 	n      float64
 	period time.Duration
 	mu     sync.Mutex
@@ -21,13 +21,14 @@ type bucket struct {
 	at     time.Time
 }
 
-func newRateLimiter(n int, period time.Duration) *rateLimiter {
-	return &rateLimiter{n: float64(n), period: period, by: map[wire.Identity]*bucket{}}
+// NewRate lets each polecat do something n times per period, n at once.
+func NewRate(n int, period time.Duration) *Rate {
+	return &Rate{n: float64(n), period: period, by: map[wire.Identity]*bucket{}}
 }
 
-// take spends one of id's tokens; when there is none it says how long
+// Take spends one of id's tokens; when there is none it says how long
 // until there is.
-func (r *rateLimiter) take(id wire.Identity) (ok bool, wait time.Duration) {
+func (r *Rate) Take(id wire.Identity) (ok bool, wait time.Duration) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
