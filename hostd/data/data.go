@@ -298,7 +298,16 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
 	}
-	// Unpacked beside the root, so merged files move in by rename.
+	// Unpacked beside the root, so merged files move in by rename. Holding
+	// the polecat's lock, any earlier staging directory is a killed
+	// hostd's: removed.
+	prefix := filepath.Join(filepath.Dir(root), "."+filepath.Base(root)+".incoming-")
+	if old, _ := filepath.Glob(prefix + "*"); len(old) > 0 {
+		for _, o := range old {
+			_ = os.RemoveAll(o)
+		}
+		s.log.Info("sync: removed what a transfer cut short left", "polecat", id, "dirs", len(old))
+	}
 	staging, err := os.MkdirTemp(filepath.Dir(root), "."+filepath.Base(root)+".incoming-")
 	if err != nil {
 		return fail(err)

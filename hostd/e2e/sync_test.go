@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -179,5 +181,52 @@ func TestSyncHostileUploads(t *testing.T) {
 	ents, _ := os.ReadDir(host)
 	if _, err := os.Stat(filepath.Join(host, "results", ".ssh")); err == nil || len(ents) != 1 {
 		t.Errorf("the host's data root changed: %v", ents)
+	}
+}
+
+// TestSyncHostdKilledMidPull: hostd SIGKILLed while a pull is under way
+// leaves the host's tree as it was, and the next pull completes.
+func TestSyncHostdKilledMidPull(t *testing.T) {
+	tw := NewTown(t)
+	hostd, addr := tw.Serve()
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
+	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
+	_ = os.WriteFile(filepath.Join(host, "results", "report.txt"), []byte("host's"), 0o644)
+	container := t.TempDir()
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", t.TempDir())
+	waitFile(t, filepath.Join(container, "results", "report.txt"), "host's", 10*time.Second)
+	// Enough data that the pull takes a while: 200 MB of random bytes.
+	big := make([]byte, 200<<20)
+	_, _ = rand.Read(big)
+	_ = os.WriteFile(filepath.Join(container, "results", "big.bin"), big, 0o644)
+	_ = os.WriteFile(filepath.Join(container, "results", "report.txt"), []byte("container's"), 0o644)
+
+	pull := exec.Command(filepath.Join(BinDir, "hostd"), "--town", tw.Dir, "sync", "pull", "gastown/furiosa")
+	if err := pull.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, _ := filepath.Glob(filepath.Join(tw.Dir, "gastown", "polecats", ".furiosa.incoming-*", "tree", "results", "big.bin")); len(m) > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = hostd.Cmd.Process.Kill()
+	_ = pull.Wait()
+	if b, _ := os.ReadFile(filepath.Join(host, "results", "report.txt")); string(b) != "host's" {
+		t.Fatalf("the host's report after hostd died mid-pull: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(host, "results", "big.bin")); err == nil {
+		t.Fatal("part of the pull landed")
+	}
+	Start(t, nil, "hostd", "--town", tw.Dir, "serve", "--listen", addr)
+	tw.WaitStatus(15*time.Second, Connected("furiosa", ""))
+	out := tw.Run("sync", "pull", "gastown/furiosa")
+	if !strings.Contains(out, "applied    results/report.txt") || !strings.Contains(out, "applied    results/big.bin") {
+		t.Errorf("the next pull:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tw.Dir, "gastown", "polecats", ".furiosa.incoming-*")); len(left) != 0 {
+		t.Errorf("left beside the data root: %v", left)
 	}
 }
