@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Data channel benchmarks on a data root of 10,000 small files (1-4 KiB)
+// and four of 120 MiB, ~500 MB in all, random so nothing compresses away,
+// generated once under bin/:
+//   op=push  impl=ours      hostd sync push: pack, the tunnel (QUIC), extract in the container
+//            impl=pipeline  tar -c | zstd -3 | zstd -d | tar -x between two local directories, the baseline
+//            impl=rsync     rsync -a into an empty directory
+//   op=pull  impl=ours      hostd sync pull with every file new to the host (a first pull)
+//   op=pull-unchanged, op=pull-100changed  impl=ours  a pull's whole cost when nothing, or 100 small files, changed
+
+// benchData returns the data root, made once.
+func benchData(b *testing.B) (dir string, size int64) {
+	dir, _ = filepath.Abs("../bin/bench-sync-data")
+	small := make([]byte, 4<<10)
+	if _, err := os.Stat(filepath.Join(dir, "done")); err != nil {
+		b.Logf("generating the data root in %s (once)", dir)
+		_ = os.RemoveAll(dir)
+		for i := range 10000 {
+			p := filepath.Join(dir, "results", fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.txt", i))
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			_, _ = rand.Read(small)
+			if err := os.WriteFile(p, small[:1<<10+i%(3<<10)], 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		big := make([]byte, 120<<20)
+		for i := range 4 {
+			_, _ = rand.Read(big)
+			if err := os.WriteFile(filepath.Join(dir, "results", fmt.Sprintf("large%d.bin", i)), big, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	}
+	_ = filepath.Walk(filepath.Join(dir, "results"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			size += fi.Size()
+		}
+		return nil
+	})
+	return dir, size
+}
+
+func BenchmarkSync(b *testing.B) {
+	data, size := benchData(b)
+	tw := NewTown(b)
+	_, addr := tw.Serve("--config", writeConfig(b, fmt.Sprintf("sync:\n  roots:\n    gastown: %s/{name}\n", b.TempDir())))
+	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
+	container := b.TempDir()
+	Start(b, AgentEnv(addr, tw.Issue(id.String(), time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", b.TempDir(), "--sync-checkpoint", "-1s")
+	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+	// furiosa's host data root holds a copy of the benchmark's data.
+	root := rootOf(b, tw, "furiosa")
+	if err := exec.Command("cp", "-a", filepath.Join(data, "results"), root).Run(); err != nil {
+		b.Fatal(err)
+	}
+	c := control.NewClient(tw.Dir)
+	transfer := func(b *testing.B, pull bool) {
+		var res wire.SyncResult
+		var err error
+		if pull {
+			res, err = c.SyncPull(context.Background(), id, false)
+		} else {
+			res, err = c.SyncPush(context.Background(), id)
+		}
+		if err == nil && res.Error != "" {
+			err = fmt.Errorf("%s", res.Error)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("op=push/impl=ours", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			transfer(b, false)
+		}
+	})
+	b.Run("op=push/impl=pipeline", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			dst := b.TempDir()
+			sh := fmt.Sprintf("tar -C %q -cf - results | zstd -q -3 | zstd -q -d | tar -C %q -xf -", data, dst)
+			if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
+				b.Fatalf("%v %s", err, out)
+			}
+		}
+	})
+	b.Run("op=push/impl=rsync", func(b *testing.B) {
+		if _, err := exec.LookPath("rsync"); err != nil {
+			b.Skip("rsync is not installed (make bench-deps)")
+		}
+		b.SetBytes(size)
+		for b.Loop() {
+			if out, err := exec.Command("rsync", "-a", filepath.Join(data, "results"), b.TempDir()).CombinedOutput(); err != nil {
+				b.Fatalf("%v %s", err, out)
+			}
+		}
+	})
+	b.Run("op=pull/impl=ours", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			b.StopTimer()
+			// A first pull: the host has none of it.
+			_ = os.RemoveAll(filepath.Join(root, "results"))
+			b.StartTimer()
+			transfer(b, true)
+		}
+	})
+	b.Run("op=pull-unchanged/impl=ours", func(b *testing.B) {
+		for b.Loop() {
+			transfer(b, true)
+		}
+	})
+	b.Run("op=pull-100changed/impl=ours", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			b.StopTimer()
+			for i := range 100 {
+				p := filepath.Join(container, "results", fmt.Sprintf("d%02d", i), fmt.Sprintf("f%05d.txt", i))
+				_ = os.WriteFile(p, []byte(fmt.Sprintf("changed %d %d\n", n, i)), 0o644)
+			}
+			n++
+			b.StartTimer()
+			transfer(b, true)
+		}
+	})
+}
+
+// rootOf is a polecat's host data root, from hostd sync status.
+func rootOf(b *testing.B, tw *Town, name string) string {
+	st, err := control.NewClient(tw.Dir).SyncStatus(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range st.Roots {
+		if r.Polecat.Name == name {
+			return r.Host
+		}
+	}
+	b.Fatalf("no data root for %s in %+v", name, st)
+	return ""
+}
+
+// writeConfig writes a hostd config file and returns its path.
+func writeConfig(b *testing.B, yaml string) string {
+	p := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
