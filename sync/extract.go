@@ -91,6 +91,17 @@ func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits)
 // nothing installed). On error dir may hold part of the archive; the
 // caller removes it.
 func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
+	return UnpackSince(ctx, r, dir, p, lim, nil)
+}
+
+// ErrBaseMismatch is an archive leaving out files as unchanged against a
+// base this side does not have: the sender should send everything.
+var ErrBaseMismatch = errors.New("archive refused: it leaves out files as unchanged since a base this side does not have; send everything")
+
+// UnpackSince is Unpack for an archive made by PackSince against base:
+// the files it leaves out must be in base, as the manifest says, and are
+// not written (the caller has them).
+func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits, base *Manifest) (*Manifest, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -122,7 +133,7 @@ func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) 
 	if x.manifest == nil {
 		return nil, errors.New("archive refused: it ends before its manifest (truncated, or not made by Pack)")
 	}
-	if err := x.verify(); err != nil {
+	if err := x.verify(index(base)); err != nil {
 		return nil, err
 	}
 	return x.manifest, nil
@@ -305,10 +316,23 @@ func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 
 // verify compares what arrived with the manifest, member by member, and
 // sets the modes and times it gives.
-func (x *extractor) verify() error {
-	got, want := x.order, x.manifest.Entries
+func (x *extractor) verify(base map[string]*Entry) error {
+	got := x.order
+	var want []Entry
+	for _, e := range x.manifest.Entries {
+		if !e.Unchanged {
+			want = append(want, e)
+			continue
+		}
+		if b := base[e.Path]; b == nil || b.Type != TypeFile || b.SHA256 != e.SHA256 || b.Size != e.Size {
+			return ErrBaseMismatch
+		}
+		if !x.policy.Allowed(e.Path) {
+			return fmt.Errorf("archive refused: %q is not a path the policy lets cross", e.Path)
+		}
+	}
 	if len(got) != len(want) {
-		return fmt.Errorf("archive refused: %d members, the manifest lists %d", len(got), len(want))
+		return fmt.Errorf("archive refused: %d members, the manifest lists %d to send", len(got), len(want))
 	}
 	for i := range got {
 		if got[i] != want[i] {

@@ -36,6 +36,10 @@ type Entry struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Target is a symlink's target, relative and inside the root.
 	Target string `json:"target,omitempty"`
+	// Unchanged marks a file the archive leaves out because it is as in
+	// the base both sides share (PackSince); the receiver takes it from
+	// its base, or refuses the archive (ErrBaseMismatch).
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Manifest lists an archive's entries in archive order.
@@ -46,6 +50,16 @@ type Manifest struct {
 
 // manifestVersion is the manifest format this package writes and reads.
 const manifestVersion = 1
+
+// Resolved is m without the Unchanged marks: the tree it describes.
+func (m *Manifest) Resolved() *Manifest {
+	out := &Manifest{Version: m.Version, Entries: make([]Entry, len(m.Entries))}
+	for i, e := range m.Entries {
+		e.Unchanged = false
+		out.Entries[i] = e
+	}
+	return out
+}
 
 // Files counts the file entries and their bytes.
 func (m *Manifest) Files() (n int, bytes int64) {
@@ -93,6 +107,9 @@ func (e Entry) validate() error {
 	}
 	if e.Mode&^fs.ModePerm != 0 {
 		return fmt.Errorf("%s: mode %v has more than permission bits", e.Path, e.Mode)
+	}
+	if e.Unchanged && e.Type != TypeFile {
+		return fmt.Errorf("%s: only files can be unchanged", e.Path)
 	}
 	switch e.Type {
 	case TypeFile:

@@ -95,14 +95,15 @@ func Merge(host string, base, theirs *Manifest, theirsDir string, o MergeOptions
 // mergeOne decides and does one path; an empty Action means nothing to do.
 func mergeOne(host, rel string, base, theirs *Entry, theirsDir string, o MergeOptions) (Change, error) {
 	c := Change{Path: rel}
+	if same(theirs, base) { // unchanged in the container: the host's stands, whatever it is
+		return c, nil
+	}
 	hostPath := filepath.Join(host, filepath.FromSlash(rel))
 	cur, err := current(hostPath, rel)
 	if err != nil {
 		return c, err
 	}
 	switch {
-	case same(theirs, base): // unchanged in the container
-		return c, nil
 	case same(cur, theirs): // both made the same change
 		return c, nil
 	case same(cur, base): // changed in the container only

@@ -28,6 +28,15 @@ import (
 // inside, others are left out and listed in skipped, as is anything not
 // a file, directory or symlink.
 func Pack(ctx context.Context, root string, p Policy, w io.Writer) (m *Manifest, skipped []string, err error) {
+	return PackSince(ctx, root, p, w, nil)
+}
+
+// PackSince is Pack leaving out the files that are as prev (the base both
+// sides share) lists them: same size, modification time and mode, and not
+// modified in the last two seconds (a write within the same second could
+// otherwise go unseen). The manifest still lists them, marked Unchanged,
+// with prev's hash; the receiver takes them from its base.
+func PackSince(ctx context.Context, root string, p Policy, w io.Writer, prev *Manifest) (m *Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -40,7 +49,7 @@ func Pack(ctx context.Context, root string, p Policy, w io.Writer) (m *Manifest,
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}}
+	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}, prev: index(prev)}
 	archived := make(chan error, 1)
 	go func() { archived <- (archives.Tar{Format: 0}).ArchiveAsync(ctx, zw, pk.jobs) }()
 	err = pk.walkIncludes()
@@ -69,6 +78,7 @@ type packer struct {
 	m       *Manifest
 	skipped []string
 	done    map[string]bool
+	prev    map[string]*Entry
 }
 
 // walkIncludes packs each included path (and the directories leading to
@@ -161,6 +171,13 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeSymlink | 0o777}
 		info.LinkTarget = target
 	case fi.Mode().IsRegular():
+		if pe := pk.prev[rel]; pe != nil && pe.Type == TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
+			pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && time.Since(fi.ModTime()) > 2*time.Second {
+			e := *pe
+			e.Unchanged = true
+			pk.m.Entries = append(pk.m.Entries, e)
+			return nil
+		}
 		f, err := pk.root.Open(rel)
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", rel, err)

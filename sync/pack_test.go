@@ -2,7 +2,9 @@ package sync
 
 import (
 	"bytes"
+	"crypto/rand"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,5 +129,50 @@ func TestPackExtractRoundTrip(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "mine.txt")); string(b) != "keep" {
 		t.Error("a file the archive does not name was touched")
+	}
+}
+
+// TestPackSince: files as the base lists them are left out of the archive
+// and taken from the base by the receiver; an archive referring to a base
+// the receiver does not have is refused with ErrBaseMismatch.
+func TestPackSince(t *testing.T) {
+	src := t.TempDir()
+	big := make([]byte, 100<<10)
+	_, _ = rand.Read(big)
+	writeTree(t, src, map[string]string{"results/a.txt": string(big), "results/b.txt": "b"})
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"results/a.txt", "results/b.txt"} {
+		_ = os.Chtimes(filepath.Join(src, f), old, old)
+	}
+	var first bytes.Buffer
+	base, _, err := Pack(context.Background(), src, testPolicy, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(src, "results/b.txt"), []byte("b changed"), 0o644)
+	var delta bytes.Buffer
+	m, _, err := PackSince(context.Background(), src, testPolicy, &delta, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged := map[string]bool{}
+	for _, e := range m.Entries {
+		unchanged[e.Path] = e.Unchanged
+	}
+	if !unchanged["results/a.txt"] || unchanged["results/b.txt"] {
+		t.Fatalf("unchanged marks %v, want a.txt only", unchanged)
+	}
+	if delta.Len() > first.Len()/10 {
+		t.Errorf("the delta (%d bytes) is not smaller than the full archive (%d)", delta.Len(), first.Len())
+	}
+	got, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, Limits{}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := got.Resolved().Files(); files != 2 {
+		t.Errorf("resolved manifest lists %d files, want 2", files)
+	}
+	if _, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, Limits{}, nil); !errors.Is(err, ErrBaseMismatch) {
+		t.Errorf("without the base: %v, want ErrBaseMismatch", err)
 	}
 }

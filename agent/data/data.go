@@ -55,6 +55,7 @@ type Service struct {
 
 	mu     gosync.Mutex // one transfer at a time
 	policy *datasync.Policy
+	last   *datasync.Manifest // the tree last exchanged with hostd: the base both have
 }
 
 // New prepares the service; zero Config fields take DefaultConfig's.
@@ -74,6 +75,9 @@ func New(cfg Config, sessions supervisor.Sessions) *Service {
 	}
 	s := &Service{cfg: cfg, sessions: sessions}
 	s.policy = s.loadPolicy()
+	if b, err := os.ReadFile(s.lastPath()); err == nil {
+		s.last, _ = datasync.DecodeManifest(b)
+	}
 	return s
 }
 
@@ -85,6 +89,17 @@ type received struct {
 }
 
 func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "sync.json") }
+
+func (s *Service) lastPath() string { return filepath.Join(s.cfg.StateDir, "sync-last.json") }
+
+// exchanged remembers m as the tree both sides now have.
+func (s *Service) exchanged(m *datasync.Manifest) {
+	s.last = m.Resolved()
+	b, _ := json.Marshal(s.last)
+	if err := atomicfile.Write(s.lastPath(), b, 0o600); err != nil {
+		s.cfg.Logger.Warn("sync: could not remember what was exchanged; the next transfer sends everything", "err", err)
+	}
+}
 
 func (s *Service) loadPolicy() *datasync.Policy {
 	b, err := os.ReadFile(s.statePath())
@@ -117,7 +132,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	case wire.SyncPull:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		res, err := s.send(ctx, st, p)
+		res, err := s.send(ctx, st, p, !req.Full)
 		s.logResult("pulled by hostd", res, err)
 	default:
 		_ = st.Reject(fmt.Sprintf("sync operation %q is not one hostd opens (push, pull)", req.Op))
@@ -132,6 +147,7 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 	m, err := datasync.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
 	if err == nil {
 		res.Files, res.Bytes = m.Files()
+		s.exchanged(m)
 		s.policy = &p
 		b, _ := json.Marshal(received{Include: p.Include, Exclude: p.Exclude, At: time.Now()})
 		if werr := atomicfile.Write(s.statePath(), b, 0o600); werr != nil {
@@ -147,34 +163,55 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 }
 
 // send packs the data root onto st (a pull, or an upload this agent
-// opened), half-closes, and reads hostd's result.
-func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy) (wire.SyncResult, error) {
+// opened), half-closes, and reads hostd's result. With delta, files as
+// they were at the last exchange are left out.
+func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy, delta bool) (wire.SyncResult, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
 	if _, err := os.Stat(s.cfg.Root); errors.Is(err, fs.ErrNotExist) {
 		_ = os.MkdirAll(s.cfg.Root, 0o755)
 	}
-	if _, _, err := datasync.Pack(ctx, s.cfg.Root, p, st); err != nil {
+	var prev *datasync.Manifest
+	if delta {
+		prev = s.last
+	}
+	m, _, err := datasync.PackSince(ctx, s.cfg.Root, p, st, prev)
+	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("packing %s: %w", s.cfg.Root, err)
 	}
 	if err := st.CloseWrite(); err != nil {
 		return wire.SyncResult{}, err
 	}
 	res, err := wire.ReadSyncResult(st)
-	if err == nil && res.Error != "" {
+	switch {
+	case err != nil:
+	case res.Error == datasync.ErrBaseMismatch.Error():
+		err = datasync.ErrBaseMismatch
+	case res.Error != "":
 		err = errors.New("hostd refused it: " + res.Error)
+	default:
+		s.exchanged(m)
 	}
 	return res, err
 }
 
-// upload sends the container's data to hostd on a stream of our own.
+// upload sends the container's data to hostd on a stream of our own: what
+// changed since the last exchange, or everything if hostd lacks that base.
 func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.policy == nil {
 		return wire.SyncResult{}, errNoPolicy
 	}
+	res, err := s.uploadOnce(ctx, reason, true)
+	if errors.Is(err, datasync.ErrBaseMismatch) {
+		res, err = s.uploadOnce(ctx, reason, false)
+	}
+	return res, err
+}
+
+func (s *Service) uploadOnce(ctx context.Context, reason string, delta bool) (wire.SyncResult, error) {
 	sess, err := s.sessions.Session(ctx)
 	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("no tunnel: %w", err)
@@ -184,7 +221,7 @@ func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, e
 		return wire.SyncResult{}, err
 	}
 	defer st.Close()
-	return s.send(ctx, st, *s.policy)
+	return s.send(ctx, st, *s.policy, delta)
 }
 
 // errNoPolicy is an upload before hostd ever sent data: there is nothing

@@ -1,7 +1,8 @@
 package data
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,17 +29,57 @@ func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, string) {
 	return m, filepath.Join(s.baseDir(id), "base")
 }
 
-// keepBase unpacks the archive just sent as the polecat's new base.
-func (s *Service) keepBase(ctx context.Context, id wire.Identity, sent io.Reader, m *datasync.Manifest) error {
+// keepBase keeps what was just sent as the polecat's new base: the
+// manifest, and the contents of the files a three-way merge could use
+// (text-sized, 8 MiB at most), copied from the host root and kept only if
+// still as sent.
+func (s *Service) keepBase(id wire.Identity, root string, m *datasync.Manifest) error {
+	if err := os.MkdirAll(s.baseDir(id), 0o700); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(s.baseDir(id), "base-new-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := datasync.Unpack(ctx, sent, filepath.Join(tmp, "tree"), s.policy, s.cfg.limits()); err != nil {
+	tree := filepath.Join(tmp, "tree")
+	for _, e := range m.Entries {
+		to := filepath.Join(tree, filepath.FromSlash(e.Path))
+		switch {
+		case e.Type == datasync.TypeDir:
+			err = os.MkdirAll(to, 0o700)
+		case e.Type == datasync.TypeFile && e.Size <= maxBaseFile:
+			err = copyIfSame(filepath.Join(root, filepath.FromSlash(e.Path)), to, e.SHA256)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.replaceBase(id, tree, m)
+}
+
+// maxBaseFile is the largest file whose content a base keeps: the largest
+// a three-way text merge is tried on.
+const maxBaseFile = 8 << 20
+
+// copyIfSame copies from to to if its content hashes to sha; otherwise it
+// leaves nothing (the file changed since it was sent: no merge base).
+func copyIfSame(from, to, sha string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return nil
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
 		return err
 	}
-	return s.replaceBase(id, filepath.Join(tmp, "tree"), m)
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if err = errors.Join(err, out.Close()); err != nil || hex.EncodeToString(h.Sum(nil)) != sha {
+		_ = os.Remove(to)
+	}
+	return nil
 }
 
 // replaceBase makes tree (with manifest m) the polecat's base.
@@ -60,9 +101,10 @@ func (s *Service) replaceBase(id wire.Identity, tree string, m *datasync.Manifes
 	return state.Save(filepath.Join(dir, "base.json"), m)
 }
 
-// linkTree makes dst a copy of the tree m lists under src, files
-// hard-linked.
-func linkTree(src, dst string, m *datasync.Manifest) error {
+// linkTree makes dst a copy of the tree m lists, files hard-linked: from
+// src, or for files m marks unchanged, from the old base (when it kept
+// them).
+func linkTree(src, oldBase, dst string, m *datasync.Manifest) error {
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return err
 	}
@@ -74,7 +116,16 @@ func linkTree(src, dst string, m *datasync.Manifest) error {
 			err = os.MkdirAll(to, 0o700)
 		case datasync.TypeSymlink:
 			err = os.Symlink(e.Target, to)
-		default:
+		case datasync.TypeFile:
+			if e.Unchanged {
+				if oldBase == "" {
+					continue
+				}
+				from = filepath.Join(oldBase, filepath.FromSlash(e.Path))
+				if _, serr := os.Lstat(from); serr != nil {
+					continue // the old base kept no content for it
+				}
+			}
 			err = os.Link(from, to)
 		}
 		if err != nil {

@@ -189,15 +189,26 @@ func (s *Service) Push(ctx context.Context, id wire.Identity) (wire.SyncResult, 
 }
 
 // Pull takes the container's data and merges it into the host's (hostd
-// sync pull); with dryRun it reports the merge without doing it.
+// sync pull); with dryRun it reports the merge without doing it. The agent
+// sends only what changed since the last exchange; if hostd does not have
+// that base, it asks again for everything.
 func (s *Service) Pull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
+	res, err := s.pull(ctx, id, dryRun, false)
+	if errors.Is(err, datasync.ErrBaseMismatch) {
+		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
+		res, err = s.pull(ctx, id, dryRun, true)
+	}
+	return res, err
+}
+
+func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	st, err := c.Session().OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPull, Include: s.policy.Include, Exclude: s.policy.Exclude})
+	st, err := c.Session().OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPull, Include: s.policy.Include, Exclude: s.policy.Exclude, Full: full})
 	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("asking %s for its data: %w", id, err)
 	}
@@ -232,16 +243,6 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
 	}
-	base := s.baseDir(id)
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return fail(err)
-	}
-	sent, err := os.CreateTemp(base, "sent-*.tar.zst")
-	if err != nil {
-		return fail(err)
-	}
-	defer os.Remove(sent.Name())
-	defer sent.Close()
 	st, err := sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPush, Include: s.policy.Include, Exclude: s.policy.Exclude})
 	if err != nil {
 		return fail(fmt.Errorf("opening a push to %s: %w", id, err))
@@ -250,7 +251,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
-	m, skipped, err := datasync.Pack(ctx, root, s.policy, io.MultiWriter(st, sent))
+	m, skipped, err := datasync.Pack(ctx, root, s.policy, st)
 	if err != nil {
 		return fail(fmt.Errorf("packing %s: %w", root, err))
 	}
@@ -267,10 +268,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if res.Error != "" {
 		return res, fmt.Errorf("%s refused the push: %s", id, res.Error)
 	}
-	if _, err := sent.Seek(0, io.SeekStart); err != nil {
-		return res, err
-	}
-	if err := s.keepBase(ctx, id, sent, m); err != nil {
+	if err := s.keepBase(id, root, m); err != nil {
 		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
 	}
 	s.log.Info("sync: pushed", "polecat", id, "files", res.Files, "bytes", res.Bytes)
@@ -313,17 +311,17 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return fail(err)
 	}
 	defer os.RemoveAll(staging)
-	theirs, err := datasync.Unpack(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.limits())
+	base, baseTree := s.loadBase(id)
+	theirs, err := datasync.UnpackSince(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.limits(), base)
 	if err != nil {
 		return fail(err)
 	}
 	files, bytes := theirs.Files()
-	base, baseTree := s.loadBase(id)
 	// The new base is what the container has now: linked aside before the
 	// merge moves files out of the staging tree.
 	next := filepath.Join(staging, "base")
 	if !dryRun {
-		if err := linkTree(filepath.Join(staging, "tree"), next, theirs); err != nil {
+		if err := linkTree(filepath.Join(staging, "tree"), baseTree, next, theirs); err != nil {
 			return fail(err)
 		}
 	}
@@ -341,7 +339,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return res, err
 	}
 	if !dryRun {
-		if err := s.replaceBase(id, next, theirs); err != nil {
+		if err := s.replaceBase(id, next, theirs.Resolved()); err != nil {
 			return res, err
 		}
 	}

@@ -43,6 +43,10 @@ type SyncRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// DryRun asks hostd to report a pull's merge without doing it.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Full asks the agent to send every file on a pull, not only those
+	// changed since the last exchange (hostd lost, or never had, the base
+	// the agent's archive would refer to).
+	Full bool `json:"full,omitempty"`
 }
 
 // Validate checks the operation.
