@@ -45,7 +45,9 @@ func PackSince(ctx context.Context, root string, p Policy, w io.Writer, prev *Ma
 		return nil, nil, fmt.Errorf("opening data root: %w", err)
 	}
 	defer r.Close()
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	// The fastest level: the data is small text or already compressed, and
+	// the tunnel is fast; compression must not be the bottleneck.
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}

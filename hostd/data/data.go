@@ -216,11 +216,11 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
-	if err := st.CloseWrite(); err != nil {
-		return wire.SyncResult{}, fmt.Errorf("asking %s for its data: %w", id, err)
-	}
+	// The request goes out with the first read; the result goes back on
+	// the same stream once the archive is in.
 	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", dryRun)
 	_ = wire.WriteSyncResult(st, res)
+	_ = st.CloseWrite()
 	return res, err
 }
 
