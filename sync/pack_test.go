@@ -2,8 +2,8 @@ package sync
 
 import (
 	"bytes"
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"errors"
 	"io/fs"
 	"os"
