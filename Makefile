@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
 
-.PHONY: help build test bench demo lint fuzz clean
+.PHONY: help build test bench bench-deps demo lint fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -39,6 +39,13 @@ bench: ## print the benchmark tables: ours beside its baselines, medians of $(CO
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-beat.txt
 	@echo; echo "== liveness at scale: one hostd with no agents beside one with 1000 (sec/op is hostd status --json)"
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
+	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
+	$(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
+	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
+
+bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
+	command -v zstd >/dev/null && command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync; }
 
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh
