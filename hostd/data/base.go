@@ -49,7 +49,9 @@ func (s *Service) keepBase(id wire.Identity, root string, m *datasync.Manifest) 
 		case e.Type == datasync.TypeDir:
 			err = os.MkdirAll(to, 0o700)
 		case e.Type == datasync.TypeFile && e.Size <= maxBaseFile:
-			err = copyIfSame(filepath.Join(root, filepath.FromSlash(e.Path)), to, e.SHA256)
+			if err = os.MkdirAll(filepath.Dir(to), 0o700); err == nil {
+				err = copyIfSame(filepath.Join(root, filepath.FromSlash(e.Path)), to, e.SHA256)
+			}
 		}
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -240,8 +241,13 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string) (w
 
 func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity) (wire.SyncResult, error) {
 	root := s.Root(id)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		// Nothing to send, and nothing to create in the rig for it: an
+		// empty tree goes.
+		root = filepath.Join(s.cfg.Dir, "empty")
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return fail(err)
+		}
 	}
 	st, err := sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: wire.SyncPush, Include: s.policy.Include, Exclude: s.policy.Exclude})
 	if err != nil {

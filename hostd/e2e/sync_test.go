@@ -116,6 +116,15 @@ func TestSyncRoundTrip(t *testing.T) {
 			t.Errorf("sync log lacks %q:\n%s", want, log)
 		}
 	}
+	var recs []control.SyncRecord
+	if err := json.Unmarshal([]byte(tw.Run("sync", "log", "--json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Error != "" {
+			t.Errorf("%s %s failed: %s", r.Op, r.Reason, r.Error)
+		}
+	}
 	var st control.SyncStatus
 	if err := json.Unmarshal([]byte(tw.Run("sync", "status", "--json")), &st); err != nil {
 		t.Fatal(err)
