@@ -191,6 +191,9 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
 			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(clean(p.Command), 13))
 	}
+	if st.SyncConflicts > 0 {
+		fmt.Fprintf(w, "\n%d data conflict(s) since hostd started: the host's versions stayed, the containers' are beside them (hostd sync log)\n", st.SyncConflicts)
+	}
 	if len(st.Upstream) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))

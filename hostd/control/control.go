@@ -84,6 +84,9 @@ type Status struct {
 	// Listeners is each transport's accept loop: a stopped or failing one
 	// refuses its tunnels while everything else looks fine.
 	Listeners []tunnel.ListenerHealth `json:"listeners"`
+	// SyncConflicts counts the paths data merges left in conflict since
+	// hostd started (hostd sync log has them).
+	SyncConflicts int `json:"sync_conflicts"`
 }
 
 // Backend is what the daemon provides to the API.

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
@@ -78,8 +79,10 @@ type Service struct {
 	reg    *registry.Registry
 	log    *slog.Logger
 
-	rate     *limits.Rate     // agent-initiated transfers, per polecat
-	logLimit *logging.Limiter // refusals, per polecat
+	metrics   *metrics
+	conflicts atomic.Int64     // conflicts since hostd started, for status
+	rate      *limits.Rate     // agent-initiated transfers, per polecat
+	logLimit  *logging.Limiter // refusals, per polecat
 
 	mu    gosync.Mutex
 	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
@@ -113,7 +116,7 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 		}
 	}
 	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
-		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}, nil
+		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics()}, nil
 }
 
 // Root is the polecat's data root on the host.
@@ -126,6 +129,10 @@ func (s *Service) Root(id wire.Identity) string {
 	}
 	return filepath.Join(s.cfg.Town, id.Rig, "polecats", id.Name)
 }
+
+// Conflicts is how many paths merges have left in conflict since hostd
+// started.
+func (s *Service) Conflicts() int { return int(s.conflicts.Load()) }
 
 // Policy is the policy both sides apply.
 func (s *Service) Policy() datasync.Policy { return s.policy }

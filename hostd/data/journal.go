@@ -32,6 +32,10 @@ func (s *Service) journalPath() string { return filepath.Join(s.cfg.Dir, "journa
 
 // journal appends r, keeping the newest journalSize records.
 func (s *Service) journal(r control.SyncRecord) {
+	s.metrics.observe(r)
+	if !r.DryRun {
+		s.conflicts.Add(int64(r.Conflict))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var recs []control.SyncRecord

@@ -101,6 +101,9 @@ func TestSyncRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(host, "results/.aws")); err == nil {
 		t.Error("a secret came back from the container")
 	}
+	if st := tw.Run("status"); !strings.Contains(st, "1 data conflict(s) since hostd started") {
+		t.Errorf("hostd status does not show the conflict:\n%s", st)
+	}
 
 	// At teardown the agent sends what changed since.
 	_ = os.WriteFile(filepath.Join(container, "results/last.txt"), []byte("written just before the stop"), 0o644)

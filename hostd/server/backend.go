@@ -22,6 +22,7 @@ func (s *Server) Status() control.Status {
 	if ln := s.listener(); ln != nil {
 		st.Listeners = ln.Health()
 	}
+	st.SyncConflicts = s.data.Conflicts()
 	if s.queue != nil {
 		for _, p := range s.queue.Pending() {
 			st.Upstream = append(st.Upstream, control.UpstreamItem(p))

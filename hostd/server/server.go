@@ -154,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(wire.KindRelay, rel)
 	s.mux.Handle(wire.KindGit, s.git.Handler())
 	s.mux.Handle(wire.KindSync, s.data)
-	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, listenerMetrics{s}}
+	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, s.data, listenerMetrics{s}}
 	if s.queue != nil {
 		sources = append(sources, s.queue)
 	}
