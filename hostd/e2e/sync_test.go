@@ -242,3 +242,28 @@ func TestSyncHostdKilledMidPull(t *testing.T) {
 		t.Errorf("left beside the data root: %v", left)
 	}
 }
+
+// TestSyncCheckpoint: the agent sends the container's changes every
+// --sync-checkpoint by itself, so a container that crashes loses little.
+func TestSyncCheckpoint(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
+	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
+	container := t.TempDir()
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container,
+		"--state-dir", t.TempDir(), "--sync-checkpoint", "500ms")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(container, "results")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first push never arrived")
+		}
+	}
+	_ = os.WriteFile(filepath.Join(container, "results", "progress.txt"), []byte("half done"), 0o644)
+	waitFile(t, filepath.Join(host, "results", "progress.txt"), "half done", 10*time.Second)
+	if log := tw.Run("sync", "log"); !strings.Contains(log, "upload (checkpoint)") {
+		t.Errorf("the journal lacks the checkpoint:\n%s", log)
+	}
+}
