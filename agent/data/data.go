@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	gosync "sync"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
@@ -53,7 +52,7 @@ type Service struct {
 	cfg      Config
 	sessions supervisor.Sessions
 
-	mu     gosync.Mutex // one transfer at a time
+	busy   chan struct{} // held by the one transfer at a time; guards policy and last
 	policy *datasync.Policy
 	last   *datasync.Manifest // the tree last exchanged with hostd: the base both have
 }
@@ -73,7 +72,7 @@ func New(cfg Config, sessions supervisor.Sessions) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
-	s := &Service{cfg: cfg, sessions: sessions}
+	s := &Service{cfg: cfg, sessions: sessions, busy: make(chan struct{}, 1)}
 	s.policy = s.loadPolicy()
 	if b, err := os.ReadFile(s.lastPath()); err == nil {
 		s.last, _ = datasync.DecodeManifest(b)
@@ -86,6 +85,17 @@ type received struct {
 	Include []string  `json:"include"`
 	Exclude []string  `json:"exclude,omitempty"`
 	At      time.Time `json:"at"`
+}
+
+// lock waits for the other transfer to end, or for ctx; unlock gives the
+// turn back.
+func (s *Service) lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case s.busy <- struct{}{}:
+		return func() { <-s.busy }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("another data transfer is still running: %w", ctx.Err())
+	}
 }
 
 func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "sync.json") }
@@ -130,8 +140,12 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	case wire.SyncPush:
 		s.install(ctx, st, p)
 	case wire.SyncPull:
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		unlock, err := s.lock(ctx)
+		if err != nil {
+			_ = st.Reject(err.Error())
+			return
+		}
+		defer unlock()
 		res, err := s.send(ctx, st, p, !req.Full)
 		s.logResult("pulled by hostd", res, err)
 	default:
@@ -141,8 +155,12 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 
 // install extracts hostd's archive into the data root and answers.
 func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Policy) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		_ = st.Reject(err.Error())
+		return
+	}
+	defer unlock()
 	var res wire.SyncResult
 	m, err := datasync.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
 	if err == nil {
@@ -199,8 +217,11 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 // upload sends the container's data to hostd on a stream of our own: what
 // changed since the last exchange, or everything if hostd lacks that base.
 func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return wire.SyncResult{}, err
+	}
+	defer unlock()
 	if s.policy == nil {
 		return wire.SyncResult{}, errNoPolicy
 	}
@@ -253,9 +274,12 @@ func (s *Service) fetch(ctx context.Context) error {
 // Run asks hostd for the data if this container has none yet, then sends
 // a checkpoint every Checkpoint until ctx ends.
 func (s *Service) Run(ctx context.Context) {
-	s.mu.Lock()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return
+	}
 	have := s.policy != nil
-	s.mu.Unlock()
+	unlock()
 	for !have && ctx.Err() == nil {
 		err := s.fetch(ctx)
 		if err == nil {
