@@ -98,7 +98,7 @@ func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) 
 // base this side does not have: the sender should send everything.
 var ErrBaseMismatch = errors.New("archive refused: it leaves out files as unchanged since a base this side does not have; send everything")
 
-// UnpackSince is Unpack for an archive made by PackSince against base:
+// UnpackSince is Unpack for an archive made by Pack with Since(base):
 // the files it leaves out must be in base, as the manifest says, and are
 // not written (the caller has them).
 func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits, base *Manifest) (*Manifest, error) {

@@ -37,7 +37,7 @@ type Entry struct {
 	// Target is a symlink's target, relative and inside the root.
 	Target string `json:"target,omitempty"`
 	// Unchanged marks a file the archive leaves out because it is as in
-	// the base both sides share (PackSince); the receiver takes it from
+	// the base both sides share (Pack with Since); the receiver takes it from
 	// its base, or refuses the archive (ErrBaseMismatch).
 	Unchanged bool `json:"unchanged,omitempty"`
 }

@@ -27,16 +27,7 @@ import (
 // lead it out of root; symlinks are kept only if their target stays
 // inside, others are left out and listed in skipped, as is anything not
 // a file, directory or symlink.
-func Pack(ctx context.Context, root string, p Policy, w io.Writer) (m *Manifest, skipped []string, err error) {
-	return PackSince(ctx, root, p, w, nil)
-}
-
-// PackSince is Pack leaving out the files that are as prev (the base both
-// sides share) lists them: same size, modification time and mode, and not
-// modified in the last two seconds (a write within the same second could
-// otherwise go unseen). The manifest still lists them, marked Unchanged,
-// with prev's hash; the receiver takes them from its base.
-func PackSince(ctx context.Context, root string, p Policy, w io.Writer, prev *Manifest) (m *Manifest, skipped []string, err error) {
+func Pack(ctx context.Context, root string, p Policy, w io.Writer, opts ...PackOption) (m *Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -51,7 +42,11 @@ func PackSince(ctx context.Context, root string, p Policy, w io.Writer, prev *Ma
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}, prev: index(prev)}
+	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}}
+	pk.visit = pk.add
+	for _, o := range opts {
+		o(pk)
+	}
 	archived := make(chan error, 1)
 	go func() { archived <- (archives.Tar{Format: 0}).ArchiveAsync(ctx, zw, pk.jobs) }()
 	err = pk.walkIncludes()
@@ -71,6 +66,46 @@ func PackSince(ctx context.Context, root string, p Policy, w io.Writer, prev *Ma
 	return pk.m, pk.skipped, nil
 }
 
+// PackOption changes what Pack does.
+type PackOption func(*packer)
+
+// Since leaves out the files that are as prev (the base both sides share)
+// lists them: same size, modification time and mode, and not modified in
+// the last two seconds (a write within the same second could otherwise go
+// unseen). The manifest still lists them, marked Unchanged, with prev's
+// hash; the receiver takes them from its base.
+func Since(prev *Manifest) PackOption { return func(pk *packer) { pk.prev = index(prev) } }
+
+// WithProgress calls f after each file packed with the files and bytes
+// packed so far (files left out by Since count too).
+func WithProgress(f func(files int, bytes int64)) PackOption {
+	return func(pk *packer) { pk.progress = f }
+}
+
+// Size counts the files and bytes under root that p lets cross, without
+// reading them (for progress: what Pack will send at most).
+func Size(root string, p Policy) (files int, bytes int64, err error) {
+	if err := p.Validate(); err != nil {
+		return 0, 0, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return 0, 0, fmt.Errorf("opening data root: %w", err)
+	}
+	defer r.Close()
+	pk := &packer{root: r, policy: p}
+	pk.visit = func(rel string, fi fs.FileInfo) error {
+		pk.done[rel] = true
+		if fi.Mode().IsRegular() {
+			files++
+			bytes += fi.Size()
+		}
+		return nil
+	}
+	err = pk.walkIncludes()
+	return files, bytes, err
+}
+
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
 	ctx     context.Context
@@ -81,6 +116,12 @@ type packer struct {
 	skipped []string
 	done    map[string]bool
 	prev    map[string]*Entry
+	// visit takes each path the walk finds: add, or a count for Size.
+	visit func(rel string, fi fs.FileInfo) error
+	// progress, when set, hears of each file packed.
+	progress func(files int, bytes int64)
+	files    int // packed so far
+	bytes    int64
 }
 
 // walkIncludes packs each included path (and the directories leading to
@@ -112,7 +153,7 @@ func (pk *packer) leading(dir string) error {
 	if err != nil || !fi.IsDir() {
 		return nil // the include is not there; nothing to lead to
 	}
-	return pk.add(dir, fi)
+	return pk.visit(dir, fi)
 }
 
 // walk packs rel and, for a directory, what is under it.
@@ -127,7 +168,7 @@ func (pk *packer) walk(rel string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", rel, err)
 	}
-	if err := pk.add(rel, fi); err != nil {
+	if err := pk.visit(rel, fi); err != nil {
 		return err
 	}
 	if !fi.IsDir() {
@@ -178,6 +219,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 			e := *pe
 			e.Unchanged = true
 			pk.m.Entries = append(pk.m.Entries, e)
+			pk.packed(e.Size)
 			return nil
 		}
 		f, err := pk.root.Open(rel)
@@ -201,6 +243,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		}
 		e.SHA256 = hex.EncodeToString(h.Sum(nil))
 		pk.m.Entries = append(pk.m.Entries, e)
+		pk.packed(e.Size)
 		return nil
 	default:
 		pk.skipped = append(pk.skipped, rel)
@@ -211,6 +254,15 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 	}
 	pk.m.Entries = append(pk.m.Entries, e)
 	return nil
+}
+
+// packed counts one file for progress.
+func (pk *packer) packed(size int64) {
+	pk.files++
+	pk.bytes += size
+	if pk.progress != nil {
+		pk.progress(pk.files, pk.bytes)
+	}
 }
 
 // writeManifest packs the manifest as the last member.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -151,7 +152,7 @@ func TestPackSince(t *testing.T) {
 	}
 	_ = os.WriteFile(filepath.Join(src, "results/b.txt"), []byte("b changed"), 0o644)
 	var delta bytes.Buffer
-	m, _, err := PackSince(context.Background(), src, testPolicy, &delta, base)
+	m, _, err := Pack(context.Background(), src, testPolicy, &delta, Since(base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +175,22 @@ func TestPackSince(t *testing.T) {
 	}
 	if _, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, Limits{}, nil); !errors.Is(err, ErrBaseMismatch) {
 		t.Errorf("without the base: %v, want ErrBaseMismatch", err)
+	}
+}
+
+func TestSizeAndProgress(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"results/a": "aaaa", "results/b/c": "cc", "results/.ssh/k": "secret", "other": "x"})
+	files, bytes, err := Size(src, testPolicy)
+	if err != nil || files != 2 || bytes != 6 {
+		t.Fatalf("Size: %d files, %d bytes, %v; want 2 and 6", files, bytes, err)
+	}
+	var lastFiles int
+	var lastBytes int64
+	if _, _, err := Pack(context.Background(), src, testPolicy, io.Discard, WithProgress(func(f int, b int64) { lastFiles, lastBytes = f, b })); err != nil {
+		t.Fatal(err)
+	}
+	if lastFiles != files || lastBytes != bytes {
+		t.Errorf("progress ended at %d files, %d bytes; Size said %d, %d", lastFiles, lastBytes, files, bytes)
 	}
 }

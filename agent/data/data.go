@@ -194,7 +194,7 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 	if delta {
 		prev = s.last
 	}
-	m, _, err := datasync.PackSince(ctx, s.cfg.Root, p, st, prev)
+	m, _, err := datasync.Pack(ctx, s.cfg.Root, p, st, datasync.Since(prev))
 	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("packing %s: %w", s.cfg.Root, err)
 	}
