@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
@@ -26,12 +28,18 @@ func (a *app) syncCmd() *cobra.Command {
 				asJSON, _ := cmd.Flags().GetBool("json")
 				c := control.NewClient(a.town())
 				start := time.Now()
+				var progress func(control.SyncProgress)
+				if !asJSON && isTerminal(cmd.ErrOrStderr()) {
+					bar := newProgress(cmd.ErrOrStderr(), id)
+					defer bar.finish()
+					progress = bar.update
+				}
 				var res wire.SyncResult
 				if pull {
 					dry, _ := cmd.Flags().GetBool("dry-run")
-					res, err = c.SyncPull(cmd.Context(), id, dry)
+					res, err = c.SyncPull(cmd.Context(), id, dry, progress)
 				} else {
-					res, err = c.SyncPush(cmd.Context(), id)
+					res, err = c.SyncPush(cmd.Context(), id, progress)
 				}
 				if err != nil {
 					return err
@@ -135,5 +143,47 @@ func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.D
 			line += "  (container's version saved as " + clean(c.Copy) + ")"
 		}
 		fmt.Fprintln(w, line)
+	}
+}
+
+// isTerminal says whether w is a terminal (progress is drawn only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// transferProgress draws a transfer's progress: bytes, files, rate, and
+// the time left when the total is known (a push).
+type transferProgress struct {
+	w   io.Writer
+	id  wire.Identity
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer, id wire.Identity) *transferProgress { return &transferProgress{w: w, id: id} }
+
+func (p *transferProgress) update(sp control.SyncProgress) {
+	if p.bar == nil {
+		total := sp.TotalBytes
+		if total == 0 {
+			total = -1 // unknown: a spinner with bytes and rate
+		}
+		p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription(p.id.String()), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	if sp.TotalFiles > 0 {
+		p.bar.Describe(fmt.Sprintf("%s: %d/%d files", p.id, sp.Files, sp.TotalFiles))
+	}
+	_ = p.bar.Set64(sp.Bytes)
+}
+
+func (p *transferProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
 	}
 }

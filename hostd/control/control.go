@@ -215,32 +215,63 @@ func (c *Client) doLong(ctx context.Context, method, path string, out any) error
 	return c.doWith(ctx, &hc, method, path, out)
 }
 
-func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, out any) error {
+// openLong starts a long call and returns its body, for answers that
+// stream.
+func (c *Client) openLong(ctx context.Context, method, path string) (io.ReadCloser, error) {
+	hc := *c.hc
+	hc.Timeout = 0
+	resp, err := c.send(ctx, &hc, method, path)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, statusError(method, path, resp)
+	}
+	return resp.Body, nil
+}
+
+// send makes one call, saying clearly when no daemon answers.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+			return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
 		}
-		return fmt.Errorf("asking hostd (%s): %w", c.path, err)
+		return nil, fmt.Errorf("asking hostd (%s): %w", c.path, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, out any) error {
+	resp, err := c.send(ctx, hc, method, path)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return statusError(method, path, resp)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("reading hostd's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("decoding hostd's answer: %w", err)
 	}
 	return nil
+}
+
+// statusError is a failed call, with the reason hostd gave.
+func statusError(method, path string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
 }

@@ -2,8 +2,12 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -27,6 +31,23 @@ type SyncRecord struct {
 	Error    string        `json:"error,omitempty"`
 }
 
+// SyncProgress is how far a transfer is: files and bytes so far, and the
+// totals when known (a push knows them; a pull counts the archive's bytes
+// as they arrive).
+type SyncProgress struct {
+	Files      int   `json:"files"`
+	Bytes      int64 `json:"bytes"`
+	TotalFiles int   `json:"total_files,omitempty"`
+	TotalBytes int64 `json:"total_bytes,omitempty"`
+}
+
+// syncLine is one line of a transfer's progress stream: progress, then the
+// result last.
+type syncLine struct {
+	Progress *SyncProgress    `json:"progress,omitempty"`
+	Result   *wire.SyncResult `json:"result,omitempty"`
+}
+
 // SyncRoot is where one connected polecat's data lives on the host.
 type SyncRoot struct {
 	Polecat wire.Identity `json:"polecat"`
@@ -43,8 +64,10 @@ type SyncStatus struct {
 
 // SyncBackend is the data channel's part of the Backend.
 type SyncBackend interface {
-	SyncPush(ctx context.Context, id wire.Identity) (wire.SyncResult, error)
-	SyncPull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error)
+	// SyncPush and SyncPull call progress (when not nil) as the transfer
+	// goes.
+	SyncPush(ctx context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error)
+	SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(SyncProgress)) (wire.SyncResult, error)
 	SyncLog() ([]SyncRecord, error)
 	SyncStatus() SyncStatus
 }
@@ -57,15 +80,26 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 				return
 			}
+			var progress func(SyncProgress)
+			var stream *progressStream
+			if r.URL.Query().Get("progress") == "1" {
+				stream = newProgressStream(w)
+				progress = stream.set
+				defer stream.stop()
+			}
 			var res wire.SyncResult
 			var err error
 			if pull {
-				res, err = b.SyncPull(r.Context(), id, r.URL.Query().Get("dry_run") == "1")
+				res, err = b.SyncPull(r.Context(), id, r.URL.Query().Get("dry_run") == "1", progress)
 			} else {
-				res, err = b.SyncPush(r.Context(), id)
+				res, err = b.SyncPush(r.Context(), id, progress)
 			}
 			if err != nil && res.Error == "" {
 				res.Error = err.Error()
+			}
+			if stream != nil {
+				stream.finish(res)
+				return
 			}
 			writeJSON(w, http.StatusOK, res)
 		}
@@ -86,23 +120,51 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 }
 
 // SyncPush asks the daemon to send a polecat's host data into its
-// container, and waits for the result.
-func (c *Client) SyncPush(ctx context.Context, id wire.Identity) (wire.SyncResult, error) {
-	var res wire.SyncResult
-	err := c.doLong(ctx, http.MethodPost, "/v1/sync/"+url.PathEscape(id.Rig)+"/"+url.PathEscape(id.Name)+"/push", &res)
-	return res, err
+// container, and waits for the result; progress, when not nil, hears how
+// far it is about four times a second.
+func (c *Client) SyncPush(ctx context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error) {
+	return c.syncTransfer(ctx, "/v1/sync/"+url.PathEscape(id.Rig)+"/"+url.PathEscape(id.Name)+"/push", progress)
 }
 
 // SyncPull asks the daemon to take a polecat's data and merge it (or, with
 // dryRun, say what a merge would do).
-func (c *Client) SyncPull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
-	var res wire.SyncResult
-	q := ""
+func (c *Client) SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(SyncProgress)) (wire.SyncResult, error) {
+	path := "/v1/sync/" + url.PathEscape(id.Rig) + "/" + url.PathEscape(id.Name) + "/pull"
 	if dryRun {
-		q = "?dry_run=1"
+		path += "?dry_run=1"
 	}
-	err := c.doLong(ctx, http.MethodPost, "/v1/sync/"+url.PathEscape(id.Rig)+"/"+url.PathEscape(id.Name)+"/pull"+q, &res)
-	return res, err
+	return c.syncTransfer(ctx, path, progress)
+}
+
+func (c *Client) syncTransfer(ctx context.Context, path string, progress func(SyncProgress)) (wire.SyncResult, error) {
+	var res wire.SyncResult
+	if progress == nil {
+		err := c.doLong(ctx, http.MethodPost, path, &res)
+		return res, err
+	}
+	if strings.Contains(path, "?") {
+		path += "&progress=1"
+	} else {
+		path += "?progress=1"
+	}
+	body, err := c.openLong(ctx, http.MethodPost, path)
+	if err != nil {
+		return res, err
+	}
+	defer body.Close()
+	d := json.NewDecoder(body)
+	for {
+		var line syncLine
+		if err := d.Decode(&line); err != nil {
+			return res, fmt.Errorf("reading hostd's progress: %w", err)
+		}
+		switch {
+		case line.Result != nil:
+			return *line.Result, nil
+		case line.Progress != nil:
+			progress(*line.Progress)
+		}
+	}
 }
 
 // SyncLog fetches the transfer journal.
@@ -117,4 +179,63 @@ func (c *Client) SyncStatus(ctx context.Context) (SyncStatus, error) {
 	var st SyncStatus
 	err := c.do(ctx, http.MethodGet, "/v1/sync/status", &st)
 	return st, err
+}
+
+// progressStream writes a transfer's progress as JSON lines, the latest
+// about four times a second, then the result.
+type progressStream struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	mu     sync.Mutex
+	latest *SyncProgress
+	sent   *SyncProgress
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newProgressStream(w http.ResponseWriter) *progressStream {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	p := &progressStream{w: w, rc: http.NewResponseController(w), done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+				p.flush()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progressStream) set(sp SyncProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latest = &sp
+}
+
+// flush writes the latest progress if it moved.
+func (p *progressStream) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.latest == nil || p.latest == p.sent {
+		return
+	}
+	p.sent = p.latest
+	_ = json.NewEncoder(p.w).Encode(syncLine{Progress: p.latest})
+	_ = p.rc.Flush()
+}
+
+func (p *progressStream) stop() { p.once.Do(func() { close(p.done) }) }
+
+// finish writes the result as the last line.
+func (p *progressStream) finish(res wire.SyncResult) {
+	p.stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = json.NewEncoder(p.w).Encode(syncLine{Result: &res})
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -14,14 +16,20 @@ import (
 // The data channel's calls on the fake daemon: what the HTTP layer does
 // with them is what is tested here; the real transfers are in hostd/e2e.
 
-func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity) (wire.SyncResult, error) {
+func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error) {
+	if progress != nil {
+		for i := 1; i <= 3; i++ {
+			progress(SyncProgress{Files: i, Bytes: int64(i) * 10, TotalFiles: 3, TotalBytes: 30})
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
 	if id.Name != "n" {
 		return wire.SyncResult{}, errors.New(id.String() + " is not connected")
 	}
 	return wire.SyncResult{Files: 2, Bytes: 10}, nil
 }
 
-func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, dryRun bool) (wire.SyncResult, error) {
+func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, dryRun bool, _ func(SyncProgress)) (wire.SyncResult, error) {
 	f.dryRuns = append(f.dryRuns, dryRun)
 	return wire.SyncResult{Changes: []wire.SyncChange{{Path: "a", Action: "merged"}}}, nil
 }
@@ -61,5 +69,18 @@ func TestSyncAPI(t *testing.T) {
 	}
 	if len(d.dryRuns) != 2 || !d.dryRuns[0] || d.dryRuns[1] {
 		t.Errorf("dry runs passed on as %v, want [true false]", d.dryRuns)
+	}
+
+	// With progress=1 the answer is progress lines, the result last.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/sync/r/n/push?progress=1", nil))
+	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	var last syncLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Result == nil || last.Result.Files != 2 {
+		t.Fatalf("last line %q, want the result", lines[len(lines)-1])
+	}
+	var first syncLine
+	if len(lines) < 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.Progress == nil || first.Progress.TotalBytes != 30 {
+		t.Errorf("progress lines %q", lines)
 	}
 }

@@ -175,10 +175,10 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	_ = st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	switch req.Op {
 	case wire.SyncFetch:
-		res, _ := s.push(ctx, st.Session(), "fetch")
+		res, _ := s.push(ctx, st.Session(), "fetch", nil)
 		_ = wire.WriteSyncResult(st, res)
 	case wire.SyncUpload:
-		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, false)
+		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, false, nil)
 		_ = wire.WriteSyncResult(st, res)
 	default:
 		_ = st.Reject(fmt.Sprintf("sync operation %q is not one an agent opens (fetch, upload)", req.Op))
@@ -187,29 +187,30 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	_ = st.CloseWrite()
 }
 
-// Push sends the polecat's host data into its container (hostd sync push).
-func (s *Service) Push(ctx context.Context, id wire.Identity) (wire.SyncResult, error) {
+// Push sends the polecat's host data into its container (hostd sync
+// push), telling progress (when not nil) how far it is.
+func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
 	}
-	return s.push(ctx, c.Session(), "requested")
+	return s.push(ctx, c.Session(), "requested", progress)
 }
 
 // Pull takes the container's data and merges it into the host's (hostd
 // sync pull); with dryRun it reports the merge without doing it. The agent
 // sends only what changed since the last exchange; if hostd does not have
 // that base, it asks again for everything.
-func (s *Service) Pull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
-	res, err := s.pull(ctx, id, dryRun, false)
+func (s *Service) Pull(ctx context.Context, id wire.Identity, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+	res, err := s.pull(ctx, id, dryRun, false, progress)
 	if errors.Is(err, datasync.ErrBaseMismatch) {
 		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
-		res, err = s.pull(ctx, id, dryRun, true)
+		res, err = s.pull(ctx, id, dryRun, true, progress)
 	}
 	return res, err
 }
 
-func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool) (wire.SyncResult, error) {
+func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
@@ -226,7 +227,7 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool)
 	}
 	// The request goes out with the first read; the result goes back on
 	// the same stream once the archive is in.
-	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", dryRun)
+	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", dryRun, progress)
 	_ = wire.WriteSyncResult(st, res)
 	_ = st.CloseWrite()
 	return res, err
@@ -234,19 +235,19 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool)
 
 // push packs the host data root onto a new push stream, keeps what it
 // sent as the base once the agent has installed it, and journals it.
-func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string) (wire.SyncResult, error) {
+func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	id := sess.Peer()
 	defer s.lock(id)()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := s.pushLocked(ctx, sess, id)
+	res, err := s.pushLocked(ctx, sess, id, progress)
 	s.journal(control.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	return res, err
 }
 
-func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity) (wire.SyncResult, error) {
+func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	root := s.Root(id)
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 		// Nothing to send, and nothing to create in the rig for it: an
@@ -264,7 +265,17 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
-	m, skipped, err := datasync.Pack(ctx, root, s.policy, st)
+	var opts []datasync.PackOption
+	if progress != nil {
+		files, total, err := datasync.Size(root, s.policy)
+		if err != nil {
+			return fail(fmt.Errorf("sizing %s: %w", root, err))
+		}
+		opts = append(opts, datasync.WithProgress(func(f int, b int64) {
+			progress(control.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
+		}))
+	}
+	m, skipped, err := datasync.Pack(ctx, root, s.policy, st, opts...)
 	if err != nil {
 		return fail(fmt.Errorf("packing %s: %w", root, err))
 	}
@@ -291,8 +302,11 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 // receive reads an archive from r, checks it against the policy and
 // limits, merges it into the host data root against the base, keeps it as
 // the new base and journals it.
-func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, dryRun bool) (wire.SyncResult, error) {
+func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	defer s.lock(id)()
+	if progress != nil {
+		r = &progressReader{r: r, progress: progress}
+	}
 	start := time.Now()
 	res, err := s.receiveLocked(ctx, id, r, dryRun)
 	rec := control.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: dryRun, Files: res.Files, Bytes: res.Bytes,
@@ -367,4 +381,18 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// progressReader tells progress how many bytes of the archive have come.
+type progressReader struct {
+	r        io.Reader
+	n        int64
+	progress func(control.SyncProgress)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	p.progress(control.SyncProgress{Bytes: p.n})
+	return n, err
 }

@@ -75,9 +75,9 @@ func BenchmarkSync(b *testing.B) {
 		var res wire.SyncResult
 		var err error
 		if pull {
-			res, err = c.SyncPull(context.Background(), id, false)
+			res, err = c.SyncPull(context.Background(), id, false, nil)
 		} else {
-			res, err = c.SyncPush(context.Background(), id)
+			res, err = c.SyncPush(context.Background(), id, nil)
 		}
 		if err == nil && res.Error != "" {
 			err = fmt.Errorf("%s", res.Error)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,5 +266,33 @@ func TestSyncCheckpoint(t *testing.T) {
 	waitFile(t, filepath.Join(host, "results", "progress.txt"), "half done", 10*time.Second)
 	if log := tw.Run("sync", "log"); !strings.Contains(log, "upload (checkpoint)") {
 		t.Errorf("the journal lacks the checkpoint:\n%s", log)
+	}
+}
+
+// TestSyncProgress: on a terminal, hostd sync push draws its progress
+// (files, bytes) before the summary.
+func TestSyncProgress(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script (util-linux) is needed for a terminal")
+	}
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa", "results")
+	_ = os.MkdirAll(host, 0o755)
+	data := make([]byte, 1<<20)
+	for i := range 64 {
+		_, _ = rand.Read(data)
+		_ = os.WriteFile(filepath.Join(host, fmt.Sprintf("f%02d.bin", i)), data, 0o644)
+	}
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", t.TempDir(), "--state-dir", t.TempDir())
+	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
+	cmd := exec.Command("script", "-qec", filepath.Join(BinDir, "hostd")+" --town "+tw.Dir+" sync push gastown/furiosa", "/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "64/64 files") || !strings.Contains(text, "gastown/furiosa: 64 file(s)") {
+		t.Errorf("push on a terminal shows no progress:\n%q", text)
 	}
 }

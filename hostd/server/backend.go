@@ -52,13 +52,13 @@ func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (control.IssuedC
 func (s *Server) Revoke(target string) (int, error) { return s.certs.Revoke(target) }
 
 // SyncPush sends a polecat's host data into its container.
-func (s *Server) SyncPush(ctx context.Context, id wire.Identity) (wire.SyncResult, error) {
-	return s.data.Push(ctx, id)
+func (s *Server) SyncPush(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+	return s.data.Push(ctx, id, progress)
 }
 
 // SyncPull takes a polecat's data and merges it into the host's.
-func (s *Server) SyncPull(ctx context.Context, id wire.Identity, dryRun bool) (wire.SyncResult, error) {
-	return s.data.Pull(ctx, id, dryRun)
+func (s *Server) SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+	return s.data.Pull(ctx, id, dryRun, progress)
 }
 
 // SyncLog is the transfer journal.
