@@ -164,7 +164,9 @@ type transferProgress struct {
 	bar *progressbar.ProgressBar
 }
 
-func newProgress(w io.Writer, id wire.Identity) *transferProgress { return &transferProgress{w: w, id: id} }
+func newProgress(w io.Writer, id wire.Identity) *transferProgress {
+	return &transferProgress{w: w, id: id}
+}
 
 func (p *transferProgress) update(sp control.SyncProgress) {
 	if p.bar == nil {
