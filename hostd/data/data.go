@@ -159,11 +159,16 @@ func (s *Service) baseDir(id wire.Identity) string {
 // and upload (teardown, checkpoint).
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	var req wire.SyncRequest
-	if err := st.DecodeMeta(&req); err == nil {
-		err = req.Validate()
+	err := st.DecodeMeta(&req)
+	if err == nil && req.Op != wire.SyncFetch && req.Op != wire.SyncUpload {
+		err = fmt.Errorf("sync operation %q is not one an agent opens (fetch, upload)", req.Op)
+	}
+	if err != nil {
+		_ = st.Reject(err.Error())
+		return
 	}
 	id := st.Session().Peer()
-	if ok, wait := s.rate.Take(id); !ok && (req.Op == wire.SyncFetch || req.Op == wire.SyncUpload) {
+	if ok, wait := s.rate.Take(id); !ok {
 		limits.Hit(limits.Sync)
 		reason := fmt.Sprintf("more than %d data transfers in an hour (sync.agent_transfers_per_hour); try again in %v", s.cfg.AgentTransfersPerHour, wait.Round(time.Second))
 		if ok, held := s.logLimit.Allow(id.String()); ok {
@@ -177,12 +182,9 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	case wire.SyncFetch:
 		res, _ := s.push(ctx, st.Session(), "fetch", nil)
 		_ = wire.WriteSyncResult(st, res)
-	case wire.SyncUpload:
+	default: // upload
 		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, false, nil)
 		_ = wire.WriteSyncResult(st, res)
-	default:
-		_ = st.Reject(fmt.Sprintf("sync operation %q is not one an agent opens (fetch, upload)", req.Op))
-		return
 	}
 	_ = st.CloseWrite()
 }

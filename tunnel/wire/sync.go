@@ -49,16 +49,6 @@ type SyncRequest struct {
 	Full bool `json:"full,omitempty"`
 }
 
-// Validate checks the operation.
-func (r SyncRequest) Validate() error {
-	switch r.Op {
-	case SyncFetch, SyncPush, SyncPull, SyncUpload:
-		return nil
-	default:
-		return fmt.Errorf("unknown sync operation %q", r.Op)
-	}
-}
-
 // SyncChange is what a merge did with one path (package sync's Change).
 type SyncChange struct {
 	Path   string `json:"path"`
