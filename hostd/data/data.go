@@ -190,11 +190,16 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 }
 
 // Push sends the polecat's host data into its container (hostd sync
-// push), telling progress (when not nil) how far it is.
+// push), telling progress (when not nil) how far it is. The container's
+// changes since the last exchange are pulled and merged first, so that the
+// push cannot overwrite them: what it sends includes them.
 func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
+	}
+	if pulled, err := s.Pull(ctx, id, false, nil); err != nil {
+		return pulled, fmt.Errorf("taking %s's changes before the push failed, so nothing was pushed: %w", id, err)
 	}
 	return s.push(ctx, c.Session(), "requested", progress)
 }

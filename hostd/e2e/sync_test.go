@@ -106,6 +106,15 @@ func TestSyncRoundTrip(t *testing.T) {
 		t.Errorf("hostd status does not show the conflict:\n%s", st)
 	}
 
+	// A push takes the container's changes first: it cannot overwrite them
+	// with the host's older copy.
+	_ = os.WriteFile(filepath.Join(container, "results/new.txt"), []byte("edited since the pull"), 0o644)
+	tw.Run("sync", "push", "gastown/furiosa")
+	if b, _ := os.ReadFile(filepath.Join(container, "results/new.txt")); string(b) != "edited since the pull" {
+		t.Errorf("the push overwrote a change made in the container: %q", b)
+	}
+	waitFile(t, filepath.Join(host, "results/new.txt"), "edited since the pull", time.Second)
+
 	// At teardown the agent sends what changed since.
 	_ = os.WriteFile(filepath.Join(container, "results/last.txt"), []byte("written just before the stop"), 0o644)
 	_ = agent.Cmd.Process.Signal(syscall.SIGTERM)
@@ -115,7 +124,7 @@ func TestSyncRoundTrip(t *testing.T) {
 	waitFile(t, filepath.Join(host, "results/last.txt"), "written just before the stop", time.Second)
 
 	log := tw.Run("sync", "log")
-	for _, want := range []string{"push (fetch)", "pull (requested) dry run", "pull (requested)", "upload (teardown)"} {
+	for _, want := range []string{"push (fetch)", "pull (requested) dry run", "pull (requested)", "push (requested)", "upload (teardown)"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("sync log lacks %q:\n%s", want, log)
 		}
