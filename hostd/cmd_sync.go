@@ -60,8 +60,10 @@ func (a *app) syncCmd() *cobra.Command {
 	push := transfer("push <rig>/<name>", "Send the polecat's host data into its container now",
 		`Send the whitelisted contents of the polecat's host data root (see 'hostd sync
 status') into its container, and wait until the agent has installed them. The
-agent checks everything against the policy itself. What was sent becomes the
-base later pulls merge against.`, false)
+container's changes since the last exchange are pulled and merged first (as
+'hostd sync pull' does), so a push never overwrites them. The agent checks
+everything against the policy itself. What was sent becomes the base later
+pulls merge against.`, false)
 	pull := transfer("pull <rig>/<name>", "Take the polecat's data back from its container and merge it",
 		`Take the whitelisted contents of the container's data root and merge them into
 the host's, file by file, against what was last sent: changed in the container
