@@ -7,7 +7,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func TestBranchPolicy(t *testing.T) {
 	def, err := ParseBranchPatterns(nil)
