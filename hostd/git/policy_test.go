@@ -7,7 +7,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-
 func TestBranchPolicy(t *testing.T) {
 	def, err := ParseBranchPatterns(nil)
 	if err != nil {
