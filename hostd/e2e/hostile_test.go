@@ -141,21 +141,36 @@ func recovered(t *testing.T, pid int, metrics string, base footprint, d time.Dur
 	t.Errorf("hostd did not recover within %v after the attacker left: %v, baseline %v", d, now, base)
 }
 
-// victim is another polecat with a real agent, relaying gt through hostd.
+// victim is another polecat with a real agent, relaying gt through the
+// hostd under attack; it keeps that hostd's coordinates and what it held
+// before the attack.
 type victim struct {
-	r    *relayRig
-	base time.Duration
+	r       *relayRig
+	base    time.Duration // relay latency before the attack
+	tw      *Town
+	addr    string // hostd's tunnel address
+	pid     int    // hostd's
+	metrics string // hostd's --metrics-listen
+	held    footprint
 }
 
 // newVictim starts hostd (with the stand-in gt and serve flags, metrics on)
-// and a real agent for gastown/nux, and measures its relay latency.
-func newVictim(t *testing.T, serve ...string) (*victim, string) {
+// and a real agent for gastown/nux, and measures its relay latency and
+// hostd's footprint.
+func newVictim(t *testing.T, serve ...string) *victim {
 	metrics := tunneltest.FreeAddr(t)
 	r := newRelayRigAs(t, "gastown/nux", rigOpts{serve: append([]string{"--metrics-listen", metrics}, serve...)})
-	v := &victim{r: r}
+	v := &victim{r: r, tw: r.tw, addr: r.addr, pid: r.hostd.Cmd.Process.Pid, metrics: metrics}
 	v.base = v.latency(t)
+	v.held = measure(t, v.pid, metrics)
 	t.Logf("victim's relay latency before the attack: %v", v.base)
-	return v, metrics
+	return v
+}
+
+// recovered checks hostd gives back what the attack took within d.
+func (v *victim) recovered(t *testing.T, d time.Duration) {
+	t.Helper()
+	recovered(t, v.pid, v.metrics, v.held, d)
 }
 
 // latency is the median of five relayed commands.
@@ -184,10 +199,6 @@ func (v *victim) unharmed(t *testing.T) {
 	} else {
 		t.Logf("victim's relay latency now: %v (baseline %v)", d, v.base)
 	}
-}
-
-func (v *victim) hostd() (pid int, tw *Town, addr string) {
-	return v.r.hostd.Cmd.Process.Pid, v.r.tw, v.r.addr
 }
 
 // waitClosed waits for s to end and returns why.
@@ -226,8 +237,8 @@ func relayRequest(argv ...string) []byte {
 // (4 of 4 trials). Now no certificate it ever obtained connects after the
 // revocation, in any trial, and it shows revoked.
 func TestHostileRevocationRace(t *testing.T) {
-	v, _ := newVictim(t, "--renewals-per-hour", "100000") // the renewal limit would stop the loop early
-	_, tw, addr := v.hostd()
+	v := newVictim(t, "--renewals-per-hour", "100000") // the renewal limit would stop the loop early
+	tw, addr := v.tw, v.addr
 	for trial := range 4 {
 		id := fmt.Sprintf("gastown/renewer%d", trial)
 		a := newAttacker(t, tw, addr, id)
@@ -284,8 +295,8 @@ func TestHostileRevocationRace(t *testing.T) {
 // and telling the daemon left a revoked certificate accepted. The daemon
 // now notices by itself.
 func TestHostileRevocationUntold(t *testing.T) {
-	v, _ := newVictim(t)
-	_, tw, addr := v.hostd()
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
 	tw.WaitStatus(5*time.Second, Connected("furiosa", ""))
@@ -320,12 +331,11 @@ func TestHostileRevocationUntold(t *testing.T) {
 // relayed commands included; the handshake gate's default of 256 sits well
 // under the limit Go raises itself to, so it is reached only here.)
 func TestHostileTCPFlood(t *testing.T) {
-	v, metrics := newVictim(t)
-	pid, tw, addr := v.hostd()
-	if out, err := exec.Command("prlimit", "--pid", strconv.Itoa(pid), "--nofile=256:256").CombinedOutput(); err != nil {
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
+	if out, err := exec.Command("prlimit", "--pid", strconv.Itoa(v.pid), "--nofile=256:256").CombinedOutput(); err != nil {
 		t.Fatalf("prlimit: %v: %s", err, out)
 	}
-	base := measure(t, pid, metrics)
 	var mu sync.Mutex
 	var flood []net.Conn
 	var wg sync.WaitGroup
@@ -379,7 +389,7 @@ func TestHostileTCPFlood(t *testing.T) {
 		t.Fatalf("no join after the flood: %v", err)
 	}
 	v.unharmed(t)
-	recovered(t, pid, metrics, base, 15*time.Second)
+	v.recovered(t, 15*time.Second)
 }
 
 // TestHostileStreamFlood: header-less streams (127k in 6 s made 43,800
@@ -389,9 +399,8 @@ func TestHostileTCPFlood(t *testing.T) {
 // limit loses its tunnel, and refused streams' data is dropped as it
 // comes.
 func TestHostileStreamFlood(t *testing.T) {
-	v, metrics := newVictim(t)
-	pid, tw, addr := v.hostd()
-	base := measure(t, pid, metrics)
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 
 	s := a.mustDial(tunnel.TransportTCP, tunnel.Config{MaxStreams: 1 << 20})
@@ -433,18 +442,17 @@ func TestHostileStreamFlood(t *testing.T) {
 		wg.Wait()
 		s.Close()
 	}
-	t.Logf("refused-stream flood: %d streams of 250 KiB written; hostd peaked at %d MiB", refused, highWater(t, pid)>>10)
+	t.Logf("refused-stream flood: %d streams of 250 KiB written; hostd peaked at %d MiB", refused, highWater(t, v.pid)>>10)
 	v.unharmed(t)
-	recovered(t, pid, metrics, base, 20*time.Second)
+	v.recovered(t, 20*time.Second)
 }
 
 // TestHostileTunnelFlood: 200 concurrent tunnels with one certificate were
 // all accepted, and a superseded tunnel with an open stream lived for ten
 // minutes. Now a polecat holds at most two.
 func TestHostileTunnelFlood(t *testing.T) {
-	v, metrics := newVictim(t)
-	pid, tw, addr := v.hostd()
-	base := measure(t, pid, metrics)
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	var sessions []*tunnel.Session
 	for range 200 {
@@ -474,7 +482,7 @@ func TestHostileTunnelFlood(t *testing.T) {
 	for _, s := range sessions {
 		s.Close()
 	}
-	recovered(t, pid, metrics, base, 15*time.Second)
+	v.recovered(t, 15*time.Second)
 }
 
 // TestHostileUnreadStdin: a relayed command that never reads stdin, sent
@@ -483,9 +491,8 @@ func TestHostileTunnelFlood(t *testing.T) {
 // tunnel for a minute or two; and a client half-closing after its
 // stdin-closed frame got its command killed.
 func TestHostileUnreadStdin(t *testing.T) {
-	v, metrics := newVictim(t, "--relay-stdin-stall", "2s")
-	pid, tw, addr := v.hostd()
-	base := measure(t, pid, metrics)
+	v := newVictim(t, "--relay-stdin-stall", "2s")
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	stdin := func(st *tunnel.Stream, n int) {
 		chunk := make([]byte, wire.RelayChunk)
@@ -591,7 +598,7 @@ func TestHostileUnreadStdin(t *testing.T) {
 		}
 	})
 	v.unharmed(t)
-	recovered(t, pid, metrics, base, 15*time.Second)
+	v.recovered(t, 15*time.Second)
 }
 
 // relayError reads a relay stream's frames to its error frame.
@@ -692,9 +699,8 @@ func TestHostileGit(t *testing.T) {
 // fsynced whole each time, growing without bound. Now a polecat gets
 // renewals_per_hour of them.
 func TestHostileRenewals(t *testing.T) {
-	v, metrics := newVictim(t)
-	pid, tw, addr := v.hostd()
-	base := measure(t, pid, metrics)
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
 	issued, refused := 0, ""
@@ -715,7 +721,7 @@ func TestHostileRenewals(t *testing.T) {
 		t.Errorf("%d certificates recorded for furiosa, want the first and 12 renewals", n)
 	}
 	v.unharmed(t)
-	recovered(t, pid, metrics, base, 10*time.Second)
+	v.recovered(t, 10*time.Second)
 }
 
 // TestHostileBeatsAndEscapes: a heartbeat flapping between running and
@@ -725,9 +731,8 @@ func TestHostileRenewals(t *testing.T) {
 // state changes are logged at most 20 a minute per polecat, and nothing a
 // polecat sends reaches the operator's terminal raw.
 func TestHostileBeatsAndEscapes(t *testing.T) {
-	v, metrics := newVictim(t)
-	pid, tw, addr := v.hostd()
-	base := measure(t, pid, metrics)
+	v := newVictim(t)
+	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	const evil = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\u009b31m\r"
 	code := 1
@@ -776,7 +781,7 @@ func TestHostileBeatsAndEscapes(t *testing.T) {
 		}
 	}
 	v.unharmed(t)
-	recovered(t, pid, metrics, base, 10*time.Second)
+	v.recovered(t, 10*time.Second)
 }
 
 // TestHostileUpstreamFlood: a polecat pushing 2,000 branches delayed
