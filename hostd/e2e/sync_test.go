@@ -36,29 +36,50 @@ func waitFile(t *testing.T, path, want string, d time.Duration) {
 	t.Fatalf("%s holds %q, want %q", path, got, want)
 }
 
+// syncRig is hostd and gastown/furiosa's host data root, with an agent
+// whose data root is container.
+type syncRig struct {
+	tw              *Town
+	hostd, agent    *Proc
+	addr            string
+	host, container string
+}
+
+// newSyncRig writes files (path under the host data root -> content),
+// starts hostd, then the agent with agentFlags.
+func newSyncRig(t *testing.T, files map[string]string, agentFlags ...string) *syncRig {
+	r := &syncRig{tw: NewTown(t), container: t.TempDir()}
+	r.host = filepath.Join(r.tw.Dir, "gastown", "polecats", "furiosa")
+	for rel, content := range files { // a trailing slash makes a directory
+		p := filepath.Join(r.host, rel)
+		if strings.HasSuffix(rel, "/") {
+			_ = os.MkdirAll(p, 0o755)
+			continue
+		}
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, []byte(content), 0o644)
+	}
+	r.hostd, r.addr = r.tw.Serve()
+	r.agent = Start(t, AgentEnv(r.addr, r.tw.Issue("gastown/furiosa", time.Hour)), "gt-agent",
+		append([]string{"up", "--data-root", r.container, "--state-dir", t.TempDir()}, agentFlags...)...)
+	return r
+}
+
 // TestSyncRoundTrip: the polecat's host data goes into the container when
 // the agent first connects (secrets never), changes come back on pull and
 // merge with the host's, conflicts are kept beside, and the agent's final
 // upload at SIGTERM brings the last changes home.
 func TestSyncRoundTrip(t *testing.T) {
-	tw := NewTown(t)
-	_, addr := tw.Serve()
-	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
 	const lines = "one\ntwo\nthree\nfour\nfive\nsix\n"
-	for rel, content := range map[string]string{
+	r := newSyncRig(t, map[string]string{
 		"CLAUDE.md":             lines,
 		".claude/settings.json": `{"hooks":{}}`,
 		"results/report.txt":    "draft",
 		"results/.ssh/id_rsa":   "PRIVATE",
 		"results/tls.key":       "PRIVATE",
 		"notes/private.txt":     "not whitelisted",
-	} {
-		p := filepath.Join(host, rel)
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, []byte(content), 0o644)
-	}
-	container := t.TempDir()
-	agent := Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", t.TempDir())
+	})
+	tw, host, container, agent := r.tw, r.host, r.container, r.agent
 	waitFile(t, filepath.Join(container, "CLAUDE.md"), lines, 10*time.Second)
 	waitFile(t, filepath.Join(container, "results/report.txt"), "draft", time.Second)
 	for _, secret := range []string{"results/.ssh/id_rsa", "results/tls.key", "notes/private.txt"} {
@@ -209,13 +230,8 @@ func TestSyncHostileUploads(t *testing.T) {
 // TestSyncHostdKilledMidPull: hostd SIGKILLed while a pull is under way
 // leaves the host's tree as it was, and the next pull completes.
 func TestSyncHostdKilledMidPull(t *testing.T) {
-	tw := NewTown(t)
-	hostd, addr := tw.Serve()
-	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
-	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
-	_ = os.WriteFile(filepath.Join(host, "results", "report.txt"), []byte("host's"), 0o644)
-	container := t.TempDir()
-	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", t.TempDir())
+	r := newSyncRig(t, map[string]string{"results/report.txt": "host's"})
+	tw, hostd, addr, host, container := r.tw, r.hostd, r.addr, r.host, r.container
 	waitFile(t, filepath.Join(container, "results", "report.txt"), "host's", 10*time.Second)
 	// Enough data that the pull takes a while: 200 MB of random bytes.
 	big := make([]byte, 200<<20)
@@ -256,13 +272,8 @@ func TestSyncHostdKilledMidPull(t *testing.T) {
 // TestSyncCheckpoint: the agent sends the container's changes every
 // --sync-checkpoint by itself, so a container that crashes loses little.
 func TestSyncCheckpoint(t *testing.T) {
-	tw := NewTown(t)
-	_, addr := tw.Serve()
-	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
-	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
-	container := t.TempDir()
-	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container,
-		"--state-dir", t.TempDir(), "--sync-checkpoint", "500ms")
+	r := newSyncRig(t, map[string]string{"results/": ""}, "--sync-checkpoint", "500ms")
+	tw, host, container := r.tw, r.host, r.container
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(container, "results")); err == nil {
 			break
@@ -284,16 +295,13 @@ func TestSyncProgress(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script (util-linux) is needed for a terminal")
 	}
-	tw := NewTown(t)
-	_, addr := tw.Serve()
-	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa", "results")
-	_ = os.MkdirAll(host, 0o755)
+	files := map[string]string{}
 	data := make([]byte, 1<<20)
 	for i := range 64 {
 		_, _ = rand.Read(data)
-		_ = os.WriteFile(filepath.Join(host, fmt.Sprintf("f%02d.bin", i)), data, 0o644)
+		files[fmt.Sprintf("results/f%02d.bin", i)] = string(data)
 	}
-	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", t.TempDir(), "--state-dir", t.TempDir())
+	tw := newSyncRig(t, files).tw
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 	cmd := exec.Command("script", "-qec", filepath.Join(BinDir, "hostd")+" --town "+tw.Dir+" sync push gastown/furiosa", "/dev/null")
 	out, err := cmd.CombinedOutput()
