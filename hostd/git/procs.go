@@ -2,8 +2,8 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/limits"
@@ -14,47 +14,37 @@ import (
 // polecat: each held request (an unfinished upload, a slow reader) is a
 // process, and a polecat must not be able to start hundreds.
 type procGate struct {
-	total      chan struct{}
+	total      limits.Pool
+	mine       *limits.Slots
 	perPolecat int
 	wait       time.Duration
-
-	mu sync.Mutex
-	by map[wire.Identity]chan struct{}
 }
 
 func newProcGate(total, perPolecat int, wait time.Duration) *procGate {
-	return &procGate{total: make(chan struct{}, total), perPolecat: perPolecat, wait: wait, by: map[wire.Identity]chan struct{}{}}
+	return &procGate{total: limits.NewPool(total), mine: limits.NewSlots(perPolecat), perPolecat: perPolecat, wait: wait}
 }
 
 // acquire takes a place for one git process of id, waiting up to the
-// gate's wait; release gives it back.
+// gate's wait in all; release gives it back.
 func (g *procGate) acquire(ctx context.Context, id wire.Identity) (release func(), err error) {
-	g.mu.Lock()
-	mine := g.by[id]
-	if mine == nil {
-		mine = make(chan struct{}, g.perPolecat)
-		g.by[id] = mine
-	}
-	g.mu.Unlock()
-	t := time.NewTimer(g.wait)
-	defer t.Stop()
-	select {
-	case mine <- struct{}{}:
-	case <-t.C:
+	deadline := time.Now().Add(g.wait)
+	mine, err := g.mine.Take(ctx, id, g.wait)
+	if errors.Is(err, limits.ErrBusy) {
 		limits.Hit(limits.GitProcesses)
 		return nil, fmt.Errorf("too many git requests from this polecat at once (git.max_processes_per_polecat: %d); try again", g.perPolecat)
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
-	select {
-	case g.total <- struct{}{}:
-	case <-t.C:
-		<-mine
+	if err != nil {
+		return nil, err
+	}
+	all, err := g.total.Take(ctx, time.Until(deadline))
+	if errors.Is(err, limits.ErrBusy) {
+		mine()
 		limits.Hit(limits.GitProcesses)
 		return nil, fmt.Errorf("hostd is running its most git processes (git.max_processes: %d); try again", cap(g.total))
-	case <-ctx.Done():
-		<-mine
-		return nil, ctx.Err()
 	}
-	return func() { <-g.total; <-mine }, nil
+	if err != nil {
+		mine()
+		return nil, err
+	}
+	return func() { all(); mine() }, nil
 }

@@ -74,8 +74,7 @@ type Service struct {
 	metrics *metrics
 	base    []string // PATH, HOME and relay.env, see baseEnv
 
-	mu    sync.Mutex
-	slots map[wire.Identity]chan struct{}
+	slots *limits.Slots // each polecat's MaxConcurrent
 
 	logLimit *logging.Limiter // refusals, per polecat
 }
@@ -111,7 +110,7 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
-	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: map[wire.Identity]chan struct{}{}, metrics: newMetrics(),
+	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent), metrics: newMetrics(),
 		logLimit: logging.NewLimiter(30, time.Minute)}
 	var dirs []string
 	for cmd := range cfg.Policy.Allow {
@@ -195,23 +194,11 @@ func (s *Service) refuse(w *wire.RelayFrameWriter, id wire.Identity, cmd, sub st
 // acquire takes one of the polecat's command slots, waiting up to
 // QueueWait.
 func (s *Service) acquire(ctx context.Context, id wire.Identity) (func(), error) {
-	s.mu.Lock()
-	ch := s.slots[id]
-	if ch == nil {
-		ch = make(chan struct{}, s.cfg.MaxConcurrent)
-		s.slots[id] = ch
-	}
-	s.mu.Unlock()
-	t := time.NewTimer(s.cfg.QueueWait)
-	defer t.Stop()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-t.C:
+	release, err := s.slots.Take(ctx, id, s.cfg.QueueWait)
+	if errors.Is(err, limits.ErrBusy) {
 		return nil, fmt.Errorf("too many concurrent gt/bd commands from this polecat (limit %d, waited %v); try again", s.cfg.MaxConcurrent, s.cfg.QueueWait)
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	return release, err
 }
 
 // run starts the command in its own process group and pumps its streams
