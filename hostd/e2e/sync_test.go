@@ -192,6 +192,19 @@ func TestSyncHostileUploads(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(host, "results", "report.txt"), []byte("host's"), 0o644)
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
 	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	// Requests that are not an agent's are refused before they cost a
+	// transfer: a push or pull (hostd's to open), an unknown field.
+	for _, meta := range []any{wire.SyncRequest{Op: wire.SyncPush}, wire.SyncRequest{Op: "delete"}, map[string]any{"op": "upload", "root": "/"}} {
+		st, err := s.OpenStream(context.Background(), wire.KindSync, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = wire.ReadSyncResult(st)
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("sync request %+v: %v, want it refused", meta, err)
+		}
+		st.Close()
+	}
 	var errs []string
 	for range 5 {
 		st, err := s.OpenStream(context.Background(), wire.KindSync, wire.SyncRequest{Op: wire.SyncUpload, Reason: "checkpoint"})
