@@ -44,10 +44,11 @@ type MergeOptions struct {
 	// MaxTextMerge bounds the files a three-way text merge is tried on
 	// (bigger ones conflict); 8 MiB when zero.
 	MaxTextMerge int64
-	// BaseDir holds the base's contents (the tree the host last sent,
-	// kept by the caller); without a base file a path changed on both
-	// sides conflicts.
-	BaseDir string
+	// Base holds the base's contents (what the host last sent or took,
+	// kept by the caller: Contents, or a directory through os.DirFS);
+	// without a path's base content a path changed on both sides
+	// conflicts.
+	Base fs.FS
 }
 
 // Merge takes a container's tree into the host's data root, file by file,
@@ -153,20 +154,21 @@ func mergeOne(host, rel string, base, theirs *Entry, theirsDir string, o MergeOp
 // missing on a side, or the hunks conflict.
 func textMerge(hostPath string, base, cur, theirs *Entry, theirsPath string, o MergeOptions) (merged []byte, ok bool, err error) {
 	max := o.MaxTextMerge
-	if o.BaseDir == "" || base == nil || cur == nil || base.Type != TypeFile || cur.Type != TypeFile || theirs.Type != TypeFile ||
+	if base == nil || cur == nil || base.Type != TypeFile || cur.Type != TypeFile || theirs.Type != TypeFile ||
 		base.Size > max || cur.Size > max || theirs.Size > max {
 		return nil, false, nil
 	}
-	baseFile := filepath.Join(o.BaseDir, filepath.FromSlash(base.Path))
-	if h, err := hashFile(baseFile); err != nil || h != base.SHA256 {
-		return nil, false, nil // the base's content is not kept (or not intact)
+	basePath, err := baseFile(o.Base, base)
+	if err != nil || basePath == "" {
+		return nil, false, err // "": the base's content is not kept (or not intact)
 	}
-	for _, p := range []string{baseFile, hostPath, theirsPath} {
+	defer os.Remove(basePath)
+	for _, p := range []string{basePath, hostPath, theirsPath} {
 		if !isText(p) {
 			return nil, false, nil
 		}
 	}
-	cmd := exec.Command("git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", hostPath, baseFile, theirsPath)
+	cmd := exec.Command("git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", hostPath, basePath, theirsPath)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err = cmd.Run()
@@ -271,6 +273,11 @@ func hashFile(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashBytes(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // index maps a manifest's paths to its entries.

@@ -3,6 +3,8 @@ package sync
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,26 @@ func snapshot(t *testing.T, src, parent, name string) (*Manifest, string) {
 		t.Fatal(err)
 	}
 	return m, dir
+}
+
+// keptBase packs src as hostd does a push, keeping its contents in a tar
+// file under parent, and opens them.
+func keptBase(t *testing.T, src, parent string) (*Manifest, *Contents) {
+	t.Helper()
+	kept, err := os.Create(filepath.Join(parent, "base.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := Pack(context.Background(), src, mergePolicy, io.Discard, KeepContents(kept))
+	if err = errors.Join(err, kept.Close()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenContents(kept.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return m, c
 }
 
 // copyTree copies a tree (files only, enough here).
@@ -67,7 +89,7 @@ func TestMerge(t *testing.T) {
 		"results/same.txt":      "base",
 		"untracked.txt":         "host only",
 	})
-	base, baseDir := snapshot(t, host, work, "base")
+	base, kept := keptBase(t, host, work)
 	container := filepath.Join(work, "container")
 	copyTree(t, host, container)
 	_ = os.Remove(filepath.Join(container, "untracked.txt"))
@@ -94,9 +116,9 @@ func TestMerge(t *testing.T) {
 	})
 	theirs, theirsDir := snapshot(t, container, work, "incoming")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	o := MergeOptions{Polecat: "furiosa", Now: now, BaseDir: baseDir}
+	o := MergeOptions{Polecat: "furiosa", Now: now, Base: kept}
 
-	dry, err := Merge(host, base, theirs, theirsDir, MergeOptions{Polecat: "furiosa", Now: now, BaseDir: baseDir, DryRun: true})
+	dry, err := Merge(host, base, theirs, theirsDir, MergeOptions{Polecat: "furiosa", Now: now, Base: kept, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +182,7 @@ func TestMergeTwoPolecats(t *testing.T) {
 	work := t.TempDir()
 	host := filepath.Join(work, "host")
 	writeTree(t, host, map[string]string{"notes.md": lines})
-	base, baseDir := snapshot(t, host, work, "base")
+	base, kept := keptBase(t, host, work)
 	var incoming []struct {
 		m   *Manifest
 		dir string
@@ -180,7 +202,7 @@ func TestMergeTwoPolecats(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = Merge(host, base, in.m, in.dir, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), BaseDir: baseDir})
+			_, errs[i] = Merge(host, base, in.m, in.dir, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), Base: kept})
 		}()
 	}
 	wg.Wait()

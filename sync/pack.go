@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -55,6 +56,11 @@ func Pack(ctx context.Context, root string, p Policy, w io.Writer, opts ...PackO
 	}
 	close(pk.jobs)
 	err = errors.Join(err, <-archived)
+	if pk.keep != nil && err == nil {
+		if cerr := pk.keep.Close(); cerr != nil {
+			err = fmt.Errorf("finishing the kept contents: %w", cerr)
+		}
+	}
 	// archives ignores the tar trailer's error; the zstd writer's Close
 	// flushes everything to w and reports what went wrong there.
 	if cerr := zw.Close(); err == nil && cerr != nil {
@@ -120,8 +126,10 @@ type packer struct {
 	visit func(rel string, fi fs.FileInfo) error
 	// progress, when set, hears of each file packed.
 	progress func(files int, bytes int64)
-	files    int // packed so far
-	bytes    int64
+	// keep, when set, receives a copy of what is sent (KeepContents).
+	keep  *tar.Writer
+	files int // packed so far
+	bytes int64
 }
 
 // walkIncludes packs each included path (and the directories leading to
@@ -236,7 +244,11 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		h := sha256.New()
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
 		info.Open = func() (fs.File, error) {
-			return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), h), h: h}, nil
+			kept, err := pk.keepMember(e)
+			if err != nil {
+				return nil, err
+			}
+			return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), io.MultiWriter(h, kept)), h: h}, nil
 		}
 		if err := pk.send(info); err != nil {
 			return err

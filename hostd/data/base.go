@@ -1,11 +1,8 @@
 package data
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,123 +13,51 @@ import (
 )
 
 // A polecat's base is what the host last sent it or took from it: the
-// manifest (base.json) and the contents (base/), which a three-way merge
-// needs.
+// manifest (base.json) and the contents a three-way merge needs
+// (base.tar, datasync.Contents: one file however many the tree holds).
 
-// loadBase is the polecat's base manifest and contents, or nil and "" if
-// there is none yet (everything the container has then counts as new).
-func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, string) {
+// loadBase is the polecat's base manifest and its kept contents (close
+// them), or nil and nil if there is none yet (everything the container
+// has then counts as new). A manifest whose contents are missing or
+// unreadable comes with none: its paths changed on both sides conflict
+// rather than merge.
+func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, *datasync.Contents) {
 	var m *datasync.Manifest
 	if err := state.Load(filepath.Join(s.baseDir(id), "base.json"), &m); err != nil || m == nil {
-		return nil, ""
+		return nil, nil
 	}
-	return m, filepath.Join(s.baseDir(id), "base")
+	c, err := datasync.OpenContents(filepath.Join(s.baseDir(id), "base.tar"))
+	if err != nil {
+		s.log.Warn("sync: the base's contents are unreadable; files changed on both sides will conflict rather than merge", "polecat", id, "err", err)
+		return m, nil
+	}
+	return m, c
 }
 
-// keepBase keeps what was just sent as the polecat's new base: the
-// manifest, and the contents of the files a three-way merge could use
-// (text-sized, 8 MiB at most), copied from the host root and kept only if
-// still as sent.
-func (s *Service) keepBase(id wire.Identity, root string, m *datasync.Manifest) error {
+// newContents creates the file a new base's contents are written to,
+// beside the current one; the caller removes it unless replaceBase took
+// it.
+func (s *Service) newContents(id wire.Identity) (*os.File, error) {
 	if err := os.MkdirAll(s.baseDir(id), 0o700); err != nil {
-		return err
+		return nil, fmt.Errorf("creating the base directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp(s.baseDir(id), "base-new-")
+	f, err := os.CreateTemp(s.baseDir(id), "base-new-*.tar")
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("creating the base's contents: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	tree := filepath.Join(tmp, "tree")
-	for _, e := range m.Entries {
-		to := filepath.Join(tree, filepath.FromSlash(e.Path))
-		switch {
-		case e.Type == datasync.TypeDir:
-			err = os.MkdirAll(to, 0o700)
-		case e.Type == datasync.TypeFile && e.Size <= maxBaseFile:
-			if err = os.MkdirAll(filepath.Dir(to), 0o700); err == nil {
-				err = copyIfSame(filepath.Join(root, filepath.FromSlash(e.Path)), to, e.SHA256)
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return s.replaceBase(id, tree, m)
+	return f, nil
 }
 
-// maxBaseFile is the largest file whose content a base keeps: the largest
-// a three-way text merge is tried on.
-const maxBaseFile = 8 << 20
-
-// copyIfSame copies from to to if its content hashes to sha; otherwise it
-// leaves nothing (the file changed since it was sent: no merge base).
-func copyIfSame(from, to, sha string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return nil
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
-	if err = errors.Join(err, out.Close()); err != nil || hex.EncodeToString(h.Sum(nil)) != sha {
-		_ = os.Remove(to)
-	}
-	return nil
-}
-
-// replaceBase makes tree (with manifest m) the polecat's base.
-func (s *Service) replaceBase(id wire.Identity, tree string, m *datasync.Manifest) error {
+// replaceBase makes contents (a file from newContents, closed) and m the
+// polecat's base.
+func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest) error {
 	dir := s.baseDir(id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	cur, old := filepath.Join(dir, "base"), filepath.Join(dir, "base.old")
-	_ = os.RemoveAll(old)
-	if err := os.Rename(cur, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("setting the base aside: %w", err)
-	}
-	if err := os.Rename(tree, cur); err != nil {
-		_ = os.Rename(old, cur)
+	if err := os.Rename(contents, filepath.Join(dir, "base.tar")); err != nil {
 		return fmt.Errorf("keeping the base: %w", err)
 	}
-	_ = os.RemoveAll(old)
+	// A tree of copies is how hostd kept the contents before base.tar.
+	if err := os.RemoveAll(filepath.Join(dir, "base")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("sync: could not remove an old base tree", "polecat", id, "err", err)
+	}
 	return state.Save(filepath.Join(dir, "base.json"), m)
-}
-
-// linkTree makes dst a copy of the tree m lists, files hard-linked: from
-// src, or for files m marks unchanged, from the old base (when it kept
-// them).
-func linkTree(src, oldBase, dst string, m *datasync.Manifest) error {
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return err
-	}
-	for _, e := range m.Entries {
-		from, to := filepath.Join(src, filepath.FromSlash(e.Path)), filepath.Join(dst, filepath.FromSlash(e.Path))
-		var err error
-		switch e.Type {
-		case datasync.TypeDir:
-			err = os.MkdirAll(to, 0o700)
-		case datasync.TypeSymlink:
-			err = os.Symlink(e.Target, to)
-		case datasync.TypeFile:
-			if e.Unchanged {
-				if oldBase == "" {
-					continue
-				}
-				from = filepath.Join(oldBase, filepath.FromSlash(e.Path))
-				if _, serr := os.Lstat(from); serr != nil {
-					continue // the old base kept no content for it
-				}
-			}
-			err = os.Link(from, to)
-		}
-		if err != nil {
-			return fmt.Errorf("keeping %s for the base: %w", e.Path, err)
-		}
-	}
-	return nil
 }

@@ -35,7 +35,9 @@ type Config struct {
 	// Town is the Gas Town root.
 	Town string
 	// Roots maps a rig to its polecats' data root on the host, {name}
-	// standing for the polecat; rigs not listed use DefaultRoot.
+	// standing for the polecat; rigs not listed use DefaultRoot. A root
+	// without {name} is shared by the rig's polecats: each merges into it
+	// against its own base, one at a time.
 	Roots map[string]string
 	// Include and Exclude are the policy (datasync.DefaultInclude and the
 	// blacklist alone when empty).
@@ -111,8 +113,8 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 		return nil, err
 	}
 	for rig, root := range cfg.Roots {
-		if !filepath.IsAbs(root) || !strings.Contains(root, "{name}") {
-			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path containing {name}", rig, root)
+		if !filepath.IsAbs(root) {
+			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root)
 		}
 	}
 	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
@@ -282,8 +284,15 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 			progress(control.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
 		}))
 	}
-	m, skipped, err := datasync.Pack(ctx, root, s.policy, st, opts...)
+	// What is sent becomes the base once the agent has installed it; its
+	// contents are kept as they are packed.
+	kept, err := s.newContents(id)
 	if err != nil {
+		return fail(err)
+	}
+	defer os.Remove(kept.Name())
+	m, skipped, err := datasync.Pack(ctx, root, s.policy, st, append(opts, datasync.KeepContents(kept))...)
+	if err = errors.Join(err, kept.Close()); err != nil {
 		return fail(fmt.Errorf("packing %s: %w", root, err))
 	}
 	for _, p := range skipped {
@@ -299,7 +308,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if res.Error != "" {
 		return res, fmt.Errorf("%s refused the push: %s", id, res.Error)
 	}
-	if err := s.keepBase(id, root, m); err != nil {
+	if err := s.replaceBase(id, kept.Name(), m); err != nil {
 		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
 	}
 	s.log.Info("sync: pushed", "polecat", id, "files", res.Files, "bytes", res.Bytes)
@@ -331,36 +340,49 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
 	}
 	// Unpacked beside the root, so merged files move in by rename. Holding
-	// the polecat's lock, any earlier staging directory is a killed
-	// hostd's: removed.
-	prefix := filepath.Join(filepath.Dir(root), "."+filepath.Base(root)+".incoming-")
-	if old, _ := filepath.Glob(prefix + "*"); len(old) > 0 {
+	// the polecat's lock, any earlier staging directory of the polecat's
+	// is a killed hostd's: removed. (A '.' ends the name, which polecat
+	// names lack, so nux's never matches nux-2's in a shared root.)
+	pattern := "." + filepath.Base(root) + ".incoming." + id.Name + ".*"
+	if old, _ := filepath.Glob(filepath.Join(filepath.Dir(root), pattern)); len(old) > 0 {
 		for _, o := range old {
 			_ = os.RemoveAll(o)
 		}
 		s.log.Info("sync: removed what a transfer cut short left", "polecat", id, "dirs", len(old))
 	}
-	staging, err := os.MkdirTemp(filepath.Dir(root), "."+filepath.Base(root)+".incoming-")
+	staging, err := os.MkdirTemp(filepath.Dir(root), pattern)
 	if err != nil {
 		return fail(err)
 	}
 	defer os.RemoveAll(staging)
-	base, baseTree := s.loadBase(id)
-	theirs, err := datasync.UnpackSince(ctx, r, filepath.Join(staging, "tree"), s.policy, s.cfg.limits(), base)
+	base, contents := s.loadBase(id)
+	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
+	if contents != nil {
+		defer contents.Close()
+		baseFS = contents
+	}
+	tree := filepath.Join(staging, "tree")
+	theirs, err := datasync.UnpackSince(ctx, r, tree, s.policy, s.cfg.limits(), base)
 	if err != nil {
 		return fail(err)
 	}
 	files, bytes := theirs.Files()
-	// The new base is what the container has now: linked aside before the
-	// merge moves files out of the staging tree.
-	next := filepath.Join(staging, "base")
+	// The new base is what the container has now: its contents kept
+	// before the merge moves files out of the staging tree.
+	var next string
 	if !dryRun {
-		if err := linkTree(filepath.Join(staging, "tree"), baseTree, next, theirs); err != nil {
+		kept, err := s.newContents(id)
+		if err != nil {
 			return fail(err)
 		}
+		defer os.Remove(kept.Name())
+		if err := errors.Join(datasync.WriteContents(kept, theirs, tree, baseFS), kept.Close()); err != nil {
+			return fail(err)
+		}
+		next = kept.Name()
 	}
-	changes, err := datasync.Merge(root, base, theirs, filepath.Join(staging, "tree"), datasync.MergeOptions{
-		Polecat: id.Name, Now: time.Now(), DryRun: dryRun, BaseDir: baseTree})
+	changes, err := datasync.Merge(root, base, theirs, tree, datasync.MergeOptions{
+		Polecat: id.Name, Now: time.Now(), DryRun: dryRun, Base: baseFS})
 	res := wire.SyncResult{Files: files, Bytes: bytes}
 	for _, c := range changes {
 		res.Changes = append(res.Changes, wire.SyncChange(c))

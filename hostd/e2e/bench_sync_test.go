@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,9 @@ func BenchmarkSync(b *testing.B) {
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 	// furiosa's host data root holds a copy of the benchmark's data.
 	root := rootOf(b, tw, "furiosa")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	if err := exec.Command("cp", "-a", filepath.Join(data, "results"), root).Run(); err != nil {
 		b.Fatal(err)
 	}
@@ -89,6 +93,7 @@ func BenchmarkSync(b *testing.B) {
 	b.Run("op=push/impl=ours", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
+			settle(b)
 			transfer(b, false)
 		}
 	})
@@ -98,6 +103,7 @@ func BenchmarkSync(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			_ = os.RemoveAll(filepath.Join(dst, "results"))
+			settle(b)
 			b.StartTimer()
 			sh := fmt.Sprintf("tar -C %q -cf - results | zstd -q -1 | zstd -q -d | tar -C %q -xf -", data, dst)
 			if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
@@ -114,6 +120,7 @@ func BenchmarkSync(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			_ = os.RemoveAll(filepath.Join(dst, "results"))
+			settle(b)
 			b.StartTimer()
 			if out, err := exec.Command("rsync", "-a", filepath.Join(data, "results"), dst).CombinedOutput(); err != nil {
 				b.Fatalf("%v %s", err, out)
@@ -135,6 +142,7 @@ func BenchmarkSync(b *testing.B) {
 				}
 				return nil
 			})
+			settle(b)
 			b.StartTimer()
 			transfer(b, true)
 		}
@@ -153,10 +161,21 @@ func BenchmarkSync(b *testing.B) {
 				_ = os.WriteFile(p, []byte(fmt.Sprintf("changed %d %d\n", n, i)), 0o644)
 			}
 			n++
+			settle(b)
 			b.StartTimer()
 			transfer(b, true)
 		}
 	})
+}
+
+// settle writes out what earlier iterations left in the page cache, with
+// the timer stopped, so that no run pays for another's writes (this
+// machine's disk made the same pipeline take 1.3 s or 11 s depending on
+// what ran before it).
+func settle(b *testing.B) {
+	b.StopTimer()
+	syscall.Sync()
+	b.StartTimer()
 }
 
 // rootOf is a polecat's host data root, from hostd sync status.
@@ -175,7 +194,7 @@ func rootOf(b *testing.B, tw *Town, name string) string {
 }
 
 // writeConfig writes a hostd config file and returns its path.
-func writeConfig(b *testing.B, yaml string) string {
+func writeConfig(b testing.TB, yaml string) string {
 	p := filepath.Join(b.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		b.Fatal(err)

@@ -1,0 +1,196 @@
+package sync
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+)
+
+// A base's contents are what a three-way merge needs of the tree both
+// sides last shared: the files of at most MaxKept bytes, kept in one
+// uncompressed tar file rather than a tree of copies, because creating
+// thousands of small files is what a transfer of many small files spends
+// its time on. Contents reads such a file; KeepContents (while packing)
+// and WriteContents (from an extracted tree) write one.
+
+// MaxKept is the largest file whose content a base keeps: the largest a
+// three-way text merge is tried on (MergeOptions.MaxTextMerge's default).
+const MaxKept = 8 << 20
+
+// Contents is a base's kept contents as an fs.FS (read-only, files only,
+// no directories to list), over a tar file written by KeepContents or
+// WriteContents. Safe for concurrent use.
+type Contents struct {
+	f     *os.File
+	files map[string]contentsMember
+}
+
+type contentsMember struct {
+	off, size int64
+	mode      fs.FileMode
+}
+
+// OpenContents indexes the tar file at p (reading its headers only).
+func OpenContents(p string) (*Contents, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening kept contents: %w", err)
+	}
+	c := &Contents{f: f, files: map[string]contentsMember{}}
+	// A counting reader tells each member's offset; tar.Reader skips a
+	// member's data by seeking when it can, and the count follows.
+	cr := &offsetReader{countingReader: countingReader{r: f}, s: f}
+	tr := tar.NewReader(cr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return c, nil
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading kept contents %s: %w", p, err)
+		}
+		if hdr.Typeflag == tar.TypeReg && validRel(hdr.Name) {
+			c.files[hdr.Name] = contentsMember{off: cr.n, size: hdr.Size, mode: fs.FileMode(hdr.Mode).Perm()}
+		}
+	}
+}
+
+// Open opens a kept file by its slash-separated path in the data root.
+func (c *Contents) Open(name string) (fs.File, error) {
+	m, ok := c.files[name]
+	if !ok || !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &contentsFile{SectionReader: io.NewSectionReader(c.f, m.off, m.size), name: name, m: m}, nil
+}
+
+// Close releases the file.
+func (c *Contents) Close() error { return c.f.Close() }
+
+// contentsFile is one kept file, read in place.
+type contentsFile struct {
+	*io.SectionReader
+	name string
+	m    contentsMember
+}
+
+func (f *contentsFile) Stat() (fs.FileInfo, error) {
+	return memberInfo{name: path.Base(f.name), mode: f.m.mode, size: f.m.size}, nil
+}
+func (f *contentsFile) Close() error { return nil }
+
+// offsetReader is a countingReader that follows seeks too, so its count
+// is the offset, for OpenContents.
+type offsetReader struct {
+	countingReader
+	s io.Seeker
+}
+
+func (o *offsetReader) Seek(off int64, whence int) (int64, error) {
+	n, err := o.s.Seek(off, whence)
+	if err == nil {
+		o.n = n
+	}
+	return n, err
+}
+
+// KeepContents makes Pack also write the contents of every file of at most
+// MaxKept bytes it sends to w, as a tar file Contents can read: exactly
+// the bytes it hashed and sent, without reading them twice.
+func KeepContents(w io.Writer) PackOption {
+	return func(pk *packer) { pk.keep = tar.NewWriter(w) }
+}
+
+// keepMember starts a kept copy of a file being packed, returning what its
+// bytes go to (io.Discard when it is not kept).
+func (pk *packer) keepMember(e Entry) (io.Writer, error) {
+	if pk.keep == nil || e.Size > MaxKept {
+		return io.Discard, nil
+	}
+	if err := pk.keep.WriteHeader(contentsHeader(e)); err != nil {
+		return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
+	}
+	return pk.keep, nil
+}
+
+// contentsHeader is a kept file's tar header.
+func contentsHeader(e Entry) *tar.Header {
+	return &tar.Header{Typeflag: tar.TypeReg, Name: e.Path, Size: e.Size, Mode: int64(e.Mode), ModTime: e.MTime}
+}
+
+// WriteContents writes to w, as a tar file Contents can read, the contents
+// of m's files of at most MaxKept bytes: from dir (an extracted tree) for
+// the files an archive carried, from prev (the old base's contents, may be
+// nil) for those it marked unchanged. A file whose content is in neither,
+// or no longer hashes as m says, is left out: a merge of it then keeps
+// both versions rather than guessing.
+func WriteContents(w io.Writer, m *Manifest, dir string, prev fs.FS) error {
+	tw := tar.NewWriter(w)
+	for _, e := range m.Entries {
+		if e.Type != TypeFile || e.Size > MaxKept {
+			continue
+		}
+		b, err := readKept(e, dir, prev)
+		if err != nil {
+			return err
+		}
+		if b == nil || hashBytes(b) != e.SHA256 {
+			continue
+		}
+		if err := tw.WriteHeader(contentsHeader(e)); err != nil {
+			return fmt.Errorf("keeping %s: %w", e.Path, err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			return fmt.Errorf("keeping %s: %w", e.Path, err)
+		}
+	}
+	return tw.Close()
+}
+
+// readKept reads one file for WriteContents: nil when it is not there.
+func readKept(e Entry, dir string, prev fs.FS) ([]byte, error) {
+	if !e.Unchanged {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil {
+			return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
+		}
+		return b, nil
+	}
+	if prev == nil {
+		return nil, nil
+	}
+	b, err := fs.ReadFile(prev, e.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// baseFile writes the kept content of a file in base to a temporary file
+// for git merge-file, which the caller removes; "" when the content is not
+// kept or not intact.
+func baseFile(base fs.FS, e *Entry) (string, error) {
+	if base == nil {
+		return "", nil
+	}
+	b, err := fs.ReadFile(base, e.Path)
+	if err != nil || hashBytes(b) != e.SHA256 {
+		return "", nil
+	}
+	f, err := os.CreateTemp("", "sync-base-")
+	if err != nil {
+		return "", fmt.Errorf("writing the base of %s for a merge: %w", e.Path, err)
+	}
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("writing the base of %s for a merge: %w", e.Path, err)
+	}
+	return f.Name(), nil
+}

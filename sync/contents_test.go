@@ -1,0 +1,175 @@
+package sync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKeepContents: what Pack sends of files up to MaxKept is kept, byte
+// for byte, in one file; bigger files, directories and symlinks are not.
+func TestKeepContents(t *testing.T) {
+	work := t.TempDir()
+	root := filepath.Join(work, "root")
+	big := strings.Repeat("x", MaxKept+1)
+	writeTree(t, root, map[string]string{
+		"notes.md":          lines,
+		"results/a.txt":     "a",
+		"results/empty.txt": "",
+		"results/big.bin":   big,
+		"results/link":      "->a.txt",
+		"results/sub/":      "",
+	})
+	c, m := keepTo(t, root, work)
+	for _, tc := range []struct {
+		path, want string
+		kept       bool
+	}{
+		{"notes.md", lines, true},
+		{"results/a.txt", "a", true},
+		{"results/empty.txt", "", true},
+		{"results/big.bin", "", false},
+		{"results/link", "", false},
+		{"results/sub", "", false},
+		{"results/missing", "", false},
+		{"../notes.md", "", false},
+	} {
+		b, err := fs.ReadFile(c, tc.path)
+		if tc.kept != (err == nil) || string(b) != tc.want {
+			t.Errorf("%s: kept %v (%v) %q, want kept %v %q", tc.path, err == nil, err, b, tc.kept, tc.want)
+		}
+	}
+	if files, _ := m.Files(); files != 4 {
+		t.Errorf("the manifest lists %d files, want 4", files)
+	}
+}
+
+// keepTo packs root as a push does, keeping its contents in a file under
+// dir, and opens them.
+func keepTo(t *testing.T, root, dir string) (*Contents, *Manifest) {
+	t.Helper()
+	kept := filepath.Join(dir, "kept.tar")
+	f, err := os.Create(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := Pack(context.Background(), root, mergePolicy, io.Discard, KeepContents(f))
+	if err = errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenContents(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, m
+}
+
+// TestWriteContents: the contents of a received tree are kept from the
+// tree for what the archive carried, from the old contents for what it
+// marked unchanged, and left out where neither has what the manifest says.
+func TestWriteContents(t *testing.T) {
+	work := t.TempDir()
+	root := filepath.Join(work, "root")
+	writeTree(t, root, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", "results/lost.txt": "lost"})
+	hourAgo := time.Now().Add(-time.Hour)
+	for _, f := range []string{"same.txt", "changed.txt", "lost.txt"} {
+		_ = os.Chtimes(filepath.Join(root, "results", f), hourAgo, hourAgo) // older than Since's two seconds
+	}
+	old, base := keepTo(t, root, work)
+
+	// The container changes one file and sends a delta against the base.
+	writeTree(t, root, map[string]string{"results/changed.txt": "new", "results/added.txt": "added"})
+	var archive bytes.Buffer
+	if _, _, err := Pack(context.Background(), root, mergePolicy, &archive, Since(base)); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(work, "tree")
+	theirs, err := UnpackSince(context.Background(), &archive, tree, mergePolicy, Limits{}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old contents lack one unchanged file.
+	prev := fsWithout{old, "results/lost.txt"}
+	var out bytes.Buffer
+	if err := WriteContents(&out, theirs, tree, prev); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(work, "next.tar")
+	if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, err := OpenContents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	for path, want := range map[string]string{"results/same.txt": "same", "results/changed.txt": "new", "results/added.txt": "added", "results/lost.txt": "<none>"} {
+		b, err := fs.ReadFile(next, path)
+		if err != nil {
+			b = []byte("<none>")
+		}
+		if string(b) != want {
+			t.Errorf("%s: kept %q, want %q", path, b, want)
+		}
+	}
+}
+
+// fsWithout is an fs.FS with one path missing.
+type fsWithout struct {
+	fs.FS
+	gone string
+}
+
+func (f fsWithout) Open(name string) (fs.File, error) {
+	if name == f.gone {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return f.FS.Open(name)
+}
+
+// TestContentsDamaged: kept contents that are cut short or not a tar file
+// are refused when opened, and a merge then goes without them; a member
+// whose bytes no longer hash as the base says is not used as a merge base.
+func TestContentsDamaged(t *testing.T) {
+	work := t.TempDir()
+	root := filepath.Join(work, "root")
+	writeTree(t, root, map[string]string{"notes.md": lines})
+	c, m := keepTo(t, root, work)
+	c.Close()
+	good, err := os.ReadFile(filepath.Join(work, "kept.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"cut in its header": good[:100],
+		"not tar":           bytes.Repeat([]byte("garbage!"), 200),
+	} {
+		p := filepath.Join(work, "damaged.tar")
+		_ = os.WriteFile(p, b, 0o600)
+		if c, err := OpenContents(p); err == nil {
+			c.Close()
+			t.Errorf("%s: opened", name)
+		}
+	}
+	// Same length, other bytes: opens, but is no base for a merge.
+	tampered := bytes.Replace(good, []byte("three"), []byte("THREE"), 1)
+	p := filepath.Join(work, "tampered.tar")
+	_ = os.WriteFile(p, tampered, 0o600)
+	tc, err := OpenContents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	e := index(m)["notes.md"]
+	if path, err := baseFile(tc, e); err != nil || path != "" {
+		t.Errorf("a tampered base was used: %q %v", path, err)
+	}
+}
