@@ -23,7 +23,10 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/forward"
 	"github.com/polecat-sidecar/sidecar/agent/git"
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
+	"github.com/polecat-sidecar/sidecar/agent/nudge"
+	"github.com/polecat-sidecar/sidecar/agent/pane"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/shim"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
@@ -87,6 +90,8 @@ type upConfig struct {
 	Watch                                        liveness.Config
 	TmuxSocket                                   string
 	BeatInterval                                 time.Duration
+	HookSocket                                   string
+	Nudge                                        nudge.Config
 }
 
 // defaultUpConfig takes each default from the package that owns it.
@@ -94,13 +99,14 @@ func defaultUpConfig() upConfig {
 	return upConfig{
 		StateDir:     "/run/gt-agent",
 		Supervisor:   supervisor.DefaultConfig(),
-		Socket:       relay.DefaultSocket,
+		Socket:       shim.DefaultSocket,
 		RelayWait:    forward.DefaultWait,
 		GitListen:    git.DefaultListen,
 		GitAllowUIDs: []string{strconv.Itoa(os.Getuid())},
 		Data:         data.Config{Checkpoint: data.DefaultConfig().Checkpoint, Teardown: data.DefaultConfig().Teardown},
 		Watch:        liveness.Config{Name: liveness.DefaultSession, WorkDir: "."},
 		BeatInterval: liveness.DefaultInterval,
+		Nudge:        nudge.DefaultConfig(),
 	}
 }
 
@@ -119,7 +125,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "transport", Usage: "auto (QUIC, falling back to TCP), quic or tcp", Value: &c.Supervisor.Transport},
 		{Key: "connect-timeout", Usage: "give up if hostd cannot be reached at start for this long", Value: &c.Supervisor.ConnectTimeout},
 		{Key: "quic-probe", Usage: "while on TCP, try QUIC again this often", Value: &c.Supervisor.ProbeInterval},
-		{Key: "socket", Usage: "unix socket where the gt/bd shims reach the agent (env " + relay.SocketEnv + ")", Value: &c.Socket},
+		{Key: "socket", Usage: "unix socket where the gt/bd shims reach the agent (env " + shim.SocketEnv + ")", Value: &c.Socket},
 		{Key: "relay-wait", Usage: "how long a gt/bd command or git request waits for a tunnel that is down", Value: &c.RelayWait},
 		{Key: "git-listen", Usage: "where git reaches the rig's repository: origin is http://<this>" + wire.GitPathPrefix + "<rig> (empty: off)", Value: &c.GitListen},
 		{Key: "git-allow-uid", Usage: "uids whose processes may use the git port, which pushes as the polecat (default: gt-agent's own uid; \"any\": no check)", Value: &c.GitAllowUIDs},
@@ -132,6 +138,10 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "tmux-socket", Usage: "tmux server socket path (default: tmux's own)", Value: &c.TmuxSocket},
 		{Key: "work-dir", Usage: "directory whose filesystem's free space beats report", Value: &c.Watch.WorkDir},
 		{Key: "beat-interval", Usage: "how often to send a heartbeat", Value: &c.BeatInterval},
+		{Key: "hook-socket", Usage: "unix socket where 'gt-agent hook' reports Claude Code's hook events (env " + nudge.HookSocketEnv + "; default hooks.sock beside --socket)", Value: &c.HookSocket},
+		{Key: "nudge-prompt", Usage: "regular expression for the input line's prompt: a nudge waits until it is empty", Value: &c.Nudge.Prompt},
+		{Key: "nudge-busy", Usage: "regular expressions on the screen meaning the polecat is busy (while no hook is heard)", Value: &c.Nudge.BusyPatterns},
+		{Key: "nudge-silence", Usage: "with no hook and no prompt seen, the pane counts as idle after this long without output", Value: &c.Nudge.Silence},
 		{Key: "keepalive", Usage: "tunnel keepalive interval", Value: &c.Supervisor.Tunnel.KeepAlive},
 		{Key: "idle-timeout", Usage: "reconnect after this long without hearing from hostd", Value: &c.Supervisor.Tunnel.IdleTimeout},
 	}
@@ -254,6 +264,9 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	if watchers == 0 {
 		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
 	}
+	if err := serveNudges(ctx, c, hostOpened); err != nil {
+		return err
+	}
 	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
 
 	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
@@ -261,6 +274,36 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 		<-announced
 	}
 	return err
+}
+
+// serveNudges delivers hostd's nudges into the watched session's pane,
+// hears Claude Code's hooks on the hook socket, and serves hostd peek and
+// attach on that pane.
+func serveNudges(ctx context.Context, c *upConfig, mux *tunnel.ServeMux) error {
+	socket := orDefault(c.HookSocket, nudge.HookSocketPath(c.Socket))
+	hooks := &nudge.Hooks{}
+	if ln, err := unixsock.Listen(socket); err != nil {
+		slog.Warn("no hook socket: Claude Code's hooks cannot reach the agent, so nudges judge idle from the screen", "socket", socket, "err", err)
+	} else {
+		go func() {
+			if err := hooks.Serve(ctx, ln); err != nil {
+				slog.Warn("hook socket stopped; nudges fall back to the screen", "err", err)
+			}
+		}()
+	}
+	ncfg := c.Nudge
+	ncfg.Session = orDefault(c.Watch.WatchSession, c.Watch.Name)
+	ncfg.StateDir, ncfg.Logger = c.StateDir, slog.Default()
+	if c.TmuxSocket != "" {
+		ncfg.Tmux.Args = []string{"-S", c.TmuxSocket}
+	}
+	svc, err := nudge.New(ncfg, hooks)
+	if err != nil {
+		return err
+	}
+	mux.Handle(wire.KindNudge, svc)
+	mux.Handle(wire.KindPane, pane.New(pane.Config{Session: ncfg.Session, Tmux: ncfg.Tmux, Logger: slog.Default()}))
+	return nil
 }
 
 // shutdownLimit is how long the agent takes at most to stop once told to.

@@ -191,6 +191,15 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
 			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(clean(p.Command), 13))
 	}
+	var waiting []string
+	for _, p := range st.Polecats {
+		if p.Nudges > 0 {
+			waiting = append(waiting, fmt.Sprintf("%s %d", p.Identity, p.Nudges))
+		}
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(w, "\nnudges waiting: %s (hostd nudge <rig>/<name> --list)\n", strings.Join(waiting, ", "))
+	}
 	if st.SyncConflicts > 0 {
 		fmt.Fprintf(w, "\n%d data conflict(s) since hostd started: the host's versions stayed, the containers' are beside them (hostd sync log)\n", st.SyncConflicts)
 	}
@@ -238,6 +247,9 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 		}
 		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
 		fmt.Fprintf(w, "  agent:     %s, up %s\n", clean(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+	}
+	if d.Nudges > 0 {
+		fmt.Fprintf(w, "  nudges:    %d waiting (hostd nudge %s --list)\n", d.Nudges, d.Identity)
 	}
 	fmt.Fprintln(w, "  recent state changes:")
 	events := d.Events

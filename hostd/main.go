@@ -71,7 +71,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
 		_ = a.v.BindPFlag(key(k), pf.Lookup(k))
 	}
-	root.AddCommand(a.serveCmd(), a.caCmd(), a.certCmd(), a.tokenCmd(), a.statusCmd(), a.aliveCmd(), a.syncCmd())
+	root.AddCommand(a.serveCmd(), a.caCmd(), a.certCmd(), a.tokenCmd(), a.statusCmd(), a.aliveCmd(), a.syncCmd(), a.nudgeCmd(), a.peekCmd(), a.attachCmd())
 	return root
 }
 

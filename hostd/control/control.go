@@ -4,6 +4,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,8 @@ type Polecat struct {
 	CPUPercent   float64   `json:"cpu_percent"`
 	RSSBytes     uint64    `json:"rss_bytes"`
 	IdleSeconds  float64   `json:"idle_seconds"`
+	// Nudges is how many nudges wait in its queue.
+	Nudges int `json:"nudges"`
 }
 
 // PolecatDetail is one polecat with its last beat and recent state
@@ -104,6 +107,8 @@ type Backend interface {
 	// the live tunnels that stood on what it revoked.
 	Revoke(target string) (revoked int, err error)
 	SyncBackend
+	NudgeBackend
+	PaneBackend
 }
 
 // Listen opens the town's control socket (state.Dir.Socket), making the
@@ -141,6 +146,8 @@ func Handler(b Backend) http.Handler {
 	})
 	adminHandlers(mux, b)
 	syncHandlers(mux, b)
+	nudgeHandlers(mux, b)
+	paneHandlers(mux, b)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := b.ReloadRevocations()
 		if err != nil {
@@ -204,15 +211,20 @@ func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	return c.doWith(ctx, c.hc, method, path, out)
+	return c.doWith(ctx, c.hc, method, path, nil, out)
 }
 
 // doLong is do for calls that last as long as a transfer: no timeout but
 // ctx's.
 func (c *Client) doLong(ctx context.Context, method, path string, out any) error {
+	return c.doLongJSON(ctx, method, path, nil, out)
+}
+
+// doLongJSON is doLong sending in as a JSON body (none when nil).
+func (c *Client) doLongJSON(ctx context.Context, method, path string, in, out any) error {
 	hc := *c.hc
 	hc.Timeout = 0
-	return c.doWith(ctx, &hc, method, path, out)
+	return c.doWith(ctx, &hc, method, path, in, out)
 }
 
 // openLong starts a long call and returns its body, for answers that
@@ -220,7 +232,7 @@ func (c *Client) doLong(ctx context.Context, method, path string, out any) error
 func (c *Client) openLong(ctx context.Context, method, path string) (io.ReadCloser, error) {
 	hc := *c.hc
 	hc.Timeout = 0
-	resp, err := c.send(ctx, &hc, method, path)
+	resp, err := c.send(ctx, &hc, method, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -231,9 +243,18 @@ func (c *Client) openLong(ctx context.Context, method, path string) (io.ReadClos
 	return resp.Body, nil
 }
 
-// send makes one call, saying clearly when no daemon answers.
-func (c *Client) send(ctx context.Context, hc *http.Client, method, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, nil)
+// send makes one call, with in as its JSON body unless nil, saying
+// clearly when no daemon answers.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +268,8 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string)
 	return resp, nil
 }
 
-func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, out any) error {
-	resp, err := c.send(ctx, hc, method, path)
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+	resp, err := c.send(ctx, hc, method, path, in)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,13 @@ import (
 // fakeDaemon stands in for the daemon behind the HTTP layer; the real one
 // answers the same calls in hostd/e2e.
 type fakeDaemon struct {
-	reloads int
-	dryRuns []bool
-	issued  []wire.Identity
-	ttls    []time.Duration
-	revoked []string
+	reloads  int
+	dryRuns  []bool
+	issued   []wire.Identity
+	ttls     []time.Duration
+	revoked  []string
+	nudges   []NudgeRequest
+	attached []wire.PaneRequest
 }
 
 func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (IssuedCert, error) {

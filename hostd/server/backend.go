@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/nudge"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -19,6 +21,10 @@ var _ control.Backend = (*Server)(nil)
 // queue.
 func (s *Server) Status() control.Status {
 	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.live.Rows()}
+	depth := s.nudge.Depth()
+	for i := range st.Polecats {
+		st.Polecats[i].Nudges = depth[st.Polecats[i].Identity]
+	}
 	if ln := s.listener(); ln != nil {
 		st.Listeners = ln.Health()
 	}
@@ -32,7 +38,11 @@ func (s *Server) Status() control.Status {
 }
 
 // Polecat is one polecat's detail.
-func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) { return s.live.Detail(id) }
+func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) {
+	d, ok := s.live.Detail(id)
+	d.Nudges = s.nudge.Depth()[id]
+	return d, ok
+}
 
 // ReloadRevocations re-reads the revocation records and closes the live
 // tunnels of revoked certificates.
@@ -73,4 +83,39 @@ func (s *Server) SyncStatus() control.SyncStatus {
 	}
 	slices.SortFunc(st.Roots, func(a, b control.SyncRoot) int { return strings.Compare(a.Polecat.String(), b.Polecat.String()) })
 	return st
+}
+
+// Nudge queues a nudge and waits up to req.Wait for what becomes of it.
+func (s *Server) Nudge(ctx context.Context, id wire.Identity, req control.NudgeRequest) (control.NudgeOutcome, error) {
+	it, dropped, err := s.nudge.Enqueue(nudge.Request{Polecat: id, Text: req.Text, Mode: req.Mode, Priority: req.Priority, TTL: req.TTL})
+	if err != nil {
+		return control.NudgeOutcome{}, err
+	}
+	wait := req.Wait
+	if it.Mode == wire.NudgeQueue {
+		wait = 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	o, err := s.nudge.Wait(ctx, it.ID)
+	o.Dropped = dropped
+	return o, err
+}
+
+// NudgeList is a polecat's nudge queue.
+func (s *Server) NudgeList(id wire.Identity) []control.NudgeItem { return s.nudge.List(id) }
+
+// NudgeCancel removes a queued nudge.
+func (s *Server) NudgeCancel(nudgeID string) (control.NudgeOutcome, error) {
+	return s.nudge.Cancel(nudgeID)
+}
+
+// Peek writes a polecat's pane to w.
+func (s *Server) Peek(ctx context.Context, id wire.Identity, lines int, follow bool, w io.Writer) error {
+	return s.pane.Peek(ctx, id, lines, follow, w)
+}
+
+// Attach connects an operator's terminal to the polecat's session.
+func (s *Server) Attach(ctx context.Context, id wire.Identity, req wire.PaneRequest, upgrade func() (io.ReadWriteCloser, error)) error {
+	return s.pane.Attach(ctx, id, req, upgrade)
 }

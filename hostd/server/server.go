@@ -20,6 +20,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/liveness"
+	"github.com/polecat-sidecar/sidecar/hostd/nudge"
+	"github.com/polecat-sidecar/sidecar/hostd/pane"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
@@ -55,6 +57,8 @@ type Config struct {
 	// Data configures the data channel (Town, Dir and Logger are filled
 	// in).
 	Data data.Config
+	// Nudge configures the nudge queue (Path and Logger are filled in).
+	Nudge nudge.Config
 	// Upstream turns on pushing landed branches to each rig's origin.
 	Upstream bool
 	// UpstreamConfig tunes the upstream queue.
@@ -80,6 +84,7 @@ func DefaultConfig() Config {
 		Relay:          relay.DefaultConfig(),
 		Git:            git.DefaultConfig(),
 		Data:           data.DefaultConfig(),
+		Nudge:          nudge.DefaultConfig(),
 		Upstream:       true,
 		UpstreamConfig: git.DefaultUpstreamConfig(),
 		Version:        "dev",
@@ -100,6 +105,8 @@ type Server struct {
 	git   *git.Service
 	queue *git.Upstream
 	data  *data.Service
+	nudge *nudge.Service
+	pane  *pane.Service
 
 	mux     *tunnel.ServeMux
 	metrics *metrics
@@ -147,6 +154,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 
+	cfg.Nudge.Path, cfg.Nudge.Logger = s.dir.Nudges(), cfg.Logger
+	if s.nudge, err = nudge.New(cfg.Nudge, s.reg); err != nil {
+		return nil, err
+	}
+	s.pane = pane.New(s.reg)
 	s.mux = tunnel.NewServeMux()
 	s.mux.Handle(wire.KindCert, s.certs)
 	s.mux.HandleFunc(wire.KindPing, servePing)
@@ -154,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(wire.KindRelay, rel)
 	s.mux.Handle(wire.KindGit, s.git.Handler())
 	s.mux.Handle(wire.KindSync, s.data)
-	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, s.data, listenerMetrics{s}}
+	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, s.data, s.nudge, listenerMetrics{s}}
 	if s.queue != nil {
 		sources = append(sources, s.queue)
 	}
@@ -193,6 +205,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer ctl.Close()
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.live.Run(ctx)
+	go s.nudge.Run(ctx)
 	go s.certs.Watch(ctx)
 	go s.reclaim(ctx, 5*time.Second)
 	if s.cfg.MetricsListen != "" {

@@ -49,6 +49,10 @@ func (d Dir) ResetKey() string { return d.file("quic-reset.key") }
 // the transfer journal.
 func (d Dir) Data() string { return d.file("data") }
 
+// Nudges is the nudge queue: every nudge not yet delivered, expired or
+// cancelled.
+func (d Dir) Nudges() string { return d.file("nudges.json") }
+
 // Landed holds each push's record of the refs it landed, emptied at start.
 func (d Dir) Landed() string { return d.file("landed") }
 

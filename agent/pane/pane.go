@@ -1,0 +1,273 @@
+// Package pane is gt-agent's half of the pane channel (hostd peek and
+// hostd attach): it captures the polecat's tmux pane as text, follows
+// what is added to it, and runs a tmux client on the session in a
+// terminal of its own whose output it streams to hostd and whose keys and
+// size hostd sends.
+package pane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Config configures the pane channel.
+type Config struct {
+	// Session is the tmux session shown.
+	Session string
+	// Tmux is the tmux server.
+	Tmux tmux.Server
+	// Follow is how often peek --follow looks at the pane.
+	Follow time.Duration
+	// Logger receives a line per attach.
+	Logger *slog.Logger
+}
+
+// DefaultConfig follows every 500 ms.
+func DefaultConfig() Config {
+	return Config{Session: "polecat", Follow: 500 * time.Millisecond, Logger: slog.Default()}
+}
+
+// Service serves pane streams.
+type Service struct{ cfg Config }
+
+// New returns the service; zero Config fields take DefaultConfig's.
+func New(cfg Config) *Service {
+	d := DefaultConfig()
+	if cfg.Session == "" {
+		cfg.Session = d.Session
+	}
+	if cfg.Follow <= 0 {
+		cfg.Follow = d.Follow
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	return &Service{cfg: cfg}
+}
+
+// ServeStream serves one peek or attach.
+func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
+	var req wire.PaneRequest
+	err := st.DecodeMeta(&req)
+	if err == nil {
+		err = req.Validate()
+	}
+	if err != nil {
+		_ = st.Reject(err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if req.Op == wire.PanePeek {
+		// hostd closing its side ends a follow.
+		go func() {
+			_, _ = st.Read(make([]byte, 1))
+			cancel()
+		}()
+		if err := s.peek(ctx, st, req); err != nil {
+			_ = st.Reject(err.Error())
+			return
+		}
+		_ = st.CloseWrite()
+		return
+	}
+	if err := s.attach(ctx, st, req); err != nil {
+		_ = st.Reject(err.Error())
+	}
+}
+
+// peek writes the pane's last lines, then with Follow what is added.
+func (s *Service) peek(ctx context.Context, st *tunnel.Stream, req wire.PaneRequest) error {
+	prev, err := s.lines(ctx, req.Lines)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Write([]byte(strings.Join(prev, "\n") + "\n")); err != nil || !req.Follow {
+		return nil
+	}
+	t := time.NewTicker(s.cfg.Follow)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		cur, err := s.lines(ctx, req.Lines)
+		if err != nil {
+			return nil // the session is gone: the follow ends
+		}
+		if added := appended(prev, cur); len(added) > 0 {
+			if _, err := st.Write([]byte(strings.Join(added, "\n") + "\n")); err != nil {
+				return nil
+			}
+		}
+		prev = cur
+	}
+}
+
+// lines is the pane's last n lines, trailing empty ones dropped.
+func (s *Service) lines(ctx context.Context, n int) ([]string, error) {
+	text, err := s.cfg.Tmux.History(ctx, s.cfg.Session, n)
+	if err != nil {
+		return nil, err
+	}
+	l := strings.Split(strings.TrimRight(text, "\n "), "\n")
+	for i := range l {
+		l[i] = strings.TrimRight(l[i], " ")
+	}
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return l, nil
+}
+
+// appended is what cur adds to prev: the lines after the longest end of
+// prev that cur starts with (output scrolled up), or the lines that
+// differ from the end when the screen was redrawn in place.
+func appended(prev, cur []string) []string {
+	for k := min(len(prev), len(cur)); k > 0; k-- {
+		if equal(prev[len(prev)-k:], cur[:k]) {
+			return cur[k:]
+		}
+	}
+	// Redrawn in place: the lines from the first that changed.
+	for i := range cur {
+		if i >= len(prev) || prev[i] != cur[i] {
+			return cur[i:]
+		}
+	}
+	return nil
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// attach runs tmux attach on the session in a new terminal, copying its
+// output to st and st's frames to it, until either side ends.
+func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRequest) error {
+	master, slave, err := openPTY()
+	if err != nil {
+		return err
+	}
+	defer master.Close()
+	if err := setSize(master, req.Cols, req.Rows); err != nil {
+		slave.Close()
+		return err
+	}
+	args := append(append([]string{}, s.cfg.Tmux.Args...), "attach-session")
+	if !req.Write {
+		args = append(args, "-r")
+	}
+	args = append(args, "-t", "="+s.cfg.Session)
+	cmd := exec.Command("tmux", args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		return fmt.Errorf("starting tmux attach: %w", err)
+	}
+	slave.Close()
+	s.cfg.Logger.Info("pane: operator attached", "session", s.cfg.Session, "write", req.Write)
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+		_ = st.CloseWrite()
+	}()
+	// Output: the tmux client's terminal, as it comes.
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := master.Read(buf)
+			if n > 0 {
+				if _, werr := st.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+	}()
+	// Input: hostd's frames, until hostd detaches.
+	buf := make([]byte, wire.MaxPaneFrame)
+	for {
+		typ, payload, cols, rows, err := wire.ReadPaneFrame(st, buf)
+		if err != nil {
+			break
+		}
+		switch typ {
+		case wire.PaneInput:
+			_, _ = master.Write(payload)
+		case wire.PaneResize:
+			_ = setSize(master, cols, rows)
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+	}
+	s.cfg.Logger.Info("pane: operator detached", "session", s.cfg.Session)
+	return nil
+}
+
+// openPTY opens a new pseudo-terminal: its master, and its slave for the
+// child.
+func openPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening a terminal for attach: %w", err)
+	}
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlocking the terminal: %w", err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("naming the terminal: %w", err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("opening the terminal's other end: %w", err)
+	}
+	return master, slave, nil
+}
+
+// setSize sets the terminal's size; the tmux client hears SIGWINCH.
+func setSize(master *os.File, cols, rows uint16) error {
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows}); err != nil {
+		return fmt.Errorf("sizing the terminal: %w", err)
+	}
+	return nil
+}

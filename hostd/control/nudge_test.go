@@ -1,0 +1,65 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+func (f *fakeDaemon) Nudge(_ context.Context, id wire.Identity, req NudgeRequest) (NudgeOutcome, error) {
+	f.nudges = append(f.nudges, req)
+	return NudgeOutcome{ID: "n1", Polecat: id, Outcome: "queued"}, nil
+}
+
+func (f *fakeDaemon) NudgeList(id wire.Identity) []NudgeItem {
+	return []NudgeItem{{ID: "n1", Polecat: id, Text: "hi"}}
+}
+
+func (f *fakeDaemon) NudgeCancel(id string) (NudgeOutcome, error) {
+	if id != "n1" {
+		return NudgeOutcome{}, errors.New("no queued nudge " + id)
+	}
+	return NudgeOutcome{ID: id, Outcome: "cancelled"}, nil
+}
+
+// TestNudgeAPI: requests are decoded strictly and bounded; a bad polecat
+// name, an unknown field or an oversized body is refused before the queue
+// sees it.
+func TestNudgeAPI(t *testing.T) {
+	d := &fakeDaemon{}
+	h := Handler(d)
+	for _, tc := range []struct {
+		name, method, path, body string
+		code                     int
+		queued                   int
+	}{
+		{"queued", "POST", "/v1/nudges/gastown/furiosa", `{"text":"go on; -x","mode":"queue","ttl":60000000000}`, 200, 1},
+		{"bad name", "POST", "/v1/nudges/gastown/Furiosa%20X", `{"text":"x"}`, 400, 1},
+		{"unknown field", "POST", "/v1/nudges/gastown/furiosa", `{"text":"x","identity":"other"}`, 400, 1},
+		{"oversized", "POST", "/v1/nudges/gastown/furiosa", `{"text":"` + strings.Repeat("a", maxNudgeBody) + `"}`, 400, 1},
+		{"not json", "POST", "/v1/nudges/gastown/furiosa", `text=x`, 400, 1},
+		{"list", "GET", "/v1/nudges/gastown/furiosa", ``, 200, 1},
+		{"cancel", "DELETE", "/v1/nudges/n1", ``, 200, 1},
+		{"cancel unknown", "DELETE", "/v1/nudges/n2", ``, 404, 1},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body)))
+		if rec.Code != tc.code || len(d.nudges) != tc.queued {
+			t.Errorf("%s: %d (queued %d), want %d (queued %d): %s", tc.name, rec.Code, len(d.nudges), tc.code, tc.queued, rec.Body)
+		}
+	}
+	if got := d.nudges[0]; got.Text != "go on; -x" || got.Mode != "queue" || got.TTL.Seconds() != 60 {
+		t.Errorf("the request reached the queue as %+v", got)
+	}
+	var o NudgeOutcome
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/v1/nudges/n1", nil))
+	if err := json.Unmarshal(rec.Body.Bytes(), &o); err != nil || o.Outcome != "cancelled" {
+		t.Errorf("cancel answered %s", rec.Body)
+	}
+}

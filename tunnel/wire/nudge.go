@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The nudge channel (KindNudge, hostd -> agent) carries one nudge per
+// stream. The metadata is a NudgeRequest; hostd then writes the text
+// (Size bytes, at most MaxNudgeText) and keeps its side open while it
+// wants the nudge: when hostd closes it (the nudge was cancelled or
+// expired, hostd is stopping) the agent gives up unless it has started
+// typing, and answers NudgeBusy. The agent delivers it
+// into the polecat's pane, one at a time, waiting for the polecat to be
+// idle unless the mode is NudgeImmediate, but never past the request's
+// Deadline. It answers with NudgeResults, one JSON line each of at most
+// MaxNudgeResult bytes, at most MaxNudgeResults of them: a NudgeBusy
+// result whenever its reason for waiting changes, then the final one, and
+// closes; the last result on the stream is the outcome. hostd keeps the nudge until a final outcome
+// (submitted or failed) comes back, so a nudge may be sent again after a
+// lost tunnel or a restart: the agent de-duplicates by ID and answers a
+// repeat with the first delivery's outcome.
+const (
+	// NudgeImmediate types the nudge now, busy or not (never into text
+	// someone is typing).
+	NudgeImmediate = "immediate"
+	// NudgeWaitIdle types it once the polecat is idle (the default).
+	NudgeWaitIdle = "wait-idle"
+	// NudgeQueue is wait-idle without the caller waiting: hostd answers
+	// once the nudge is persisted. The agent never sees this mode.
+	NudgeQueue = "queue"
+)
+
+// Nudge outcomes.
+const (
+	// NudgeSubmitted: typed and submitted, with evidence (NudgeResult.Detail).
+	NudgeSubmitted = "submitted"
+	// NudgeBusy: the polecat was not idle before the deadline; nothing
+	// was typed and hostd keeps the nudge queued.
+	NudgeBusy = "busy"
+	// NudgeFailed: not delivered, with why; final.
+	NudgeFailed = "failed"
+)
+
+// Limits of the nudge channel.
+const (
+	// MaxNudgeText bounds a nudge's text.
+	MaxNudgeText = 64 << 10
+	// MaxNudgeResult bounds one of the agent's answers.
+	MaxNudgeResult = 4 << 10
+	// MaxNudgeResults bounds the answers on one stream.
+	MaxNudgeResults = 64
+)
+
+// NudgeRequest is a nudge stream's metadata.
+type NudgeRequest struct {
+	// ID is hostd's id for the nudge, the same on every attempt.
+	ID string `json:"id"`
+	// Mode is NudgeImmediate or NudgeWaitIdle.
+	Mode string `json:"mode"`
+	// Deadline is when the agent stops waiting and answers NudgeBusy.
+	Deadline time.Time `json:"deadline"`
+	// Size is the text's length in bytes.
+	Size int `json:"size"`
+}
+
+// Validate checks a request as the agent receives it.
+func (r NudgeRequest) Validate() error {
+	switch {
+	case r.ID == "" || len(r.ID) > 64:
+		return errors.New("nudge: the id must be 1-64 bytes")
+	case r.Mode != NudgeImmediate && r.Mode != NudgeWaitIdle:
+		return fmt.Errorf("nudge: unknown mode %q (immediate, wait-idle)", r.Mode)
+	case r.Deadline.IsZero():
+		return errors.New("nudge: no deadline")
+	case r.Size <= 0 || r.Size > MaxNudgeText:
+		return fmt.Errorf("nudge: the text must be 1-%d bytes", MaxNudgeText)
+	}
+	return nil
+}
+
+// NudgeResult is the agent's answer to a nudge.
+type NudgeResult struct {
+	// Outcome is NudgeSubmitted, NudgeBusy or NudgeFailed.
+	Outcome string `json:"outcome"`
+	// At is when it was submitted (or given up).
+	At time.Time `json:"at"`
+	// Detail says what was seen: the evidence of submission, or why not.
+	Detail string `json:"detail,omitempty"`
+	// Repeat is true when the nudge had already been delivered and this
+	// is that delivery's outcome; nothing was typed this time.
+	Repeat bool `json:"repeat,omitempty"`
+}
+
+// WriteNudgeResult writes r.
+func WriteNudgeResult(w io.Writer, r NudgeResult) error {
+	return json.NewEncoder(w).Encode(r)
+}
+
+// NudgeResults reads the agent's answers on a nudge stream.
+type NudgeResults struct {
+	d *json.Decoder
+	n int
+}
+
+// NewNudgeResults reads results from r, at most MaxNudgeResults of at
+// most MaxNudgeResult bytes.
+func NewNudgeResults(r io.Reader) *NudgeResults {
+	d := json.NewDecoder(io.LimitReader(r, MaxNudgeResults*MaxNudgeResult))
+	d.DisallowUnknownFields()
+	return &NudgeResults{d: d}
+}
+
+// Next is the next result, checked; io.EOF after the last.
+func (r *NudgeResults) Next() (NudgeResult, error) {
+	var res NudgeResult
+	if r.n++; r.n > MaxNudgeResults {
+		return res, fmt.Errorf("reading the nudge result: more than %d answers", MaxNudgeResults)
+	}
+	if err := r.d.Decode(&res); err != nil {
+		if errors.Is(err, io.EOF) {
+			return res, io.EOF
+		}
+		return res, fmt.Errorf("reading the nudge result: %w", err)
+	}
+	switch {
+	case res.Outcome != NudgeSubmitted && res.Outcome != NudgeBusy && res.Outcome != NudgeFailed:
+		return res, fmt.Errorf("reading the nudge result: unknown outcome %q", res.Outcome)
+	case len(res.Detail) > MaxNudgeResult:
+		return res, errors.New("reading the nudge result: its detail is too long")
+	}
+	return res, nil
+}
+
+// ReadNudgeText reads a nudge's text: the request's Size bytes.
+func ReadNudgeText(r io.Reader, req NudgeRequest) (string, error) {
+	b := make([]byte, req.Size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", fmt.Errorf("reading the nudge: %w", err)
+	}
+	return string(b), nil
+}
