@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
-	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/nudge"
+	"github.com/polecat-sidecar/sidecar/agent/shim"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 )
 
@@ -50,12 +51,42 @@ one line on stderr when the command could not be relayed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			socket, _ := cmd.Flags().GetString("socket")
-			sh := relay.Shim{Name: args[0], Socket: socket, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+			sh := shim.Shim{Name: args[0], Socket: socket, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 			os.Exit(sh.Run(args[1:]))
 			return nil
 		},
 	}
-	cmd.Flags().String("socket", relay.SocketPath(), "the agent's relay socket (env "+relay.SocketEnv+")")
+	cmd.Flags().String("socket", shim.SocketPath(), "the agent's relay socket (env "+shim.SocketEnv+")")
+	return cmd
+}
+
+// hookCmd tells the running agent about a Claude Code hook event: the
+// image's Claude Code settings run it on UserPromptSubmit, PreToolUse,
+// Stop and Notification, so nudges know truthfully when the polecat is
+// idle. It never fails Claude Code: a problem is one line on stderr and
+// exit status 0.
+func hookCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook EVENT",
+		Short: "Tell the agent a Claude Code hook fired (UserPromptSubmit, PreToolUse, Stop, Notification)",
+		Long: `Tell the running agent that a Claude Code hook event happened, so that nudges
+are typed only when the polecat is idle: UserPromptSubmit and PreToolUse mean
+busy, Stop and Notification mean idle. Claude Code's settings call it:
+
+  {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "gt-agent hook Stop"}]}], ...}}
+
+It exits 0 whatever happens (a hook must never break the session) and says
+on stderr what went wrong.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			socket, _ := cmd.Flags().GetString("socket")
+			if err := nudge.SendHook(socket, args[0]); err != nil {
+				fmt.Fprintln(os.Stderr, "gt-agent hook:", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().String("socket", nudge.HookSocketPath(shim.SocketPath()), "the agent's hook socket (env "+nudge.HookSocketEnv+"; default hooks.sock beside the relay socket)")
 	return cmd
 }
 
@@ -65,7 +96,7 @@ var version = "dev"
 func main() {
 	// Invoked as gt or bd (a symlink to gt-agent): relay the command.
 	if name := filepath.Base(os.Args[0]); name == "gt" || name == "bd" {
-		sh := relay.Shim{Name: name, Socket: relay.SocketPath(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+		sh := shim.Shim{Name: name, Socket: shim.SocketPath(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 		os.Exit(sh.Run(os.Args[1:]))
 	}
 	if err := newRoot().Execute(); err != nil {
@@ -100,7 +131,7 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(upCmd(v), execCmd(), sessionRunCmd())
+	root.AddCommand(upCmd(v), execCmd(), sessionRunCmd(), hookCmd())
 	return root
 }
 

@@ -78,7 +78,7 @@ func (sc *ServerConfig) authorize(cs tls.ConnectionState) (wire.Identity, error)
 		return wire.Identity{}, errors.New("no client certificate")
 	}
 	leaf := cs.PeerCertificates[0]
-	id, err := wire.IdentityFromCert(leaf, sc.trustDomain())
+	id, err := wire.IdentityFromURIs(leaf.URIs, sc.trustDomain())
 	if err != nil {
 		return wire.Identity{}, err
 	}

@@ -1,7 +1,6 @@
-// Package relay is gt-agent's side of the gt/bd relay: the shim that runs
-// when the binary is invoked as gt or bd, and the forwarder in 'gt-agent
-// up' that turns each shim connection on the local unix socket into one
-// relay stream on the tunnel, copied verbatim.
+// Package relay is gt-agent's side of the gt/bd relay: the forwarder in
+// 'gt-agent up' that turns each shim connection (package shim) on the
+// local unix socket into one relay stream on the tunnel, copied verbatim.
 package relay
 
 import (
@@ -14,14 +13,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
-
-// DefaultSocket is where the agent listens for shims unless GT_AGENT_SOCKET
-// or --socket says otherwise.
-const DefaultSocket = "/run/gt-agent/agent.sock"
-
-// SocketEnv names the environment variable that overrides DefaultSocket,
-// for the agent and the shim alike.
-const SocketEnv = "GT_AGENT_SOCKET"
 
 // NewForwarder forwards shim connections as relay streams. It tells the
 // shim FrameAttached once the stream is open, or FrameError with the

@@ -134,6 +134,27 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 	}
 }
 
+// TestRelayThroughGtAgent: gt-agent relays as the shim does, both when an
+// image links gt or bd to it and as gt-agent exec.
+func TestRelayThroughGtAgent(t *testing.T) {
+	r := newRelayRig(t, rigOpts{})
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(BinDir, "gt-agent"), filepath.Join(dir, "bd")); err != nil {
+		t.Fatal(err)
+	}
+	for name, argv := range map[string][]string{
+		"linked as bd":  {filepath.Join(dir, "bd"), "show", "args", "-x", "a b"},
+		"gt-agent exec": {filepath.Join(BinDir, "gt-agent"), "exec", "--", "bd", "show", "args", "-x", "a b"},
+	} {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+r.socket)
+		out, err := cmd.Output()
+		if err != nil || string(out) != "-x\x00a b\x00" {
+			t.Errorf("%s: %q %v", name, out, err)
+		}
+	}
+}
+
 // TestRelayEnvIsAPolecatSession: the host command's whole environment is
 // a Gas Town host polecat session's, relay.env added to it, the shim's
 // terminal variables, and nothing else.

@@ -124,7 +124,7 @@ func TestIssueClient(t *testing.T) {
 	if cert.Subject.CommonName != "gt-gastown-furiosa" {
 		t.Errorf("CN %q", cert.Subject.CommonName)
 	}
-	if id, err := wire.IdentityFromCert(cert, wire.DefaultTrustDomain); err != nil || id != furiosa {
+	if id, err := wire.IdentityFromURIs(cert.URIs, wire.DefaultTrustDomain); err != nil || id != furiosa {
 		t.Errorf("identity %v, %v", id, err)
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
@@ -176,7 +176,7 @@ func TestSignCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := wire.IdentityFromCert(cert, wire.DefaultTrustDomain); id != furiosa || len(cert.DNSNames) != 0 || cert.Subject.CommonName != "gt-gastown-furiosa" {
+	if id, _ := wire.IdentityFromURIs(cert.URIs, wire.DefaultTrustDomain); id != furiosa || len(cert.DNSNames) != 0 || cert.Subject.CommonName != "gt-gastown-furiosa" {
 		t.Errorf("CSR contents leaked into the certificate: id %v, DNS %v, CN %q", id, cert.DNSNames, cert.Subject.CommonName)
 	}
 	if !publicKeysEqual(cert.PublicKey, key.Public()) {
@@ -214,7 +214,7 @@ func TestRevoke(t *testing.T) {
 	}
 	rev, _ := reopened.Revocations()
 	for _, c := range []*x509.Certificate{cert1, cert2, nuxCert} {
-		if !rev.Serials[SerialOf(c)] {
+		if !rev.Recorded[SerialOf(c)] {
 			t.Errorf("serial %s not revoked after reopening", SerialOf(c))
 		}
 	}
@@ -406,6 +406,10 @@ func TestRevokeByIdentity(t *testing.T) {
 	freshCert, _ := ParseCertPEM(fresh)
 	if rev, _ := ca.Revocations(); rev.Revoked(furiosa, freshCert) {
 		t.Errorf("certificate issued after the revocation (not before %v) is revoked", freshCert.NotBefore)
+	}
+	// Usable at once: an agent refuses a certificate not yet valid.
+	if now := time.Now(); freshCert.NotBefore.After(now) {
+		t.Errorf("certificate issued right after the revocation is valid only from %v (now %v)", freshCert.NotBefore, now)
 	}
 	if _, err := ca.Renew(furiosa, freshCert, csr, time.Hour); err != nil {
 		t.Errorf("renewing the new certificate: %v", err)

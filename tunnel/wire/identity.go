@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net/url"
 	"strings"
@@ -87,14 +86,16 @@ func ParseIdentity(s string) (Identity, error) {
 	return id, nil
 }
 
-// IdentityFromCert reads the polecat identity from a verified certificate:
-// exactly one URI SAN of the form spiffe://<trustDomain>/rig/<rig>/polecat/<name>.
-// The CN is ignored.
-func IdentityFromCert(cert *x509.Certificate, trustDomain string) (Identity, error) {
-	if len(cert.URIs) != 1 {
-		return Identity{}, fmt.Errorf("certificate has %d URI SANs, want exactly 1 polecat identity", len(cert.URIs))
+// IdentityFromURIs reads the polecat identity from a verified
+// certificate's URI SANs (x509.Certificate.URIs): exactly one, of the form
+// spiffe://<trustDomain>/rig/<rig>/polecat/<name>. The CN is ignored.
+// (It takes the URIs, not the certificate, so that this package, which
+// the gt shim links, does not pull in crypto/x509.)
+func IdentityFromURIs(uris []*url.URL, trustDomain string) (Identity, error) {
+	if len(uris) != 1 {
+		return Identity{}, fmt.Errorf("certificate has %d URI SANs, want exactly 1 polecat identity", len(uris))
 	}
-	return identityFromURI(cert.URIs[0], trustDomain)
+	return identityFromURI(uris[0], trustDomain)
 }
 
 func identityFromURI(u *url.URL, trustDomain string) (Identity, error) {

@@ -40,7 +40,7 @@ func TestParseIdentity(t *testing.T) {
 	}
 }
 
-func TestIdentityFromCert(t *testing.T) {
+func TestIdentityFromURIs(t *testing.T) {
 	id := Identity{"gastown", "furiosa"}
 	mk := func(uris ...string) *x509.Certificate {
 		c := &x509.Certificate{}
@@ -53,12 +53,12 @@ func TestIdentityFromCert(t *testing.T) {
 		}
 		return c
 	}
-	if got, err := IdentityFromCert(mk(id.URI(DefaultTrustDomain).String()), DefaultTrustDomain); err != nil || got != id {
+	if got, err := IdentityFromURIs(mk(id.URI(DefaultTrustDomain).String()).URIs, DefaultTrustDomain); err != nil || got != id {
 		t.Fatalf("valid URI: %v, %v", got, err)
 	}
 	// Dashes in the name stay unambiguous: the path says which part is the rig.
 	dashed := Identity{"my-rig", "bullet-farmer"}
-	if got, err := IdentityFromCert(mk(dashed.URI(DefaultTrustDomain).String()), DefaultTrustDomain); err != nil || got != dashed {
+	if got, err := IdentityFromURIs(mk(dashed.URI(DefaultTrustDomain).String()).URIs, DefaultTrustDomain); err != nil || got != dashed {
 		t.Fatalf("dashed URI: %v, %v", got, err)
 	}
 	for _, uris := range [][]string{
@@ -77,7 +77,7 @@ func TestIdentityFromCert(t *testing.T) {
 		{"spiffe://gastown.local/rig/gas%2Ftown/polecat/furiosa"},
 		{"spiffe://gastown.local/rig/../polecat/furiosa"},
 	} {
-		if got, err := IdentityFromCert(mk(uris...), DefaultTrustDomain); err == nil {
+		if got, err := IdentityFromURIs(mk(uris...).URIs, DefaultTrustDomain); err == nil {
 			t.Errorf("URIs %q accepted as %v", uris, got)
 		}
 	}

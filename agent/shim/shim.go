@@ -1,4 +1,11 @@
-package relay
+// Package shim is the gt and bd commands' side of the relay: it connects
+// to the agent's unix socket, sends the command line, its allowed
+// environment and working directory, streams stdin, stdout and stderr,
+// forwards signals, and exits with the host command's status. It needs
+// only the standard library and tunnel/wire, so the gt program built from
+// it (agent/gt) starts as fast as a Go program can; gt-agent uses it too
+// when invoked as gt or bd, and for gt-agent exec.
+package shim
 
 import (
 	"encoding/json"
@@ -13,6 +20,14 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
+
+// DefaultSocket is where the agent listens for shims unless GT_AGENT_SOCKET
+// or --socket says otherwise.
+const DefaultSocket = "/run/gt-agent/agent.sock"
+
+// SocketEnv names the environment variable that overrides DefaultSocket,
+// for the agent and the shim alike.
+const SocketEnv = "GT_AGENT_SOCKET"
 
 // ExitUnavailable is the shim's exit status when the command could not be
 // relayed at all (agent not running, tunnel down, command refused), as ssh
