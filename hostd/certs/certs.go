@@ -38,8 +38,8 @@ type Config struct {
 	// applies even if nobody tells the daemon.
 	Watch time.Duration
 	// Revoked, when set, is told of every polecat revoked by identity, with
-	// the time from which its new certificates are valid (a second past the
-	// cut-off: certificates keep whole seconds), and of every one whose
+	// the time of the revocation (its tunnels from then on stand on new
+	// certificates), and of every one whose
 	// live tunnel a revocation closed (zero time); liveness marks it
 	// revoked.
 	Revoked func(id wire.Identity, validFrom time.Time)
@@ -172,7 +172,7 @@ func (s *Service) ReloadRevocations() (int, error) {
 	if s.cfg.Revoked != nil {
 		for id, cut := range rev.Identities {
 			if prev == nil || !prev.Identities[id].Equal(cut) {
-				s.cfg.Revoked(id, cut.Add(time.Second))
+				s.cfg.Revoked(id, cut)
 			}
 		}
 		for _, id := range closed {

@@ -175,8 +175,7 @@ func (ca *CA) IssueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Durat
 
 // issueClient signs and records under the CA lock. With from set (a
 // renewal), it refuses if from is revoked, decided under the same lock as
-// Revoke, so a revocation and a renewal cannot interleave. A polecat
-// revoked by identity gets a NotBefore after its cut-off.
+// Revoke, so a revocation and a renewal cannot interleave.
 func (ca *CA) issueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Duration, source string, from *x509.Certificate) (*x509.Certificate, error) {
 	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("refusing to issue: %w", err)
@@ -201,15 +200,11 @@ func (ca *CA) issueClient(id wire.Identity, pub crypto.PublicKey, ttl time.Durat
 		if notAfter.After(ca.Cert.NotAfter) {
 			return fmt.Errorf("refusing to issue: certificate would outlive the CA (expires %s)", ca.Cert.NotAfter.Format(time.RFC3339))
 		}
-		notBefore := now.Add(-min(clockSkew, ttl/10))
-		if cut, ok := rev.Identities[id]; ok && !notBefore.After(cut) {
-			notBefore = cut.Add(time.Second)
-		}
 		tmpl := &x509.Certificate{
 			SerialNumber: randomSerial(),
 			Subject:      pkix.Name{CommonName: id.CommonName()},
 			URIs:         []*url.URL{id.URI(ca.TrustDomain)},
-			NotBefore:    notBefore,
+			NotBefore:    now.Add(-min(clockSkew, ttl/10)),
 			NotAfter:     notAfter,
 			KeyUsage:     x509.KeyUsageDigitalSignature,
 			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

@@ -21,19 +21,26 @@ const revokedFile = "revoked.json"
 // ErrRevoked is a certificate, or its polecat, having been revoked.
 var ErrRevoked = errors.New("certificate revoked")
 
-// Revocations is what is revoked: serials, and identities up to a cut-off.
-// A certificate of a revoked identity is revoked if its NotBefore is at or
-// before the cut-off (whole seconds, as certificates keep time); one
-// issued later is not, and is issued with a NotBefore after the cut-off.
+// Revocations is what is revoked: recorded serials, and identities up to
+// a cut-off. A certificate this CA recorded is revoked if its record says
+// so (revoking an identity marks each of its records). One it did not
+// record (Gas Town's own tools issue from the same CA) is revoked if its
+// identity is and its NotBefore is at or before the cut-off: a cut-off by
+// issue time, since a certificate keeps no other. So a certificate issued
+// here right after a revocation keeps its usual backdated NotBefore and
+// works at once.
 type Revocations struct {
-	Serials    map[string]bool
+	// Recorded holds every serial this CA recorded, and whether it is
+	// revoked.
+	Recorded map[string]bool
+	// Identities holds each identity revoked by name, with its cut-off.
 	Identities map[wire.Identity]time.Time
 }
 
 // Revoked says whether leaf, presented as id, is revoked.
 func (r Revocations) Revoked(id wire.Identity, leaf *x509.Certificate) bool {
-	if r.Serials[SerialOf(leaf)] {
-		return true
+	if revoked, ok := r.Recorded[SerialOf(leaf)]; ok {
+		return revoked
 	}
 	cut, ok := r.Identities[id]
 	return ok && !leaf.NotBefore.After(cut)
@@ -55,11 +62,9 @@ func (ca *CA) loadRevocationsLocked() (Revocations, []Record, error) {
 	if err := state.Load(filepath.Join(ca.Dir, revokedFile), &cuts); err != nil {
 		return Revocations{}, nil, err
 	}
-	r := Revocations{Serials: map[string]bool{}, Identities: map[wire.Identity]time.Time{}}
+	r := Revocations{Recorded: map[string]bool{}, Identities: map[wire.Identity]time.Time{}}
 	for _, rec := range recs {
-		if rec.RevokedAt != nil {
-			r.Serials[rec.Serial] = true
-		}
+		r.Recorded[rec.Serial] = rec.RevokedAt != nil
 	}
 	for _, c := range cuts {
 		if c.Before.After(r.Identities[c.Identity]) {
@@ -158,5 +163,5 @@ func (ca *CA) cutIdentityLocked(id wire.Identity, now time.Time) error {
 			kept = append(kept, c)
 		}
 	}
-	return state.Save(path, append(kept, identityCut{Identity: id, Before: now.Truncate(time.Second)}))
+	return state.Save(path, append(kept, identityCut{Identity: id, Before: now}))
 }
