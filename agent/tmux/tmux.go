@@ -1,12 +1,15 @@
 // Package tmux is every tmux operation gt-agent does: starting the
-// polecat's session, reading its pane for beats, and next pasting nudges
-// and capturing the screen for peek.
+// polecat's session, reading its pane for beats, pasting nudges and
+// pressing Enter, and capturing the screen for nudges and peek.
 package tmux
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +22,37 @@ type Server struct {
 	Args []string
 }
 
-// command is a tmux invocation with the server's global arguments.
+// command is a tmux invocation with the server's global arguments, in a
+// UTF-8 locale (see utf8Env).
 func (t Server) command(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "tmux", append(append([]string{}, t.Args...), args...)...)
+	cmd := exec.CommandContext(ctx, "tmux", append(append([]string{}, t.Args...), args...)...)
+	cmd.Env = utf8Env(os.Environ())
+	return cmd
+}
+
+// utf8Env is env with LC_CTYPE=C.UTF-8 when its character type (LC_ALL,
+// else LC_CTYPE, else LANG) is not UTF-8; a LC_ALL that is not goes, since
+// it would override LC_CTYPE. Without a UTF-8 locale (a container that sets
+// none), tmux makes the tabs in a format's output '_' and pastes non-ASCII
+// text as '_'; the server started from this environment passes it on to
+// the session.
+func utf8Env(env []string) []string {
+	get := func(k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	ctype := cmp.Or(get("LC_ALL"), get("LC_CTYPE"), get("LANG"))
+	if u := strings.ToLower(ctype); strings.Contains(u, "utf-8") || strings.Contains(u, "utf8") {
+		return env
+	}
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "LC_CTYPE=")
+	})
+	return append(out, "LC_CTYPE=C.UTF-8")
 }
 
 // NewSession starts argv in a new detached session called name (200x50),
@@ -112,4 +143,83 @@ func (t Server) ReadPane(ctx context.Context, session string) (Pane, bool, error
 	}
 	p.Command = strings.Trim(f[5], `"`)
 	return p, true, nil
+}
+
+// Paste types text into session's pane through a tmux buffer of its own
+// (load-buffer from stdin, then paste-buffer -d), never as send-keys
+// arguments or through a shell, so ';', a leading '-', quotes and $(...)
+// arrive as they are. -p brackets the paste only if the application asked
+// for bracketed paste; -r keeps newlines as they are (tmux would make
+// them carriage returns). The text must already be clean of control
+// characters (no escape can end a bracketed paste early).
+func (t Server) Paste(ctx context.Context, session, buffer, text string) error {
+	// One tmux call: load, then paste (and delete) the buffer.
+	paste := t.command(ctx, "load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", "="+session+":")
+	paste.Stdin = strings.NewReader(text)
+	if out, err := paste.CombinedOutput(); err != nil {
+		_ = t.command(ctx, "delete-buffer", "-b", buffer).Run()
+		return fmt.Errorf("pasting into %q: %v: %s", session, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Enter presses Enter in session's pane.
+func (t Server) Enter(ctx context.Context, session string) error {
+	if out, err := t.command(ctx, "send-keys", "-t", "="+session+":", "Enter").CombinedOutput(); err != nil {
+		return fmt.Errorf("pressing Enter in %q: %v: %s", session, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Screen is what a pane shows.
+type Screen struct {
+	// Lines are the visible lines, trailing spaces removed.
+	Lines []string
+	// CursorX and CursorY are the cursor's column and line.
+	CursorX, CursorY int
+	// Activity is when the window last had output.
+	Activity time.Time
+}
+
+// CursorLine is the line the cursor is on: where input is typed.
+func (s Screen) CursorLine() string {
+	if s.CursorY < 0 || s.CursorY >= len(s.Lines) {
+		return ""
+	}
+	return s.Lines[s.CursorY]
+}
+
+// Capture reads session's visible pane and its cursor in one call.
+func (t Server) Capture(ctx context.Context, session string) (Screen, error) {
+	target := "=" + session + ":"
+	out, err := t.command(ctx, "display-message", "-p", "-t", target, "#{cursor_x}\t#{cursor_y}\t#{window_activity}", ";",
+		"capture-pane", "-p", "-t", target).Output()
+	if err != nil {
+		return Screen{}, fmt.Errorf("capturing %q: %w", session, err)
+	}
+	head, body, _ := strings.Cut(string(out), "\n")
+	f := strings.Split(head, "\t")
+	if len(f) != 3 {
+		return Screen{}, fmt.Errorf("capturing %q: tmux said %q", session, head)
+	}
+	var s Screen
+	s.CursorX, _ = strconv.Atoi(f[0])
+	s.CursorY, _ = strconv.Atoi(f[1])
+	if secs, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+		s.Activity = time.Unix(secs, 0)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		s.Lines = append(s.Lines, strings.TrimRight(l, " "))
+	}
+	return s, nil
+}
+
+// History is the last lines of session's pane, scrollback included,
+// wrapped lines joined (capture-pane -J), for peek.
+func (t Server) History(ctx context.Context, session string, lines int) (string, error) {
+	out, err := t.command(ctx, "capture-pane", "-p", "-J", "-S", strconv.Itoa(-lines), "-t", "="+session+":").Output()
+	if err != nil {
+		return "", fmt.Errorf("capturing %q: %w", session, err)
+	}
+	return string(out), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,51 @@ func TestReadPane(t *testing.T) {
 	}
 	if err := srv.NewSession(context.Background(), "polecat", []string{"true"}, nil); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("second session of one name: %v", err)
+	}
+}
+
+// TestNoUTF8Locale: in a container with no locale set, tmux turns the
+// tabs of a format into '_' unless it runs in a UTF-8 locale; the agent's
+// reading of the pane must not depend on the image's locale.
+func TestNoUTF8Locale(t *testing.T) {
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		t.Setenv(k, "")
+	}
+	sock := []string{"-S", filepath.Join(t.TempDir(), "tmux.sock")}
+	srv := Server{Args: sock}
+	t.Cleanup(func() { _ = exec.Command("tmux", append(sock, "kill-server")...).Run() })
+	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "sleep 30"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, found, err := srv.ReadPane(context.Background(), "polecat"); err != nil || !found || p.PID <= 0 {
+		t.Fatalf("pane without a UTF-8 locale: %+v found=%v err=%v", p, found, err)
+	}
+	scr, err := srv.Capture(context.Background(), "polecat")
+	if err != nil || len(scr.Lines) == 0 {
+		t.Fatalf("capture without a UTF-8 locale: %+v %v", scr, err)
+	}
+}
+
+func TestUTF8Env(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		changed bool
+	}{
+		{"none", []string{"PATH=/bin"}, true},
+		{"LANG UTF-8", []string{"LANG=en_US.UTF-8"}, false},
+		{"LANG C", []string{"LANG=C"}, true},
+		{"LC_CTYPE utf8", []string{"LANG=C", "LC_CTYPE=C.utf8"}, false},
+		{"LC_ALL C overrides a UTF-8 LANG", []string{"LANG=C.UTF-8", "LC_ALL=C"}, true},
+		{"LC_ALL UTF-8", []string{"LC_ALL=C.UTF-8"}, false},
+	} {
+		got := utf8Env(tc.env)
+		changed := !slices.Equal(got, tc.env)
+		if changed != tc.changed {
+			t.Errorf("%s: %q -> %q", tc.name, tc.env, got)
+		}
+		if changed && (slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "LC_ALL=") }) || !slices.Contains(got, "LC_CTYPE=C.UTF-8")) {
+			t.Errorf("%s: %q is not UTF-8 for tmux", tc.name, got)
+		}
 	}
 }
