@@ -8,16 +8,16 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
 
-.PHONY: help build test bench bench-deps demo lint fuzz clean
+.PHONY: help build test bench bench-deps demo lint fuzz image clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## build static bin/hostd and bin/gt-agent, with bin/gt and bin/bd linked to it
+build: ## build static bin/hostd, bin/gt-agent and the shim bin/gt, with bin/bd linked to it
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hostd ./hostd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gt-agent ./agent
-	ln -sf gt-agent $(BIN)/gt
-	ln -sf gt-agent $(BIN)/bd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gt ./agent/gt
+	ln -sf gt $(BIN)/bd
 
 test: ## run every test (real sockets, real binaries)
 	$(GO) vet ./...
@@ -26,15 +26,19 @@ test: ## run every test (real sockets, real binaries)
 bench: ## print the benchmark tables: ours beside its baselines, medians of $(COUNT) runs
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'Relay|Git' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'Relay|Git|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
 	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST (p50-us, p99-us per command)"
 	@$(GO) tool benchstat -col /impl -filter '.name:/^Relay/' $(BIN)/bench-hostd.txt
+	@echo; echo "== shim: the gt program's start (no agent to reach) beside gt-agent linked as gt, a static Go program that does nothing, and /bin/true"
+	@$(GO) tool benchstat -col /impl -filter '.name:ShimStart' $(BIN)/bench-hostd.txt
 	@echo; echo "== git: ours (QUIC, and the TCP fallback) beside git http-backend over loopback HTTP and file://"
 	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/bench-hostd.txt
+	@echo; echo "== nudge: hostd nudge --mode immediate, command start to the line submitted in the pane, beside a local tmux send-keys"
+	@$(GO) tool benchstat -col /impl -filter '.name:Nudge' $(BIN)/bench-hostd.txt
 	@echo; echo "== heartbeat: one beat's process-tree sample (50 processes) beside one ps"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-beat.txt
 	@echo; echo "== liveness at scale: one hostd with no agents beside one with 1000 (sec/op is hostd status --json)"
@@ -49,6 +53,13 @@ bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh
+
+image: build ## build the polecat image (polecat:$(VERSION)) on the local base from images/base, with the binaries just built
+	base=$$(images/base/build.sh) && docker build -q -f Dockerfile.polecat -t polecat:$(VERSION) \
+		--build-arg BASE_IMAGE=$$base --build-arg GO_IMAGE=$$base --build-arg PREBUILT=true \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) .
+	@echo "polecat:$(VERSION)"
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -71,7 +71,8 @@ TOKEN=$(hostd token create gastown/nux)
 echo "token: ${TOKEN:0:24}..."
 GT_PROXY_URL=https://localhost:$PORT \
   "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/nux" --socket "$TOWN/nux.sock" --git-listen "" \
-  --tmux-socket "$TOWN/tmux-nux" --beat-interval 1s --data-root "$TOWN/nux-data" -- sleep 600 >"$TOWN/nux.log" 2>&1 &
+  --tmux-socket "$TOWN/tmux-nux" --beat-interval 1s --data-root "$TOWN/nux-data" --hook-socket "$TOWN/nux/hooks.sock" \
+  -- bash -c 'while read -r -p "> " line; do echo "nux read: $line"; done' >"$TOWN/nux.log" 2>&1 &
 pids+=($!)
 wait_for sh -c "test \$('$BIN/hostd' --town '$TOWN' status --json | grep -c '\"state\": \"working\"') = 2"
 ls -l "$TOWN/nux"
@@ -82,7 +83,7 @@ hostd status
 step "the token is spent: using it again is refused"
 GT_PROXY_URL=https://localhost:$PORT "$BIN/gt-agent" up --join "$TOKEN" --identity gastown/nux --state-dir "$TOWN/again" --socket "$TOWN/again.sock" --git-listen "" 2>&1 | tail -1 || true
 
-step "relay: in furiosa's container, 'gt' (a symlink to gt-agent) runs on the host as furiosa"
+step "relay: in furiosa's container, 'gt' (the shim program bin/gt) runs on the host as furiosa"
 echo "\$ echo hello | gt status --verbose"
 set +e
 echo hello | GT_AGENT_SOCKET=$TOWN/furiosa.sock GT_ROLE=mayor "$BIN/gt" status --verbose
@@ -133,6 +134,19 @@ ls "$NUXHOME/results"
 
 step "data: every transfer, in the journal"
 hostd sync log
+
+step "nudge: nux is busy (its Claude Code hooks say so), so a wait-idle nudge waits, and says why"
+"$BIN/gt-agent" hook --socket "$TOWN/nux/hooks.sock" PreToolUse
+hostd nudge gastown/nux --wait 2s 'check your mail; then run -x "gt done"' || echo "(exit status $?: queued)"
+hostd nudge gastown/nux --list
+
+step "nudge: nux goes idle (the Stop hook); the nudge is typed once and submitted"
+"$BIN/gt-agent" hook --socket "$TOWN/nux/hooks.sock" Stop
+wait_for sh -c "'$BIN/hostd' --town '$TOWN' peek gastown/nux --lines 5 | grep -q 'nux read: check your mail'"
+hostd nudge gastown/nux 'one more, typed at once' --mode immediate
+
+step "peek: nux's pane, as text"
+hostd peek gastown/nux --lines 6
 
 step "furiosa's command exits: hostd sees it at the next beat"
 touch "$TOWN/stop"

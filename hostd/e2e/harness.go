@@ -22,17 +22,19 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
-// BinDir holds hostd, gt-agent and its gt and bd links once Build has run.
+// BinDir holds hostd, gt-agent, the shim gt and its bd link once Build
+// has run.
 var BinDir string
 
-// Build compiles hostd and gt-agent into a new temporary directory, sets
-// BinDir, and returns a function that removes it. Call it from TestMain.
+// Build compiles hostd, gt-agent and gt into a new temporary directory,
+// links bd to gt, sets BinDir, and returns a function that removes it.
+// Call it from TestMain.
 func Build() (cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "sidecar-e2e-bin")
 	if err != nil {
 		return nil, err
 	}
-	for pkg, bin := range map[string]string{"hostd": "hostd", "agent": "gt-agent"} {
+	for pkg, bin := range map[string]string{"hostd": "hostd", "agent": "gt-agent", "agent/gt": "gt"} {
 		// Built as 'make build' builds them, so benchmarks measure what ships.
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, bin), "github.com/polecat-sidecar/sidecar/"+pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -41,11 +43,9 @@ func Build() (cleanup func(), err error) {
 			return nil, fmt.Errorf("building %s: %v\n%s", pkg, err, b)
 		}
 	}
-	for _, link := range []string{"gt", "bd"} {
-		if err := os.Symlink("gt-agent", filepath.Join(dir, link)); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
+	if err := os.Symlink("gt", filepath.Join(dir, "bd")); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	BinDir = dir
 	return func() { os.RemoveAll(dir) }, nil

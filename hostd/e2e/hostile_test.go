@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -882,4 +883,28 @@ func TestHostileGitPortOtherUser(t *testing.T) {
 		t.Fatalf("uid 65534 reached the polecat's git: %s", out)
 	}
 	t.Logf("uid 65534: %v: %s", err, strings.TrimSpace(string(out)))
+}
+
+// TestHostileHostOnlyStreams: the nudge and pane channels are hostd's to
+// open; a polecat that opens them towards hostd (to type into, or watch,
+// some pane through hostd) is refused with the reason.
+func TestHostileHostOnlyStreams(t *testing.T) {
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	a := newAttacker(t, tw, addr, "gastown/rictus")
+	s := a.mustDial("quic", tunnel.Config{})
+	defer s.Close()
+	for _, kind := range []string{wire.KindNudge, wire.KindPane} {
+		st, err := openRaw(s, kind, []byte(`{"op":"attach","cols":80,"rows":24}`))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		_ = st.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = st.Read(make([]byte, 1))
+		var re *wire.RemoteError
+		if !errors.As(err, &re) {
+			t.Errorf("a %s stream opened towards hostd: %v, want a refusal", kind, err)
+		}
+		st.Close()
+	}
 }
