@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
 
-.PHONY: help build test bench bench-deps demo lint fuzz image clean
+.PHONY: help build test bench bench-deps demo lint fuzz image e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -61,9 +61,14 @@ image: build ## build the polecat image (polecat:$(VERSION)) on the local base f
 		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 	@echo "polecat:$(VERSION)"
 
+e2e: image ## the container suite (root, Docker): hostd here, three polecat containers on a firewalled network
+	CGO_ENABLED=0 $(GO) test -tags e2e -c -o $(BIN)/e2e.test ./images/e2e
+	cd images/e2e && E2E_IMAGE=polecat:$(VERSION) ../../$(BIN)/e2e.test -test.v -test.timeout 12m
+
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./images/e2e
 
 fuzz: ## run each fuzz target for $(FUZZTIME)
 	@for t in $$($(GO) test -list '^Fuzz' ./... | grep -E '^Fuzz'); do \

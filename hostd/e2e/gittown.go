@@ -23,13 +23,13 @@ type GitTown struct {
 	Home   string
 }
 
-// gitEnv isolates git from the machine's configuration.
+// GitEnv isolates git from the machine's configuration.
 func GitEnv(home string) []string {
 	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
 }
 
-// git runs git in dir and returns its combined output, failing the test on
+// Git runs git in dir and returns its combined output, failing the test on
 // error.
 func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
@@ -40,6 +40,7 @@ func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
 	return out
 }
 
+// TryGit runs git in dir and returns its combined output and error.
 func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -48,7 +49,17 @@ func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// NewGitTown makes a GitTown and starts hostd on loopback with the extra
+// serve flags.
 func NewGitTown(t testing.TB, serve ...string) *GitTown {
+	g := SeedGitTown(t)
+	g.Hostd, g.Addr = g.Serve(serve...)
+	return g
+}
+
+// SeedGitTown makes the town, origin and .repo.git of a GitTown without
+// starting hostd, for a caller that starts it elsewhere.
+func SeedGitTown(t testing.TB) *GitTown {
 	g := &GitTown{Town: NewTown(t), Home: t.TempDir()}
 	g.Origin = filepath.Join(t.TempDir(), "origin.git")
 	seed := t.TempDir()
@@ -59,11 +70,10 @@ func NewGitTown(t testing.TB, serve ...string) *GitTown {
 	g.Git(t, seed, "clone", "-q", "--bare", seed, g.Origin)
 	g.Repo = filepath.Join(g.Dir, "gastown", ".repo.git")
 	g.Git(t, seed, "clone", "-q", "--bare", g.Origin, g.Repo)
-	g.Hostd, g.Addr = g.Serve(serve...)
 	return g
 }
 
-// polecat starts an agent for gastown/<name> (with extra flags) and returns
+// Polecat starts an agent for gastown/<name> (with extra flags) and returns
 // its git origin URL.
 func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
 	gitAddr := tunneltest.FreeAddr(t)
@@ -72,12 +82,12 @@ func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
 	return "http://" + gitAddr + "/v1/git/gastown"
 }
 
-// refs is the repository's refs, one "sha name" per line.
+// Refs is the repository's refs, one "sha name" per line.
 func (g *GitTown) Refs(t testing.TB, repo string) string {
 	return g.Git(t, repo, "for-each-ref", "--format=%(objectname) %(refname) %(symref)")
 }
 
-// commit makes a commit in dir with content of the given size and returns
+// Commit makes a commit in dir with content of the given size and returns
 // its id.
 func (g *GitTown) Commit(t testing.TB, dir, msg string, size int) string {
 	data := make([]byte, size)

@@ -60,18 +60,23 @@ type Proc struct {
 	err  error
 }
 
+// Write keeps the process's output; it is the process's stdout and stderr.
 func (p *Proc) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.Write(b)
 }
 
+// Output is everything the process has printed so far.
 func (p *Proc) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.String()
 }
 
+// Start runs bin from BinDir with args and env added to this process's
+// environment, and kills it when the test ends (printing its output if
+// the test failed). A gt-agent gets its own relay socket and git port.
 func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Cmd: exec.Command(filepath.Join(BinDir, bin), args...), done: make(chan struct{})}
@@ -97,7 +102,8 @@ func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
 	return p
 }
 
-// exited waits up to d for the process to end and returns its error.
+// Exited waits up to d for the process to end and returns its error,
+// failing the test if it is still running.
 func (p *Proc) Exited(t testing.TB, d time.Duration) error {
 	t.Helper()
 	select {
@@ -109,19 +115,21 @@ func (p *Proc) Exited(t testing.TB, d time.Duration) error {
 	}
 }
 
-// town is a throw-away Gas Town root with an initialised CA.
+// Town is a throw-away Gas Town root with an initialised CA.
 type Town struct {
 	t   testing.TB
 	Dir string
 }
 
+// NewTown makes a town in a temporary directory and initialises its CA.
 func NewTown(t testing.TB) *Town {
 	tw := &Town{t: t, Dir: t.TempDir()}
 	tw.Run("ca", "init")
 	return tw
 }
 
-// run runs a hostd subcommand to completion and returns its output.
+// Run runs a hostd subcommand to completion and returns its output,
+// failing the test on error.
 func (tw *Town) Run(args ...string) string {
 	tw.t.Helper()
 	out, err := tw.Try(args...)
@@ -131,22 +139,31 @@ func (tw *Town) Run(args ...string) string {
 	return out
 }
 
+// Try runs a hostd subcommand to completion and returns its output and
+// error.
 func (tw *Town) Try(args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(BinDir, "hostd"), append([]string{"--town", tw.Dir}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-// serve starts hostd on a free loopback port and returns it and the port.
+// Serve starts hostd on a free loopback port and returns it and the
+// address.
 func (tw *Town) Serve(args ...string) (*Proc, string) {
 	tw.t.Helper()
 	addr := tunneltest.FreeAddr(tw.t)
-	p := Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
-	tw.WaitStatus(5*time.Second, func(control.Status) bool { return true })
-	return p, addr
+	return tw.ServeOn(addr, args...), addr
 }
 
-// issue writes a certificate for id and returns the directory holding it.
+// ServeOn starts hostd listening on addr and waits for its control socket.
+func (tw *Town) ServeOn(addr string, args ...string) *Proc {
+	tw.t.Helper()
+	p := Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
+	tw.WaitStatus(5*time.Second, func(control.Status) bool { return true })
+	return p
+}
+
+// Issue writes a certificate for id and returns the directory holding it.
 func (tw *Town) Issue(id string, ttl time.Duration) string {
 	tw.t.Helper()
 	out := filepath.Join(tw.Dir, "certs", strings.ReplaceAll(id, "/", "-"))
@@ -154,7 +171,7 @@ func (tw *Town) Issue(id string, ttl time.Duration) string {
 	return out
 }
 
-// agentEnv is the environment of an agent reaching hostd at addr with the
+// AgentEnv is the environment of an agent reaching hostd at addr with the
 // credentials in dir.
 func AgentEnv(addr, dir string) []string {
 	_, port, _ := net.SplitHostPort(addr)
@@ -166,7 +183,8 @@ func AgentEnv(addr, dir string) []string {
 	}
 }
 
-// waitStatus polls the control socket until pred holds.
+// WaitStatus polls the control socket until pred holds, and fails the test
+// if it does not within d.
 func (tw *Town) WaitStatus(d time.Duration, pred func(control.Status) bool) control.Status {
 	tw.t.Helper()
 	c := control.NewClient(tw.Dir)
@@ -187,6 +205,8 @@ func (tw *Town) WaitStatus(d time.Duration, pred func(control.Status) bool) cont
 	return last
 }
 
+// Connected is true when the named polecat has a tunnel up, on transport
+// unless that is empty.
 func Connected(name, transport string) func(control.Status) bool {
 	return func(st control.Status) bool {
 		for _, p := range st.Polecats {
@@ -198,7 +218,7 @@ func Connected(name, transport string) func(control.Status) bool {
 	}
 }
 
-// inState is true when the named polecat is in state.
+// InState is true when the named polecat is in state.
 func InState(name, state string) func(control.Status) bool {
 	return func(st control.Status) bool {
 		for _, p := range st.Polecats {

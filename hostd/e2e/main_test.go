@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 		os.Exit(perCallClient(os.Args[1:]))
 	}
 	if mode := os.Getenv(PaneEnv); mode != "" {
-		os.Exit(paneProgram(mode))
+		os.Exit(PaneProgram(mode))
 	}
 	cleanup, err := Build()
 	if err != nil {

@@ -35,8 +35,10 @@ type PaneRecord struct {
 	Bracketed bool   `json:"bracketed,omitempty"`
 }
 
-// paneProgram runs the pane program; it returns the exit status.
-func paneProgram(mode string) int {
+// PaneProgram runs the pane program in mode, on this process's terminal;
+// it returns the exit status. A test binary runs it from TestMain when
+// PaneEnv is set.
+func PaneProgram(mode string) int {
 	old, err := term.MakeRaw(0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pane program:", err)

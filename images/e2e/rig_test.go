@@ -1,0 +1,249 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+)
+
+// label marks every container and network the suite makes, so a run
+// interrupted hard (SIGKILL) is cleaned up by the next.
+const label = "polecat-e2e"
+
+// polecatNames are the three containers' polecats, in rig gastown.
+var polecatNames = []string{"furiosa", "nux", "slit"}
+
+// rig is the suite's world: hostd on the host serving a git town, the
+// network, its firewall, and the polecat containers.
+type rig struct {
+	t       *testing.T
+	id      string // this run's id, in every name
+	image   string
+	net     string // the Docker network, also its bridge's name
+	gateway string // the host's address on it
+	chain   string // the iptables chain of the network's firewall
+	addr    string // hostd's tunnel address, gateway:port
+	metrics string // hostd's metrics address, also on the gateway
+	git     *harness.GitTown
+	hostd   *harness.Proc
+	serve   []string // hostd serve's flags after --listen
+	binary  string   // this test binary, mounted in every container
+	fakeGT  string   // the host's stand-in gt and bd
+}
+
+// newRig makes the network and its firewall and starts hostd; the
+// containers come after (startPolecat).
+func newRig(t *testing.T) *rig {
+	r := &rig{t: t, image: os.Getenv("E2E_IMAGE")}
+	if r.image == "" {
+		t.Fatal("E2E_IMAGE names no polecat image: run 'make e2e', which builds one")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the container suite installs iptables rules: run it as root")
+	}
+	removeLeftovers()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	r.id = hex.EncodeToString(b)
+	r.net = "pe2e-" + r.id
+	r.chain = "PE2E-" + r.id
+	var err error
+	if r.binary, err = os.Executable(); err != nil {
+		t.Fatal(err)
+	}
+	if r.fakeGT, err = filepath.Abs("../../hostd/e2e/testdata/fake-gt.sh"); err != nil {
+		t.Fatal(err)
+	}
+
+	// An internal network (no route out) whose containers cannot reach
+	// each other (icc off); the bridge is named after the network so the
+	// firewall can name it.
+	r.docker("network", "create", "--internal", "--label", label+"="+r.id,
+		"-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.name="+r.net, r.net)
+	undo.push(func() { _, _ = tryDocker("network", "rm", r.net) })
+	r.gateway = strings.TrimSpace(r.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", r.net))
+	r.addr = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
+
+	// The host answers the bridge on hostd's port alone.
+	_, port, _ := net.SplitHostPort(r.addr)
+	r.iptables("-N", r.chain)
+	undo.push(func() { _ = exec.Command("iptables", "-X", r.chain).Run() })
+	undo.push(func() { _ = exec.Command("iptables", "-F", r.chain).Run() })
+	r.iptables("-A", r.chain, "-p", "tcp", "--dport", port, "-j", "ACCEPT")
+	r.iptables("-A", r.chain, "-p", "udp", "--dport", port, "-j", "ACCEPT")
+	r.iptables("-A", r.chain, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset")
+	r.iptables("-A", r.chain, "-j", "REJECT")
+	r.iptables("-I", "INPUT", "1", "-i", r.net, "-j", r.chain)
+	undo.push(func() { _ = exec.Command("iptables", "-D", "INPUT", "-i", r.net, "-j", r.chain).Run() })
+
+	r.git = harness.SeedGitTown(t)
+	r.metrics = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
+	r.serve = []string{"--server-name", r.gateway, "--relay-gt", r.fakeGT, "--relay-bd", r.fakeGT,
+		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "5s",
+		"--metrics-listen", r.metrics}
+	r.startHostd()
+	return r
+}
+
+// startHostd starts hostd on the network's gateway.
+func (r *rig) startHostd() {
+	r.hostd = r.git.ServeOn(r.addr, r.serve...)
+}
+
+// restartHostd kills hostd and starts it again on the same town.
+func (r *rig) restartHostd() {
+	_ = r.hostd.Cmd.Process.Kill()
+	_ = r.hostd.Exited(r.t, 5*time.Second)
+	r.startHostd()
+}
+
+// container is the name of name's container.
+func (r *rig) container(name string) string { return r.net + "-" + name }
+
+// startPolecat starts gastown/<name>'s container: the image as it ships,
+// joined with a one-time token, its stand-in claude (this binary as the
+// pane program) writing what it receives to /tmp/pane.log.
+func (r *rig) startPolecat(name string) {
+	token := strings.TrimSpace(r.git.Run("token", "create", "gastown/"+name))
+	c := r.container(name)
+	r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
+		"-e", "GT_PROXY_URL=https://"+r.addr, "-e", "GT_AGENT_JOIN="+token,
+		"-e", "GT_RIG=gastown", "-e", "GT_POLECAT="+name,
+		"-e", "GT_AGENT_BEAT_INTERVAL=1s", "-e", "GT_AGENT_QUIC_PROBE=2s",
+		"-e", harness.PaneEnv+"=claude", "-e", harness.PaneLogEnv+"=/tmp/pane.log",
+		"-v", r.binary+":/usr/local/bin/claude:ro", r.image)
+	undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", c) })
+}
+
+// docker runs docker and returns its output, failing the test on error.
+func (r *rig) docker(args ...string) string {
+	r.t.Helper()
+	out, err := tryDocker(args...)
+	if err != nil {
+		r.t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// exec runs argv in name's container as user ("" for the image's) and
+// returns its output and error.
+func (r *rig) exec(name, user string, argv ...string) (string, error) {
+	args := []string{"exec"}
+	if user != "" {
+		args = append(args, "-u", user)
+	}
+	return tryDocker(append(append(args, r.container(name)), argv...)...)
+}
+
+// role runs this binary's role in name's container as user and decodes
+// what it prints into v.
+func (r *rig) role(name, user string, v any, role string, args ...string) {
+	r.t.Helper()
+	out, err := r.exec(name, user, append([]string{"env", roleEnv + "=" + role, "claude"}, args...)...)
+	if err != nil {
+		r.t.Fatalf("role %s in %s: %v\n%s", role, name, err, out)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		r.t.Fatalf("role %s in %s printed %q: %v", role, name, out, err)
+	}
+}
+
+// veth is the host side of name's network interface.
+func (r *rig) veth(name string) string {
+	r.t.Helper()
+	idx, err := r.exec(name, "", "cat", "/sys/class/net/eth0/iflink")
+	if err != nil {
+		r.t.Fatalf("reading %s's interface: %v %s", name, err, idx)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if fmt.Sprint(i.Index) == strings.TrimSpace(idx) {
+			return i.Name
+		}
+	}
+	r.t.Fatalf("no host interface has index %s", idx)
+	return ""
+}
+
+// ip is name's address on the network.
+func (r *rig) ip(name string) string {
+	return strings.TrimSpace(r.docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", r.container(name)))
+}
+
+// iptables runs iptables, failing the test on error.
+func (r *rig) iptables(args ...string) {
+	r.t.Helper()
+	if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+		r.t.Fatalf("iptables %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// tryDocker runs docker and returns its combined output.
+func tryDocker(args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// removeLeftovers removes what an earlier run killed outright left:
+// its containers, networks and firewall chains.
+func removeLeftovers() {
+	if ids, _ := tryDocker("ps", "-aq", "--filter", "label="+label); strings.TrimSpace(ids) != "" {
+		_, _ = tryDocker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
+	}
+	if nets, _ := tryDocker("network", "ls", "-q", "--filter", "label="+label); strings.TrimSpace(nets) != "" {
+		_, _ = tryDocker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
+	}
+	rules, _ := exec.Command("iptables", "-S", "INPUT").Output()
+	for _, line := range strings.Split(string(rules), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "-A" && strings.Contains(line, "-j PE2E-") {
+			_ = exec.Command("iptables", append([]string{"-D"}, f[1:]...)...).Run()
+		}
+	}
+	chains, _ := exec.Command("iptables", "-S").Output()
+	for _, line := range strings.Split(string(chains), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "-N" && strings.HasPrefix(f[1], "PE2E-") {
+			_ = exec.Command("iptables", "-F", f[1]).Run()
+			_ = exec.Command("iptables", "-X", f[1]).Run()
+		}
+	}
+}
+
+// freePort is a TCP and UDP port free on host.
+func freePort(t *testing.T, host string) string {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		u, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatalf("no port free for both TCP and UDP on %s", host)
+	return ""
+}
