@@ -109,14 +109,14 @@ func (s *summaryTable) print() {
 		return
 	}
 	var total time.Duration
-	fmt.Printf("\n%-58s %-6s %8s\n", "check", "result", "seconds")
+	fmt.Printf("\n%-66s %-6s %8s\n", "check", "result", "seconds")
 	for _, r := range s.rows {
 		res := "ok"
 		if !r.passed {
 			res = "FAIL"
 		}
 		total += r.took
-		fmt.Printf("%-58s %-6s %8.1f\n", r.name, res, r.took.Seconds())
+		fmt.Printf("%-66s %-6s %8.1f\n", r.name, res, r.took.Seconds())
 	}
-	fmt.Printf("%-58s %-6s %8.1f\n", "total", "", total.Seconds())
+	fmt.Printf("%-66s %-6s %8.1f\n", "total", "", total.Seconds())
 }

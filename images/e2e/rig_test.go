@@ -39,15 +39,16 @@ type rig struct {
 	metrics string // hostd's metrics address, also on the gateway
 	git     *harness.GitTown
 	hostd   *harness.Proc
-	serve   []string // hostd serve's flags after --listen
-	binary  string   // this test binary, mounted in every container
-	fakeGT  string   // the host's stand-in gt and bd
+	serve   []string          // hostd serve's flags after --listen
+	binary  string            // this test binary, mounted in every container
+	fakeGT  string            // the host's stand-in gt and bd
+	tokens  map[string]string // each polecat's join token
 }
 
 // newRig makes the network and its firewall and starts hostd; the
 // containers come after (startPolecat).
 func newRig(t *testing.T) *rig {
-	r := &rig{t: t, image: os.Getenv("E2E_IMAGE")}
+	r := &rig{t: t, image: os.Getenv("E2E_IMAGE"), tokens: map[string]string{}}
 	if r.image == "" {
 		t.Fatal("E2E_IMAGE names no polecat image: run 'make e2e', which builds one")
 	}
@@ -118,6 +119,7 @@ func (r *rig) container(name string) string { return r.net + "-" + name }
 // pane program) writing what it receives to /tmp/pane.log.
 func (r *rig) startPolecat(name string) {
 	token := strings.TrimSpace(r.git.Run("token", "create", "gastown/"+name))
+	r.tokens[name] = token
 	c := r.container(name)
 	r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
 		"-e", "GT_PROXY_URL=https://"+r.addr, "-e", "GT_AGENT_JOIN="+token,
