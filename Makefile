@@ -7,6 +7,8 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
+IMAGE     ?= polecat:$(VERSION)
+E2E_IMAGE := polecat-e2e:$(VERSION)
 
 .PHONY: help build test bench bench-deps demo lint fuzz image e2e clean
 
@@ -54,16 +56,18 @@ bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh
 
-image: build ## build the polecat image (polecat:$(VERSION)) on the local base from images/base, with the binaries just built
-	base=$$(images/base/build.sh) && docker build -q -f Dockerfile.polecat -t polecat:$(VERSION) \
+image: build ## build the polecat image ($(IMAGE)) on the local base from images/base, with the binaries just built
+	base=$$(images/base/build.sh) && docker build -q -f Dockerfile.polecat -t $(IMAGE) \
 		--build-arg BASE_IMAGE=$$base --build-arg GO_IMAGE=$$base --build-arg PREBUILT=true \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) .
-	@echo "polecat:$(VERSION)"
+	@docker image prune -f --filter label=polecat-sidecar.stage=build >/dev/null
+	@echo "$(IMAGE)"
 
-e2e: image ## the container suite (root, Docker): hostd here, three polecat containers on a firewalled network
+e2e: ## the container suite (root, Docker): hostd here, three polecat containers on a firewalled network
+	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
 	CGO_ENABLED=0 $(GO) test -tags e2e -c -o $(BIN)/e2e.test ./images/e2e
-	cd images/e2e && E2E_IMAGE=polecat:$(VERSION) ../../$(BIN)/e2e.test -test.v -test.timeout 12m
+	cd images/e2e && E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 ../../$(BIN)/e2e.test -test.v -test.timeout 12m
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -56,6 +56,9 @@ func newRig(t *testing.T) *rig {
 		t.Fatal("the container suite installs iptables rules: run it as root")
 	}
 	removeLeftovers()
+	if os.Getenv("E2E_REMOVE_IMAGE") != "" { // 'make e2e' built it for this run
+		undo.push(func() { _, _ = tryDocker("rmi", "-f", r.image) })
+	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r.id = hex.EncodeToString(b)
