@@ -12,15 +12,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 )
 
-// label marks every container and network the suite makes, so a run
-// interrupted hard (SIGKILL) is cleaned up by the next.
+// label marks every container and network the suite makes with the run's
+// id, so a run interrupted hard (SIGKILL) is cleaned up by the next.
 const label = "polecat-e2e"
 
 // polecatNames are the three containers' polecats, in rig gastown.
@@ -75,7 +77,7 @@ func newRig(t *testing.T) *rig {
 	// An internal network (no route out) whose containers cannot reach
 	// each other (icc off); the bridge is named after the network so the
 	// firewall can name it.
-	r.docker("network", "create", "--internal", "--label", label+"="+r.id,
+	r.docker("network", "create", "--internal", "--label", label+"="+r.id, "--label", fmt.Sprintf("%s.pid=%d", label, os.Getpid()),
 		"-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.name="+r.net, r.net)
 	undo.push(func() { _, _ = tryDocker("network", "rm", r.net) })
 	r.gateway = strings.TrimSpace(r.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", r.net))
@@ -208,28 +210,28 @@ func tryDocker(args ...string) (string, error) {
 	return out.String(), err
 }
 
-// removeLeftovers removes what an earlier run killed outright left:
-// its containers, networks and firewall chains.
+// removeLeftovers removes what earlier runs killed outright left: the
+// containers, network and firewall chain of every run whose process is
+// gone (a run's network carries its id and pid). A run in progress beside
+// this one is left alone.
 func removeLeftovers() {
-	if ids, _ := tryDocker("ps", "-aq", "--filter", "label="+label); strings.TrimSpace(ids) != "" {
-		_, _ = tryDocker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
-	}
-	if nets, _ := tryDocker("network", "ls", "-q", "--filter", "label="+label); strings.TrimSpace(nets) != "" {
-		_, _ = tryDocker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
-	}
-	rules, _ := exec.Command("iptables", "-S", "INPUT").Output()
-	for _, line := range strings.Split(string(rules), "\n") {
+	nets, _ := tryDocker("network", "ls", "--filter", "label="+label, "--format", `{{.Name}} {{.Label "`+label+`"}} {{.Label "`+label+`.pid"}}`)
+	for _, line := range strings.Split(strings.TrimSpace(nets), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "-A" && strings.Contains(line, "-j PE2E-") {
-			_ = exec.Command("iptables", append([]string{"-D"}, f[1:]...)...).Run()
+		if len(f) != 3 {
+			continue
 		}
-	}
-	chains, _ := exec.Command("iptables", "-S").Output()
-	for _, line := range strings.Split(string(chains), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "-N" && strings.HasPrefix(f[1], "PE2E-") {
-			_ = exec.Command("iptables", "-F", f[1]).Run()
-			_ = exec.Command("iptables", "-X", f[1]).Run()
+		if pid, err := strconv.Atoi(f[2]); err == nil && syscall.Kill(pid, 0) == nil {
+			continue // still running
 		}
+		if ids, _ := tryDocker("ps", "-aq", "--filter", "label="+label+"="+f[1]); strings.TrimSpace(ids) != "" {
+			_, _ = tryDocker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
+		}
+		_, _ = tryDocker("network", "rm", f[0])
+		chain := "PE2E-" + f[1]
+		_ = exec.Command("iptables", "-D", "INPUT", "-i", f[0], "-j", chain).Run()
+		_ = exec.Command("iptables", "-F", chain).Run()
+		_ = exec.Command("iptables", "-X", chain).Run()
 	}
 }
 
