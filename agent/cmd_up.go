@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -54,6 +55,7 @@ http://127.0.0.1:9878/v1/git/<rig>, no certificates needed in git.
 
 A fresh container with no certificate can join with a one-time token:
   gt-agent up --join <token from 'hostd token create'> --identity <rig>/<name>
+(or --join-file, a file holding the token, such as a mounted secret).
 The key is made here; the certificate, key and CA are written to the
 --cert/--key/--ca paths (default under --state-dir).
 
@@ -80,18 +82,18 @@ reports it.`,
 // upConfig is everything gt-agent up reads from flags, the environment and
 // its config file.
 type upConfig struct {
-	URL, Cert, Key, CA, StateDir, Join, Identity string
-	Supervisor                                   supervisor.Config
-	Socket                                       string
-	RelayWait                                    time.Duration
-	GitListen                                    string
-	GitAllowUIDs                                 []string
-	Data                                         data.Config
-	Watch                                        liveness.Config
-	TmuxSocket                                   string
-	BeatInterval                                 time.Duration
-	HookSocket                                   string
-	Nudge                                        nudge.Config
+	URL, Cert, Key, CA, StateDir, Join, JoinFile, Identity string
+	Supervisor                                             supervisor.Config
+	Socket                                                 string
+	RelayWait                                              time.Duration
+	GitListen                                              string
+	GitAllowUIDs                                           []string
+	Data                                                   data.Config
+	Watch                                                  liveness.Config
+	TmuxSocket                                             string
+	BeatInterval                                           time.Duration
+	HookSocket                                             string
+	Nudge                                                  nudge.Config
 }
 
 // defaultUpConfig takes each default from the package that owns it.
@@ -121,6 +123,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "ca", Usage: "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)", Value: &c.CA},
 		{Key: "state-dir", Usage: "directory for default credential paths", Value: &c.StateDir},
 		{Key: "join", Usage: "one-time join token, used when there is no valid certificate yet", Value: &c.Join},
+		{Key: "join-file", Usage: "file holding the join token instead (a mounted secret; read only when joining)", Value: &c.JoinFile},
 		{Key: "identity", Usage: "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)", Value: &c.Identity},
 		{Key: "transport", Usage: "auto (QUIC, falling back to TCP), quic or tcp", Value: &c.Supervisor.Transport},
 		{Key: "connect-timeout", Usage: "give up if hostd cannot be reached at start for this long", Value: &c.Supervisor.ConnectTimeout},
@@ -192,6 +195,13 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	go stopPromptly(ctx, finished, announced)
 
 	store, err := creds.Load(paths)
+	if err != nil && c.Join == "" && c.JoinFile != "" {
+		b, readErr := os.ReadFile(c.JoinFile)
+		if readErr != nil {
+			return fmt.Errorf("no usable certificate (%v), and the join token file cannot be read: %w", err, readErr)
+		}
+		c.Join = strings.TrimSpace(string(b))
+	}
 	if token := c.Join; err != nil && token != "" {
 		id, idErr := joinIdentity(c.Identity)
 		if idErr != nil {

@@ -159,6 +159,16 @@ func TestJoinToken(t *testing.T) {
 		t.Errorf("expired token: %v\n%s", err, late.Output())
 	}
 
+	// From a file, as a mounted secret gives it; a missing file says so.
+	file := filepath.Join(t.TempDir(), "token")
+	_ = os.WriteFile(file, []byte(tw.Run("token", "create", "gastown/rictus")), 0o400)
+	Start(t, []string{"GT_PROXY_URL=https://localhost:" + port, "GT_AGENT_JOIN_FILE=" + file}, "gt-agent", "up", "--state-dir", t.TempDir(), "--identity", "gastown/rictus")
+	tw.WaitStatus(10*time.Second, Connected("rictus", ""))
+	missing := Start(t, []string{"GT_PROXY_URL=https://localhost:" + port}, "gt-agent", "up", "--state-dir", t.TempDir(), "--join-file", file+".missing", "--identity", "gastown/rictus")
+	if err := missing.Exited(t, 10*time.Second); err == nil || !strings.Contains(missing.Output(), "join token file cannot be read") {
+		t.Errorf("missing token file: %v\n%s", err, missing.Output())
+	}
+
 	forged := strings.TrimSpace(NewTown(t).Run("token", "create", "gastown/ace"))
 	bad := joinAgent(forged, "gastown/ace")
 	if err := bad.Exited(t, 10*time.Second); err == nil || !strings.Contains(bad.Output(), "fingerprint") {
