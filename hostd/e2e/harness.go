@@ -2,7 +2,7 @@
 // harness it runs on: the real hostd and gt-agent binaries, built as 'make
 // build' builds them, a throw-away town with its CA, agents with real
 // certificates on loopback, git fixtures, and waits on hostd's status.
-// The container suite of images/ is to run on the same harness.
+// The container suite of images/e2e runs on the same harness.
 package e2e
 
 import (
