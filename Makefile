@@ -10,7 +10,7 @@ FUZZTIME  ?= 20s
 IMAGE     ?= polecat:$(VERSION)
 E2E_IMAGE := polecat-e2e:$(VERSION)
 
-.PHONY: help build test bench bench-deps demo lint fuzz image e2e clean
+.PHONY: help build test bench bench-quick bench-deps demo lint fuzz image e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -49,6 +49,18 @@ bench: ## print the benchmark tables: ours beside its baselines, medians of $(CO
 	$(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
+
+bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer runs (a quick check, under 3 minutes)
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench 'Bulk' -benchtime 1s -count 3 ./tunnel/ | tee $(BIN)/quick-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'RelayRoundTrip' -benchtime 100x -count 3 ./hostd/e2e/ | tee $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_GIT_COMMITS=4000 $(GO) test -run '^$$' -bench 'Git' -benchtime 2x -count 3 ./hostd/e2e/ | tee -a $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@echo; echo "== tunnel bulk: ours beside the bare transport"
+	@$(GO) tool benchstat -col /impl $(BIN)/quick-tunnel.txt
+	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST"
+	@$(GO) tool benchstat -col /impl -filter '.name:/^RelayRoundTrip/' $(BIN)/quick-hostd.txt
+	@echo; echo "== git (a 40 MB repository): ours beside git http-backend over loopback HTTP and file://"
+	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/quick-hostd.txt
 
 bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 	command -v zstd >/dev/null && command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync; }
