@@ -251,7 +251,9 @@ git rev-parse HEAD`
 			t.Errorf("peek shows no prompt:\n%s", out)
 		}
 		sock := filepath.Join(t.TempDir(), "tmux.sock")
-		defer exec.Command("tmux", "-S", sock, "kill-server").Run()
+		stopTmux := func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }
+		undo.push(stopTmux)
+		defer stopTmux()
 		tmux := func(args ...string) string {
 			out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 			if err != nil {

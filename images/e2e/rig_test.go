@@ -104,9 +104,12 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-// startHostd starts hostd on the network's gateway.
+// startHostd starts hostd on the network's gateway. The test's cleanup
+// stops it; so does the undo stack, for a run ended by a signal.
 func (r *rig) startHostd() {
-	r.hostd = r.git.ServeOn(r.addr, r.serve...)
+	p := r.git.ServeOn(r.addr, r.serve...)
+	undo.push(func() { _ = p.Cmd.Process.Kill() })
+	r.hostd = p
 }
 
 // restartHostd kills hostd and starts it again on the same town.
