@@ -8,7 +8,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/hashicorp/yamux"
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
 	"github.com/quic-go/quic-go"
 
 	"github.com/polecat-sidecar/sidecar/tunnel"

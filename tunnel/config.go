@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/yamux"
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
 	"github.com/quic-go/quic-go"
 )
 

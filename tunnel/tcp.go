@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/yamux"
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
