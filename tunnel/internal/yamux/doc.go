@@ -7,7 +7,9 @@
 //     arrives (stream.readData, recvqueue.go). Upstream held the lock
 //     across the network read of a whole frame, so the reader waited for
 //     the network and the network for the reader, and grew a bytes.Buffer
-//     per stream, copying and clearing as it grew.
+//     per stream, copying and clearing as it grew. A short piece is copied
+//     into the last chunk when it fits, so small frames cannot each pin a
+//     whole chunk (the queue holds at most about twice its bytes).
 //   - So a FIN on a data frame takes effect after that frame's data is
 //     queued (stream.readData), or a reader could see the stream closed
 //     before its last bytes.

@@ -35,8 +35,22 @@ type recvChunk struct {
 // Len is how many bytes the queue holds.
 func (q *recvQueue) Len() int { return q.n }
 
-// push appends the first n bytes of c; the queue owns c from then on.
+// push appends the first n bytes of c; the queue owns c from then on. A
+// piece that fits in the last chunk's free space is copied there and c
+// goes back to the pool, so a peer sending many small frames cannot make
+// each pin a whole chunk: every chunk but the last is at least half full,
+// and the queue holds at most about twice its bytes.
 func (q *recvQueue) push(c *[]byte, n int) {
+	if k := len(q.chunks); k > 0 && n < recvChunkSize {
+		last := &q.chunks[k-1]
+		if len(*last.buf)-last.n >= n {
+			copy((*last.buf)[last.n:], (*c)[:n])
+			last.n += n
+			q.n += n
+			putChunk(c)
+			return
+		}
+	}
 	q.chunks = append(q.chunks, recvChunk{c, n})
 	q.n += n
 }

@@ -61,6 +61,22 @@ func TestRecvQueue(t *testing.T) {
 	}
 }
 
+// TestRecvQueueSmallPieces: a hostile peer's one-byte frames, or frames
+// just over half a chunk, never pin more than about twice the bytes held.
+func TestRecvQueueSmallPieces(t *testing.T) {
+	for _, size := range []int{1, 100, recvChunkSize/2 + 1, recvChunkSize - 1} {
+		var q recvQueue
+		const total = 4 << 20 // a whole default stream window
+		for q.Len()+size <= total {
+			q.push(getChunk(), size)
+		}
+		pinned := len(q.chunks) * recvChunkSize
+		if pinned > 2*q.Len()+recvChunkSize {
+			t.Errorf("pieces of %d bytes: %d bytes held pin %d chunks (%d bytes)", size, q.Len(), len(q.chunks), pinned)
+		}
+	}
+}
+
 // TestDataFrameWithFINArrivingSlowly: a data frame carrying FIN whose body
 // arrives slowly is read whole before EOF. With the FIN applied before the
 // body is queued, a reader emptying the queue mid-frame saw EOF.
