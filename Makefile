@@ -56,13 +56,13 @@ bench: ## print the benchmark tables: ours beside its baselines, medians of $(CO
 bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer runs (a quick check, under 3 minutes)
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'Bulk' -benchtime 1s -count 3 ./tunnel/ | tee $(BIN)/quick-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'RelayRoundTrip' -benchtime 100x -count 3 ./hostd/e2e/ | tee $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
-	SIDECAR_BENCH_GIT_COMMITS=4000 $(GO) test -run '^$$' -bench 'Git' -benchtime 2x -count 3 ./hostd/e2e/ | tee -a $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'RelayRoundTrip' -benchtime 60x -count 3 ./hostd/e2e/ | tee $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_GIT_COMMITS=4000 SIDECAR_BENCH_GIT_PUSH=10485760 $(GO) test -run '^$$' -bench 'Git' -benchtime 1x -count 3 ./hostd/e2e/ | tee -a $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel bulk: ours beside the bare transport"
 	@$(GO) tool benchstat -col /impl $(BIN)/quick-tunnel.txt
 	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST"
 	@$(GO) tool benchstat -col /impl -filter '.name:/^RelayRoundTrip/' $(BIN)/quick-hostd.txt
-	@echo; echo "== git (a 40 MB repository): ours beside git http-backend over loopback HTTP and file://"
+	@echo; echo "== git (a 40 MB repository, 10 MB pushes): ours beside git http-backend over loopback HTTP and file://"
 	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/quick-hostd.txt
 
 bench-deps: ## install what make bench compares with (Debian: zstd, rsync)

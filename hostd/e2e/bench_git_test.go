@@ -125,12 +125,13 @@ func BenchmarkGit(b *testing.B) {
 			}
 		})
 	}
-	const pushSize = 50 << 20
+	pushSize := envInt("SIDECAR_BENCH_GIT_PUSH", 50<<20) // bytes of new content per push
+	b.Logf("pushes: %d MB each", pushSize>>20)
 	for _, impl := range gitImpls {
-		b.Run("op=push50MB/impl="+impl, func(b *testing.B) {
+		b.Run(fmt.Sprintf("op=push%dMB/impl=%s", pushSize>>20, impl), func(b *testing.B) {
 			work := filepath.Join(b.TempDir(), "w")
 			gb.g.Git(b, "", "clone", "-q", "--depth", "1", gb.urls["file"], work)
-			b.SetBytes(pushSize)
+			b.SetBytes(int64(pushSize))
 			for b.Loop() {
 				b.StopTimer()
 				n := pushes.Add(1)
