@@ -2,16 +2,17 @@
 // to the agent's unix socket, sends the command line, its allowed
 // environment and working directory, streams stdin, stdout and stderr,
 // forwards signals, and exits with the host command's status. It needs
-// only the standard library and tunnel/wire, so the gt program built from
-// it (agent/gt) starts as fast as a Go program can; gt-agent uses it too
-// when invoked as gt or bd, and for gt-agent exec.
+// only the standard library and tunnel/wire, and of those neither net nor
+// encoding/json (the socket is two system calls, the request and exit
+// status are written and read by hand in tunnel/wire), so the gt program
+// built from it (agent/gt) starts as fast as a Go program can; gt-agent
+// uses it too when invoked as gt or bd, and for gt-agent exec.
 package shim
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -57,9 +58,9 @@ func SocketPath() string {
 // Run relays args and returns the exit status to exit with: the host
 // command's, or ExitUnavailable with one line on stderr saying why.
 func (sh *Shim) Run(args []string) int {
-	c, err := net.Dial("unix", sh.Socket)
+	c, err := dialUnix(sh.Socket)
 	if err != nil {
-		return sh.fail("gt-agent is not running (cannot connect to %s: %v); start it with 'gt-agent up'", sh.Socket, rootCause(err))
+		return sh.fail("gt-agent is not running (cannot connect to %s: %v); start it with 'gt-agent up'", sh.Socket, err)
 	}
 	defer c.Close()
 	req, err := wire.EncodeRelayRequest(sh.request(args))
@@ -70,10 +71,12 @@ func (sh *Shim) Run(args []string) int {
 	if err := w.Frame(wire.RelayFrameRequest, req); err != nil {
 		return sh.fail("sending the command to gt-agent: %v", err)
 	}
+	// Signals are forwarded once the request is on its way. Installing the
+	// handler starts a thread, so it is done beside the round trip.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		for s := range sigs {
 			_ = w.Frame(wire.RelayFrameSignal, []byte{byte(s.(syscall.Signal))})
 		}
@@ -84,7 +87,7 @@ func (sh *Shim) Run(args []string) int {
 	for {
 		typ, payload, err := fr.Next()
 		if err != nil {
-			return sh.fail("lost the connection to gt-agent before the command finished (%v)", rootCause(err))
+			return sh.fail("lost the connection to gt-agent before the command finished (%v)", err)
 		}
 		switch typ {
 		case wire.RelayFrameAttached:
@@ -93,8 +96,8 @@ func (sh *Shim) Run(args []string) int {
 		case wire.RelayFrameStderr:
 			_, _ = sh.Stderr.Write(payload)
 		case wire.RelayFrameExit:
-			var e wire.RelayExit
-			if err := json.Unmarshal(payload, &e); err != nil || e.Code < 0 || e.Code > 255 {
+			e, err := wire.ParseRelayExit(payload)
+			if err != nil || e.Code < 0 || e.Code > 255 {
 				return sh.fail("hostd sent a malformed exit status")
 			}
 			return e.Code
@@ -135,11 +138,23 @@ func (sh *Shim) fail(format string, args ...any) int {
 	return ExitUnavailable
 }
 
-// rootCause strips the net package's operation prefix for a one-line
-// message.
-func rootCause(err error) error {
-	if op, ok := err.(*net.OpError); ok && op.Err != nil {
-		return op.Err
+// dialUnix connects to the unix socket at path with the system calls
+// themselves (the net package would cost the shim's start more than the
+// rest of it).
+func dialUnix(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

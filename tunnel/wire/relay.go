@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -171,19 +172,163 @@ func (fr *RelayFrameReader) Next() (typ byte, payload []byte, err error) {
 	return hdr[0], payload, nil
 }
 
-// EncodeRelayRequest validates and encodes a request for RelayFrameRequest.
+// EncodeRelayRequest validates and encodes a request for RelayFrameRequest:
+// the JSON encoding/json gives, written without reflection, so the shim
+// links none of encoding/json (appendJSON; the tests hold the two equal).
 func EncodeRelayRequest(req RelayRequest) ([]byte, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
+	b := req.appendJSON(nil)
 	if len(b) > MaxRelayFramePayload {
 		return nil, fmt.Errorf("command line and environment too large (%d bytes encoded, limit %d)", len(b), MaxRelayFramePayload)
 	}
 	return b, nil
+}
+
+// appendJSON appends req as json.Marshal encodes it: byte slices as
+// base64 strings (a nil one as null), cwd and env left out when empty.
+func (req RelayRequest) appendJSON(b []byte) []byte {
+	b = appendBytesList(append(b, `{"argv":`...), req.Argv)
+	if len(req.Cwd) > 0 {
+		b = appendBytes(append(b, `,"cwd":`...), req.Cwd)
+	}
+	if len(req.Env) > 0 {
+		b = appendBytesList(append(b, `,"env":`...), req.Env)
+	}
+	return append(b, '}')
+}
+
+// appendBytesList appends list as a JSON array of base64 strings.
+func appendBytesList(b []byte, list [][]byte) []byte {
+	if list == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, x := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendBytes(b, x)
+	}
+	return append(b, ']')
+}
+
+// appendBytes appends x as a JSON base64 string, or null when nil.
+func appendBytes(b, x []byte) []byte {
+	if x == nil {
+		return append(b, "null"...)
+	}
+	b = base64.StdEncoding.AppendEncode(append(b, '"'), x)
+	return append(b, '"')
+}
+
+// ErrMalformedRelayExit is a RelayFrameExit payload that is not
+// {"code":N} or {"code":N,"signal":M}.
+var ErrMalformedRelayExit = errors.New("malformed exit status")
+
+// ParseRelayExit reads a RelayFrameExit payload as hostd writes it
+// (json.Marshal of RelayExit), without reflection, for the shim. It takes
+// the two fields in either order, with JSON's whitespace, and nothing
+// else.
+func ParseRelayExit(b []byte) (RelayExit, error) {
+	var e RelayExit
+	var seen [2]bool
+	p := jsonScanner{b: b}
+	if !p.take('{') {
+		return e, ErrMalformedRelayExit
+	}
+	for !p.take('}') {
+		if (seen[0] || seen[1]) && !p.take(',') {
+			return e, ErrMalformedRelayExit
+		}
+		key, ok := p.key()
+		if !ok || !p.take(':') {
+			return e, ErrMalformedRelayExit
+		}
+		n, ok := p.int()
+		switch {
+		case !ok:
+			return e, ErrMalformedRelayExit
+		case key == "code" && !seen[0]:
+			e.Code, seen[0] = n, true
+		case key == "signal" && !seen[1]:
+			e.Signal, seen[1] = n, true
+		default:
+			return e, ErrMalformedRelayExit
+		}
+	}
+	if !seen[0] || !p.end() {
+		return e, ErrMalformedRelayExit
+	}
+	return e, nil
+}
+
+// jsonScanner reads the few JSON tokens ParseRelayExit accepts.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+// space skips JSON whitespace.
+func (p *jsonScanner) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// take consumes c, after whitespace, if it is next.
+func (p *jsonScanner) take(c byte) bool {
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// key reads a string of lower-case ASCII letters.
+func (p *jsonScanner) key() (string, bool) {
+	if !p.take('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) && p.b[p.i] >= 'a' && p.b[p.i] <= 'z' {
+		p.i++
+	}
+	if p.i == start || p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	p.i++
+	return string(p.b[start : p.i-1]), true
+}
+
+// int reads a JSON integer of at most nine digits.
+func (p *jsonScanner) int() (int, bool) {
+	p.space()
+	neg := p.i < len(p.b) && p.b[p.i] == '-'
+	if neg {
+		p.i++
+	}
+	start, n := p.i, 0
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' && p.i-start < 10 {
+		n = n*10 + int(p.b[p.i]-'0')
+		p.i++
+	}
+	digits := p.i - start
+	if digits == 0 || digits > 9 || (digits > 1 && p.b[start] == '0') {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// end says whether only whitespace is left.
+func (p *jsonScanner) end() bool {
+	p.space()
+	return p.i == len(p.b)
 }
 
 // DecodeRelayRequest decodes and validates a RelayFrameRequest payload. Unknown

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -149,6 +150,92 @@ func FuzzDecodeRelayRequest(f *testing.F) {
 		}
 		if _, err := EncodeRelayRequest(req); err != nil {
 			t.Fatalf("decoded a request that does not re-encode: %v", err)
+		}
+	})
+}
+
+// TestRelayRequestJSON: the request the shim writes without reflection is
+// byte for byte what encoding/json writes, which hostd decodes.
+func TestRelayRequestJSON(t *testing.T) {
+	for _, req := range []RelayRequest{
+		{Argv: [][]byte{[]byte("gt")}},
+		{Argv: [][]byte{[]byte("gt"), []byte("status"), {}, []byte("two words")}, Cwd: []byte("/work"), Env: [][]byte{[]byte("TERM=xterm")}},
+		{Argv: [][]byte{[]byte("bd"), {0xff, 0xfe, '"', '\\', '\n'}}, Cwd: []byte{0x80}},
+		{Argv: [][]byte{[]byte("gt"), nil}, Env: [][]byte{}},
+		{Argv: nil, Cwd: []byte{}},
+	} {
+		want, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := req.appendJSON(nil); !bytes.Equal(got, want) {
+			t.Errorf("appendJSON\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestParseRelayExit: what hostd writes is read; anything else is refused.
+func TestParseRelayExit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want RelayExit
+		ok   bool
+	}{
+		{`{"code":0}`, RelayExit{}, true},
+		{`{"code":130,"signal":2}`, RelayExit{Code: 130, Signal: 2}, true},
+		{` { "signal" : 9 , "code" : 137 } `, RelayExit{Code: 137, Signal: 9}, true},
+		{`{"code":-1}`, RelayExit{Code: -1}, true},
+		{`{}`, RelayExit{}, false},
+		{`{"signal":2}`, RelayExit{}, false},
+		{`{"code":1,}`, RelayExit{}, false},
+		{`{"code":1}x`, RelayExit{}, false},
+		{`{"code":1,"code":2}`, RelayExit{}, false},
+		{`{"code":01}`, RelayExit{}, false},
+		{`{"code":1.5}`, RelayExit{}, false},
+		{`{"code":"1"}`, RelayExit{}, false},
+		{`{"code":1234567890}`, RelayExit{}, false},
+		{`{"code":1 "signal":2}`, RelayExit{}, false},
+		{`{"extra":1,"code":0}`, RelayExit{}, false},
+		{`{"code":`, RelayExit{}, false},
+		{``, RelayExit{}, false},
+	} {
+		got, err := ParseRelayExit([]byte(tc.in))
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseRelayExit(%q) = %+v, %v; want %+v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzRelayRequestJSON: for any arguments, appendJSON equals json.Marshal.
+func FuzzRelayRequestJSON(f *testing.F) {
+	f.Add([]byte("gt\x00status\x00\xff"), []byte("/work"), []byte("TERM=x"))
+	f.Fuzz(func(t *testing.T, argv, cwd, env []byte) {
+		req := RelayRequest{Argv: bytes.Split(argv, []byte{0}), Cwd: cwd}
+		if len(env) > 0 {
+			req.Env = bytes.Split(env, []byte{0})
+		}
+		want, _ := json.Marshal(req)
+		if got := req.appendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSON\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// FuzzParseRelayExit: whatever ParseRelayExit accepts, encoding/json reads
+// the same way; and it reads whatever hostd writes.
+func FuzzParseRelayExit(f *testing.F) {
+	f.Add([]byte(`{"code":130,"signal":2}`), 3, 0)
+	f.Fuzz(func(t *testing.T, b []byte, code, signal int) {
+		if got, err := ParseRelayExit(b); err == nil {
+			var want RelayExit
+			if err := json.Unmarshal(b, &want); err != nil || got != want {
+				t.Fatalf("ParseRelayExit(%q) = %+v; encoding/json: %+v, %v", b, got, want, err)
+			}
+		}
+		e := RelayExit{Code: code % 1000, Signal: signal % 100}
+		out, _ := json.Marshal(e)
+		if got, err := ParseRelayExit(out); err != nil || got != e {
+			t.Fatalf("ParseRelayExit(%s) = %+v, %v", out, got, err)
 		}
 	})
 }
