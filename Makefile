@@ -13,7 +13,7 @@ E2E_IMAGE := polecat-e2e:$(VERSION)
 .PHONY: help build test bench bench-quick bench-deps demo lint fuzz image e2e clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build static bin/hostd, bin/gt-agent and the shim bin/gt, with bin/bd linked to it
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hostd ./hostd
