@@ -1,5 +1,5 @@
 // Package yamux is github.com/hashicorp/yamux v0.1.2 (MPL-2.0, LICENSE),
-// kept in the tree for the TCP fallback's session with one patch, marked
+// kept in the tree for the TCP fallback's session with patches, marked
 // "patch" where it is:
 //
 //   - A stream's received data is read in pooled 64 KiB chunks without
@@ -13,6 +13,9 @@
 //   - So a FIN on a data frame takes effect after that frame's data is
 //     queued (stream.readData), or a reader could see the stream closed
 //     before its last bytes.
+//   - A frame's header and body are sent in one write (session.sendLoop):
+//     one TLS record and one system call per frame, where upstream made
+//     two.
 //
 // Everything else, the wire format included, is upstream's; so are the
 // tests, two of which now read with io.ReadFull where they assumed one

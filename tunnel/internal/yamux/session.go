@@ -483,37 +483,26 @@ func (s *Session) sendLoop() error {
 
 		select {
 		case ready := <-s.sendCh:
-			// Send a header if ready
+			// Patch: the header and the body go out in one write, so one
+			// TLS record and one system call per frame instead of two.
+			// Upstream wrote the header, then the body it had copied.
 			if ready.Hdr != nil {
-				_, err := s.conn.Write(ready.Hdr)
-				if err != nil {
-					s.logger.Printf("[ERR] yamux: Failed to write header: %v", err)
-					asyncSendErr(ready.Err, err)
-					return err
-				}
+				bodyBuf.Write(ready.Hdr)
 			}
 
 			ready.mu.Lock()
 			if ready.Body != nil {
 				// Copy the body into the buffer to avoid
 				// holding a mutex lock during the write.
-				_, err := bodyBuf.Write(ready.Body)
-				if err != nil {
-					ready.Body = nil
-					ready.mu.Unlock()
-					s.logger.Printf("[ERR] yamux: Failed to copy body into buffer: %v", err)
-					asyncSendErr(ready.Err, err)
-					return err
-				}
+				bodyBuf.Write(ready.Body)
 				ready.Body = nil
 			}
 			ready.mu.Unlock()
 
 			if bodyBuf.Len() > 0 {
-				// Send data from a body if given
 				_, err := s.conn.Write(bodyBuf.Bytes())
 				if err != nil {
-					s.logger.Printf("[ERR] yamux: Failed to write body: %v", err)
+					s.logger.Printf("[ERR] yamux: Failed to write frame: %v", err)
 					asyncSendErr(ready.Err, err)
 					return err
 				}
