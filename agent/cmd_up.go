@@ -49,8 +49,9 @@ tunnel is retried for ever with exponential backoff and jitter (100ms up to
 agent with an error, since retrying cannot fix it. The certificate is renewed
 over the tunnel two thirds into its lifetime, with a key made here.
 
-Over the tunnel it serves the gt and bd shims (symlinks to gt-agent) on the
-unix socket --socket, and git on --git-listen: the container's origin is
+Over the tunnel it serves the gt and bd shims (the small gt program with bd
+linked to it, or gt-agent itself linked as gt) on the unix socket --socket,
+and git on --git-listen: the container's origin is
 http://127.0.0.1:9878/v1/git/<rig>, no certificates needed in git.
 
 A fresh container with no certificate can join with a one-time token:

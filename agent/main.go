@@ -114,8 +114,8 @@ func newRoot() *cobra.Command {
 tunnel to hostd on the operator's machine: QUIC, or TLS+yamux over TCP when
 UDP is blocked (it moves back to QUIC when it can).
 
-Installed as gt and bd (symlinks to gt-agent), it relays those commands to
-the host through the running agent.
+Linked as gt or bd, it relays those commands to the host through the
+running agent, as the smaller gt program (bin/gt, in the image) does.
 
 It reads the settings Gas Town's proxy client uses: GT_PROXY_URL
 (https://<host>:9876), GT_PROXY_CERT, GT_PROXY_KEY and GT_PROXY_CA; flags

@@ -603,7 +603,7 @@ func splitPort(addr string) (host, port string) {
 	return host, port
 }
 
-// lastLine is out's last non-empty line.
+// lastLine is out's last word (the last line of output that ends in one).
 func lastLine(out string) string {
 	f := strings.Fields(out)
 	if len(f) == 0 {
