@@ -28,12 +28,13 @@ test: ## run every test (real sockets, real binaries)
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
-bench: ## print the benchmark tables: ours beside its baselines, medians of $(COUNT) runs
+bench: ## print the benchmark tables and the one table of ours / baseline with targets, medians of $(COUNT) runs
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench 'Relay|Git|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 3x -count 1 ./hostd/e2e/ | tee $(BIN)/bench-storm.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
 	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST (p50-us, p99-us per command)"
@@ -48,10 +49,14 @@ bench: ## print the benchmark tables: ours beside its baselines, medians of $(CO
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-beat.txt
 	@echo; echo "== liveness at scale: one hostd with no agents beside one with 1000 (sec/op is hostd status --json)"
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
+	@echo; echo "== reconnect storm: 1000 agents, hostd restarted under them (median of 3 restarts)"
+	@grep -h '^Benchmark' $(BIN)/bench-storm.txt
 	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	$(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
+	@echo; echo "== the table: each row ours beside its baseline from this run (medians), the ratio and the target ($(BIN)/bench-table.md)"
+	@$(GO) run ./internal/benchtable $(BIN)/bench-*.txt | tee $(BIN)/bench-table.md
 
 bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer runs (a quick check, under 3 minutes)
 	@mkdir -p $(BIN)
@@ -64,6 +69,8 @@ bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer run
 	@$(GO) tool benchstat -col /impl -filter '.name:/^RelayRoundTrip/' $(BIN)/quick-hostd.txt
 	@echo; echo "== git (a 40 MB repository, 10 MB pushes): ours beside git http-backend over loopback HTTP and file://"
 	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/quick-hostd.txt
+	@echo; echo "== the table's rows for these"
+	@$(GO) run ./internal/benchtable $(BIN)/quick-*.txt
 
 bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 	command -v zstd >/dev/null && command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync; }

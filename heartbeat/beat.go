@@ -8,7 +8,6 @@
 package heartbeat
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -135,26 +134,63 @@ func (bw *Writer) Write(b *Beat) error {
 }
 
 // Reader reads beats, refusing any that is oversized, malformed or
-// invalid.
-type Reader struct{ r *bufio.Reader }
+// invalid. hostd holds one per connected polecat, blocked in Read between
+// beats, so its buffer starts at readerStart (a beat is a few hundred
+// bytes) and grows towards MaxBeatSize only for a line that needs it: a
+// fixed 16 KiB buffer was a tenth of hostd's memory per polecat.
+type Reader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int // buf[start:end] is read and not yet returned
+}
+
+// readerStart is a Reader's first buffer size.
+const readerStart = 1 << 10
 
 // NewReader reads beats from r.
-func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, MaxBeatSize)} }
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
 
 // ErrBeatTooLarge is returned for a line longer than MaxBeatSize; the
 // stream cannot be trusted after it.
 var ErrBeatTooLarge = errors.New("beat exceeds 16 KiB")
 
+// line returns the next line, its newline included, valid until the next
+// call. A line may be at most MaxBeatSize bytes long.
+func (br *Reader) line() ([]byte, error) {
+	for {
+		pending := br.buf[br.start:br.end]
+		if i := bytes.IndexByte(pending, '\n'); i >= 0 {
+			br.start += i + 1
+			return pending[:i+1], nil
+		}
+		if len(pending) >= MaxBeatSize {
+			return nil, ErrBeatTooLarge
+		}
+		if br.end == len(br.buf) { // full: move what is pending to the front, grow if that frees nothing
+			if br.start == 0 {
+				grown := make([]byte, min(max(2*len(br.buf), readerStart), MaxBeatSize))
+				copy(grown, pending)
+				br.buf = grown
+			} else {
+				copy(br.buf, pending)
+			}
+			br.start, br.end = 0, len(pending)
+		}
+		n, err := br.r.Read(br.buf[br.end:])
+		br.end += n
+		if err != nil && n == 0 {
+			if errors.Is(err, io.EOF) && br.end > br.start {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+}
+
 // Read returns the next beat. At a clean end it returns io.EOF.
 func (br *Reader) Read() (*Beat, error) {
-	line, err := br.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, ErrBeatTooLarge
-	}
+	line, err := br.line()
 	if err != nil {
-		if errors.Is(err, io.EOF) && len(line) > 0 {
-			return nil, io.ErrUnexpectedEOF
-		}
 		return nil, err
 	}
 	d := json.NewDecoder(bytes.NewReader(line))

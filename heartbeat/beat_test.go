@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestBeatRoundTrip(t *testing.T) {
@@ -55,6 +56,53 @@ func TestBeatHostile(t *testing.T) {
 	bad := &Beat{Seq: 1, Interval: 5, Session: Session{State: SessionRunning, CPUPercent: math.NaN()}}
 	if bad.Validate() == nil {
 		t.Error("NaN accepted")
+	}
+}
+
+// TestBeatReaderFraming: lines arrive whole, split byte by byte or many in
+// one read; a line of exactly MaxBeatSize bytes is read and one byte more
+// is refused; ordinary beats never grow the buffer past its first size.
+func TestBeatReaderFraming(t *testing.T) {
+	var one bytes.Buffer
+	if err := NewWriter(&one).Write(&Beat{Seq: 1, Interval: 5, Session: Session{State: SessionRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	beat := strings.TrimSuffix(one.String(), "\n")
+	padded := func(size int) string { return beat + strings.Repeat(" ", size-len(beat)-1) + "\n" }
+	cases := []struct {
+		name  string
+		r     io.Reader
+		beats int
+		end   error
+	}{
+		{"whole lines", strings.NewReader(strings.Repeat(beat+"\n", 100)), 100, io.EOF},
+		{"byte by byte", iotest.OneByteReader(strings.NewReader(strings.Repeat(beat+"\n", 3))), 3, io.EOF},
+		{"exactly MaxBeatSize", strings.NewReader(padded(MaxBeatSize) + beat + "\n"), 2, io.EOF},
+		{"one byte over", strings.NewReader(beat + "\n" + padded(MaxBeatSize+1)), 1, ErrBeatTooLarge},
+		{"over, byte by byte", iotest.OneByteReader(strings.NewReader(padded(MaxBeatSize + 1))), 0, ErrBeatTooLarge},
+		{"cut mid-line", strings.NewReader(beat + "\n" + beat[:10]), 1, io.ErrUnexpectedEOF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReader(c.r)
+			for i := range c.beats {
+				if b, err := r.Read(); err != nil || b.Seq != 1 {
+					t.Fatalf("beat %d: %+v, %v", i, b, err)
+				}
+			}
+			if _, err := r.Read(); !errors.Is(err, c.end) {
+				t.Fatalf("after %d beats: %v, want %v", c.beats, err, c.end)
+			}
+		})
+	}
+	r := NewReader(strings.NewReader(strings.Repeat(beat+"\n", 100)))
+	for range 100 {
+		if _, err := r.Read(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.buf) != readerStart {
+		t.Errorf("buffer grew to %d bytes for %d-byte beats", len(r.buf), len(beat)+1)
 	}
 }
 

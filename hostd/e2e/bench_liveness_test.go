@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -25,7 +28,10 @@ import (
 // tunnel (QUIC, default keepalive) beating every 5s with a realistic beat,
 // beside the same hostd with none. It reports hostd's CPU (% of one core)
 // over a 10s window, its RSS, and times 'hostd status --json' (the
-// control API call behind it) as the operation.
+// control API call behind it) as the operation. With
+// SIDECAR_BENCH_CPUPROFILE set it writes hostd's CPU profile over the
+// window there; SIDECAR_BENCH_IDLE_TIMEOUT sets both ends' idle timeout
+// (the keepalive is half of it).
 func BenchmarkHostdAgents(b *testing.B) {
 	n := envInt("SIDECAR_BENCH_AGENTS", 1000)
 	for _, agents := range []int{0, n} {
@@ -35,7 +41,16 @@ func BenchmarkHostdAgents(b *testing.B) {
 
 func benchAgents(b *testing.B, n int) {
 	tw := NewTown(b)
-	hostd, addr := tw.Serve("--log-level", "warn")
+	metrics := tunneltest.FreeAddr(b)
+	args, cfg := []string{"--log-level", "warn", "--metrics-listen", metrics}, tunnel.Config{}
+	if idle := os.Getenv("SIDECAR_BENCH_IDLE_TIMEOUT"); idle != "" {
+		d, err := time.ParseDuration(idle)
+		if err != nil {
+			b.Fatal(err)
+		}
+		args, cfg.IdleTimeout, cfg.KeepAlive = append(args, "--idle-timeout", idle), d, d/2
+	}
+	hostd, addr := tw.Serve(args...)
 	ca, err := pki.Open(pki.Dir(tw.Dir), "")
 	if err != nil {
 		b.Fatal(err)
@@ -47,7 +62,7 @@ func benchAgents(b *testing.B, n int) {
 		cert := benchCert(b, ca, i)
 		s, err := tunnel.Dial(ctx, addr, tunnel.ClientConfig{
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil },
-			RootCAs:              ca.Pool(), ServerName: "localhost", Transport: tunnel.TransportQUIC})
+			RootCAs:              ca.Pool(), ServerName: "localhost", Transport: tunnel.TransportQUIC, Config: cfg})
 		if err != nil {
 			b.Fatalf("agent %d: %v", i, err)
 		}
@@ -68,7 +83,7 @@ func benchAgents(b *testing.B, n int) {
 	}
 	pid := hostd.Cmd.Process.Pid
 	cpu0, t0 := cpuTicks(b, pid), time.Now()
-	time.Sleep(10 * time.Second)
+	steadyWindow(b, metrics, 10*time.Second)
 	cpu := float64(cpuTicks(b, pid)-cpu0) / 100 / time.Since(t0).Seconds() * 100
 	rss := procStatus(b, pid, "VmRSS:")
 	c := control.NewClient(tw.Dir)
@@ -82,6 +97,29 @@ func benchAgents(b *testing.B, n int) {
 	b.ReportMetric(float64(rss), "rss-KiB")
 	cancel()
 	wg.Wait()
+}
+
+// steadyWindow waits out the measured window, taking hostd's CPU profile
+// over it into $SIDECAR_BENCH_CPUPROFILE (for 'go tool pprof') when set.
+func steadyWindow(b *testing.B, metrics string, d time.Duration) {
+	path := os.Getenv("SIDECAR_BENCH_CPUPROFILE")
+	if path == "" {
+		time.Sleep(d)
+		return
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", metrics, int(d.Seconds())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // benchCert issues agent i's certificate from this round's CA.

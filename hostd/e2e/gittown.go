@@ -21,6 +21,8 @@ type GitTown struct {
 	Origin string
 	Repo   string
 	Home   string
+	// Agents are the gt-agent processes Polecat started, by name.
+	Agents map[string]*Proc
 }
 
 // GitEnv isolates git from the machine's configuration.
@@ -77,7 +79,11 @@ func SeedGitTown(t testing.TB) *GitTown {
 // its git origin URL.
 func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
 	gitAddr := tunneltest.FreeAddr(t)
-	Start(t, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
+	p := Start(t, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
+	if g.Agents == nil {
+		g.Agents = map[string]*Proc{}
+	}
+	g.Agents[name] = p
 	g.WaitStatus(10*time.Second, Connected(name, ""))
 	return "http://" + gitAddr + "/v1/git/gastown"
 }

@@ -44,7 +44,7 @@ func scrape(t *testing.T, addr string, d time.Duration, want []string) string {
 // TestServiceMetrics: each service counts what it did, with bounded
 // labels: relayed commands by command and exit class, git requests by
 // service and outcome with their bytes, tunnels accepted by transport,
-// renewals and refused handshakes.
+// renewals and refused handshakes; Go's profiles are served beside them.
 func TestServiceMetrics(t *testing.T) {
 	metrics := tunneltest.FreeAddr(t)
 	fake, err := filepath.Abs("testdata/fake-gt.sh")
@@ -83,4 +83,15 @@ func TestServiceMetrics(t *testing.T) {
 		`sidecar_streams_total{kind="relay"} 3`,
 		`sidecar_streams_total{kind="git"}`,
 	})
+
+	// The same listener serves Go's profiles, for 'go tool pprof'.
+	resp, err := http.Get("http://" + metrics + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "quic-go.(*Conn).run") {
+		t.Errorf("/debug/pprof/goroutine: %s, no tunnel's goroutine in %d bytes", resp.Status, len(body))
+	}
 }

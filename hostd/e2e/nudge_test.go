@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
 // nudgeRig is hostd and gastown/furiosa's agent, whose tmux session runs
@@ -246,7 +247,7 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 	r := newNudgeRig(t, "plain", nil)
 	_ = r.agent.Cmd.Process.Kill()
 	_ = r.agent.Exited(t, 5*time.Second)
-	r.tw.WaitStatus(10*time.Second, InState("furiosa", "disconnected"))
+	r.tw.WaitStatus(tunnel.DefaultConfig().IdleTimeout+5*time.Second, InState("furiosa", "disconnected")) // a killed agent says nothing: the idle timeout notices
 	o, code := r.nudge(t, "while you were away", "--mode", "queue")
 	if o.Outcome != "queued" || code != 3 {
 		t.Fatalf("queued for a disconnected polecat: %+v (exit %d)", o, code)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ func (m *metrics) countStreams(h tunnel.Handler) tunnel.Handler {
 	})
 }
 
-// serve answers /metrics on addr until ctx ends.
+// serve answers /metrics and /debug/pprof/ on addr until ctx ends.
 func (m *metrics) serve(ctx context.Context, addr string, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -67,6 +68,13 @@ func (m *metrics) serve(ctx context.Context, addr string, log *slog.Logger) erro
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	// Go's profiles beside the metrics, as cloudflared serves them: the
+	// listener is the operator's (loopback unless configured otherwise).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); srv.Close() }()
 	log.Info("serving metrics", "addr", ln.Addr().String()+"/metrics")

@@ -1,0 +1,155 @@
+// Command benchtable prints `make bench`'s one table: each row our figure
+// beside its baseline from the same run, the ratio, the target and whether
+// it is met. It reads the output of `go test -bench` (any number of files,
+// several -count runs each) and takes the median of each benchmark's runs;
+// rows whose benchmarks were not run are left out.
+//
+//	go run ./internal/benchtable bin/bench-*.txt
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchtable FILE... (the output of go test -bench)")
+		os.Exit(2)
+	}
+	m := medians{}
+	for _, path := range os.Args[1:] {
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchtable: %v\n", err)
+			os.Exit(1)
+		}
+		err = m.read(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchtable: reading %s: %v\n", path, err)
+			os.Exit(1)
+		}
+	}
+	render(os.Stdout, rows, m)
+}
+
+// medians maps a benchmark and a unit to every value measured; get returns
+// their median.
+type medians map[result][]float64
+
+// result is a benchmark's name (without "Benchmark" and its -GOMAXPROCS
+// suffix) and a unit it reported.
+type result struct{ name, unit string }
+
+// procs is the -GOMAXPROCS suffix go test adds to a benchmark's name.
+var procs = regexp.MustCompile(`-\d+$`)
+
+// read adds every result line of r ("BenchmarkName-2  20  123 ns/op  4 x").
+func (m medians) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue // a log line that happens to start with the name
+		}
+		name := procs.ReplaceAllString(strings.TrimPrefix(f[0], "Benchmark"), "")
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return fmt.Errorf("%s: value %q is not a number", f[0], f[i])
+			}
+			k := result{name, f[i+1]}
+			m[k] = append(m[k], v)
+		}
+	}
+	return sc.Err()
+}
+
+// get is the median of name's values in unit, and whether there are any.
+func (m medians) get(name, unit string) (float64, bool) {
+	vs := slices.Clone(m[result{name, unit}])
+	if len(vs) == 0 {
+		return 0, false
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 0 {
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
+	}
+	return vs[len(vs)/2], true
+}
+
+// A row is one line of the table.
+type row struct {
+	what string
+	// figures returns ours and the baseline (0 when the row has none),
+	// and false when the benchmarks behind the row were not run.
+	figures func(medians) (ours, base float64, ok bool)
+	// show formats a figure.
+	show func(float64) string
+	// limit is the target: the ratio ours/base must be at most (below)
+	// or at least (!below) it, or ours itself when the row has no
+	// baseline or onOurs is set. A zero limit is no target.
+	limit         float64
+	below, onOurs bool
+}
+
+// verdict is the ratio (or ours, without a baseline) and whether the
+// target is met, "" when there is none.
+func (r row) verdict(ours, base float64) (ratio string, met string) {
+	v := ours
+	if base != 0 {
+		ratio = fmt.Sprintf("%.2f", ours/base)
+		if !r.onOurs {
+			v = ours / base
+		}
+	}
+	switch {
+	case r.limit == 0:
+		return ratio, ""
+	case r.below && v <= r.limit, !r.below && v >= r.limit:
+		return ratio, "met"
+	default:
+		return ratio, "missed"
+	}
+}
+
+// render writes the table of the rows whose benchmarks ran.
+func render(w io.Writer, rows []row, m medians) {
+	fmt.Fprintln(w, "| what | ours | baseline | ratio | target | |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, r := range rows {
+		ours, base, ok := r.figures(m)
+		if !ok {
+			continue
+		}
+		ratio, met := r.verdict(ours, base)
+		baseline := ""
+		if base != 0 {
+			baseline = r.show(base)
+		}
+		target := ""
+		if r.limit != 0 {
+			op := "≥"
+			if r.below {
+				op = "≤"
+			}
+			if base != 0 && !r.onOurs {
+				target = fmt.Sprintf("%s %.2f", op, r.limit)
+			} else {
+				target = op + " " + r.show(r.limit)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.what, r.show(ours), baseline, ratio, target, met)
+	}
+}

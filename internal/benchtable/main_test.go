@@ -1,0 +1,87 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// run is three -count rounds of two benchmarks, as go test prints them,
+// with a log line and a PASS between.
+const run = `goos: linux
+BenchmarkShimStart/impl=shim-2    200   2000000 ns/op
+BenchmarkShimStart/impl=hello-2   200   1000000 ns/op
+    bench_shim_test.go:12: BenchmarkShimStart is a log line
+BenchmarkShimStart/impl=shim-2    200   3000000 ns/op
+BenchmarkShimStart/impl=hello-2   200   2000000 ns/op
+BenchmarkShimStart/impl=shim-2    200   1000000 ns/op
+BenchmarkShimStart/impl=hello-2   200   9000000 ns/op
+BenchmarkBulk/transport=tcp/impl=ours-2      4  100 ns/op  950.0 MB/s
+BenchmarkBulk/transport=tcp/impl=baseline-2  4  100 ns/op  1000.0 MB/s
+PASS
+`
+
+func TestMediansRead(t *testing.T) {
+	m := medians{}
+	if err := m.read(strings.NewReader(run)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, unit string
+		want       float64
+		ok         bool
+	}{
+		{"ShimStart/impl=shim", "ns/op", 2e6, true},  // median of 2, 3, 1 ms
+		{"ShimStart/impl=hello", "ns/op", 2e6, true}, // median of 1, 2, 9 ms
+		{"Bulk/transport=tcp/impl=ours", "MB/s", 950, true},
+		{"Bulk/transport=tcp/impl=ours", "p50-us", 0, false},
+		{"ShimStart/impl=true", "ns/op", 0, false},
+	} {
+		if got, ok := m.get(c.name, c.unit); got != c.want || ok != c.ok {
+			t.Errorf("%s %s: %v %v, want %v %v", c.name, c.unit, got, ok, c.want, c.ok)
+		}
+	}
+	if err := (medians{}).read(strings.NewReader("BenchmarkX-2 10 fast ns/op\n")); err == nil {
+		t.Error("a value that is not a number was taken")
+	}
+}
+
+func TestRender(t *testing.T) {
+	m := medians{}
+	if err := m.read(strings.NewReader(run)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	render(&out, rows, m)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"| `gt` shim start / a static Go program that does nothing | 2.00 ms | 2.00 ms | 1.00 | ≤ 1.30 | met |",
+		"| bulk, one stream, TCP fallback / bare TLS 1.3 | 950 MB/s | 1000 MB/s | 0.95 | ≥ 0.90 | met |",
+	}
+	if len(lines) != 2+len(want) {
+		t.Fatalf("want a header and %d rows (those whose benchmarks ran), got:\n%s", len(want), out.String())
+	}
+	for i, w := range want {
+		if lines[2+i] != w {
+			t.Errorf("row %d:\n got %s\nwant %s", i, lines[2+i], w)
+		}
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		r          row
+		ours, base float64
+		ratio, met string
+	}{
+		{row{limit: 1.3, below: true}, 1.2, 1, "1.20", "met"},
+		{row{limit: 1.3, below: true}, 1.4, 1, "1.40", "missed"},
+		{row{limit: 0.9}, 0.89, 1, "0.89", "missed"},
+		{row{limit: 10, below: true}, 9, 0, "", "met"},
+		{row{limit: 1.1, below: true, onOurs: true}, 1.2, 3.3, "0.36", "missed"},
+		{row{}, 5, 1, "5.00", ""},
+	} {
+		if ratio, met := c.r.verdict(c.ours, c.base); ratio != c.ratio || met != c.met {
+			t.Errorf("%+v %v/%v: %q %q, want %q %q", c.r, c.ours, c.base, ratio, met, c.ratio, c.met)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+)
+
+// rows are the table's lines: issue 14's targets first, then the other
+// issues' rows that have a baseline.
+var rows = []row{
+	vs("relayed `gt status`, loopback: ours / Gas Town's per-call mTLS POST", relay(0, "ours"), relay(0, "percall"), "p50-us", micros, 0.6, true),
+	vs("relayed `gt status`, 10 ms RTT: ours / per-call", relay(10, "ours"), relay(10, "percall"), "p50-us", micros, 0.5, true),
+	{what: "relayed `gt status`: round trips 10 ms RTT adds, ours (baseline: per-call)", figures: rttCost, show: rtts, limit: 1.1, below: true, onOurs: true},
+	vs("`gt` shim start / a static Go program that does nothing", "ShimStart/impl=shim", "ShimStart/impl=hello", "ns/op", nanos, 1.3, true),
+	vs("`gt` shim start / `/bin/true`", "ShimStart/impl=shim", "ShimStart/impl=true", "ns/op", nanos, 0, true),
+	vs("bulk, one stream, TCP fallback / bare TLS 1.3", "Bulk/transport=tcp/impl=ours", "Bulk/transport=tcp/impl=baseline", "MB/s", mbs, 0.9, false),
+	vs("bulk, one stream, QUIC / bare quic-go", "Bulk/transport=quic/impl=ours", "Bulk/transport=quic/impl=baseline", "MB/s", mbs, 0.9, false),
+	vs("stream open + 1-byte round trip, TCP / bare yamux", "StreamRTT/transport=tcp/impl=ours", "StreamRTT/transport=tcp/impl=baseline", "ns/op", nanos, 1.1, true),
+	vs("stream open + 1-byte round trip, QUIC / bare quic-go", "StreamRTT/transport=quic/impl=ours", "StreamRTT/transport=quic/impl=baseline", "ns/op", nanos, 1.1, true),
+	vs("connect from cold, QUIC / bare quic-go", "Connect/transport=quic/impl=ours", "Connect/transport=quic/impl=baseline", "ns/op", nanos, 0, true),
+	vs("connect from cold, TCP / bare TLS", "Connect/transport=tcp/impl=ours", "Connect/transport=tcp/impl=baseline", "ns/op", nanos, 0, true),
+	vs("git clone, QUIC / git http-backend", "Git/op=clone/impl=ours", "Git/op=clone/impl=httpbackend", "ns/op", nanos, 1.15, true),
+	vs("git clone, TCP fallback / git http-backend", "Git/op=clone/impl=ourstcp", "Git/op=clone/impl=httpbackend", "ns/op", nanos, 1.15, true),
+	vs("git push, QUIC / git http-backend", "Git/op=push*/impl=ours", "Git/op=push*/impl=httpbackend", "ns/op", nanos, 1.15, true),
+	vs("git push, TCP fallback / git http-backend", "Git/op=push*/impl=ourstcp", "Git/op=push*/impl=httpbackend", "ns/op", nanos, 1.15, true),
+	alone("git clone, QUIC: hostd's CPU per clone", "Git/op=clone/impl=ours", "hostd-cpu-ms", millis, 0),
+	alone("git clone, QUIC: the agent's CPU per clone", "Git/op=clone/impl=ours", "agent-cpu-ms", millis, 0),
+	alone("git clone, TCP: hostd's CPU per clone", "Git/op=clone/impl=ourstcp", "hostd-cpu-ms", millis, 0),
+	alone("git clone, TCP: the agent's CPU per clone", "Git/op=clone/impl=ourstcp", "agent-cpu-ms", millis, 0),
+	alone("hostd with 1,000 agents beating every 5 s: CPU (% of one core)", "HostdAgents/agents=1000", "cpu-%", percent, 10),
+	{what: "hostd with 1,000 agents: memory per agent (RSS over hostd with none)", figures: rssPerAgent, show: kib, limit: 150, below: true},
+	alone("hostd with 1,000 agents: `hostd status --json`", "HostdAgents/agents=1000", "ns/op", nanos, 100e6),
+	alone("reconnect storm: 1,000 agents back after a hostd restart", "ReconnectStorm", "back-s", seconds, 15),
+	alone("reconnect storm: most tunnels accepted in one second", "ReconnectStorm", "peak-accepts/s", count, 0),
+	vs("relayed stdout, 64 MiB: ours / a direct pipe", "RelayStdout/impl=ours", "RelayStdout/impl=direct", "MB/s", mbs, 0, false),
+	vs("nudge typed and submitted / a local tmux send-keys", "Nudge/impl=ours", "Nudge/impl=local", "ns/op", nanos, 0, true),
+	vs("a beat's process-tree sample / one `ps -e`", "TakeBeat/impl=ours", "TakeBeat/impl=ps", "ns/op", nanos, 0, true),
+	vs("data push, ~500 MB: ours / tar|zstd|tar (time; target: 0.70 of its throughput)", "Sync/op=push/impl=ours", "Sync/op=push/impl=pipeline", "ns/op", nanos, 1/0.7, true),
+	alone("data pull, nothing changed", "Sync/op=pull-unchanged/impl=ours", "ns/op", nanos, 1e9),
+}
+
+// vs is a row of ours beside a baseline, in one unit; a zero limit is no
+// target.
+func vs(what, ours, base, unit string, show func(float64) string, limit float64, below bool) row {
+	return row{what: what, show: show, limit: limit, below: below, figures: func(m medians) (float64, float64, bool) {
+		o, ok1 := m.match(ours, unit)
+		b, ok2 := m.match(base, unit)
+		return o, b, ok1 && ok2 && b != 0
+	}}
+}
+
+// alone is a row of ours with no baseline and, unless zero, a target it
+// must stay at or below.
+func alone(what, ours, unit string, show func(float64) string, limit float64) row {
+	return row{what: what, show: show, limit: limit, below: true, figures: func(m medians) (float64, float64, bool) {
+		o, ok := m.match(ours, unit)
+		return o, 0, ok
+	}}
+}
+
+// match is get for the benchmark whose name matches pattern (as
+// path.Match: '*' within one level), e.g. the push row whose size varies;
+// with several, the first by name.
+func (m medians) match(pattern, unit string) (float64, bool) {
+	for _, k := range slices.SortedFunc(maps.Keys(m), func(a, b result) int { return strings.Compare(a.name, b.name) }) {
+		if ok, _ := path.Match(pattern, k.name); ok && k.unit == unit {
+			return m.get(k.name, unit)
+		}
+	}
+	return 0, false
+}
+
+// relay names a relayed trivial command's benchmark, a client process per
+// command.
+func relay(rttMs int, impl string) string {
+	return fmt.Sprintf("RelayRoundTrip/rtt=%dms/client=process/impl=%s", rttMs, impl)
+}
+
+// rttCost is how many 10 ms round trips the delay adds to a relayed
+// command, ours and per-call's.
+func rttCost(m medians) (float64, float64, bool) {
+	o10, ok1 := m.get(relay(10, "ours"), "p50-us")
+	o0, ok2 := m.get(relay(0, "ours"), "p50-us")
+	p10, ok3 := m.get(relay(10, "percall"), "p50-us")
+	p0, ok4 := m.get(relay(0, "percall"), "p50-us")
+	return (o10 - o0) / 10e3, (p10 - p0) / 10e3, ok1 && ok2 && ok3 && ok4
+}
+
+// rssPerAgent is hostd's RSS with 1,000 agents less its RSS with none,
+// per agent, in KiB.
+func rssPerAgent(m medians) (float64, float64, bool) {
+	full, ok1 := m.get("HostdAgents/agents=1000", "rss-KiB")
+	none, ok2 := m.get("HostdAgents/agents=0", "rss-KiB")
+	return (full - none) / 1000, 0, ok1 && ok2
+}
+
+func nanos(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.2f s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	default:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+}
+
+func micros(us float64) string { return nanos(us * 1e3) }
+func millis(ms float64) string { return nanos(ms * 1e6) }
+func seconds(s float64) string { return nanos(s * 1e9) }
+func mbs(v float64) string     { return fmt.Sprintf("%.0f MB/s", v) }
+func percent(v float64) string { return fmt.Sprintf("%.1f%%", v) }
+func kib(v float64) string     { return fmt.Sprintf("%.0f KiB", v) }
+func count(v float64) string   { return fmt.Sprintf("%.0f", v) }
+func rtts(v float64) string    { return fmt.Sprintf("%.2f RTT", v) }
