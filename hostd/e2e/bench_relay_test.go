@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,7 +165,10 @@ func runQuiet(cmd *exec.Cmd) error {
 // client=process starts a client process per command (our gt shim; the
 // per-call client), as a polecat does; client=inproc sends the same
 // request from the benchmark's own process, to show what the mechanism
-// costs apart from starting a Go binary.
+// costs apart from starting a Go binary. impl=link is one datagram echoed
+// through the same kind of delaying relay: the round trip the link really
+// adds (the relay's timers fire late by a little), to count the others'
+// round trips in.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	fake, _ := filepath.Abs("testdata/fake-gt.sh")
 	r := newRelayRig(b, rigOpts{viaRelay: true})
@@ -176,6 +180,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	link := newLinkProbe(b)
 	for _, rtt := range []time.Duration{0, 10 * time.Millisecond} {
 		name := fmt.Sprintf("rtt=%dms", rtt.Milliseconds())
 		run := func(sub string, delay *tunneltest.Relay, op func() error) {
@@ -197,6 +202,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 		})
 		run("client=inproc/impl=direct", nil, direct)
 		run("client=inproc/impl=ours", r.relay, func() error { return relayInProc(r.socket, req) })
+		run("client=inproc/impl=link", link.relay, link.roundTrip)
 		run("client=inproc/impl=percall", pcRelay, func() error {
 			resp, err := perCall(pcURL, r.certs, args)
 			if err == nil && resp.ExitCode != 0 {
@@ -205,6 +211,48 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 			return err
 		})
 	}
+}
+
+// linkProbe echoes one datagram through a delaying relay.
+type linkProbe struct {
+	relay *tunneltest.Relay
+	conn  *net.UDPConn
+	buf   []byte
+}
+
+func newLinkProbe(b *testing.B) *linkProbe {
+	echo, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { echo.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, from, err := echo.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = echo.WriteTo(buf[:n], from)
+		}
+	}()
+	relay := tunneltest.NewRelay(b, echo.LocalAddr().String())
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(relay.Addr)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return &linkProbe{relay: relay, conn: conn, buf: make([]byte, 64)}
+}
+
+// roundTrip sends a datagram and waits for its echo.
+func (l *linkProbe) roundTrip() error {
+	if _, err := l.conn.Write([]byte("ping")); err != nil {
+		return err
+	}
+	_ = l.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := l.conn.Read(l.buf)
+	return err
 }
 
 func portOf(addr string) string {
