@@ -84,7 +84,7 @@ func newGitBench(b *testing.B) *gitBench {
 	g.Repo = filepath.Join(g.Dir, "gastown", ".repo.git")
 	g.Git(b, "", "clone", "-q", "--bare", "--no-local", src, g.Repo)
 	g.Git(b, g.Repo, "config", "http.receivepack", "true")
-	g.Hostd, g.Addr = g.Serve("--git-upstream=false", "--log-level", "warn", "--metrics-listen", "127.0.0.1:19091")
+	g.Hostd, g.Addr = g.Serve("--git-upstream=false", "--log-level", "warn")
 	gitPath, _ := exec.LookPath("git")
 	backend := httptest.NewServer(&cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + g.Dir, "GIT_HTTP_EXPORT_ALL=1"}})
