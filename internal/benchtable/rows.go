@@ -41,7 +41,7 @@ var rows = []row{
 	vs("relayed stdout, 64 MiB: ours / a direct pipe", "RelayStdout/impl=ours", "RelayStdout/impl=direct", "MB/s", mbs, 0, false),
 	vs("nudge typed and submitted / a local tmux send-keys", "Nudge/impl=ours", "Nudge/impl=local", "ns/op", nanos, 0, true),
 	vs("a beat's process-tree sample / one `ps -e`", "TakeBeat/impl=ours", "TakeBeat/impl=ps", "ns/op", nanos, 0, true),
-	vs("data push, ~500 MB: ours / tar|zstd|tar (time; target: 0.70 of its throughput)", "Sync/op=push/impl=ours", "Sync/op=push/impl=pipeline", "ns/op", nanos, 1/0.7, true),
+	vs("data push, ~500 MB: ours / a tar, zstd, tar pipeline (time; target: 0.70 of its throughput)", "Sync/op=push/impl=ours", "Sync/op=push/impl=pipeline", "ns/op", nanos, 1/0.7, true),
 	alone("data pull, nothing changed", "Sync/op=pull-unchanged/impl=ours", "ns/op", nanos, 1e9),
 }
 
