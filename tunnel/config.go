@@ -55,7 +55,8 @@ type Config struct {
 // hostd. With a 5 s idle timeout (pings every 2-2.5 s) a thousand agents
 // cost hostd 12-17% of a core; with 10 s, 9%. A frozen agent is still
 // disconnected before it would be stale (three missed beats, 15 s), and a
-// restarted hostd is noticed at once (its stateless resets).
+// restarted hostd is noticed as soon as an agent next sends (its stateless
+// reset answers).
 func DefaultConfig() Config {
 	return Config{
 		HandshakeTimeout: 5 * time.Second,
