@@ -29,6 +29,7 @@ test: ## run every test (real sockets, real binaries)
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
 bench: ## print the benchmark tables and the one table of ours / baseline with targets, medians of $(COUNT) runs
+	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench 'Relay|Git|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
@@ -51,7 +52,6 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
 	@echo; echo "== reconnect storm: 1000 agents, hostd restarted under them (median of 3 restarts)"
 	@grep -h '^Benchmark' $(BIN)/bench-storm.txt
-	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	$(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
