@@ -45,22 +45,23 @@ var rows = []row{
 	alone("data pull, nothing changed", "Sync/op=pull-unchanged/impl=ours", "ns/op", nanos, 1e9),
 }
 
-// vs is a row of ours beside a baseline, in one unit; a zero limit is no
-// target.
+// vs is a row of ours beside a baseline, two benchmarks in one unit; a
+// zero limit is no target.
 func vs(what, ours, base, unit string, show func(float64) string, limit float64, below bool) row {
-	return row{what: what, show: show, limit: limit, below: below, figures: func(m medians) (float64, float64, bool) {
-		o, ok1 := m.match(ours, unit)
-		b, ok2 := m.match(base, unit)
-		return o, b, ok1 && ok2 && b != 0
-	}}
+	return pair(what, ours, unit, base, unit, show, limit, below)
 }
 
 // metrics is a row of two figures one benchmark reports, ours and its
 // baseline measured side by side.
 func metrics(what, name, ours, base string, show func(float64) string, limit float64, below bool) row {
+	return pair(what, name, ours, name, base, show, limit, below)
+}
+
+// pair is a row of ours (a benchmark and unit) beside a baseline.
+func pair(what, ours, oursUnit, base, baseUnit string, show func(float64) string, limit float64, below bool) row {
 	return row{what: what, show: show, limit: limit, below: below, figures: func(m medians) (float64, float64, bool) {
-		o, ok1 := m.get(name, ours)
-		b, ok2 := m.get(name, base)
+		o, ok1 := m.match(ours, oursUnit)
+		b, ok2 := m.match(base, baseUnit)
 		return o, b, ok1 && ok2 && b != 0
 	}}
 }
