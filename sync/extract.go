@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -32,14 +31,18 @@ type Limits struct {
 	// MaxRatio bounds decompressed bytes per compressed byte
 	// (sync.max_ratio), against decompression bombs.
 	MaxRatio int64
+	// MaxManifest bounds the manifest's size in bytes
+	// (sync.max_manifest_bytes); its entries are bounded by MaxFiles.
+	MaxManifest int64
 	// DecoderMemory bounds the zstd decoder's window and memory.
 	DecoderMemory uint64
 }
 
 // DefaultLimits take 1 GiB of files, 100,000 entries, 512 MiB in one file,
-// a compression ratio of 1000 and 64 MiB of decoder memory.
+// a compression ratio of 1000, a 32 MiB manifest (100,000 entries of a
+// typical path take about 20 MiB) and 64 MiB of decoder memory.
 func DefaultLimits() Limits {
-	return Limits{MaxBytes: 1 << 30, MaxFiles: 100_000, MaxFileSize: 512 << 20, MaxRatio: 1000, DecoderMemory: 64 << 20}
+	return Limits{MaxBytes: 1 << 30, MaxFiles: 100_000, MaxFileSize: 512 << 20, MaxRatio: 1000, MaxManifest: 32 << 20, DecoderMemory: 64 << 20}
 }
 
 // LimitError is an archive over one of the Limits.
@@ -56,35 +59,46 @@ func (e *LimitError) Error() string {
 
 // Extract reads an archive made by Pack from r and installs it under dst,
 // trusting nothing in it. Every name must be a clean local path that the
-// policy allows; only files, directories and symlinks that stay inside
-// are taken (no devices, fifos, hard links, setuid or setgid bits); sizes
-// and counts stay within lim; duplicates are refused; every member must
-// match the manifest, which must come last. Everything is written to a
-// staging directory beside dst first, through os.Root; only a complete,
-// valid archive is moved into dst, each file replacing its old version by
-// a rename, so a broken, truncated or malicious archive changes nothing
-// in dst. Paths in dst the archive does not name are left alone.
+// policy allows; only files, directories and symlinks are taken (no
+// devices, fifos, hard links, setuid or setgid bits), and a symlink only
+// if, followed through every link in the tree the archive describes, it
+// leads to a path that crosses; sizes and counts stay within lim;
+// duplicates are refused; every member must match the manifest, which must
+// come last. Everything is written to a staging directory inside dst
+// first, through a Tree; only a complete, valid archive is moved into
+// place, each file replacing its old version by a rename and nothing
+// written through a symlink already in dst, so a broken, truncated or
+// malicious archive changes nothing in dst. Paths in dst the archive does
+// not name are left alone.
 func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits) (*Manifest, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dst, err)
-	}
-	staging, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dst)), "."+filepath.Base(dst)+".staging-")
-	if err != nil {
-		return nil, fmt.Errorf("creating a staging directory beside %s: %w", dst, err)
-	}
-	defer os.RemoveAll(staging)
-	m, err := Unpack(ctx, r, staging, p, lim)
+	t, err := OpenTree(dst)
 	if err != nil {
 		return nil, err
 	}
-	if err := install(staging, dst, m); err != nil {
+	defer t.Close()
+	if _, err := t.RemoveStaging(extractSender); err != nil {
+		return nil, err
+	}
+	staging, err := t.Staging(extractSender)
+	if err != nil {
+		return nil, err
+	}
+	defer t.RemoveAll(staging)
+	m, err := Unpack(ctx, r, filepath.Join(dst, staging), p, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := install(t, staging, m); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
+
+// extractSender names Extract's staging directories (the sender is hostd).
+const extractSender = "hostd"
 
 // Unpack extracts and verifies an archive into dir, which it creates if
 // need be and which should be empty (Extract's first half: every check,
@@ -100,18 +114,11 @@ var ErrBaseMismatch = errors.New("archive refused: it leaves out files as unchan
 
 // UnpackSince is Unpack for an archive made by Pack with Since(base):
 // the files it leaves out must be in base, as the manifest says, and are
-// not written (the caller has them).
+// not written (the caller has them). The tree the manifest describes,
+// unchanged files included, must be within lim as a whole.
 func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits, base *Manifest) (*Manifest, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	d := DefaultLimits()
-	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
-	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)
-	lim.MaxFileSize = cmp.Or(lim.MaxFileSize, d.MaxFileSize)
-	lim.MaxRatio = cmp.Or(lim.MaxRatio, d.MaxRatio)
-	lim.DecoderMemory = cmp.Or(lim.DecoderMemory, d.DecoderMemory)
-	root, err := os.OpenRoot(dir)
+	lim = lim.orDefaults()
+	root, err := OpenTree(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +146,18 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Lim
 	return x.manifest, nil
 }
 
+// orDefaults fills lim's zero fields from DefaultLimits.
+func (lim Limits) orDefaults() Limits {
+	d := DefaultLimits()
+	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
+	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)
+	lim.MaxFileSize = cmp.Or(lim.MaxFileSize, d.MaxFileSize)
+	lim.MaxRatio = cmp.Or(lim.MaxRatio, d.MaxRatio)
+	lim.MaxManifest = cmp.Or(lim.MaxManifest, d.MaxManifest)
+	lim.DecoderMemory = cmp.Or(lim.DecoderMemory, d.DecoderMemory)
+	return lim
+}
+
 // refusal says an error from reading the archive refused it, keeping a
 // LimitError's message as it is.
 func refusal(err error) error {
@@ -151,12 +170,11 @@ func refusal(err error) error {
 
 // extractor takes members one at a time.
 type extractor struct {
-	root     *os.Root
+	root     *Tree
 	policy   Policy
 	lim      Limits
 	seen     map[string]string // path -> type, in archive order
 	order    []Entry
-	links    []string // symlinks written, which nothing may be written through
 	bytes    int64
 	manifest *Manifest
 	refused  error // why take refused a member
@@ -196,11 +214,6 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 	if !x.policy.Allowed(name) && !(hdr.Typeflag == tar.TypeDir && x.policy.Leads(name)) {
 		return fmt.Errorf("archive refused: %q is not a path the policy lets cross", name)
 	}
-	for _, l := range x.links {
-		if strings.HasPrefix(name, l+"/") {
-			return fmt.Errorf("archive refused: %q is written through the symlink %q", name, l)
-		}
-	}
 	if hdr.Mode&^int64(fs.ModePerm) != 0 {
 		return fmt.Errorf("archive refused: %q has mode %o (setuid, setgid and sticky bits are refused)", name, hdr.Mode)
 	}
@@ -212,8 +225,10 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 			return fmt.Errorf("creating directory %s: %w", name, err)
 		}
 	case tar.TypeSymlink:
-		if !x.policy.linkOK(name, hdr.Linkname) {
-			return fmt.Errorf("archive refused: symlink %q points to %q, outside the data root or the paths that cross", name, hdr.Linkname)
+		// Judged here by its text, and again in verify through every link
+		// of the tree the manifest describes.
+		if !symlinkInside(name, hdr.Linkname) {
+			return fmt.Errorf("archive refused: symlink %q points to %q, outside the data root", name, hdr.Linkname)
 		}
 		e.Type, e.Target, e.MTime, e.Mode = TypeSymlink, hdr.Linkname, time.Time{}, 0o777
 		if err := x.parent(name); err != nil {
@@ -222,7 +237,6 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 		if err := x.root.Symlink(hdr.Linkname, name); err != nil {
 			return fmt.Errorf("creating symlink %s: %w", name, err)
 		}
-		x.links = append(x.links, name)
 	case tar.TypeReg:
 		if err := x.file(hdr, f, &e); err != nil {
 			return err
@@ -247,7 +261,7 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
 	if err := x.parent(e.Path); err != nil {
 		return err
 	}
-	out, err := x.root.OpenFile(e.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := x.root.Create(e.Path, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", e.Path, err)
 	}
@@ -276,38 +290,45 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
 }
 
 // parent makes sure name's directory exists and was made by this
-// archive: a member's directory must come before it.
+// archive as a directory: a member's directory must come before it, so
+// nothing is written under a symlink or file the archive made.
 func (x *extractor) parent(name string) error {
 	dir := path.Dir(name)
 	if dir == "." {
 		return nil
 	}
-	if x.seen[dir] != TypeDir {
+	switch x.seen[dir] {
+	case TypeDir:
+		return nil
+	case "":
 		return fmt.Errorf("archive refused: %q comes before its directory %q", name, dir)
+	default:
+		return fmt.Errorf("archive refused: %q is written through the %s %q", name, x.seen[dir], dir)
 	}
-	return nil
 }
 
-// readManifest takes the manifest member, bounded by the entry limit.
+// readManifest takes the manifest member: its size is checked before it
+// is read, and it is decoded one entry at a time, no more than the entry
+// limit, so a hostile manifest costs no more memory than a real one of
+// that many entries.
 func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 	if hdr.Typeflag != tar.TypeReg {
 		return errors.New("archive refused: the manifest is not a file")
 	}
-	max := int64(x.lim.MaxFiles) * 1024
-	if hdr.Size > max {
-		return &LimitError{Limit: "manifest size", Setting: "sync.max_files", Max: max}
+	if hdr.Size > x.lim.MaxManifest {
+		return &LimitError{Limit: "manifest size", Setting: "sync.max_manifest_bytes", Max: x.lim.MaxManifest}
 	}
 	src, err := f.Open()
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	b, err := io.ReadAll(io.LimitReader(src, hdr.Size))
+	m, err := readManifest(io.LimitReader(src, hdr.Size), x.lim.MaxFiles)
 	if err != nil {
-		return err
-	}
-	m, err := DecodeManifest(b)
-	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return err
+		}
 		return fmt.Errorf("archive refused: %w", err)
 	}
 	x.manifest = m
@@ -319,7 +340,13 @@ func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 func (x *extractor) verify(base map[string]*Entry) error {
 	got := x.order
 	var want []Entry
+	var total int64
 	for _, e := range x.manifest.Entries {
+		if total += e.Size; total > x.lim.MaxBytes {
+			// Files left out as unchanged count too: the tree the receiver
+			// keeps is the whole manifest, not what this archive carried.
+			return &LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
+		}
 		if !e.Unchanged {
 			want = append(want, e)
 			continue
@@ -339,6 +366,14 @@ func (x *extractor) verify(base map[string]*Entry) error {
 			return fmt.Errorf("archive refused: member %q differs from its manifest entry", got[i].Path)
 		}
 	}
+	view := manifestView(index(x.manifest))
+	for _, e := range got {
+		if e.Type == TypeSymlink {
+			if err := x.policy.judgeLink(view, e.Path, e.Target); err != nil {
+				return fmt.Errorf("archive refused: %w", err)
+			}
+		}
+	}
 	// Modes and times last, deepest first, so that writing a file does not
 	// move its directory's time, and a read-only directory is filled first.
 	for i := len(got) - 1; i >= 0; i-- {
@@ -346,63 +381,53 @@ func (x *extractor) verify(base map[string]*Entry) error {
 		if e.Type == TypeSymlink {
 			continue
 		}
-		if err := x.root.Chmod(e.Path, e.Mode); err != nil {
-			return fmt.Errorf("setting the mode of %s: %w", e.Path, err)
-		}
-		if err := x.root.Chtimes(e.Path, e.MTime, e.MTime); err != nil {
-			return fmt.Errorf("setting the time of %s: %w", e.Path, err)
+		if err := x.root.SetMeta(e.Path, e.Mode, e.MTime); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// install moves a verified staging tree into dst: directories made where
-// missing, files and symlinks renamed over what was there. Nothing is
-// installed through a symlink already in dst.
-func install(staging, dst string, m *Manifest) error {
+// install moves a verified staging tree (staging, in t) into place:
+// directories made where missing, files and symlinks renamed over what
+// was there, a file or symlink replaced by a directory or the reverse.
+// Nothing is installed through a symlink in t (the Tree refuses it); the
+// whole archive is checked for that before anything moves.
+func install(t *Tree, staging string, m *Manifest) error {
 	for _, e := range m.Entries {
-		if err := plainParents(dst, e.Path); err != nil {
+		if err := t.parents(e.Path); err != nil {
 			return err
 		}
 	}
 	for _, e := range m.Entries {
-		from, to := filepath.Join(staging, filepath.FromSlash(e.Path)), filepath.Join(dst, filepath.FromSlash(e.Path))
+		fi, err := t.Lstat(e.Path)
+		isDir := err == nil && fi.IsDir()
 		if e.Type == TypeDir {
-			if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
-				_ = os.Chmod(to, e.Mode|0o700) // keep it writable until its contents are in
+			if isDir {
 				continue
 			}
-			_ = os.RemoveAll(to) // a file or symlink where a directory now goes
-			if err := os.Mkdir(to, 0o700); err != nil {
+			if err == nil {
+				if err := t.Remove(e.Path); err != nil { // a file or symlink where a directory now goes
+					return fmt.Errorf("installing %s: %w", e.Path, err)
+				}
+			}
+			if err := t.MkdirAll(e.Path, 0o700); err != nil {
 				return fmt.Errorf("installing %s: %w", e.Path, err)
 			}
 			continue
 		}
-		if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
-			if err := os.RemoveAll(to); err != nil {
+		if isDir {
+			if err := t.RemoveAll(e.Path); err != nil {
 				return fmt.Errorf("installing %s over a directory: %w", e.Path, err)
 			}
 		}
-		if err := os.Rename(from, to); err != nil {
+		if err := t.Rename(path.Join(staging, e.Path), e.Path); err != nil {
 			return fmt.Errorf("installing %s: %w", e.Path, err)
 		}
 	}
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		if e := m.Entries[i]; e.Type == TypeDir {
-			to := filepath.Join(dst, filepath.FromSlash(e.Path))
-			_ = os.Chmod(to, e.Mode)
-			_ = os.Chtimes(to, e.MTime, e.MTime)
-		}
-	}
-	return nil
-}
-
-// plainParents refuses a path whose directories in dst include a symlink.
-func plainParents(dst, rel string) error {
-	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
-		fi, err := os.Lstat(filepath.Join(dst, filepath.FromSlash(dir)))
-		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("refusing to install %s: %s in %s is a symlink", rel, dir, dst)
+			_ = t.SetMeta(e.Path, e.Mode, e.MTime)
 		}
 	}
 	return nil

@@ -96,7 +96,7 @@ func TestExtractHostile(t *testing.T) {
 		{"absolute name", func() []byte { return archive(t, []member{file("/etc/passwd", "x")}, true) }, "not a clean path", nil},
 		{"dot-dot name", func() []byte { return archive(t, []member{file("..", "x")}, true) }, "not a clean path", nil},
 		{"symlink out", func() []byte { return archive(t, []member{dir("results"), link("results/l", "../../../etc")}, true) }, "outside the data root", nil},
-		{"symlink to a secret", func() []byte { return archive(t, []member{dir("results"), link("results/l", "../.ssh")}, true) }, "outside the data root or the paths that cross", nil},
+		{"symlink to a secret", func() []byte { return archive(t, []member{dir("results"), link("results/l", "../.ssh")}, true) }, "which is not a path that crosses", nil},
 		{"write through a symlink", func() []byte {
 			return archive(t, []member{dir("results"), dir("results/d"), link("results/l", "d"), file("results/l/x", "x")}, true)
 		}, "through the symlink", nil},

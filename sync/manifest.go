@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"time"
 )
@@ -12,6 +14,11 @@ import (
 // ManifestName is the archive's last member, the manifest. It is never
 // data: no policy lets a file of that name cross.
 const ManifestName = ".sidecar-manifest.json"
+
+// RootMarkerName is the file at the top of a container's data root that
+// binds it to the agent's base (package agent/data). Like the manifest it
+// is never data: its name is reserved, so no policy lets it cross.
+const RootMarkerName = ".sidecar-root-id"
 
 // Entry types.
 const (
@@ -76,33 +83,103 @@ func (m *Manifest) Files() (n int, bytes int64) {
 // version, every path valid and unique, known types, permission bits only,
 // sizes not negative, hashes well-formed, symlink targets inside the root.
 func DecodeManifest(b []byte) (*Manifest, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
+	return readManifest(bytes.NewReader(b), 0)
+}
+
+// maxPathLen bounds a path or a symlink's target in a manifest: Linux's
+// PATH_MAX.
+const maxPathLen = 4096
+
+// readManifest decodes a manifest from r one entry at a time, checking
+// each as DecodeManifest does, and refuses more than maxEntries entries
+// (no limit when zero) before decoding the one past it.
+func readManifest(r io.Reader, maxEntries int) (*Manifest, error) {
+	d := json.NewDecoder(r)
 	d.DisallowUnknownFields()
-	var m Manifest
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+	if err := expectDelim(d, '{'); err != nil {
+		return nil, err
 	}
-	if d.More() {
-		return nil, fmt.Errorf("manifest: data after the JSON object")
+	m := &Manifest{Version: -1}
+	var seen map[string]bool
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("manifest: %w", err)
+		}
+		switch key {
+		case "version":
+			err = d.Decode(&m.Version)
+		case "entries":
+			if seen != nil {
+				return nil, errors.New("manifest: entries listed twice")
+			}
+			seen = map[string]bool{}
+			err = readEntries(d, m, seen, maxEntries)
+		default:
+			return nil, fmt.Errorf("manifest: unknown field %v", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := expectDelim(d, '}'); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("manifest: data after the JSON object")
 	}
 	if m.Version != manifestVersion {
 		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
 	}
-	seen := make(map[string]bool, len(m.Entries))
-	for _, e := range m.Entries {
+	return m, nil
+}
+
+// readEntries decodes the entries array into m.
+func readEntries(d *json.Decoder, m *Manifest, seen map[string]bool, maxEntries int) error {
+	if tok, err := d.Token(); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	} else if tok == nil {
+		return nil // "entries": null, an empty tree
+	} else if tok != json.Delim('[') {
+		return fmt.Errorf("manifest: entries is %v, not a list", tok)
+	}
+	for d.More() {
+		if maxEntries > 0 && len(m.Entries) >= maxEntries {
+			return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(maxEntries)}
+		}
+		var e Entry
+		if err := d.Decode(&e); err != nil {
+			return fmt.Errorf("manifest: %w", err)
+		}
 		if err := e.validate(); err != nil {
-			return nil, fmt.Errorf("manifest: %w", err)
+			return fmt.Errorf("manifest: %w", err)
 		}
 		if seen[e.Path] {
-			return nil, fmt.Errorf("manifest: %q listed twice", e.Path)
+			return fmt.Errorf("manifest: %q listed twice", e.Path)
 		}
 		seen[e.Path] = true
+		m.Entries = append(m.Entries, e)
 	}
-	return &m, nil
+	return expectDelim(d, ']')
+}
+
+// expectDelim reads one JSON delimiter.
+func expectDelim(d *json.Decoder, want json.Delim) error {
+	tok, err := d.Token()
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if tok != want {
+		return fmt.Errorf("manifest: %v where %v belongs", tok, want)
+	}
+	return nil
 }
 
 func (e Entry) validate() error {
-	if !validRel(e.Path) || e.Path == ManifestName {
+	if len(e.Path) > maxPathLen || len(e.Target) > maxPathLen {
+		return fmt.Errorf("a path or target of %d bytes is longer than %d", max(len(e.Path), len(e.Target)), maxPathLen)
+	}
+	if !validRel(e.Path) || reserved(e.Path) {
 		return fmt.Errorf("path %q is not a clean path inside the data root", e.Path)
 	}
 	if e.Mode&^fs.ModePerm != 0 {

@@ -2,16 +2,17 @@ package sync
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,17 +34,26 @@ type Change struct {
 	Copy string `json:"copy,omitempty"`
 }
 
-// MergeOptions say whose changes are merged, and when.
+// MergeOptions say whose changes are merged, and within what bounds.
 type MergeOptions struct {
 	// Polecat names the container's polecat in conflict copies.
 	Polecat string
 	// Now stamps conflict copies.
 	Now time.Time
-	// DryRun reports what would be done and changes nothing.
-	DryRun bool
 	// MaxTextMerge bounds the files a three-way text merge is tried on
-	// (bigger ones conflict); 8 MiB when zero.
+	// (bigger ones conflict); MaxKept when zero.
 	MaxTextMerge int64
+	// MaxBothChanged bounds the paths changed on both sides that one merge
+	// takes (each a git merge-file run or a conflict copy); a merge with
+	// more is refused whole (sync.max_conflicts). DefaultMaxBothChanged
+	// when zero.
+	MaxBothChanged int
+	// Gate, when set, is held around each git merge-file run: the caller's
+	// process budget.
+	Gate func() (release func(), err error)
+	// Policy is the policy both sides apply: a symlink the merge leaves
+	// must lead to a path it lets cross.
+	Policy Policy
 	// Base holds the base's contents (what the host last sent or took,
 	// kept by the caller: Contents, or a directory through os.DirFS);
 	// without a path's base content a path changed on both sides
@@ -51,162 +61,505 @@ type MergeOptions struct {
 	Base fs.FS
 }
 
-// Merge takes a container's tree into the host's data root, file by file,
-// against base, the manifest the host last sent the container. theirs is
-// the container's manifest and theirsDir the verified tree Extract left in
-// a staging directory on the same filesystem as host (files are moved from
-// it). Only paths in base or theirs are considered; everything else under
-// host is left alone. Each file is replaced by a rename, and merges of one
-// host root are serialised by a lock beside it, so two polecats pulling
-// into it at once cannot lose each other's changes: each sees what the
-// other wrote as a change on the host.
-func Merge(host string, base, theirs *Manifest, theirsDir string, o MergeOptions) ([]Change, error) {
+// DefaultMaxBothChanged is MergeOptions.MaxBothChanged's default: far
+// more paths than two people change on both sides between two exchanges,
+// and few enough git merge-file runs to take seconds, not minutes.
+const DefaultMaxBothChanged = 500
+
+// Plan is a merge decided but not yet done: every check made, every
+// merged or conflicting file already staged, so that Apply only removes,
+// makes directories and renames. The caller can look at what it would do
+// (Changes, Growth, Deletes) and refuse it, in which case nothing changed.
+type Plan struct {
+	// Changes is what the merge does, path by path.
+	Changes []Change
+	// Growth is how many bytes the root's files grow by (negative when
+	// they shrink), conflict copies and merged files included.
+	Growth int64
+	// Deletes counts the files and symlinks the merge removes because the
+	// container deleted them; HostFiles counts the files and symlinks the
+	// host holds now among the paths the merge looked at.
+	Deletes, HostFiles int
+
+	t       *Tree
+	removes []string // removed deepest first: files, symlinks, directories that must be empty by then
+	rmdirs  []string // directories the container deleted: removed if empty
+	mkdirs  []string
+	moves   [][2]string // from (staged), to
+}
+
+// planner is one merge being decided.
+type planner struct {
+	*Plan
+	o        MergeOptions
+	tree     string // theirs, in t
+	scratch  string // where merged files and merge inputs go, in t
+	base     map[string]*Entry
+	theirs   map[string]*Entry
+	final    map[string]*Entry   // what each path looked at will hold (nil: nothing)
+	redirect map[string]string   // a directory of theirs that cannot go where it was, and where it goes instead
+	fresh    map[string]bool     // directories the merge makes where the host has none: nothing is under them yet
+	dirFiles map[string]bool     // a host directory a file or symlink of theirs replaces: must be empty by then
+	hostLink map[string]struct{} // host symlinks the merge keeps, judged again against the result
+	hostNow  map[string]*Entry   // what the host holds now at each path looked at
+	both     int
+	merges   int
+}
+
+// PlanMerge decides how to take a container's tree into the host's data
+// root t, path by path, against base, the tree both sides last shared.
+// theirs is the container's manifest and tree the directory in t where
+// Unpack left it (files move from it); scratch is an empty directory in t
+// for merged files. Only paths in base or theirs are looked at; the rest
+// of t is left alone. Nothing under t is written but tree and scratch,
+// and nothing is followed through a symlink. A merge that would leave a
+// symlink leading out of the root or to a path that does not cross, that
+// changes more paths on both sides than the bound, or whose text merges
+// fail, is refused with the path named.
+func PlanMerge(t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOptions) (*Plan, error) {
 	if o.MaxTextMerge <= 0 {
-		o.MaxTextMerge = 8 << 20
+		o.MaxTextMerge = MaxKept
 	}
-	unlock, err := lockRoot(host)
-	if err != nil {
-		return nil, err
+	if o.MaxBothChanged <= 0 {
+		o.MaxBothChanged = DefaultMaxBothChanged
 	}
-	defer unlock()
-	b, t := index(base), index(theirs)
-	paths := make([]string, 0, len(b)+len(t))
-	for p := range b {
+	pl := &planner{Plan: &Plan{t: t}, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
+		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{}, dirFiles: map[string]bool{}, hostLink: map[string]struct{}{}}
+	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
+	for p := range pl.base {
 		paths = append(paths, p)
 	}
-	for p := range t {
-		if _, ok := b[p]; !ok {
+	for p := range pl.theirs {
+		if _, ok := pl.base[p]; !ok {
 			paths = append(paths, p)
 		}
 	}
-	slices.Sort(paths) // directories before what is under them
-	var changes []Change
+	slices.SortFunc(paths, comparePaths)
 	for _, p := range paths {
-		c, err := mergeOne(host, p, b[p], t[p], theirsDir, o)
-		if err != nil {
-			return changes, fmt.Errorf("merging %s: %w", p, err)
-		}
-		if c.Action != "" {
-			changes = append(changes, c)
+		if err := pl.one(p); err != nil {
+			return nil, fmt.Errorf("merging %s: %w", p, err)
 		}
 	}
-	return changes, nil
+	if err := pl.emptied(); err != nil {
+		return nil, err
+	}
+	if err := pl.judgeLinks(); err != nil {
+		return nil, err
+	}
+	return pl.Plan, nil
 }
 
-// mergeOne decides and does one path; an empty Action means nothing to do.
-func mergeOne(host, rel string, base, theirs *Entry, theirsDir string, o MergeOptions) (Change, error) {
-	c := Change{Path: rel}
-	if same(theirs, base) { // unchanged in the container: the host's stands, whatever it is
-		return c, nil
+// comparePaths orders paths so that a directory comes right before what
+// is under it (a/b before a-b), as a walk would.
+func comparePaths(a, b string) int {
+	return strings.Compare(strings.ReplaceAll(a, "/", "\x00"), strings.ReplaceAll(b, "/", "\x00"))
+}
+
+// conflictName is where the container's version of rel goes when it
+// cannot take rel's place.
+func (pl *planner) conflictName(rel string) string {
+	return fmt.Sprintf("%s.conflict-%s-%s", rel, pl.o.Polecat, pl.o.Now.UTC().Format("20060102T150405Z"))
+}
+
+// redirected is where rel goes when a directory above it was redirected.
+func (pl *planner) redirected(rel string) (string, bool) {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		if to, ok := pl.redirect[dir]; ok {
+			return to + strings.TrimPrefix(rel, dir), true
+		}
 	}
-	hostPath := filepath.Join(host, filepath.FromSlash(rel))
-	cur, err := current(hostPath, rel)
+	return "", false
+}
+
+// underFresh says whether a directory above rel is one the merge makes.
+func (pl *planner) underFresh(rel string) bool {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		if pl.fresh[dir] {
+			return true
+		}
+	}
+	return false
+}
+
+// one decides one path.
+func (pl *planner) one(rel string) error {
+	b, th := pl.base[rel], pl.theirs[rel]
+	if to, ok := pl.redirected(rel); ok { // under a directory of theirs that went to a conflict copy
+		if th != nil {
+			pl.place(rel, to, th)
+		}
+		return nil
+	}
+	var cur *Entry
+	var err error
+	if !pl.underFresh(rel) {
+		cur, err = pl.t.Entry(rel)
+	}
+	var pe *PlainPathError
+	if errors.As(err, &pe) {
+		// The host has a symlink or file above rel: nothing goes through
+		// it. The container's version of the directory it is in goes to a
+		// conflict copy instead, with rel in it.
+		if th != nil {
+			pl.redirect[pe.Through] = pl.conflictName(pe.Through)
+			to, _ := pl.redirected(rel)
+			pl.Changes = append(pl.Changes, Change{Path: pe.Through, Action: Conflicted, Copy: pl.redirect[pe.Through]})
+			pl.place(rel, to, th)
+		}
+		return nil
+	}
 	if err != nil {
-		return c, err
+		return err
+	}
+	if cur != nil && cur.Type != TypeDir {
+		pl.HostFiles++
+	}
+	pl.final[rel], pl.hostNow[rel] = cur, cur
+	if cur != nil && cur.Type == TypeSymlink {
+		pl.hostLink[rel] = struct{}{}
 	}
 	switch {
-	case same(cur, theirs): // both made the same change
-		return c, nil
-	case same(cur, base): // changed in the container only
-		if theirs == nil {
-			c.Action = Deleted
-			if !o.DryRun && cur != nil && cur.Type != TypeDir {
-				err = os.Remove(hostPath)
+	case same(th, b), same(cur, th): // unchanged in the container, or both made the same change
+		return nil
+	case same(cur, b): // changed in the container only
+		return pl.take(rel, cur, th)
+	case th == nil: // deleted in the container, changed here
+		pl.Changes = append(pl.Changes, Change{Path: rel, Action: Kept})
+		return nil
+	}
+	return pl.bothChanged(rel, b, cur, th)
+}
+
+// take plans the container's change to a path the host has not changed.
+func (pl *planner) take(rel string, cur, th *Entry) error {
+	if th == nil {
+		pl.Changes = append(pl.Changes, Change{Path: rel, Action: Deleted})
+		pl.final[rel] = nil
+		switch {
+		case cur == nil:
+		case cur.Type == TypeDir:
+			pl.rmdirs = append(pl.rmdirs, rel)
+		default:
+			pl.removes = append(pl.removes, rel)
+			pl.Deletes++
+			pl.Growth -= cur.Size
+		}
+		return nil
+	}
+	pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
+	delete(pl.hostLink, rel)
+	if cur != nil {
+		// A file or symlink over a file or symlink is replaced by the
+		// rename; a change of kind removes the old one first.
+		if cur.Type == TypeDir {
+			pl.dirFiles[rel] = true // th is not a directory: same(cur, th) would hold
+			pl.removes = append(pl.removes, rel)
+		} else if th.Type == TypeDir {
+			pl.removes = append(pl.removes, rel)
+		}
+		pl.Growth -= cur.Size
+	}
+	pl.place(rel, rel, th)
+	return nil
+}
+
+// place plans the container's entry for rel to go to to.
+func (pl *planner) place(rel, to string, th *Entry) {
+	e := *th
+	e.Path = to
+	pl.final[to] = &e
+	if th.Type == TypeDir {
+		pl.mkdirs = append(pl.mkdirs, to)
+		if cur := pl.finalBefore(to); cur == nil || cur.Type != TypeDir {
+			pl.fresh[to] = true
+		}
+		return
+	}
+	pl.Growth += th.Size
+	pl.moves = append(pl.moves, [2]string{path.Join(pl.tree, rel), to})
+}
+
+// finalBefore is what the host holds at rel as far as the plan knows
+// before placing something there: nil for a path it has not looked at
+// (a conflict copy's name, or a path under a fresh directory).
+func (pl *planner) finalBefore(rel string) *Entry {
+	if e, ok := pl.hostNow[rel]; ok {
+		return e
+	}
+	return nil
+}
+
+// bothChanged plans a path the host and the container changed differently.
+func (pl *planner) bothChanged(rel string, b, cur, th *Entry) error {
+	if pl.both++; pl.both > pl.o.MaxBothChanged {
+		return &LimitError{Limit: "paths changed on both sides in one transfer", Setting: "sync.max_conflicts", Max: int64(pl.o.MaxBothChanged)}
+	}
+	if th.Type == TypeDir {
+		if cur == nil { // deleted here, a directory there: it comes back
+			pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
+			pl.place(rel, rel, th)
+			return nil
+		}
+		// A file or symlink here, a directory there: the host's stays and
+		// the container's directory, with what is under it, goes beside it.
+		pl.redirect[rel] = pl.conflictName(rel)
+		pl.Changes = append(pl.Changes, Change{Path: rel, Action: Conflicted, Copy: pl.redirect[rel]})
+		pl.place(rel, pl.redirect[rel], th)
+		return nil
+	}
+	if cur != nil && cur.Type == TypeFile && th.Type == TypeFile {
+		merged, ok, err := pl.textMerge(rel, b, cur, th)
+		if err != nil {
+			return err
+		}
+		if ok {
+			pl.Changes = append(pl.Changes, Change{Path: rel, Action: Merged})
+			pl.moves = append(pl.moves, [2]string{merged.path, rel})
+			pl.Growth += merged.size - cur.Size
+			pl.final[rel] = &Entry{Path: rel, Type: TypeFile}
+			return nil
+		}
+	}
+	c := Change{Path: rel, Action: Conflicted, Copy: pl.conflictName(rel)}
+	pl.Changes = append(pl.Changes, c)
+	pl.place(rel, c.Copy, th)
+	return nil
+}
+
+// emptied turns back the file-over-directory changes whose directory would
+// not be empty once the merge's removals are done (the host added to it):
+// the container's file goes to a conflict copy instead, and the host's
+// directory stays.
+func (pl *planner) emptied() error {
+	gone := map[string]bool{}
+	for _, r := range pl.removes {
+		gone[r] = true
+	}
+	for _, r := range pl.rmdirs {
+		gone[r] = true
+	}
+	for dir := range pl.dirFiles {
+		left, err := pl.leftUnder(dir, gone)
+		if err != nil {
+			return err
+		}
+		if !left {
+			continue
+		}
+		pl.removes = slices.DeleteFunc(pl.removes, func(r string) bool { return r == dir })
+		for i, c := range pl.Changes {
+			if c.Path == dir && c.Action == Applied {
+				pl.Changes[i] = Change{Path: dir, Action: Conflicted, Copy: pl.conflictName(dir)}
 			}
-			return c, err
 		}
-		c.Action = Applied
-		if !o.DryRun {
-			err = take(hostPath, filepath.Join(theirsDir, filepath.FromSlash(rel)), theirs)
+		for i, m := range pl.moves {
+			if m[1] == dir {
+				pl.moves[i][1] = pl.conflictName(dir)
+				pl.final[pl.conflictName(dir)], pl.final[dir] = pl.final[dir], &Entry{Path: dir, Type: TypeDir}
+			}
 		}
-		return c, err
-	case theirs == nil: // deleted in the container, changed here
-		c.Action = Kept
-		return c, nil
 	}
-	// Changed on both sides, differently.
-	if theirs.Type == TypeDir || (cur != nil && cur.Type == TypeDir) {
-		if cur == nil && !o.DryRun {
-			err = os.MkdirAll(hostPath, theirs.Mode|0o700)
+	return nil
+}
+
+// leftUnder says whether anything under the host directory dir would
+// remain after the removals in gone.
+func (pl *planner) leftUnder(dir string, gone map[string]bool) (bool, error) {
+	names, err := pl.t.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		p := dir + "/" + n
+		if !gone[p] {
+			return true, nil
 		}
-		return c, err
-	}
-	theirsPath := filepath.Join(theirsDir, filepath.FromSlash(rel))
-	if merged, ok, err := textMerge(hostPath, base, cur, theirs, theirsPath, o); err != nil {
-		return c, err
-	} else if ok {
-		c.Action = Merged
-		if !o.DryRun {
-			err = writeAtomic(hostPath, merged, cur.Mode)
+		if fi, err := pl.t.Lstat(p); err == nil && fi.IsDir() {
+			if left, err := pl.leftUnder(p, gone); left || err != nil {
+				return left, err
+			}
 		}
-		return c, err
 	}
-	c.Action = Conflicted
-	c.Copy = fmt.Sprintf("%s.conflict-%s-%s", rel, o.Polecat, o.Now.UTC().Format("20060102T150405Z"))
-	if !o.DryRun {
-		err = take(filepath.Join(host, filepath.FromSlash(c.Copy)), theirsPath, theirs)
+	return false, nil
+}
+
+// judgeLinks refuses the merge if a symlink it places would lead out of
+// the root, or to a path that does not cross, in the tree as it will be;
+// or if a symlink the host keeps would come to, when it did not before.
+func (pl *planner) judgeLinks() error {
+	now := treeView(pl.t)
+	after := func(rel string) (string, bool) {
+		if e, ok := pl.final[rel]; ok {
+			if e != nil && e.Type == TypeSymlink {
+				return e.Target, true
+			}
+			return "", false
+		}
+		if _, ok := pl.redirected(rel); ok || pl.underFresh(rel) {
+			return "", false
+		}
+		return now(rel)
 	}
-	return c, err
+	for rel, e := range pl.final {
+		if e == nil || e.Type != TypeSymlink {
+			continue
+		}
+		err := pl.policyJudge(after, rel, e.Target)
+		if err == nil {
+			continue
+		}
+		if _, kept := pl.hostLink[rel]; kept && pl.policyJudge(now, rel, e.Target) != nil {
+			continue // it led out already: the operator's to mend (hostd sync status lists it)
+		}
+		return fmt.Errorf("refused: %w", err)
+	}
+	return nil
+}
+
+// policyJudge judges a link against the policy everything crossing obeys:
+// the links the host keeps and those the container sends alike.
+func (pl *planner) policyJudge(view linkView, rel, target string) error {
+	return pl.o.Policy.judgeLink(view, rel, target)
+}
+
+// Apply does the plan: removals (deepest first), directories, then
+// renames of what was staged. Everything that could refuse the merge was
+// checked while planning; what is left to fail is the disk.
+func (p *Plan) Apply() error {
+	t := p.t
+	optional := map[string]bool{}
+	for _, r := range p.rmdirs {
+		optional[r] = true
+	}
+	all := append(slices.Clone(p.removes), p.rmdirs...)
+	slices.SortFunc(all, func(a, b string) int { return comparePaths(b, a) }) // deepest first
+	for _, r := range all {
+		err := t.Remove(r) // a directory is empty by now: what was under it came first
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case optional[r]: // a directory the container deleted, which the host added to: it stays
+		default:
+			return fmt.Errorf("removing %s: %w", r, err)
+		}
+	}
+	for _, d := range p.mkdirs {
+		if err := t.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	for _, m := range p.moves {
+		if dir := path.Dir(m[1]); dir != "." {
+			if err := t.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("creating %s: %w", dir, err)
+			}
+		}
+		if err := t.Rename(m[0], m[1]); err != nil {
+			return fmt.Errorf("installing %s: %w", m[1], err)
+		}
+	}
+	return nil
+}
+
+// staged is a merged file written to the scratch directory.
+type staged struct {
+	path string
+	size int64
 }
 
 // textMerge tries a three-way merge of a text file changed on both sides
-// (git merge-file semantics); ok is false when it is not text, too big,
-// missing on a side, or the hunks conflict.
-func textMerge(hostPath string, base, cur, theirs *Entry, theirsPath string, o MergeOptions) (merged []byte, ok bool, err error) {
-	max := o.MaxTextMerge
-	if base == nil || cur == nil || base.Type != TypeFile || cur.Type != TypeFile || theirs.Type != TypeFile ||
-		base.Size > max || cur.Size > max || theirs.Size > max {
-		return nil, false, nil
+// (git merge-file semantics), writing the result to the scratch
+// directory; ok is false when it is not text, too big, missing on a side,
+// the base's content is not kept, or the hunks conflict. git reads only
+// copies the merge made in scratch, never a path in the host's tree.
+func (pl *planner) textMerge(rel string, base, cur, theirs *Entry) (staged, bool, error) {
+	max := pl.o.MaxTextMerge
+	if base == nil || base.Type != TypeFile || base.Size > max || cur.Size > max || theirs.Size > max || pl.o.Base == nil {
+		return staged{}, false, nil
 	}
-	basePath, err := baseFile(o.Base, base)
-	if err != nil || basePath == "" {
-		return nil, false, err // "": the base's content is not kept (or not intact)
+	baseContent, err := fs.ReadFile(pl.o.Base, base.Path)
+	if err != nil || hashBytes(baseContent) != base.SHA256 {
+		return staged{}, false, nil // not kept, or not intact
 	}
-	defer os.Remove(basePath)
-	for _, p := range []string{basePath, hostPath, theirsPath} {
-		if !isText(p) {
-			return nil, false, nil
+	pl.merges++
+	n := strconv.Itoa(pl.merges)
+	hostCopy, basePath, out := path.Join(pl.scratch, n+".host"), path.Join(pl.scratch, n+".base"), path.Join(pl.scratch, n+".merged")
+	if err := pl.copyHost(rel, hostCopy); err != nil {
+		return staged{}, false, err
+	}
+	if err := pl.write(basePath, baseContent); err != nil {
+		return staged{}, false, err
+	}
+	abs := func(rel string) string { return filepath.Join(pl.t.Dir(), filepath.FromSlash(rel)) }
+	theirsPath := path.Join(pl.tree, rel)
+	for _, p := range []string{basePath, hostCopy, theirsPath} {
+		if !pl.isText(p) {
+			return staged{}, false, nil
 		}
 	}
-	cmd := exec.Command("git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", hostPath, basePath, theirsPath)
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	if pl.o.Gate != nil {
+		release, err := pl.o.Gate()
+		if err != nil {
+			return staged{}, false, err
+		}
+		defer release()
+	}
+	cmd := exec.Command("git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", abs(hostCopy), abs(basePath), abs(theirsPath))
+	var merged bytes.Buffer
+	cmd.Stdout = &merged
 	err = cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return out.Bytes(), true, nil
 	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 128:
-		return nil, false, nil // conflicting hunks
+		return staged{}, false, nil // conflicting hunks
 	default:
-		return nil, false, fmt.Errorf("git merge-file: %w", err)
+		return staged{}, false, fmt.Errorf("git merge-file: %w", err)
 	}
+	if err := pl.write(out, merged.Bytes()); err != nil {
+		return staged{}, false, err
+	}
+	if err := pl.t.SetMeta(out, cur.Mode, time.Time{}); err != nil {
+		return staged{}, false, err
+	}
+	return staged{path: out, size: int64(merged.Len())}, true, nil
 }
 
-// current is what the host has at rel now, as a manifest entry (nil if
-// nothing).
-func current(p, rel string) (*Entry, error) {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+// copyHost copies the host's file at rel to scratch.
+func (pl *planner) copyHost(rel, to string) error {
+	in, err := pl.t.Open(rel)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e := &Entry{Path: rel, Mode: fi.Mode().Perm()}
-	switch {
-	case fi.IsDir():
-		e.Type = TypeDir
-	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Type, e.Mode = TypeSymlink, 0o777
-		e.Target, err = os.Readlink(p)
-	case fi.Mode().IsRegular():
-		e.Type, e.Size = TypeFile, fi.Size()
-		e.SHA256, err = hashFile(p)
-	default:
-		e.Type = "other"
+	defer in.Close()
+	out, err := pl.t.Create(to, 0o600)
+	if err != nil {
+		return err
 	}
-	return e, err
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}
+
+// write writes b to a new file in scratch.
+func (pl *planner) write(rel string, b []byte) error {
+	f, err := pl.t.Create(rel, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return errors.Join(err, f.Close())
+}
+
+// isText says whether a file in t looks like text: no NUL in its first
+// 8 KiB.
+func (pl *planner) isText(rel string) bool {
+	f, err := pl.t.Open(rel)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 8<<10)
+	n, _ := io.ReadFull(f, buf)
+	return !bytes.Contains(buf[:n], []byte{0})
 }
 
 // same says whether two entries hold the same thing (content, kind,
@@ -218,66 +571,9 @@ func same(a, b *Entry) bool {
 	return a.Type == b.Type && a.SHA256 == b.SHA256 && a.Target == b.Target
 }
 
-// take moves the container's version of a path into place at dst, by a
-// rename (a directory is made instead).
-func take(dst, src string, e *Entry) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if e.Type == TypeDir {
-		return os.MkdirAll(dst, e.Mode|0o700)
-	}
-	if fi, err := os.Lstat(dst); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory here and a %s in the container", dst, e.Type)
-	}
-	return os.Rename(src, dst)
-}
-
-// writeAtomic replaces p with b by a rename.
-func writeAtomic(p string, b []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".merge-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := errors.Join(f.Chmod(mode), f.Sync(), f.Close()); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
-}
-
-// isText says whether a file looks like text: no NUL in its first 8 KiB.
-func isText(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	buf := make([]byte, 8<<10)
-	n, _ := io.ReadFull(f, buf)
-	return !bytes.Contains(buf[:n], []byte{0})
-}
-
-func hashFile(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 func hashBytes(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	h, _ := hashReader(bytes.NewReader(b))
+	return h
 }
 
 // index maps a manifest's paths to its entries.
@@ -292,8 +588,10 @@ func index(m *Manifest) map[string]*Entry {
 	return out
 }
 
-// lockRoot takes an exclusive lock beside a host data root.
-func lockRoot(host string) (func(), error) {
+// LockRoot takes an exclusive lock beside a host data root, so that merges
+// into one root (a root shared by a rig's polecats) are done one at a
+// time: each sees what the other wrote as a change on the host.
+func LockRoot(host string) (unlock func(), err error) {
 	lock := filepath.Join(filepath.Dir(filepath.Clean(host)), "."+filepath.Base(host)+".sync-lock")
 	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

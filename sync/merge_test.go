@@ -15,20 +15,30 @@ import (
 
 var mergePolicy = Policy{Include: []string{"results", "notes.md"}}
 
-// snapshot packs src and extracts it into a new directory under parent,
-// as hostd does with what it sends (the base) and what it receives.
-func snapshot(t *testing.T, src, parent, name string) (*Manifest, string) {
+// pull packs the container's tree and merges it into host against base,
+// as hostd does with what it receives; with dry, it only plans.
+func pull(t *testing.T, container, host string, base *Manifest, o MergeOptions, dry bool) ([]Change, error) {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, _, err := Pack(context.Background(), src, mergePolicy, &buf); err != nil {
+	if _, _, err := Pack(context.Background(), container, mergePolicy, &buf); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(parent, name)
-	m, err := Extract(context.Background(), &buf, dir, mergePolicy, Limits{})
+	in, err := Receive(context.Background(), &buf, host, o.Polecat, mergePolicy, Limits{}, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return m, dir
+	defer in.Close()
+	if o.Policy.Include == nil {
+		o.Policy = mergePolicy
+	}
+	plan, err := in.Plan(base, o)
+	if err != nil {
+		return nil, err
+	}
+	if !dry {
+		err = plan.Apply()
+	}
+	return plan.Changes, err
 }
 
 // keptBase packs src as hostd does a push, keeping its contents in a tar
@@ -114,18 +124,17 @@ func TestMerge(t *testing.T) {
 		"results/gone-edited": "edited here",
 		"results/same.txt":    "both",
 	})
-	theirs, theirsDir := snapshot(t, container, work, "incoming")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	o := MergeOptions{Polecat: "furiosa", Now: now, Base: kept}
 
-	dry, err := Merge(host, base, theirs, theirsDir, MergeOptions{Polecat: "furiosa", Now: now, Base: kept, DryRun: true})
+	dry, err := pull(t, container, host, base, o, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if read(t, filepath.Join(host, "results/container.txt")) != "base" {
 		t.Fatal("a dry run changed the host")
 	}
-	changes, err := Merge(host, base, theirs, theirsDir, o)
+	changes, err := pull(t, container, host, base, o, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,26 +192,19 @@ func TestMergeTwoPolecats(t *testing.T) {
 	host := filepath.Join(work, "host")
 	writeTree(t, host, map[string]string{"notes.md": lines})
 	base, kept := keptBase(t, host, work)
-	var incoming []struct {
-		m   *Manifest
-		dir string
-	}
+	var containers []string
 	for i, edit := range [][2]string{{"one", "ONE (furiosa)"}, {"eight", "EIGHT (nux)"}} {
 		c := filepath.Join(work, "c"+string(rune('0'+i)))
 		writeTree(t, c, map[string]string{"notes.md": strings.Replace(lines, edit[0], edit[1], 1)})
-		m, dir := snapshot(t, c, work, "in"+string(rune('0'+i)))
-		incoming = append(incoming, struct {
-			m   *Manifest
-			dir string
-		}{m, dir})
+		containers = append(containers, c)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, in := range incoming {
+	for i, c := range containers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = Merge(host, base, in.m, in.dir, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), Base: kept})
+			_, errs[i] = pull(t, c, host, base, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), Base: kept}, false)
 		}()
 	}
 	wg.Wait()

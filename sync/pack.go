@@ -24,17 +24,21 @@ import (
 // Pack writes the whitelisted contents of root to w as a tar+zstd archive,
 // in a stable order (sorted, so the same tree gives the same archive),
 // with the manifest last, and returns the manifest. It walks the tree
-// itself through os.Root, so a symlink swapped in during the walk cannot
-// lead it out of root; symlinks are kept only if their target stays
-// inside, others are left out and listed in skipped, as is anything not
+// itself through a Tree, so a symlink swapped in during the walk cannot
+// lead it out of root and none is followed; a symlink is kept only if,
+// followed through every link in its chain, it leads to a path that
+// crosses; others are left out and listed in skipped, as is anything not
 // a file, directory or symlink.
 func Pack(ctx context.Context, root string, p Policy, w io.Writer, opts ...PackOption) (m *Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
-	r, err := os.OpenRoot(root)
+	r, err := openTreeRead(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening data root: %w", err)
+		return nil, nil, err
+	}
+	if r == nil {
+		return nil, nil, fmt.Errorf("opening data root %s: %w", root, fs.ErrNotExist)
 	}
 	defer r.Close()
 	// The fastest level: the data is small text or already compressed, and
@@ -94,9 +98,9 @@ func Size(root string, p Policy) (files int, bytes int64, err error) {
 	if err := p.Validate(); err != nil {
 		return 0, 0, err
 	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return 0, 0, fmt.Errorf("opening data root: %w", err)
+	r, err := openTreeRead(root)
+	if err != nil || r == nil {
+		return 0, 0, err
 	}
 	defer r.Close()
 	pk := &packer{root: r, policy: p}
@@ -115,7 +119,7 @@ func Size(root string, p Policy) (files int, bytes int64, err error) {
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
 	ctx     context.Context
-	root    *os.Root
+	root    *Tree
 	policy  Policy
 	jobs    chan archives.ArchiveAsyncJob
 	m       *Manifest
@@ -182,16 +186,10 @@ func (pk *packer) walk(rel string) error {
 	if !fi.IsDir() {
 		return nil
 	}
-	d, err := pk.root.Open(rel)
+	names, err := pk.root.ReadDir(rel)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", rel, err)
+		return err
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("listing %s: %w", rel, err)
-	}
-	slices.Sort(names)
 	for _, n := range names {
 		if err := pk.walk(rel + "/" + n); err != nil {
 			return err
@@ -214,7 +212,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("reading symlink %s: %w", rel, err)
 		}
-		if !pk.policy.linkOK(rel, target) {
+		if pk.policy.judgeLink(treeView(pk.root), rel, target) != nil {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
 		}
@@ -230,15 +228,15 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 			pk.packed(e.Size)
 			return nil
 		}
-		f, err := pk.root.Open(rel)
+		f, err := pk.root.Open(rel) // the file Lstat saw, or a refusal
 		if err != nil {
-			return fmt.Errorf("opening %s: %w", rel, err)
-		}
-		defer f.Close()
-		st, err := f.Stat() // what was opened, whatever the name points at now
-		if err != nil || !st.Mode().IsRegular() {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", rel, err)
 		}
 		e.Type, e.Size, e.Mode, e.MTime = TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
 		h := sha256.New()

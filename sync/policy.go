@@ -42,6 +42,9 @@ func (p Policy) Validate() error {
 		if !validRel(inc) {
 			return fmt.Errorf("sync policy: include %q: want a path relative to the data root, like .claude/hooks", inc)
 		}
+		if reserved(inc) {
+			return fmt.Errorf("sync policy: include %q: names starting %s are the data channel's own and never cross", inc, reservedPrefix)
+		}
 	}
 	for _, pat := range p.Exclude {
 		for _, el := range strings.Split(pat, "/") {
@@ -64,7 +67,7 @@ func (p Policy) include() []string {
 // and neither it nor any directory above it matches the blacklist or an
 // excluded pattern. The manifest's own name never crosses as data.
 func (p Policy) Allowed(rel string) bool {
-	if !validRel(rel) || rel == ManifestName || p.Excluded(rel) {
+	if !validRel(rel) || reserved(rel) || p.Excluded(rel) {
 		return false
 	}
 	for _, inc := range p.include() {
@@ -127,21 +130,17 @@ func validRel(rel string) bool {
 		!strings.HasPrefix(rel, "../") && !strings.ContainsRune(rel, 0) && !strings.Contains(rel, "\\")
 }
 
-// linkOK says whether a symlink at rel pointing to target may cross: it
-// resolves inside the root, to a path that crosses itself (or leads to
-// one), so that nothing can later be reached through it that the policy
-// keeps out.
-func (p Policy) linkOK(rel, target string) bool {
-	if !symlinkInside(rel, target) {
-		return false
-	}
-	to := path.Join(path.Dir(rel), target)
-	return p.Allowed(to) || p.Leads(to)
+// reserved says whether rel is, or is under, a name the data channel keeps
+// for itself at the top of a data root (the manifest, staging
+// directories): such paths never cross.
+func reserved(rel string) bool {
+	return strings.HasPrefix(rel, reservedPrefix)
 }
 
-// symlinkInside says whether a symlink at rel pointing to target resolves
-// inside the root: target relative, and rel's directory joined with it
-// still a path inside.
+// symlinkInside says whether a symlink at rel pointing to target stays
+// inside the root by its text alone: target relative, and rel's directory
+// joined with it still a path inside. It is only a first check: judgeLink
+// follows the links on the way.
 func symlinkInside(rel, target string) bool {
 	if target == "" || path.IsAbs(target) {
 		return false

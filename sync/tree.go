@@ -1,0 +1,388 @@
+package sync
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Tree is a data root opened for the changes a transfer makes: the one
+// place that touches a data root on behalf of what a polecat sent, used by
+// Extract and by merges alike. Every operation goes through os.Root, so the
+// kernel refuses a path that leads outside the root whatever the tree
+// holds; and none follows a symlink: a path any of whose parent
+// directories is a symlink (or not a directory) is refused, naming it, and
+// a symlink at the path itself is removed, replaced or read, never
+// written through. A Tree is not safe for concurrent use: a transfer owns
+// it (merges of one root also hold its lock).
+type Tree struct {
+	root *os.Root
+	dir  string
+	// dirs are the directories this Tree has seen to be real directories
+	// (not symlinks), so a walk of many files checks each parent once.
+	// Anything the Tree removes or renames is forgotten.
+	dirs map[string]bool
+}
+
+// reservedPrefix starts every name the data channel keeps for itself in a
+// data root (the manifest, staging directories): none crosses as data.
+const reservedPrefix = ".sidecar-"
+
+// OpenTree opens dir, creating it if it is missing.
+func OpenTree(dir string) (*Tree, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the data root %s: %w", dir, err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the data root %s: %w", dir, err)
+	}
+	return &Tree{root: r, dir: dir, dirs: map[string]bool{}}, nil
+}
+
+// openTreeRead opens dir for reading: nil, and no error, when it does not
+// exist.
+func openTreeRead(dir string) (*Tree, error) {
+	r, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the data root %s: %w", dir, err)
+	}
+	return &Tree{root: r, dir: dir, dirs: map[string]bool{}}, nil
+}
+
+// Close releases the root.
+func (t *Tree) Close() error { return t.root.Close() }
+
+// Dir is the tree's directory on disk.
+func (t *Tree) Dir() string { return t.dir }
+
+// PlainPathError is a path refused because a directory on the way to it is
+// a symlink or not a directory: nothing is written or read through one.
+type PlainPathError struct {
+	Path, Through, Is string
+}
+
+func (e *PlainPathError) Error() string {
+	return fmt.Sprintf("refusing %s: %s is a %s, and nothing in a data root is reached through one", e.Path, e.Through, e.Is)
+}
+
+// parents checks that every directory above rel is a real directory, or
+// missing (it will be made, or the operation fails with not-exist). They
+// are checked from the top down, so that each is looked at through
+// directories already known to be real: os.Root would follow a symlink
+// above it (inside the root) and see the directory it points to.
+func (t *Tree) parents(rel string) error {
+	if rel == "." {
+		return nil
+	}
+	if !validRel(rel) {
+		return fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
+	}
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		if t.dirs[dir] {
+			continue
+		}
+		fi, err := t.root.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // nor is anything under it
+		case err != nil:
+			return fmt.Errorf("checking %s: %w", dir, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return &PlainPathError{Path: rel, Through: dir, Is: "symlink"}
+		case !fi.IsDir():
+			return &PlainPathError{Path: rel, Through: dir, Is: kindOf(fi)}
+		}
+		t.dirs[dir] = true
+	}
+	return nil
+}
+
+// forget drops what the Tree knows of rel and everything under it.
+func (t *Tree) forget(rel string) {
+	for d := range t.dirs {
+		if d == rel || strings.HasPrefix(d, rel+"/") {
+			delete(t.dirs, d)
+		}
+	}
+}
+
+// Lstat describes rel itself (a symlink is not followed).
+func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
+	if err := t.parents(rel); err != nil {
+		return nil, err
+	}
+	return t.root.Lstat(rel)
+}
+
+// Entry is what the tree holds at rel, as a manifest entry (a file's
+// content hashed), or nil if nothing.
+func (t *Tree) Entry(rel string) (*Entry, error) {
+	fi, err := t.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
+	switch {
+	case fi.IsDir():
+		e.Type = TypeDir
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Type, e.Mode, e.MTime = TypeSymlink, 0o777, time.Time{}
+		e.Target, err = t.root.Readlink(rel)
+	case fi.Mode().IsRegular():
+		e.Type, e.Size = TypeFile, fi.Size()
+		var f *os.File
+		if f, err = t.Open(rel); err == nil {
+			e.SHA256, err = hashReader(f)
+			f.Close()
+		}
+	default:
+		e.Type = "other"
+	}
+	return e, err
+}
+
+// Open opens the regular file at rel for reading; a symlink there is not
+// followed (the file opened must be the one Lstat saw).
+func (t *Tree) Open(rel string) (*os.File, error) {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("refusing to open %s: not a regular file", rel)
+	}
+	f, err := t.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
+		f.Close()
+		return nil, fmt.Errorf("refusing to open %s: it changed while being opened", rel)
+	}
+	return f, nil
+}
+
+// Readlink is a symlink's target.
+func (t *Tree) Readlink(rel string) (string, error) {
+	if err := t.parents(rel); err != nil {
+		return "", err
+	}
+	return t.root.Readlink(rel)
+}
+
+// ReadDir lists a directory's names, sorted.
+func (t *Tree) ReadDir(rel string) ([]string, error) {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("listing %s: not a directory", rel)
+	}
+	d, err := t.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", rel, err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// MkdirAll makes rel and the directories above it, each a real directory:
+// a symlink or file on the way is refused.
+func (t *Tree) MkdirAll(rel string, mode fs.FileMode) error {
+	if err := t.parents(rel); err != nil {
+		return err
+	}
+	for i := 0; i <= len(rel); i++ {
+		if i < len(rel) && rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		if t.dirs[dir] {
+			continue
+		}
+		err := t.root.Mkdir(dir, mode.Perm()|0o700)
+		if errors.Is(err, fs.ErrExist) {
+			fi, lerr := t.root.Lstat(dir)
+			if lerr != nil {
+				return fmt.Errorf("checking %s: %w", dir, lerr)
+			}
+			if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
+				return &PlainPathError{Path: rel, Through: dir, Is: kindOf(fi)}
+			}
+		} else if err != nil {
+			return fmt.Errorf("creating directory %s: %w", dir, err)
+		}
+		t.dirs[dir] = true
+	}
+	return nil
+}
+
+// Remove removes rel: a file, a symlink (not its target) or an empty
+// directory.
+func (t *Tree) Remove(rel string) error {
+	if err := t.parents(rel); err != nil {
+		return err
+	}
+	t.forget(rel)
+	return t.root.Remove(rel)
+}
+
+// RemoveAll removes rel and everything under it; symlinks under it are
+// removed, not followed.
+func (t *Tree) RemoveAll(rel string) error {
+	if err := t.parents(rel); err != nil {
+		return err
+	}
+	t.forget(rel)
+	return t.root.RemoveAll(rel)
+}
+
+// Rename moves from to to, both inside the tree, replacing a file or
+// symlink at to.
+func (t *Tree) Rename(from, to string) error {
+	if err := errors.Join(t.parents(from), t.parents(to)); err != nil {
+		return err
+	}
+	t.forget(from)
+	return t.root.Rename(from, to)
+}
+
+// Symlink makes a symlink at rel pointing to target.
+func (t *Tree) Symlink(target, rel string) error {
+	if err := t.parents(rel); err != nil {
+		return err
+	}
+	return t.root.Symlink(target, rel)
+}
+
+// Create makes a new file at rel (it must not exist) for writing.
+func (t *Tree) Create(rel string, mode fs.FileMode) (*os.File, error) {
+	if err := t.parents(rel); err != nil {
+		return nil, err
+	}
+	return t.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+}
+
+// SetMeta sets the mode and modification time of the file or directory at
+// rel (a symlink there is left alone).
+func (t *Tree) SetMeta(rel string, mode fs.FileMode, mtime time.Time) error {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	if err := t.root.Chmod(rel, mode.Perm()); err != nil {
+		return fmt.Errorf("setting the mode of %s: %w", rel, err)
+	}
+	if !mtime.IsZero() {
+		if err := t.root.Chtimes(rel, mtime, mtime); err != nil {
+			return fmt.Errorf("setting the time of %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// Staging makes a new, empty directory for one transfer's incoming tree at
+// the top of the tree, named for who is sending (a polecat's name, or
+// "hostd"), and returns its name in the tree. Being inside the root, what
+// is staged moves into place by a rename within it. Its name starts with
+// the reserved prefix, which no policy lets cross.
+func (t *Tree) Staging(who string) (string, error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := stagingPrefix + who + "." + hex.EncodeToString(b)
+	if err := t.root.Mkdir(name, 0o700); err != nil {
+		return "", fmt.Errorf("creating a staging directory in %s: %w", t.dir, err)
+	}
+	t.dirs[name] = true
+	return name, nil
+}
+
+// stagingPrefix starts a staging directory's name; a '.' ends the sender's
+// name in it, which polecat names lack, so nux's never matches nux-2's.
+const stagingPrefix = reservedPrefix + "incoming-"
+
+// RemoveStaging removes the staging directories who left (a transfer cut
+// short by a killed process), returning how many there were.
+func (t *Tree) RemoveStaging(who string) (int, error) {
+	names, err := t.ReadDir(".")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if strings.HasPrefix(name, stagingPrefix+who+".") {
+			n++
+			if err := t.RemoveAll(name); err != nil {
+				return n, fmt.Errorf("removing the leftover staging directory %s: %w", name, err)
+			}
+		}
+	}
+	return n, nil
+}
+
+// Sub opens the directory rel of the tree as a Tree of its own (a staging
+// directory, for Unpack).
+func (t *Tree) Sub(rel string) (*Tree, error) {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("opening %s: not a directory", rel)
+	}
+	r, err := t.root.OpenRoot(rel)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", rel, err)
+	}
+	return &Tree{root: r, dir: path.Join(t.dir, rel), dirs: map[string]bool{}}, nil
+}
+
+// kindOf names what a non-directory is, for a refusal.
+func kindOf(fi fs.FileInfo) string {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "symlink"
+	case fi.Mode().IsRegular():
+		return "file"
+	default:
+		return "special file"
+	}
+}
+
+// hashReader is the hex SHA-256 of what r holds.
+func hashReader(r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
