@@ -1,0 +1,374 @@
+package data
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/limits"
+)
+
+// rec is the i-th test record, with errText as its Error.
+func rec(i int, errText string) control.SyncRecord {
+	return control.SyncRecord{Time: time.Unix(1_800_000_000+int64(i), 0).UTC(), Polecat: "rig/cat", Op: "upload", Reason: "checkpoint",
+		Files: i, Bytes: 100, Duration: time.Second, Error: errText}
+}
+
+// lines is the records numbered from..to as journal lines.
+func lines(t testing.TB, from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		l, _, err := line(rec(i, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+// numbers is each record's Files, the test records' number.
+func numbers(recs []control.SyncRecord) []int {
+	n := make([]int, len(recs))
+	for i, r := range recs {
+		n[i] = r.Files
+	}
+	return n
+}
+
+func size(t testing.TB, path string) int64 {
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func newService(t *testing.T) *Service {
+	t.Helper()
+	s, err := New(Config{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, registry.New(registry.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJournalFile(t *testing.T) {
+	mib := strings.Repeat("x", 1<<20)
+	lineLen := int64(len(lines(t, 1, 1))) // records 1 to 9 all take this
+	tests := []struct {
+		name        string
+		budget      int64
+		files       map[string]string // before the appends
+		appends     []control.SyncRecord
+		want        []int // the records read, by number
+		wantSkipped int
+		wantCut     int // appends that had a field cut
+		check       func(t *testing.T, recs []control.SyncRecord)
+	}{
+		{name: "appended records read back in order", budget: 1 << 20,
+			appends: []control.SyncRecord{rec(1, ""), rec(2, "refused"), rec(3, ""), rec(4, ""), rec(5, "")},
+			want:    []int{1, 2, 3, 4, 5}},
+		{name: "a huge Error is capped at errorCap, marked as cut", budget: 1 << 20,
+			appends: []control.SyncRecord{rec(1, mib), rec(2, "")}, want: []int{1, 2}, wantCut: 1,
+			check: func(t *testing.T, recs []control.SyncRecord) {
+				kept := errorCap - markerRoom
+				want := mib[:kept] + "…(" + strconv.Itoa(len(mib)-kept) + " bytes cut)"
+				if recs[0].Error != want {
+					t.Errorf("Error is %d bytes ending %q, want %d ending %q", len(recs[0].Error), recs[0].Error[kept:], len(want), want[kept:])
+				}
+				if len(recs[0].Error) > errorCap {
+					t.Errorf("Error is %d bytes, over %d", len(recs[0].Error), errorCap)
+				}
+			}},
+		{name: "every string field is capped on a rune boundary", budget: 1 << 20,
+			appends: []control.SyncRecord{{Files: 1, Polecat: mib, Op: mib, Reason: strings.Repeat("é", 1<<19), Error: strings.Repeat("€", 1<<18)}},
+			want:    []int{1}, wantCut: 1,
+			check: func(t *testing.T, recs []control.SyncRecord) {
+				r := recs[0]
+				for _, f := range []struct {
+					name, v string
+					cap     int
+				}{{"Polecat", r.Polecat, fieldCap}, {"Op", r.Op, fieldCap}, {"Reason", r.Reason, fieldCap}, {"Error", r.Error, errorCap}} {
+					if len(f.v) > f.cap || !strings.Contains(f.v, " bytes cut)") || !utf8.ValidString(f.v) {
+						t.Errorf("%s is %d bytes (cap %d), valid UTF-8 %v: %q", f.name, len(f.v), f.cap, utf8.ValidString(f.v), f.v)
+					}
+				}
+			}},
+		{name: "a torn last line is skipped", budget: 1 << 20,
+			files: map[string]string{"journal.jsonl": lines(t, 1, 2) + `{"time":"2027-01-15T08:00:00Z","polec`},
+			want:  []int{1, 2}, wantSkipped: 1},
+		{name: "an append after a torn line starts a new line", budget: 1 << 20,
+			files:   map[string]string{"journal.jsonl": lines(t, 1, 2) + `{"time":"2027-01-15T08:00:00Z","polec`},
+			appends: []control.SyncRecord{rec(3, ""), rec(4, "")},
+			want:    []int{1, 2, 3, 4}, wantSkipped: 1},
+		{name: "lines that do not decode are skipped", budget: 1 << 20,
+			files: map[string]string{"journal.jsonl": lines(t, 1, 1) + "not json\n\n[1,2]\n" + lines(t, 2, 2)},
+			want:  []int{1, 2}, wantSkipped: 2},
+		{name: "the older part is read first", budget: 1 << 20,
+			files:   map[string]string{"journal.jsonl.1": lines(t, 1, 2), "journal.jsonl": lines(t, 3, 3)},
+			appends: []control.SyncRecord{rec(4, "")},
+			want:    []int{1, 2, 3, 4}},
+		{name: "an append past the budget rotates, replacing the older part", budget: 3 * lineLen,
+			appends: []control.SyncRecord{rec(1, ""), rec(2, ""), rec(3, ""), rec(4, ""), rec(5, ""), rec(6, ""), rec(7, "")},
+			want:    []int{4, 5, 6, 7}},
+		{name: "a part over the budget is read from its end", budget: 3*lineLen + 5,
+			files: map[string]string{"journal.jsonl": lines(t, 1, 9)},
+			want:  []int{7, 8, 9}, wantSkipped: 1},
+		{name: "a part holds at most as many records as honest lines fill the budget with", budget: int64(10 * minLine),
+			files: map[string]string{"journal.jsonl": strings.Repeat("{}\n", 100)},
+			want:  []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, wantSkipped: 90},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := journalFile{dir: t.TempDir(), budget: tt.budget}
+			writeFiles(t, j.dir, tt.files)
+			cuts := 0
+			for _, r := range tt.appends {
+				cut, err := j.Append(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cut {
+					cuts++
+				}
+			}
+			recs, skipped, err := j.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := numbers(recs); !slices.Equal(got, tt.want) || skipped != tt.wantSkipped || cuts != tt.wantCut {
+				t.Errorf("read %v (skipped %d, cut %d), want %v (skipped %d, cut %d)", got, skipped, cuts, tt.want, tt.wantSkipped, tt.wantCut)
+			}
+			for _, p := range []string{j.current(), j.older()} {
+				if tt.files[filepath.Base(p)] == "" && size(t, p) > tt.budget {
+					t.Errorf("%s is %d bytes, over the budget %d", filepath.Base(p), size(t, p), tt.budget)
+				}
+			}
+			if tt.check != nil && len(recs) == len(tt.want) {
+				tt.check(t, recs)
+			}
+		})
+	}
+}
+
+// TestJournalBoundedOnDisk sends 10,000 records with 1 MiB errors through
+// the service: the journal stays within twice its budget, keeps the newest
+// in order, and counts each cut record as a limit hit.
+func TestJournalBoundedOnDisk(t *testing.T) {
+	const n = 10_000
+	for _, tt := range []struct{ name, payload string }{
+		{"1 MiB of ASCII", strings.Repeat("x", 1<<20)},
+		{"1 MiB that JSON escapes six-fold", strings.Repeat("<\x01", 1<<19)},
+		{"1 MiB of two-byte runes", strings.Repeat("é", 1<<19)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newService(t)
+			hits := limits.Total()
+			for i := range n {
+				r := rec(i, tt.payload)
+				r.Reason = tt.payload
+				s.journal(r)
+			}
+			if got := limits.Total() - hits; got != n {
+				t.Errorf("%d limit hits counted, want %d", got, n)
+			}
+			cur, old := size(t, filepath.Join(s.cfg.Dir, "journal.jsonl")), size(t, filepath.Join(s.cfg.Dir, "journal.jsonl.1"))
+			t.Logf("after %d records: journal.jsonl %d bytes, journal.jsonl.1 %d bytes, %d in all (budget %d)", n, cur, old, cur+old, journalBudget)
+			if cur > journalBudget || old > journalBudget || old == 0 {
+				t.Errorf("journal.jsonl %d bytes, journal.jsonl.1 %d: want each at most the budget %d, and a rotation", cur, old, journalBudget)
+			}
+			recs, err := s.Journal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == 0 || recs[len(recs)-1].Files != n-1 {
+				t.Fatalf("read %d records, the last %v; want the newest last", len(recs), numbers(recs[max(len(recs)-1, 0):]))
+			}
+			for i, r := range recs {
+				if r.Files != n-len(recs)+i {
+					t.Fatalf("record %d is number %d, want %d: not the newest in order", i, r.Files, n-len(recs)+i)
+				}
+			}
+			t.Logf("%d records kept", len(recs))
+		})
+	}
+}
+
+func TestJournalConvertsOldJournal(t *testing.T) {
+	oldRecs := func(from, to int, errText string) []control.SyncRecord {
+		var recs []control.SyncRecord
+		for i := from; i <= to; i++ {
+			recs = append(recs, rec(i, errText))
+		}
+		return recs
+	}
+	encode := func(recs []control.SyncRecord) string {
+		b, err := json.Marshal(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	full := encode(oldRecs(1, 3, ""))
+	tests := []struct {
+		name    string
+		budget  int64
+		files   map[string]string
+		want    []int // read after converting and appending record 1000
+		wantErr string
+	}{
+		{name: "a journal.json is carried over as the older part", budget: 1 << 20,
+			files: map[string]string{"journal.json": encode(oldRecs(1, 3, strings.Repeat("x", 1<<20)))},
+			want:  []int{1, 2, 3, 1000}},
+		{name: "only the newest that fit the budget are kept", budget: 10 * int64(len(lines(t, 100, 100))),
+			files: map[string]string{"journal.json": encode(oldRecs(100, 199, ""))},
+			want:  []int{190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 1000}},
+		{name: "an empty journal saved as null", budget: 1 << 20,
+			files: map[string]string{"journal.json": "null\n"}, want: []int{1000}},
+		{name: "a corrupt journal.json keeps the records before the damage", budget: 1 << 20,
+			files: map[string]string{"journal.json": full[:len(full)-40]},
+			want:  []int{1, 2, 1000}, wantErr: "corrupt after 2 records"},
+		{name: "converted before a crash kept journal.json from being removed", budget: 1 << 20,
+			files: map[string]string{"journal.json": full, "journal.jsonl.1": lines(t, 1, 3)},
+			want:  []int{1, 2, 3, 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := journalFile{dir: t.TempDir(), budget: tt.budget}
+			writeFiles(t, j.dir, tt.files)
+			err := j.Convert()
+			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Convert: %v, want an error containing %q", err, tt.wantErr)
+			}
+			if _, err := os.Stat(j.legacy()); !os.IsNotExist(err) {
+				t.Errorf("journal.json is still there (%v)", err)
+			}
+			if size(t, j.older()) > tt.budget {
+				t.Errorf("journal.jsonl.1 is %d bytes, over the budget %d", size(t, j.older()), tt.budget)
+			}
+			if err := j.Convert(); err != nil {
+				t.Errorf("Convert again: %v", err)
+			}
+			if _, err := j.Append(rec(1000, "")); err != nil {
+				t.Fatal(err)
+			}
+			recs, _, err := j.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := numbers(recs); !slices.Equal(got, tt.want) {
+				t.Errorf("read %v, want %v", got, tt.want)
+			}
+			for _, r := range recs {
+				if len(r.Error) > errorCap {
+					t.Errorf("record %d's Error is %d bytes, over %d", r.Files, len(r.Error), errorCap)
+				}
+			}
+		})
+	}
+}
+
+// TestServiceCarriesOldJournal upgrades a hostd whose journal.json holds
+// the 1,000 records it kept, each with a 4 KiB error.
+func TestServiceCarriesOldJournal(t *testing.T) {
+	s := newService(t)
+	var old []control.SyncRecord
+	for i := range 1000 {
+		old = append(old, rec(i, strings.Repeat("e", 4<<10)))
+	}
+	if err := state.Save(filepath.Join(s.cfg.Dir, "journal.json"), old); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.Journal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.journal(rec(1000, ""))
+	if recs, err = s.Journal(); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1001 || recs[0].Files != 0 || recs[1000].Files != 1000 || len(recs[0].Error) > errorCap {
+		t.Errorf("read %d records, first %d with a %d-byte error, last %d; want the 1,000 old ones capped, then the new one",
+			len(recs), recs[0].Files, len(recs[0].Error), recs[len(recs)-1].Files)
+	}
+	if _, err := os.Stat(filepath.Join(s.cfg.Dir, "journal.json")); !os.IsNotExist(err) {
+		t.Errorf("journal.json is still there (%v)", err)
+	}
+}
+
+// FuzzJournalRead writes hostile bytes as the journal's three files: the
+// conversion, read and append never panic, and what is read stays within
+// what the budget implies.
+func FuzzJournalRead(f *testing.F) {
+	f.Add([]byte(lines(f, 1, 3)), []byte(lines(f, 4, 5)+`{"time":"20`), []byte(nil))
+	f.Add([]byte(strings.Repeat("{}\n", 500)), []byte("\n\n\xff{\"error\":\"\\u0000\"}\n"), []byte(`[{"error":"x"},{"op":`))
+	f.Add([]byte(nil), []byte(nil), []byte(`[{"time":"2027-01-15T08:00:00Z","polecat":"a/b","files":1}]`))
+	f.Add([]byte(`{"error":"`+strings.Repeat("\\u003c", 2000)+`"}`), []byte(nil), []byte("null"))
+	const budget = 4096
+	f.Fuzz(func(t *testing.T, current, older, legacy []byte) {
+		j := journalFile{dir: t.TempDir(), budget: budget}
+		for _, file := range []struct {
+			path string
+			b    []byte
+		}{{j.current(), current}, {j.older(), older}, {j.legacy(), legacy}} {
+			if len(file.b) > 0 {
+				if err := os.WriteFile(file.path, file.b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		_ = j.Convert()
+		if len(older) == 0 && size(t, j.older()) > budget {
+			t.Fatalf("converted into %d bytes, over the budget %d", size(t, j.older()), budget)
+		}
+		recs, _, err := j.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most := 2 * budget / minLine; len(recs) > most {
+			t.Fatalf("read %d records, more than %d", len(recs), most)
+		}
+		total := 0
+		for _, r := range recs {
+			if len(r.Polecat) > fieldCap || len(r.Op) > fieldCap || len(r.Reason) > fieldCap || len(r.Error) > errorCap {
+				t.Fatalf("a field over its cap: %+v", r)
+			}
+			total += len(r.Polecat) + len(r.Op) + len(r.Reason) + len(r.Error)
+		}
+		if total > 2*budget {
+			t.Fatalf("read %d bytes of strings, more than twice the budget %d", total, budget)
+		}
+		if _, err := j.Append(rec(1, string(current))); err != nil {
+			t.Fatal(err)
+		}
+		if size(t, j.current()) > budget {
+			t.Fatalf("journal.jsonl is %d bytes after an append, over the budget %d", size(t, j.current()), budget)
+		}
+		if recs, _, err = j.Read(); err != nil || len(recs) == 0 || !recs[len(recs)-1].Time.Equal(rec(1, "").Time) {
+			t.Fatalf("the appended record is not the last read (%v): %d records", err, len(recs))
+		}
+	})
+}
