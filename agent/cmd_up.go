@@ -28,6 +28,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/pane"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/shim"
+	"github.com/polecat-sidecar/sidecar/agent/statedir"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
@@ -59,6 +60,9 @@ A fresh container with no certificate can join with a one-time token:
 (or --join-file, a file holding the token, such as a mounted secret).
 The key is made here; the certificate, key and CA are written to the
 --cert/--key/--ca paths (default under --state-dir).
+
+--state-dir is one agent's alone: the agent locks it while it runs, and a
+second agent given the same directory refuses to start.
 
 With '-- CMD ARGS...' the agent starts the polecat's command in a tmux
 session (--session, default "polecat") so nudges and 'tmux attach' work;
@@ -122,7 +126,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "cert", Usage: "client certificate (env GT_PROXY_CERT; default <state-dir>/client.crt)", Value: &c.Cert},
 		{Key: "key", Usage: "client key (env GT_PROXY_KEY; default <state-dir>/client.key)", Value: &c.Key},
 		{Key: "ca", Usage: "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)", Value: &c.CA},
-		{Key: "state-dir", Usage: "directory for default credential paths", Value: &c.StateDir},
+		{Key: "state-dir", Usage: "this agent's own directory (locked while it runs): default credential paths, what the data channel last exchanged, delivered nudges", Value: &c.StateDir},
 		{Key: "join", Usage: "one-time join token, used when there is no valid certificate yet", Value: &c.Join},
 		{Key: "join-file", Usage: "file holding the join token instead (a mounted secret; read only when joining)", Value: &c.JoinFile},
 		{Key: "identity", Usage: "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)", Value: &c.Identity},
@@ -169,6 +173,14 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	if err != nil {
 		return err
 	}
+	held, err := statedir.Lock(c.StateDir)
+	if errors.Is(err, statedir.ErrInUse) {
+		return fmt.Errorf("%w: give each agent its own --state-dir (env GT_AGENT_STATE_DIR)", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	paths := creds.Paths{
 		Cert: orDefault(c.Cert, filepath.Join(c.StateDir, "client.crt")),
 		Key:  orDefault(c.Key, filepath.Join(c.StateDir, "client.key")),
