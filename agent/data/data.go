@@ -3,17 +3,29 @@
 // container's data root, asks for it when the agent first connects, and
 // sends the container's back when hostd pulls, on a checkpoint, and at
 // teardown. Packing, checking and extracting are package sync's.
+//
+// What the agent sends back is read against its base, the tree last
+// exchanged with hostd: a file of the base missing from the root is a
+// deletion. So the base is bound to the root it was taken from: installing
+// hostd's data writes a random id into the root (sync.RootMarkerName) and
+// keeps the same id beside the base. A root that is missing, lacks that
+// id, or holds none of the base's files is not the one the base describes
+// (a new container with a kept state directory, another agent's state):
+// the agent asks hostd for the data and sends nothing from it.
 package data
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
@@ -27,8 +39,9 @@ import (
 type Config struct {
 	// Root is the container's data root.
 	Root string
-	// StateDir keeps what hostd last sent (the policy), so that a
-	// restarted agent neither asks again nor forgets what to send back.
+	// StateDir keeps what hostd last sent (the policy), the base and the
+	// id binding the base to Root, so that a restarted agent neither asks
+	// again nor forgets what to send back. It is this agent's alone.
 	StateDir string
 	// Checkpoint is how often the container's data is sent to hostd;
 	// negative turns checkpoints off.
@@ -52,9 +65,10 @@ type Service struct {
 	cfg      Config
 	sessions supervisor.Sessions
 
-	busy   chan struct{} // held by the one transfer at a time; guards policy and last
+	busy   chan struct{} // held by the one transfer at a time; guards policy, last and rootID
 	policy *datasync.Policy
 	last   *datasync.Manifest // the tree last exchanged with hostd: the base both have
+	rootID string             // the id in Root's marker when last was installed there
 }
 
 // New prepares the service; zero Config fields take DefaultConfig's.
@@ -73,7 +87,9 @@ func New(cfg Config, sessions supervisor.Sessions) *Service {
 		cfg.Logger = d.Logger
 	}
 	s := &Service{cfg: cfg, sessions: sessions, busy: make(chan struct{}, 1)}
-	s.policy = s.loadPolicy()
+	if r, ok := s.loadReceived(); ok {
+		s.policy, s.rootID = &datasync.Policy{Include: r.Include, Exclude: r.Exclude}, r.RootID
+	}
 	if b, err := os.ReadFile(s.lastPath()); err == nil {
 		s.last, _ = datasync.DecodeManifest(b)
 	}
@@ -82,9 +98,12 @@ func New(cfg Config, sessions supervisor.Sessions) *Service {
 
 // received is what the agent keeps of the last push.
 type received struct {
-	Include []string  `json:"include"`
-	Exclude []string  `json:"exclude,omitempty"`
-	At      time.Time `json:"at"`
+	Include []string `json:"include"`
+	Exclude []string `json:"exclude,omitempty"`
+	// RootID is the id written into the data root's marker when the push
+	// was installed there.
+	RootID string    `json:"root_id,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // lock waits for the other transfer to end, or for ctx; unlock gives the
@@ -111,16 +130,88 @@ func (s *Service) exchanged(m *datasync.Manifest) {
 	}
 }
 
-func (s *Service) loadPolicy() *datasync.Policy {
+func (s *Service) loadReceived() (r received, ok bool) {
 	b, err := os.ReadFile(s.statePath())
+	return r, err == nil && json.Unmarshal(b, &r) == nil
+}
+
+// bind marks the data root as the one the data hostd sent under p went
+// into, and keeps p and the mark's id beside the base.
+func (s *Service) bind(p datasync.Policy) {
+	s.policy, s.rootID = &p, rand.Text()
+	if err := atomicfile.Write(filepath.Join(s.cfg.Root, datasync.RootMarkerName), []byte(s.rootID+"\n"), 0o600); err != nil {
+		s.cfg.Logger.Warn("sync: could not mark the data root as the one the data went into; the agent sends none of it and asks hostd again at the next checkpoint", "err", err)
+		s.rootID = ""
+	}
+	b, _ := json.Marshal(received{Include: p.Include, Exclude: p.Exclude, RootID: s.rootID, At: time.Now()})
+	if err := atomicfile.Write(s.statePath(), b, 0o600); err != nil {
+		s.cfg.Logger.Warn("sync: could not remember the data policy; a restarted agent will ask again", "err", err)
+	}
+}
+
+// noDataError says why this container counts as having none of the
+// polecat's data: whatever its root holds would read as deletions.
+type noDataError struct{ root, why string }
+
+func (e *noDataError) Error() string {
+	return "this container has not received the polecat's data yet (its data root " + e.root + " " + e.why + "); nothing sent"
+}
+
+// noData says why the data root cannot be sent from under p (nil when it
+// can); the caller holds the turn.
+func (s *Service) noData(p *datasync.Policy) error {
+	if p == nil || s.rootID == "" {
+		return &noDataError{s.cfg.Root, "has had nothing installed from hostd"}
+	}
+	return checkRoot(s.cfg.Root, s.rootID, *p, s.last)
+}
+
+// checkRoot says why root is not the tree base was taken from (nil when it
+// is): it is missing, its marker is absent or holds another id than id, or
+// it holds none of the files p lets cross while base has some.
+func checkRoot(root, id string, p datasync.Policy, base *datasync.Manifest) error {
+	const notIt = ", so it is not the one the base was taken from"
+	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &noDataError{root, "does not exist"}
+	}
 	if err != nil {
+		return &noDataError{root, "cannot be opened: " + err.Error()}
+	}
+	defer r.Close()
+	mark, err := readMarker(r)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &noDataError{root, "has no " + datasync.RootMarkerName + notIt}
+	case err != nil:
+		return &noDataError{root, "has a " + datasync.RootMarkerName + " that cannot be read (" + err.Error() + ")" + notIt}
+	case mark != id:
+		return &noDataError{root, "has another root's " + datasync.RootMarkerName + notIt}
+	}
+	if base == nil {
 		return nil
 	}
-	var r received
-	if json.Unmarshal(b, &r) != nil {
-		return nil
+	if want, _ := base.Files(); want > 0 {
+		files, _, err := datasync.Size(root, p)
+		if err != nil {
+			return &noDataError{root, "cannot be read: " + err.Error()}
+		}
+		if files == 0 {
+			return &noDataError{root, fmt.Sprintf("holds none of the %d whitelisted files the base has", want)}
+		}
 	}
-	return &datasync.Policy{Include: r.Include, Exclude: r.Exclude}
+	return nil
+}
+
+// readMarker reads the id in the root's marker: a short line.
+func readMarker(r *os.Root) (string, error) {
+	f, err := r.Open(datasync.RootMarkerName)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 128))
+	return strings.TrimSpace(string(b)), err
 }
 
 // ServeStream serves hostd's push (install its archive) and pull (send
@@ -146,6 +237,11 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 			return
 		}
 		defer unlock()
+		if err := s.noData(&p); err != nil {
+			s.cfg.Logger.Warn("sync: refused hostd's pull", "err", err)
+			_ = st.Reject(err.Error())
+			return
+		}
 		res, err := s.send(ctx, st, p, !req.Full)
 		s.logResult("pulled by hostd", res, err)
 	default:
@@ -166,11 +262,7 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 	if err == nil {
 		res.Files, res.Bytes = m.Files()
 		s.exchanged(m)
-		s.policy = &p
-		b, _ := json.Marshal(received{Include: p.Include, Exclude: p.Exclude, At: time.Now()})
-		if werr := atomicfile.Write(s.statePath(), b, 0o600); werr != nil {
-			s.cfg.Logger.Warn("sync: could not remember the data policy; a restarted agent will ask again", "err", werr)
-		}
+		s.bind(p)
 		s.cfg.Logger.Info("sync: installed hostd's data", "root", s.cfg.Root, "files", res.Files, "bytes", res.Bytes)
 	} else {
 		res.Error = err.Error()
@@ -182,13 +274,11 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 
 // send packs the data root onto st (a pull, or an upload this agent
 // opened), half-closes, and reads hostd's result. With delta, files as
-// they were at the last exchange are left out.
+// they were at the last exchange are left out. The caller has checked
+// noData.
 func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy, delta bool) (wire.SyncResult, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
-	}
-	if _, err := os.Stat(s.cfg.Root); errors.Is(err, fs.ErrNotExist) {
-		_ = os.MkdirAll(s.cfg.Root, 0o755)
 	}
 	var prev *datasync.Manifest
 	if delta {
@@ -215,15 +305,16 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 }
 
 // upload sends the container's data to hostd on a stream of our own: what
-// changed since the last exchange, or everything if hostd lacks that base.
+// changed since the last exchange, or everything if hostd lacks that base;
+// nothing, with a *noDataError, if the container has no data.
 func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return wire.SyncResult{}, err
 	}
 	defer unlock()
-	if s.policy == nil {
-		return wire.SyncResult{}, errNoPolicy
+	if err := s.noData(s.policy); err != nil {
+		return wire.SyncResult{}, err
 	}
 	res, err := s.uploadOnce(ctx, reason, true)
 	if errors.Is(err, datasync.ErrBaseMismatch) {
@@ -244,10 +335,6 @@ func (s *Service) uploadOnce(ctx context.Context, reason string, delta bool) (wi
 	defer st.Close()
 	return s.send(ctx, st, *s.policy, delta)
 }
-
-// errNoPolicy is an upload before hostd ever sent data: there is nothing
-// agreed to send.
-var errNoPolicy = errors.New("hostd has sent no data yet, so there is nothing to send back")
 
 // fetch asks hostd for the data, once.
 func (s *Service) fetch(ctx context.Context) error {
@@ -272,26 +359,11 @@ func (s *Service) fetch(ctx context.Context) error {
 }
 
 // Run asks hostd for the data if this container has none yet, then sends
-// a checkpoint every Checkpoint until ctx ends.
+// a checkpoint every Checkpoint until ctx ends. A checkpoint that finds
+// the container has no data (its root gone, emptied or replaced) asks for
+// the data instead.
 func (s *Service) Run(ctx context.Context) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return
-	}
-	have := s.policy != nil
-	unlock()
-	for !have && ctx.Err() == nil {
-		err := s.fetch(ctx)
-		if err == nil {
-			break
-		}
-		s.cfg.Logger.Warn("sync: fetching the polecat's data failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Second):
-		}
-	}
+	s.obtain(ctx)
 	if s.cfg.Checkpoint < 0 {
 		return
 	}
@@ -304,7 +376,38 @@ func (s *Service) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		res, err := s.upload(ctx, "checkpoint")
+		if _, ok := errors.AsType[*noDataError](err); ok {
+			s.obtain(ctx)
+			continue
+		}
 		s.logResult("checkpoint sent", res, err)
+	}
+}
+
+// obtain asks hostd for the data, every 5 s until it comes or ctx ends,
+// if this container has none.
+func (s *Service) obtain(ctx context.Context) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return
+	}
+	why := s.noData(s.policy)
+	unlock()
+	if why == nil {
+		return
+	}
+	s.cfg.Logger.Info("sync: asking hostd for the polecat's data", "because", why)
+	for {
+		err := s.fetch(ctx)
+		if err == nil {
+			return
+		}
+		s.cfg.Logger.Warn("sync: fetching the polecat's data failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
 	}
 }
 
@@ -315,7 +418,8 @@ func (s *Service) Teardown() {
 	defer cancel()
 	start := time.Now()
 	res, err := s.upload(ctx, "teardown")
-	if errors.Is(err, errNoPolicy) {
+	if _, ok := errors.AsType[*noDataError](err); ok {
+		s.cfg.Logger.Info("sync: no final upload", "because", err)
 		return
 	}
 	if err != nil {

@@ -1,0 +1,125 @@
+package data
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	datasync "github.com/polecat-sidecar/sidecar/sync"
+)
+
+// root makes a data root holding files (path -> content; a trailing slash
+// makes a directory).
+func root(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, content := range files {
+		p := filepath.Join(dir, rel)
+		if strings.HasSuffix(rel, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCheckRoot(t *testing.T) {
+	const id = "ID1"
+	p := datasync.DefaultPolicy()
+	withFile := &datasync.Manifest{Version: 1, Entries: []datasync.Entry{{Path: "results/report.txt", Type: datasync.TypeFile, Mode: 0o644}}}
+	empty := &datasync.Manifest{Version: 1}
+	marker := datasync.RootMarkerName
+	tests := []struct {
+		name  string
+		files map[string]string // nil: the root does not exist
+		base  *datasync.Manifest
+		why   string // in the error; "" for none
+	}{
+		{"root missing", nil, withFile, "does not exist"},
+		{"marker missing", map[string]string{"results/report.txt": "r"}, withFile, "has no " + marker + ", so it is not the one the base was taken from"},
+		{"marker differing", map[string]string{marker: "ID2\n", "results/report.txt": "r"}, withFile, "has another root's " + marker},
+		{"marker a directory", map[string]string{marker + "/": "", "results/report.txt": "r"}, withFile, "cannot be read"},
+		{"marker matching", map[string]string{marker: id + "\n", "results/report.txt": "r"}, withFile, ""},
+		{"marker matching, no base", map[string]string{marker: id + "\n"}, nil, ""},
+		{"marker matching, emptied", map[string]string{marker: id + "\n", "results/": "", "notes.txt": "not whitelisted"}, withFile, "holds none of the 1 whitelisted files the base has"},
+		{"marker matching, empty like its base", map[string]string{marker: id + "\n"}, empty, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "missing")
+			if tc.files != nil {
+				dir = root(t, tc.files)
+			}
+			err := checkRoot(dir, id, p, tc.base)
+			if tc.why == "" {
+				if err != nil {
+					t.Fatalf("checkRoot: %v, want the root taken as the base's", err)
+				}
+				return
+			}
+			if _, ok := errors.AsType[*noDataError](err); !ok || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("checkRoot: %v, want a *noDataError saying %q", err, tc.why)
+			}
+			if want := "this container has not received the polecat's data yet (its data root " + dir + " "; !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "); nothing sent") {
+				t.Errorf("checkRoot: %q does not name the root and say nothing was sent", err)
+			}
+		})
+	}
+}
+
+// TestBind: installing binds the root; a service started on the same state
+// directory takes that root as its base's, and no other root.
+func TestBind(t *testing.T) {
+	state := t.TempDir()
+	first := root(t, map[string]string{"results/report.txt": "r"})
+	cfg := Config{Root: first, StateDir: state, Logger: slog.New(slog.DiscardHandler)}
+	s := New(cfg, nil)
+	if err := s.noData(s.policy); err == nil {
+		t.Fatal("a service that never installed anything takes its root as having the data")
+	}
+	p := datasync.DefaultPolicy()
+	s.exchanged(&datasync.Manifest{Version: 1, Entries: []datasync.Entry{{Path: "results/report.txt", Type: datasync.TypeFile, Mode: 0o644}}})
+	s.bind(p)
+	if b, err := os.ReadFile(filepath.Join(first, datasync.RootMarkerName)); err != nil || strings.TrimSpace(string(b)) != s.rootID {
+		t.Fatalf("marker %q, %v; want %q", b, err, s.rootID)
+	}
+	tests := []struct {
+		name   string
+		root   string
+		noData bool
+	}{
+		{"the root it installed into", first, false},
+		{"a new empty root", t.TempDir(), true},
+		{"a new root with files but no marker", root(t, map[string]string{"results/report.txt": "r"}), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg.Root = tc.root
+			restarted := New(cfg, nil)
+			if err := restarted.noData(restarted.policy); (err != nil) != tc.noData {
+				t.Errorf("noData: %v, want no data %v", err, tc.noData)
+			}
+		})
+	}
+}
+
+// TestMarkerNeverCrosses: package sync lets no policy send the marker.
+func TestMarkerNeverCrosses(t *testing.T) {
+	if datasync.DefaultPolicy().Allowed(datasync.RootMarkerName) {
+		t.Error("the default policy lets the marker cross")
+	}
+	if err := (datasync.Policy{Include: []string{datasync.RootMarkerName}}).Validate(); err == nil {
+		t.Error("a policy including the marker is valid")
+	}
+}
