@@ -3,21 +3,43 @@ package pane
 import (
 	"bytes"
 	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 )
 
 // Filter passes a polecat's terminal output to an operator's terminal,
-// keeping what a terminal UI needs and dropping what could reach past the
-// window: text (UTF-8), the harmless control characters (BEL, BS, HT, LF,
-// CR, SO, SI), CSI sequences (cursor, colour, erase, modes) and short
-// ESC sequences pass; OSC (clipboard, title, hyperlinks), DCS, SOS, PM
-// and APC strings, C1 controls, other C0 controls, and the CSI requests
-// that make a terminal answer back into its input (device status and
-// attributes, window operations, mode reports) are dropped. State carries
-// across writes, so a sequence split between two reads is judged whole.
+// letting through only what a terminal UI needs to draw (an allow list;
+// everything else is dropped):
+//
+//   - printable text in valid UTF-8 (no C1 control, raw or encoded, and
+//     no bidirectional control: termsafe.Unsafe) and BEL, BS, HT, LF, CR;
+//   - SGR (CSI ... m: colours and attributes);
+//   - cursor movement and editing: CUU, CUD, CUF, CUB, CNL, CPL, CHA,
+//     CUP, HVP, VPA, ED, EL, ECH, ICH, DCH, IL, DL, SU, SD, DECSTBM, and
+//     the cursor's shape (DECSCUSR, CSI Ps SP q);
+//   - the private modes a TUI sets and resets (DECSET, DECRST): cursor
+//     keys (1), wrap (7), blink (12), cursor shown (25), the alternate
+//     screen (47, 1047, 1049), mouse reports (1000-1006), bracketed paste
+//     (2004) and synchronised output (2026);
+//   - ESC 7 and ESC 8 (save and restore the cursor), ESC M (reverse
+//     index), ESC = and ESC > (keypad), ESC ( B and ESC ( 0 (ASCII and
+//     line drawing).
+//
+// So OSC (clipboard, title, hyperlinks), DCS, SOS, PM and APC strings,
+// every request that makes a terminal answer into its input (DSR, DA,
+// DECID, DECRQM, window reports, ...), charset and coding switches
+// (ESC % @), other C0 controls, and 8-bit C1 bytes never reach the
+// operator's terminal: what it receives is only whole sequences from the
+// list above, so it is never left inside a sequence either. State carries
+// across writes, so a sequence or character split between two reads is
+// judged whole.
 type Filter struct {
 	w     io.Writer
 	state filterState
-	seq   []byte // the escape sequence being read
+	seq   []byte // the escape sequence or UTF-8 character being read
+	need  int    // UTF-8 continuation bytes still to come
 	out   []byte
 }
 
@@ -25,17 +47,40 @@ type filterState int
 
 const (
 	ground filterState = iota
+	inUTF8
 	afterESC
 	escIntermediate
 	csi
 	csiDropped    // a CSI sequence too long to keep: dropped to its final byte
 	controlString // OSC, DCS, SOS, PM, APC: dropped up to BEL or ST
 	controlStringESC
-	afterC2 // a 0xC2 byte: U+0080-U+009F (C1 controls) follow as 0x80-0x9F
 )
 
 // maxSeq bounds a kept escape sequence; a longer one is dropped.
 const maxSeq = 64
+
+// textControls are the C0 controls that pass: BEL, BS, HT, LF, CR.
+const textControls = "\a\b\t\n\r"
+
+// escFinals are the finals of the ESC sequences that pass with no
+// intermediate byte: DECSC, DECRC, RI, DECKPAM, DECKPNM.
+const escFinals = "78M=>"
+
+// csiMaxParams maps the final byte of each plain CSI sequence that passes
+// (no private marker, no intermediate) to how many parameters it may
+// have; SGR (m) is apart, as it takes any number and sub-parameters.
+var csiMaxParams = map[byte]int{
+	'A': 1, 'B': 1, 'C': 1, 'D': 1, 'E': 1, 'F': 1, 'G': 1, 'd': 1, // CUU CUD CUF CUB CNL CPL CHA VPA
+	'J': 1, 'K': 1, 'X': 1, '@': 1, 'P': 1, 'L': 1, 'M': 1, 'S': 1, 'T': 1, // ED EL ECH ICH DCH IL DL SU SD
+	'H': 2, 'f': 2, 'r': 2, // CUP HVP DECSTBM
+}
+
+// privateModes are the DECSET/DECRST modes that pass, as written.
+var privateModes = map[string]bool{
+	"1": true, "7": true, "12": true, "25": true, "47": true, "1047": true, "1049": true,
+	"1000": true, "1001": true, "1002": true, "1003": true, "1004": true, "1005": true, "1006": true,
+	"2004": true, "2026": true,
+}
 
 // NewFilter writes what it lets through to w.
 func NewFilter(w io.Writer) *Filter { return &Filter{w: w} }
@@ -54,27 +99,37 @@ func (f *Filter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// take reads one byte. A byte that cannot continue the sequence being
+// read ends it (dropped) and is read again from the ground state.
 func (f *Filter) take(b byte) {
 	switch f.state {
 	case ground:
 		switch {
 		case b == 0x1b:
 			f.state, f.seq = afterESC, append(f.seq[:0], b)
-		case b == 0xc2:
-			f.state = afterC2
-		case b < 0x20 && !bytes.ContainsRune([]byte("\a\b\t\n\r\x0e\x0f"), rune(b)), b == 0x7f:
-			// dropped
-		default:
+		case b < 0x20:
+			if strings.IndexByte(textControls, b) >= 0 {
+				f.out = append(f.out, b)
+			}
+		case b < 0x7f:
 			f.out = append(f.out, b)
+		case b >= 0xc2 && b <= 0xf4: // a UTF-8 lead byte
+			f.state, f.seq, f.need = inUTF8, append(f.seq[:0], b), utf8Len(b)-1
 		}
-	case afterC2:
-		f.state = ground
-		switch {
-		case b >= 0xa0 && b <= 0xbf: // U+00A0-U+00BF
-			f.out = append(f.out, 0xc2, b)
-		case b >= 0x80 && b <= 0x9f: // a C1 control: dropped
-		default: // not UTF-8: the lone 0xC2 goes, so it can join nothing
+		// DEL, stray continuation bytes and 8-bit C1 controls: dropped
+	case inUTF8:
+		if b < 0x80 || b > 0xbf {
+			f.state = ground
 			f.take(b)
+			return
+		}
+		f.seq = append(f.seq, b)
+		if f.need--; f.need > 0 {
+			return
+		}
+		f.state = ground
+		if r, n := utf8.DecodeRune(f.seq); n == len(f.seq) && r != utf8.RuneError && !termsafe.Unsafe(r) {
+			f.out = append(f.out, f.seq...)
 		}
 	case afterESC:
 		switch {
@@ -85,20 +140,28 @@ func (f *Filter) take(b byte) {
 		case b >= 0x20 && b <= 0x2f:
 			f.state, f.seq = escIntermediate, append(f.seq, b)
 		case b >= 0x30 && b <= 0x7e:
-			f.out = append(append(f.out, f.seq...), b)
+			if strings.IndexByte(escFinals, b) >= 0 {
+				f.out = append(f.out, 0x1b, b)
+			}
 			f.state = ground
 		default:
 			f.state = ground
+			f.take(b)
 		}
 	case escIntermediate:
 		switch {
-		case b >= 0x20 && b <= 0x2f && len(f.seq) < maxSeq:
-			f.seq = append(f.seq, b)
+		case b >= 0x20 && b <= 0x2f:
+			if len(f.seq) < maxSeq {
+				f.seq = append(f.seq, b)
+			}
 		case b >= 0x30 && b <= 0x7e:
-			f.out = append(append(f.out, f.seq...), b)
+			if s := string(append(f.seq, b)); s == "\x1b(B" || s == "\x1b(0" {
+				f.out = append(f.out, s...)
+			}
 			f.state = ground
 		default:
 			f.state = ground
+			f.take(b)
 		}
 	case csi:
 		switch {
@@ -107,16 +170,22 @@ func (f *Filter) take(b byte) {
 		case b >= 0x20 && b <= 0x3f:
 			f.seq = append(f.seq, b)
 		case b >= 0x40 && b <= 0x7e:
-			if !answersBack(f.seq, b) {
+			if csiAllowed(f.seq[2:], b) {
 				f.out = append(append(f.out, f.seq...), b)
 			}
 			f.state = ground
 		default:
 			f.state = ground
+			f.take(b)
 		}
 	case csiDropped:
-		if b < 0x20 || b > 0x3f {
+		switch {
+		case b >= 0x20 && b <= 0x3f:
+		case b >= 0x40 && b <= 0x7e:
 			f.state = ground
+		default:
+			f.state = ground
+			f.take(b)
 		}
 	case controlString:
 		switch b {
@@ -134,19 +203,59 @@ func (f *Filter) take(b byte) {
 	}
 }
 
-// answersBack says whether a CSI sequence asks the terminal to report
-// something (the answer would arrive as typed input) or to act on its
-// window: device status (n), device attributes (c), window operations
-// (t), parameter reports (x), mode reports (p after '$') and version
-// reports (q after '>').
-func answersBack(seq []byte, final byte) bool {
-	switch final {
-	case 'n', 'c', 't', 'x':
-		return true
-	case 'p':
-		return bytes.IndexByte(seq, '$') >= 0
-	case 'q':
-		return bytes.IndexByte(seq, '>') >= 0
+// utf8Len is the length of the UTF-8 character lead starts.
+func utf8Len(lead byte) int {
+	switch {
+	case lead >= 0xf0:
+		return 4
+	case lead >= 0xe0:
+		return 3
 	}
-	return false
+	return 2
+}
+
+// csiAllowed says whether the CSI sequence with parameter and
+// intermediate bytes body and final byte final is on the allow list.
+func csiAllowed(body []byte, final byte) bool {
+	private := len(body) > 0 && body[0] == '?'
+	if private {
+		body = body[1:]
+	}
+	cut := bytes.IndexFunc(body, func(r rune) bool { return r >= 0x20 && r <= 0x2f })
+	params, inter := body, []byte(nil)
+	if cut >= 0 {
+		params, inter = body[:cut], body[cut:]
+	}
+	for _, b := range inter {
+		if b > 0x2f { // a parameter byte after an intermediate: malformed
+			return false
+		}
+	}
+	switch {
+	case private:
+		return len(inter) == 0 && (final == 'h' || final == 'l') && modesAllowed(params)
+	case string(inter) == " ":
+		return final == 'q' && numbers(params, 1) // DECSCUSR
+	case len(inter) > 0:
+		return false
+	case final == 'm': // SGR
+		return len(strings.Trim(string(params), "0123456789;:")) == 0
+	}
+	max, ok := csiMaxParams[final]
+	return ok && numbers(params, max)
+}
+
+// numbers says whether params is at most max numeric parameters.
+func numbers(params []byte, max int) bool {
+	return len(strings.Trim(string(params), "0123456789;")) == 0 && bytes.Count(params, []byte(";")) < max
+}
+
+// modesAllowed says whether params names only private modes that pass.
+func modesAllowed(params []byte) bool {
+	for _, m := range strings.Split(string(params), ";") {
+		if !privateModes[m] {
+			return false
+		}
+	}
+	return true
 }

@@ -62,10 +62,11 @@ func (s *Service) Peek(ctx context.Context, id wire.Identity, lines int, follow 
 
 // Attach connects an operator's terminal to a tmux client on the
 // polecat's session. Once the agent has answered with the terminal's
-// first output, upgrade gives the operator's connection: its bytes
-// (attach frames) go to the agent and the terminal's output comes back,
-// until either side ends. A refusal comes back as the error, before
-// upgrade is called.
+// first output, upgrade gives the operator's connection: its attach
+// frames go to the agent and the terminal's output comes back, until
+// either side ends. Read-only (req.Write off) is enforced here, not left
+// to the agent: only resize frames are forwarded, never a key. A refusal
+// comes back as the error, before upgrade is called.
 func (s *Service) Attach(ctx context.Context, id wire.Identity, req wire.PaneRequest, upgrade func() (io.ReadWriteCloser, error)) error {
 	req.Op = wire.PaneAttach
 	st, err := s.open(ctx, id, req)
@@ -88,7 +89,7 @@ func (s *Service) Attach(ctx context.Context, id wire.Identity, req wire.PaneReq
 	}
 	done := make(chan struct{}, 2)
 	go func() {
-		_, _ = io.Copy(st, conn) // the operator's frames
+		_ = relayFrames(st, conn, req.Write) // the operator's frames
 		_ = st.CloseWrite()
 		done <- struct{}{}
 	}()
@@ -101,4 +102,26 @@ func (s *Service) Attach(ctx context.Context, id wire.Identity, req wire.PaneReq
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// relayFrames copies the operator's attach frames from src to the agent
+// at dst until src ends or a frame is malformed: resizes always, input
+// only when write is on.
+func relayFrames(dst io.Writer, src io.Reader, write bool) error {
+	buf := make([]byte, wire.MaxPaneFrame)
+	for {
+		typ, payload, cols, rows, err := wire.ReadPaneFrame(src, buf)
+		if err != nil {
+			return err
+		}
+		switch {
+		case typ == wire.PaneResize:
+			err = wire.WritePaneFrame(dst, typ, wire.ResizePayload(cols, rows))
+		case write:
+			err = wire.WritePaneFrame(dst, typ, payload)
+		}
+		if err != nil {
+			return fmt.Errorf("forwarding an attach frame: %w", err)
+		}
+	}
 }
