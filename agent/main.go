@@ -17,6 +17,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/nudge"
 	"github.com/polecat-sidecar/sidecar/agent/shim"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 )
 
 // sessionRunCmd is the wrapper gt-agent up starts in the tmux session:
@@ -81,7 +82,7 @@ on stderr what went wrong.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			socket, _ := cmd.Flags().GetString("socket")
 			if err := nudge.SendHook(socket, args[0]); err != nil {
-				fmt.Fprintln(os.Stderr, "gt-agent hook:", err)
+				fmt.Fprintln(cmd.ErrOrStderr(), "gt-agent hook:", err)
 			}
 			return nil
 		},
@@ -93,6 +94,12 @@ on stderr what went wrong.`,
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// stdout and stderr carry what gt-agent itself prints (commands' output,
+// errors, logs), escaped. A relayed command's streams (exec, the gt and
+// bd links) and the session's command (session-run) are not gt-agent's
+// text and pass as they are.
+var stdout, stderr = termsafe.NewWriter(os.Stdout), termsafe.NewWriter(os.Stderr)
+
 func main() {
 	// Invoked as gt or bd (a symlink to gt-agent): relay the command.
 	if name := filepath.Base(os.Args[0]); name == "gt" || name == "bd" {
@@ -100,7 +107,7 @@ func main() {
 		os.Exit(sh.Run(os.Args[1:]))
 	}
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "gt-agent:", err)
+		fmt.Fprintln(stderr, "gt-agent:", err)
 		os.Exit(1)
 	}
 }
@@ -124,6 +131,8 @@ and a YAML config file (--config) can set the same.`,
 		SilenceErrors: true,
 		Version:       version,
 	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.String("config", "", "YAML config file with any of the flags' keys (url, cert, key, ca, ...)")
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
@@ -151,5 +160,5 @@ func loadConfig(v *viper.Viper, cmd *cobra.Command) error {
 			return fmt.Errorf("reading config %s: %w", f, err)
 		}
 	}
-	return logging.SetDefault(os.Stderr, v.GetString("log-level"), v.GetString("log-format"))
+	return logging.SetDefault(stderr, v.GetString("log-level"), v.GetString("log-format"))
 }

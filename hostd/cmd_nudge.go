@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -151,18 +152,18 @@ func nudgeExit(outcome string) int {
 func printNudgeOutcome(w io.Writer, o control.NudgeOutcome) {
 	switch o.Outcome {
 	case wire.NudgeSubmitted:
-		fmt.Fprintf(w, "%s: nudge %s submitted at %s (%s)\n", o.Polecat, o.ID, o.At.Local().Format("15:04:05"), clean(o.Detail))
+		fmt.Fprintf(w, "%s: nudge %s submitted at %s (%s)\n", o.Polecat, o.ID, o.At.Local().Format("15:04:05"), termsafe.Line(o.Detail))
 	case "queued":
-		why := clean(o.Detail)
+		why := termsafe.Line(o.Detail)
 		if why == "" {
 			why = "not offered yet"
 		}
 		fmt.Fprintf(w, "%s: nudge %s queued until %s: %s\n", o.Polecat, o.ID, o.Expires.Local().Format("15:04:05"), why)
 	default:
-		fmt.Fprintf(w, "%s: nudge %s %s: %s\n", o.Polecat, o.ID, o.Outcome, clean(o.Detail))
+		fmt.Fprintf(w, "%s: nudge %s %s: %s\n", o.Polecat, o.ID, o.Outcome, termsafe.Line(o.Detail))
 	}
 	if d := o.Dropped; d != nil {
-		fmt.Fprintf(w, "%s: nudge %s was dropped to make room: %s\n", d.Polecat, d.ID, clean(d.Detail))
+		fmt.Fprintf(w, "%s: nudge %s was dropped to make room: %s\n", d.Polecat, d.ID, termsafe.Line(d.Detail))
 	}
 }
 
@@ -175,7 +176,7 @@ func printNudgeQueue(w io.Writer, id wire.Identity, items []control.NudgeItem) {
 	fmt.Fprintln(tw, "ID\tAGE\tMODE\tPRIORITY\tEXPIRES\tTRIES\tWHY WAITING\tTEXT")
 	for _, it := range items {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, time.Since(it.Created).Round(time.Second), it.Mode, it.Priority,
-			it.Expires.Local().Format("15:04:05"), it.Attempts, fit(clean(orDash(it.Why)), 50), fit(clean(it.Text), 40))
+			it.Expires.Local().Format("15:04:05"), it.Attempts, fit(termsafe.Line(orDash(it.Why)), 50), fit(termsafe.Line(it.Text), 40))
 	}
 	_ = tw.Flush()
 }

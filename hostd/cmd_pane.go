@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -24,9 +25,10 @@ func (a *app) peekCmd() *cobra.Command {
 		Short: "Show the polecat's tmux pane (its last lines, or follow it)",
 		Long: `Show the last lines of the polecat's tmux pane as text (scrollback included,
 wrapped lines joined), as 'tmux capture-pane -p -J' would in the container.
-With --follow, keep printing what the pane adds until interrupted. Anything
-that is not printable text is shown escaped (\x1b), never sent to your
-terminal.`,
+With --follow, keep printing what the pane adds until interrupted. A line
+longer than 64 KiB is shown in pieces of at most that. Anything that is not
+printable text (control characters, C1, bidirectional controls) is shown
+escaped (\x1b, \u202e), never sent to your terminal, in JSON too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := wire.ParseIdentity(args[0])
@@ -38,17 +40,17 @@ terminal.`,
 			asJSON, _ := cmd.Flags().GetBool("json")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			out := cmd.OutOrStdout()
-			w := &lineWriter{line: func(l string) error {
-				_, err := fmt.Fprintln(out, clean(l))
+			out := cmd.OutOrStdout() // escaping (newRoot), text and JSON alike
+			w := &lineWriter{line: func(l []byte) error {
+				_, err := fmt.Fprintf(out, "%s\n", l)
 				return err
 			}}
 			var all []string
 			if asJSON && !follow {
-				w.line = func(l string) error { all = append(all, l); return nil }
+				w.line = func(l []byte) error { all = append(all, string(l)); return nil }
 			} else if asJSON {
 				enc := json.NewEncoder(out)
-				w.line = func(l string) error { return enc.Encode(map[string]string{"line": l}) }
+				w.line = func(l []byte) error { return enc.Encode(map[string]string{"line": string(l)}) }
 			}
 			if err := control.NewClient(a.town()).Peek(ctx, id, lines, follow, w); err != nil {
 				return err
@@ -68,24 +70,53 @@ terminal.`,
 	return cmd
 }
 
-// lineWriter hands each complete line written to it to line.
+// maxLine bounds a line peek holds: a longer one is handed on in pieces,
+// so that a pane with no newline cannot grow the CLI without bound.
+const maxLine = 64 << 10
+
+// lineWriter hands each complete line written to it to line, and each
+// maxLine bytes of a longer one as a piece (cut before a UTF-8
+// character that would not be whole in it). Its buffer never
+// holds more than maxLine bytes. line must not keep the slice.
 type lineWriter struct {
 	buf  []byte
-	line func(string) error
+	line func([]byte) error
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
+	n := len(p)
+	for len(p) > 0 {
+		take := min(len(p), maxLine-len(w.buf))
+		w.buf, p = append(w.buf, p[:take]...), p[take:]
+		done := 0
+		for {
+			i := bytes.IndexByte(w.buf[done:], '\n')
+			if i < 0 {
+				break
+			}
+			if err := w.line(w.buf[done : done+i]); err != nil {
+				return 0, err
+			}
+			done += i + 1
 		}
-		if err := w.line(string(w.buf[:i])); err != nil {
-			return 0, err
+		if len(w.buf) == maxLine && done == 0 {
+			cut := maxLine
+			for c := maxLine - 1; c >= maxLine-utf8.UTFMax; c-- {
+				if utf8.RuneStart(w.buf[c]) {
+					if !utf8.FullRune(w.buf[c:]) {
+						cut = c
+					}
+					break
+				}
+			}
+			if err := w.line(w.buf[:cut]); err != nil {
+				return 0, err
+			}
+			done = cut
 		}
-		w.buf = w.buf[i+1:]
+		w.buf = w.buf[:copy(w.buf, w.buf[done:])]
 	}
+	return n, nil
 }
 
 // flush hands on an unfinished last line.
@@ -93,8 +124,8 @@ func (w *lineWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	defer func() { w.buf = nil }()
-	return w.line(string(w.buf))
+	defer func() { w.buf = w.buf[:0] }()
+	return w.line(w.buf)
 }
 
 func (a *app) attachCmd() *cobra.Command {
@@ -104,12 +135,15 @@ func (a *app) attachCmd() *cobra.Command {
 		Long: `Attach this terminal to the polecat's tmux session through its agent, as
 'tmux attach -t gt-<rig>-<name>' would on the host: a tmux client runs in the
 container in a terminal the size of yours, and follows your resizes. It is
-read-only unless --rw. Detach with tmux's detach key (C-b d by default).
+read-only unless --rw. Detach with tmux's detach key (C-b d by default);
+read-only, C-b d or Ctrl-C detach here, as hostd forwards no key of a
+read-only attach to the container, whatever its agent does.
 
 What the polecat's terminal sends is filtered before it reaches yours:
-colours, cursor movement and screen modes pass; clipboard writes (OSC 52),
-titles, hyperlinks, device control strings and anything that makes your
-terminal answer back do not.
+text, colours, cursor movement and the screen modes a terminal UI needs pass
+(an allow list); clipboard writes (OSC 52), titles, hyperlinks, device
+control strings, anything that makes your terminal answer back, and
+everything else do not.
 
 A host tmux pane running 'hostd attach --rw <rig>/<name>' stands in for a
 local polecat session: Gas Town's send-keys nudges and capture-pane peeks at
@@ -161,10 +195,15 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 	}()
 	go func() {
 		buf := make([]byte, wire.MaxPaneFrame)
+		var keys detachKeys
 		for {
 			n, err := os.Stdin.Read(buf)
-			if n > 0 {
+			switch {
+			case n > 0 && rw:
 				frames <- append([]byte{wire.PaneInput}, buf[:n]...)
+			case n > 0 && keys.pressed(buf[:n]):
+				conn.Close()
+				return
 			}
 			if err != nil {
 				return
@@ -180,6 +219,22 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 	}()
 	_, _ = io.Copy(pane.NewFilter(os.Stdout), conn)
 	term.Restore(in, old)
-	fmt.Fprintf(cmd.ErrOrStderr(), "\r\n[detached from %s]\n", id)
+	fmt.Fprintf(cmd.ErrOrStderr(), "\n[detached from %s]\n", id)
 	return nil
+}
+
+// detachKeys watches a read-only attach's keys for the operator leaving:
+// Ctrl-C, or tmux's default detach key C-b d (which cannot reach the
+// container's tmux client, as hostd forwards no key).
+type detachKeys struct{ prefix bool }
+
+// pressed says whether p, read after what came before, asks to detach.
+func (d *detachKeys) pressed(p []byte) bool {
+	for _, b := range p {
+		if b == 0x03 || (d.prefix && b == 'd') {
+			return true
+		}
+		d.prefix = b == 0x02
+	}
+	return false
 }

@@ -7,18 +7,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -36,6 +34,13 @@ heartbeats: see 'hostd serve --help' for the thresholds.`,
 			c := control.NewClient(a.town())
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
+			// On a terminal, status is coloured: it is written under the
+			// escaping writer, and printStatus and printDetail escape
+			// every field a polecat sent with termsafe.Line themselves.
+			colour, styled := isTTY(out), out
+			if colour {
+				styled = termsafe.Raw(out)
+			}
 			if len(args) == 1 {
 				id, err := wire.ParseIdentity(args[0])
 				if err != nil {
@@ -48,7 +53,7 @@ heartbeats: see 'hostd serve --help' for the thresholds.`,
 				if asJSON {
 					return writeJSON(out, d)
 				}
-				printDetail(out, d, isTTY(out))
+				printDetail(styled, d, colour)
 				return nil
 			}
 			rig, _ := cmd.Flags().GetString("rig")
@@ -62,7 +67,7 @@ heartbeats: see 'hostd serve --help' for the thresholds.`,
 				if asJSON {
 					return writeJSON(out, st)
 				}
-				printStatus(out, st, isTTY(out))
+				printStatus(styled, st, colour)
 				return nil
 			}
 			if !watch {
@@ -71,7 +76,7 @@ heartbeats: see 'hostd serve --help' for the thresholds.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			for {
-				fmt.Fprint(out, "\033[H\033[2J")
+				fmt.Fprint(termsafe.Raw(out), "\033[H\033[2J")
 				if err := show(); err != nil {
 					fmt.Fprintln(out, err)
 				}
@@ -108,7 +113,7 @@ heartbeats measured inside the container.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, clean(d.Reason))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, termsafe.Line(d.Reason))
 			if !heartbeat.State(d.State).Alive() {
 				os.Exit(1)
 			}
@@ -136,9 +141,10 @@ func filterRig(ps []control.Polecat, rig string) []control.Polecat {
 	return out
 }
 
-// isTTY reports whether w is a terminal (colour only then).
+// isTTY reports whether w, or the writer under it if it is an escaping
+// one, is a terminal (colour and progress only then).
 func isTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := termsafe.Raw(w).(*os.File)
 	if !ok {
 		return false
 	}
@@ -157,9 +163,9 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 	for _, l := range st.Listeners {
 		switch {
 		case !l.Up:
-			fmt.Fprintf(w, "%s listener STOPPED: its tunnels are refused until hostd restarts (%s)\n", l.Transport, clean(l.LastError))
+			fmt.Fprintf(w, "%s listener STOPPED: its tunnels are refused until hostd restarts (%s)\n", l.Transport, termsafe.Line(l.LastError))
 		case time.Since(l.LastErrorAt) < time.Minute:
-			fmt.Fprintf(w, "%s listener failing to accept (%d in all, last %s ago: %s)\n", l.Transport, l.AcceptErrors, short(time.Since(l.LastErrorAt)), clean(l.LastError))
+			fmt.Fprintf(w, "%s listener failing to accept (%d in all, last %s ago: %s)\n", l.Transport, l.AcceptErrors, short(time.Since(l.LastErrorAt)), termsafe.Line(l.LastError))
 		}
 	}
 	if len(st.Polecats) > 0 {
@@ -189,7 +195,7 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 			idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
 		}
 		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
-			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(clean(p.Command), 13))
+			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(termsafe.Line(p.Command), 13))
 	}
 	var waiting []string
 	for _, p := range st.Polecats {
@@ -208,7 +214,7 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 		fmt.Fprintf(tw, "\n%d branch(es) waiting to be pushed upstream:\n", len(st.Upstream))
 		fmt.Fprintln(tw, "RIG\tBRANCH\tWAITING\tATTEMPTS\tLAST ERROR")
 		for _, u := range st.Upstream {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", u.Rig, clean(u.Branch), short(time.Since(u.Since)), u.Attempts, clean(u.LastError))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", u.Rig, termsafe.Line(u.Branch), short(time.Since(u.Since)), u.Attempts, termsafe.Line(u.LastError))
 		}
 		_ = tw.Flush()
 	}
@@ -220,7 +226,7 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 	if colour {
 		state = stateColour[d.State] + state + "\033[0m"
 	}
-	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), clean(d.Reason))
+	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), termsafe.Line(d.Reason))
 	if d.Restored {
 		fmt.Fprintln(w, "  (last known state from before hostd restarted; the agent is not back yet)")
 	}
@@ -233,20 +239,20 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 	if b := d.Beat; b != nil {
 		s := b.Session
 		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
-		fmt.Fprintf(w, "  session:   %s %s", clean(s.Name), s.State)
+		fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(string(s.State)))
 		if s.ExitCode != nil {
 			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 		}
 		fmt.Fprintf(w, ", command %q\n", s.Command)
 		if s.State == heartbeat.SessionRunning {
-			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, clean(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
 			if d.IdleSeconds >= 0 {
 				fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
 			}
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
-		fmt.Fprintf(w, "  agent:     %s, up %s\n", clean(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+		fmt.Fprintf(w, "  agent:     %s, up %s\n", termsafe.Line(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
 	}
 	if d.Nudges > 0 {
 		fmt.Fprintf(w, "  nudges:    %d waiting (hostd nudge %s --list)\n", d.Nudges, d.Identity)
@@ -257,19 +263,8 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 		events = events[len(events)-10:]
 	}
 	for _, e := range events {
-		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, clean(e.Reason))
+		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, termsafe.Line(e.Reason))
 	}
-}
-
-// clean makes text that came from a polecat (reasons, commands, names)
-// safe for an operator's terminal: a control or other non-printable
-// character is shown as an escape (\x1b), never sent to the terminal.
-func clean(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
 }
 
 func orDash(s string) string {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -29,8 +29,8 @@ func (a *app) syncCmd() *cobra.Command {
 				c := control.NewClient(a.town())
 				start := time.Now()
 				var progress func(control.SyncProgress)
-				if !asJSON && isTerminal(cmd.ErrOrStderr()) {
-					bar := newProgress(cmd.ErrOrStderr(), id)
+				if !asJSON && isTTY(cmd.ErrOrStderr()) {
+					bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
 					defer bar.finish()
 					progress = bar.update
 				}
@@ -49,7 +49,7 @@ func (a *app) syncCmd() *cobra.Command {
 				}
 				printResult(cmd.OutOrStdout(), id, res, time.Since(start))
 				if res.Error != "" {
-					return fmt.Errorf("%s", clean(res.Error))
+					return fmt.Errorf("%s", termsafe.Line(res.Error))
 				}
 				return nil
 			},
@@ -122,7 +122,7 @@ at teardown and every checkpoint.`, true)
 				}
 				result := "ok"
 				if r.Error != "" {
-					result = clean(r.Error)
+					result = termsafe.Line(r.Error)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.Polecat, op,
 					r.Files, r.Applied, r.Merged, r.Conflict, r.Deleted, result)
@@ -140,22 +140,12 @@ at teardown and every checkpoint.`, true)
 func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.Duration) {
 	fmt.Fprintf(w, "%s: %d file(s), %d bytes, in %s\n", id, res.Files, res.Bytes, took.Round(time.Millisecond))
 	for _, c := range res.Changes {
-		line := fmt.Sprintf("  %-10s %s", c.Action, clean(c.Path))
+		line := fmt.Sprintf("  %-10s %s", c.Action, termsafe.Line(c.Path))
 		if c.Copy != "" {
-			line += "  (container's version saved as " + clean(c.Copy) + ")"
+			line += "  (container's version saved as " + termsafe.Line(c.Copy) + ")"
 		}
 		fmt.Fprintln(w, line)
 	}
-}
-
-// isTerminal says whether w is a terminal (progress is drawn only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // transferProgress draws a transfer's progress: bytes, files, rate, and

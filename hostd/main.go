@@ -16,11 +16,16 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// stdout and stderr carry everything hostd prints (commands' output,
+// errors, logs), escaped: much of it comes from polecats.
+var stdout, stderr = termsafe.NewWriter(os.Stdout), termsafe.NewWriter(os.Stderr)
 
 func main() {
 	// hostd is also the git hooks it installs for receive-pack.
@@ -31,7 +36,7 @@ func main() {
 		os.Exit(git.RunPostReceive(os.Stdin))
 	}
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "hostd:", err)
+		fmt.Fprintln(stderr, "hostd:", err)
 		os.Exit(1)
 	}
 }
@@ -62,6 +67,8 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 			return a.load(cmd)
 		},
 	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
 	pf.String("config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
@@ -104,7 +111,7 @@ func (a *app) load(cmd *cobra.Command) error {
 			return fmt.Errorf("reading config %s: %w", cfgFile, err)
 		}
 	}
-	return logging.SetDefault(os.Stderr, a.v.GetString("log_level"), a.v.GetString("log_format"))
+	return logging.SetDefault(stderr, a.v.GetString("log_level"), a.v.GetString("log_format"))
 }
 
 func (a *app) town() string {
