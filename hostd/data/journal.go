@@ -7,8 +7,8 @@ package data
 // record with one write to the file opened with O_APPEND: nothing is read
 // or rewritten. Before a record is written its string fields are capped
 // (Error at errorCap bytes, the others at fieldCap), a cut one ending
-// "…(N bytes cut)", so one record costs at most maxLine bytes whatever a
-// polecat sent. When an append would take journal.jsonl past the budget
+// "…(N bytes cut)", so one record costs at most about 11 KiB whatever a
+// polecat sent (every byte of its strings escaped six-fold). When an append would take journal.jsonl past the budget
 // (journalBudget), the file is first renamed to journal.jsonl.1, replacing
 // the older part: the journal never holds more than twice the budget on
 // disk.

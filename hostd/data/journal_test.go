@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,40 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// maxLine is the longest line a record can take once capped: the longest
+// time and numbers, and every byte of every string escaped six-fold
+// (\u00XX).
+var maxLine = func() int {
+	b, err := json.Marshal(control.SyncRecord{Time: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
+		Polecat: "p", Op: "o", Reason: "r", DryRun: true, Files: math.MinInt, Bytes: math.MinInt64, Applied: math.MinInt, Merged: math.MinInt,
+		Conflict: math.MinInt, Deleted: math.MinInt, Kept: math.MinInt, Duration: math.MinInt64, Error: "e"})
+	if err != nil {
+		panic(err)
+	}
+	return len(b) + 1 + 6*(errorCap+3*fieldCap)
+}()
+
+// TestJournalLineBound: a record of hostile strings takes at most maxLine,
+// so the real budget holds hundreds of them.
+func TestJournalLineBound(t *testing.T) {
+	for _, tt := range []struct{ name, s string }{
+		{"control bytes", strings.Repeat("\x01", 1<<20)},
+		{"HTML characters", strings.Repeat("<>&", 1<<18)},
+		{"invalid UTF-8", strings.Repeat("\xff", 1<<20)},
+		{"line separators", strings.Repeat("\u2028", 1<<18)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, cut, err := line(control.SyncRecord{Polecat: tt.s, Op: tt.s, Reason: tt.s, Error: tt.s, Files: math.MaxInt})
+			if err != nil || !cut || len(l) > maxLine {
+				t.Errorf("a %d-byte line (cut %v, %v), want at most maxLine %d", len(l), cut, err, maxLine)
+			}
+		})
+	}
+	if journalBudget < 100*maxLine {
+		t.Errorf("journalBudget %d holds fewer than 100 lines of %d bytes", journalBudget, maxLine)
 	}
 }
 
@@ -327,7 +362,8 @@ func FuzzJournalRead(f *testing.F) {
 	f.Add([]byte(strings.Repeat("{}\n", 500)), []byte("\n\n\xff{\"error\":\"\\u0000\"}\n"), []byte(`[{"error":"x"},{"op":`))
 	f.Add([]byte(nil), []byte(nil), []byte(`[{"time":"2027-01-15T08:00:00Z","polecat":"a/b","files":1}]`))
 	f.Add([]byte(`{"error":"`+strings.Repeat("\\u003c", 2000)+`"}`), []byte(nil), []byte("null"))
-	const budget = 4096
+	f.Add([]byte(lines(f, 1, 200)), []byte(strings.Repeat("{}\n", 5000)), []byte(nil))
+	budget := int64(maxLine) // the least a budget may be: one line of the most a record takes
 	f.Fuzz(func(t *testing.T, current, older, legacy []byte) {
 		j := journalFile{dir: t.TempDir(), budget: budget}
 		for _, file := range []struct {
@@ -348,7 +384,7 @@ func FuzzJournalRead(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if most := 2 * budget / minLine; len(recs) > most {
+		if most := 2 * int(budget) / minLine; len(recs) > most {
 			t.Fatalf("read %d records, more than %d", len(recs), most)
 		}
 		total := 0
@@ -358,14 +394,19 @@ func FuzzJournalRead(f *testing.F) {
 			}
 			total += len(r.Polecat) + len(r.Op) + len(r.Reason) + len(r.Error)
 		}
-		if total > 2*budget {
+		if total > 2*int(budget) {
 			t.Fatalf("read %d bytes of strings, more than twice the budget %d", total, budget)
 		}
-		if _, err := j.Append(rec(1, string(current))); err != nil {
+		r := rec(1, string(current))
+		l, _, err := line(r)
+		if err != nil || len(l) > maxLine {
+			t.Fatalf("a %d-byte line (%v), over maxLine %d", len(l), err, maxLine)
+		}
+		if _, err := j.Append(r); err != nil {
 			t.Fatal(err)
 		}
-		if size(t, j.current()) > budget {
-			t.Fatalf("journal.jsonl is %d bytes after an append, over the budget %d", size(t, j.current()), budget)
+		if got := size(t, j.current()); got > budget {
+			t.Fatalf("journal.jsonl is %d bytes after an append, over the budget %d", got, budget)
 		}
 		if recs, _, err = j.Read(); err != nil || len(recs) == 0 || !recs[len(recs)-1].Time.Equal(rec(1, "").Time) {
 			t.Fatalf("the appended record is not the last read (%v): %d records", err, len(recs))
