@@ -76,8 +76,9 @@ const maxLine = 64 << 10
 
 // lineWriter hands each complete line written to it to line, and each
 // maxLine bytes of a longer one as a piece (cut before a UTF-8
-// character that would not be whole in it). Its buffer never
-// holds more than maxLine bytes. line must not keep the slice.
+// character that would not be whole in it). Its buffer never holds more
+// than maxLine bytes and the newline that may end them. line must not
+// keep the slice.
 type lineWriter struct {
 	buf  []byte
 	line func([]byte) error
@@ -86,7 +87,7 @@ type lineWriter struct {
 func (w *lineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		take := min(len(p), maxLine-len(w.buf))
+		take := min(len(p), maxLine+1-len(w.buf))
 		w.buf, p = append(w.buf, p[:take]...), p[take:]
 		done := 0
 		for {
@@ -99,11 +100,11 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 			}
 			done += i + 1
 		}
-		if len(w.buf) == maxLine && done == 0 {
+		if len(w.buf) > maxLine && done == 0 { // full, and no newline
 			cut := maxLine
 			for c := maxLine - 1; c >= maxLine-utf8.UTFMax; c-- {
 				if utf8.RuneStart(w.buf[c]) {
-					if !utf8.FullRune(w.buf[c:]) {
+					if !utf8.FullRune(w.buf[c:maxLine]) {
 						cut = c
 					}
 					break
