@@ -36,8 +36,10 @@ func (a *app) syncCmd() *cobra.Command {
 				}
 				var res wire.SyncResult
 				if pull {
-					dry, _ := cmd.Flags().GetBool("dry-run")
-					res, err = c.SyncPull(cmd.Context(), id, dry, progress)
+					var o control.PullOptions
+					o.DryRun, _ = cmd.Flags().GetBool("dry-run")
+					o.AllowDeletes, _ = cmd.Flags().GetBool("allow-deletes")
+					res, err = c.SyncPull(cmd.Context(), id, o, progress)
 				} else {
 					res, err = c.SyncPush(cmd.Context(), id, progress)
 				}
@@ -71,8 +73,17 @@ only, applied; changed on the host only, kept; changed on both, merged when
 the text merges cleanly, otherwise the host's version stays and the
 container's is saved beside it as <file>.conflict-<polecat>-<time>. Deleted in
 the container and unchanged here: deleted. Agents also do this by themselves
-at teardown and every checkpoint.`, true)
+at teardown and every checkpoint.
+
+A transfer applies whole or not at all. It is refused, and nothing changes,
+when it would take what hostd stores for the polecat over
+sync.max_stored_bytes, change more than sync.max_conflicts paths on both
+sides, or leave a symlink that leads out of the data root (followed through
+every link on the way). One that would delete more than sync.max_delete_share
+of the polecat's files is held: run this again with --allow-deletes once you
+know the container really deleted them.`, true)
 	pull.Flags().Bool("dry-run", false, "say what would be applied, merged and conflicted, and change nothing")
+	pull.Flags().Bool("allow-deletes", false, "do a merge that deletes more of the polecat's files than sync.max_delete_share holds (you confirm the container really deleted them)")
 
 	status := &cobra.Command{
 		Use: "status", Short: "Show the data policy and where each connected polecat's data lives", Args: cobra.NoArgs,
@@ -91,11 +102,19 @@ at teardown and every checkpoint.`, true)
 			}
 			fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "POLECAT\tHOST DATA ROOT")
+			fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\n", st.MaxStoredBytes)
 			for _, r := range st.Roots {
-				fmt.Fprintf(tw, "%s\t%s\n", r.Polecat, r.Host)
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Polecat, r.StoredBytes, r.Host)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range st.Roots {
+				for _, l := range r.EscapingLinks {
+					fmt.Fprintf(w, "warning: %s: %s; it is never sent into the container: mend or remove it\n", r.Polecat, termsafe.Line(l))
+				}
+			}
+			return nil
 		},
 	}
 	status.Flags().Bool("json", false, "print JSON")
@@ -145,6 +164,9 @@ func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.D
 			line += "  (container's version saved as " + termsafe.Line(c.Copy) + ")"
 		}
 		fmt.Fprintln(w, line)
+	}
+	if res.More > 0 {
+		fmt.Fprintf(w, "  and %d more change(s): 'hostd sync log' counts them all\n", res.More)
 	}
 }
 

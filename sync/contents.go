@@ -124,6 +124,22 @@ func contentsHeader(e Entry) *tar.Header {
 	return &tar.Header{Typeflag: tar.TypeReg, Name: e.Path, Size: e.Size, Mode: int64(e.Mode), ModTime: e.MTime}
 }
 
+// ContentsSize is at most how many bytes WriteContents writes for m: a
+// header (and a long name's extended header) and the padded content of
+// each file it keeps, and the trailer.
+func ContentsSize(m *Manifest) int64 {
+	n := int64(1024)
+	for _, e := range m.Entries {
+		if e.Type == TypeFile && e.Size <= MaxKept {
+			n += 512 + (e.Size+511)/512*512
+			if len(e.Path) > 100 {
+				n += 1024 + (int64(len(e.Path))+511)/512*512
+			}
+		}
+	}
+	return n
+}
+
 // WriteContents writes to w, as a tar file Contents can read, the contents
 // of m's files of at most MaxKept bytes: from dir (an extracted tree) for
 // the files an archive carried, from prev (the old base's contents, may be

@@ -349,6 +349,17 @@ func (t *Tree) RemoveStaging(who string) (int, error) {
 	return n, nil
 }
 
+// RemoveStaging removes the staging directories who left in the data root
+// dir (see Tree.RemoveStaging); a missing dir has none.
+func RemoveStaging(dir, who string) (int, error) {
+	t, err := openTreeRead(dir)
+	if err != nil || t == nil {
+		return 0, err
+	}
+	defer t.Close()
+	return t.RemoveStaging(who)
+}
+
 // Sub opens the directory rel of the tree as a Tree of its own (a staging
 // directory, for Unpack).
 func (t *Tree) Sub(rel string) (*Tree, error) {

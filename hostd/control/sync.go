@@ -52,14 +52,32 @@ type syncLine struct {
 type SyncRoot struct {
 	Polecat wire.Identity `json:"polecat"`
 	Host    string        `json:"host"`
+	// StoredBytes is what hostd stores for it (sync.max_stored_bytes
+	// counts it).
+	StoredBytes int64 `json:"stored_bytes"`
+	// EscapingLinks are symlinks in its data root that lead outside it, or
+	// to a path that does not cross: never sent into the container.
+	EscapingLinks []string `json:"escaping_links,omitempty"`
 }
 
 // SyncStatus is the data channel's configuration and each connected
 // polecat's host data root (the container's is the agent's --data-root).
 type SyncStatus struct {
-	Include []string   `json:"include"`
-	Exclude []string   `json:"exclude,omitempty"`
-	Roots   []SyncRoot `json:"roots"`
+	Include []string `json:"include"`
+	Exclude []string `json:"exclude,omitempty"`
+	// MaxStoredBytes is sync.max_stored_bytes.
+	MaxStoredBytes int64      `json:"max_stored_bytes"`
+	Roots          []SyncRoot `json:"roots"`
+}
+
+// PullOptions change what a pull does.
+type PullOptions struct {
+	// DryRun reports the merge without doing it.
+	DryRun bool
+	// AllowDeletes does a merge that deletes more of the polecat's files
+	// than sync.max_delete_share would hold: the operator's word that the
+	// container really deleted them.
+	AllowDeletes bool
 }
 
 // SyncBackend is the data channel's part of the Backend.
@@ -67,7 +85,7 @@ type SyncBackend interface {
 	// SyncPush and SyncPull call progress (when not nil) as the transfer
 	// goes.
 	SyncPush(ctx context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error)
-	SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(SyncProgress)) (wire.SyncResult, error)
+	SyncPull(ctx context.Context, id wire.Identity, o PullOptions, progress func(SyncProgress)) (wire.SyncResult, error)
 	SyncLog() ([]SyncRecord, error)
 	SyncStatus() SyncStatus
 }
@@ -90,7 +108,8 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 			var res wire.SyncResult
 			var err error
 			if pull {
-				res, err = b.SyncPull(r.Context(), id, r.URL.Query().Get("dry_run") == "1", progress)
+				q := r.URL.Query()
+				res, err = b.SyncPull(r.Context(), id, PullOptions{DryRun: q.Get("dry_run") == "1", AllowDeletes: q.Get("allow_deletes") == "1"}, progress)
 			} else {
 				res, err = b.SyncPush(r.Context(), id, progress)
 			}
@@ -127,11 +146,18 @@ func (c *Client) SyncPush(ctx context.Context, id wire.Identity, progress func(S
 }
 
 // SyncPull asks the daemon to take a polecat's data and merge it (or, with
-// dryRun, say what a merge would do).
-func (c *Client) SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(SyncProgress)) (wire.SyncResult, error) {
+// o.DryRun, say what a merge would do).
+func (c *Client) SyncPull(ctx context.Context, id wire.Identity, o PullOptions, progress func(SyncProgress)) (wire.SyncResult, error) {
+	q := url.Values{}
+	if o.DryRun {
+		q.Set("dry_run", "1")
+	}
+	if o.AllowDeletes {
+		q.Set("allow_deletes", "1")
+	}
 	path := "/v1/sync/" + url.PathEscape(id.Rig) + "/" + url.PathEscape(id.Name) + "/pull"
-	if dryRun {
-		path += "?dry_run=1"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	return c.syncTransfer(ctx, path, progress)
 }

@@ -29,8 +29,8 @@ func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func
 	return wire.SyncResult{Files: 2, Bytes: 10}, nil
 }
 
-func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, dryRun bool, _ func(SyncProgress)) (wire.SyncResult, error) {
-	f.dryRuns = append(f.dryRuns, dryRun)
+func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, o PullOptions, _ func(SyncProgress)) (wire.SyncResult, error) {
+	f.dryRuns = append(f.dryRuns, o.DryRun)
 	return wire.SyncResult{Changes: []wire.SyncChange{{Path: "a", Action: "merged"}}}, nil
 }
 

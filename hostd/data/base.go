@@ -61,3 +61,66 @@ func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Man
 	}
 	return state.Save(filepath.Join(dir, "base.json"), m)
 }
+
+// baseSize is the bytes the polecat's base takes on disk (its manifest
+// and kept contents).
+func (s *Service) baseSize(id wire.Identity) int64 {
+	var n int64
+	for _, f := range []string{"base.json", "base.tar"} {
+		if fi, err := os.Stat(filepath.Join(s.baseDir(id), f)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// Stored is what hostd stores for the polecat, as sync.max_stored_bytes
+// counts it: the files of its data root that cross (a shared root counts
+// all of its polecats' files), conflict copies among them, and its base.
+func (s *Service) Stored(id wire.Identity) (int64, error) {
+	_, bytes, err := datasync.Size(s.Root(id), s.policy)
+	if err != nil {
+		return 0, fmt.Errorf("measuring what is stored for %s: %w", id, err)
+	}
+	return bytes + s.baseSize(id), nil
+}
+
+// EscapingLinks lists the symlinks in the polecat's data root that lead
+// outside it, or to a path that does not cross, through every link on the
+// way: hostd never sends them into a container, and the operator should
+// mend them.
+func (s *Service) EscapingLinks(id wire.Identity) ([]string, error) {
+	bad, err := datasync.EscapingLinks(s.Root(id), s.policy)
+	out := make([]string, len(bad))
+	for i, le := range bad {
+		out[i] = le.Error()
+	}
+	return out, err
+}
+
+// removeLeftovers removes what transfers cut short by a killed hostd left
+// for each polecat hostd keeps a base for: staging directories in its
+// data root and unfinished base contents (base-new-*.tar).
+func (s *Service) removeLeftovers() {
+	rigs, _ := os.ReadDir(s.cfg.Dir)
+	for _, rig := range rigs {
+		names, _ := os.ReadDir(filepath.Join(s.cfg.Dir, rig.Name()))
+		for _, name := range names {
+			id := wire.Identity{Rig: rig.Name(), Name: name.Name()}
+			if !rig.IsDir() || !name.IsDir() || id.Validate() != nil {
+				continue
+			}
+			tmp, _ := filepath.Glob(filepath.Join(s.baseDir(id), "base-new-*.tar"))
+			for _, f := range tmp {
+				_ = os.Remove(f)
+			}
+			staged, err := datasync.RemoveStaging(s.Root(id), id.Name)
+			if err != nil {
+				s.log.Warn("sync: could not remove what a cut-short transfer left", "polecat", id, "err", err)
+			}
+			if n := len(tmp) + staged; n > 0 {
+				s.log.Info("sync: removed what transfers cut short by a stopped hostd left", "polecat", id, "files", n)
+			}
+		}
+	}
+}

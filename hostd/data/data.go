@@ -8,6 +8,7 @@
 package data
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,26 @@ type Config struct {
 	// MaxBytes, MaxFiles, MaxFileSize and MaxRatio bound what one archive
 	// from a container may write (datasync.Limits; its defaults when zero).
 	MaxBytes, MaxFiles, MaxFileSize, MaxRatio int
+	// MaxManifestBytes bounds an archive's manifest (sync.max_manifest_bytes).
+	MaxManifestBytes int
+	// MaxStoredBytes bounds what hostd stores for one polecat
+	// (sync.max_stored_bytes): its data root's files that cross and its
+	// base's kept contents. A transfer that would take it over is refused
+	// before anything is written, and nothing changes.
+	MaxStoredBytes int64
+	// MaxConflicts bounds the paths changed on both sides that one
+	// transfer merges (sync.max_conflicts): each is a git merge-file run or
+	// a conflict copy. A transfer with more is refused whole.
+	MaxConflicts int
+	// MaxDeleteShare holds a transfer that would delete more than this
+	// share of the files hostd keeps for a polecat (sync.max_delete_share,
+	// 0 to 1), as rsync's --max-delete does: nothing changes until the
+	// operator confirms with hostd sync pull --allow-deletes. 1 turns the
+	// hold off.
+	MaxDeleteShare float64
+	// MergeProcesses bounds the git merge-file processes running at once,
+	// across polecats (sync.merge_processes).
+	MergeProcesses int
 	// Dir keeps each polecat's base and the journal (state.Dir.Data).
 	Dir string
 	// Timeout bounds one transfer.
@@ -62,16 +83,25 @@ type Config struct {
 const DefaultRoot = "<town>/<rig>/polecats/{name}"
 
 // DefaultConfig is the default policy and limits (datasync.DefaultLimits),
-// 10 minutes a transfer.
+// 2 GiB stored per polecat, 500 paths changed on both sides per transfer,
+// a hold on transfers deleting more than half a polecat's files, two
+// merge processes at once, 10 minutes a transfer.
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
 	return Config{Include: datasync.DefaultInclude, MaxBytes: int(l.MaxBytes), MaxFiles: l.MaxFiles, MaxFileSize: int(l.MaxFileSize),
-		MaxRatio: int(l.MaxRatio), Timeout: 10 * time.Minute, AgentTransfersPerHour: 30, Logger: slog.Default()}
+		MaxRatio: int(l.MaxRatio), MaxManifestBytes: int(l.MaxManifest), MaxStoredBytes: 2 << 30, MaxConflicts: datasync.DefaultMaxBothChanged,
+		MaxDeleteShare: 0.5, MergeProcesses: 2, Timeout: 10 * time.Minute, AgentTransfersPerHour: 30, Logger: slog.Default()}
 }
 
-// limits is what one archive from a container may write.
+// limits is what one archive from a container may write: no more than the
+// storage budget either, so staging is bounded by it too.
 func (c Config) limits() datasync.Limits {
-	return datasync.Limits{MaxBytes: int64(c.MaxBytes), MaxFiles: c.MaxFiles, MaxFileSize: int64(c.MaxFileSize), MaxRatio: int64(c.MaxRatio)}
+	l := datasync.Limits{MaxBytes: int64(c.MaxBytes), MaxFiles: c.MaxFiles, MaxFileSize: int64(c.MaxFileSize), MaxRatio: int64(c.MaxRatio),
+		MaxManifest: int64(c.MaxManifestBytes)}
+	if l.MaxBytes == 0 || l.MaxBytes > c.MaxStoredBytes {
+		l.MaxBytes = c.MaxStoredBytes
+	}
+	return l
 }
 
 // Service is safe for concurrent use.
@@ -81,16 +111,19 @@ type Service struct {
 	reg    *registry.Registry
 	log    *slog.Logger
 
-	metrics   *metrics
-	conflicts atomic.Int64     // conflicts since hostd started, for status
-	rate      *limits.Rate     // agent-initiated transfers, per polecat
-	logLimit  *logging.Limiter // refusals, per polecat
+	metrics    *metrics
+	conflicts  atomic.Int64     // conflicts since hostd started, for status
+	rate       *limits.Rate     // agent-initiated transfers, per polecat
+	logLimit   *logging.Limiter // refusals, per polecat
+	mergeProcs limits.Pool      // git merge-file processes, across polecats
 
 	mu    gosync.Mutex
 	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
 }
 
-// New checks the configuration; zero fields take DefaultConfig's.
+// New checks the configuration (zero fields take DefaultConfig's) and
+// removes what transfers cut short by a killed hostd left: staging
+// directories in the polecats' data roots and unfinished base contents.
 func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	d := DefaultConfig()
 	if len(cfg.Include) == 0 {
@@ -102,11 +135,25 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	if cfg.AgentTransfersPerHour <= 0 {
 		cfg.AgentTransfersPerHour = d.AgentTransfersPerHour
 	}
+	cfg.MaxStoredBytes = cmp.Or(cfg.MaxStoredBytes, d.MaxStoredBytes)
+	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, d.MaxConflicts)
+	cfg.MaxDeleteShare = cmp.Or(cfg.MaxDeleteShare, d.MaxDeleteShare)
+	cfg.MergeProcesses = cmp.Or(cfg.MergeProcesses, d.MergeProcesses)
 	if cfg.Logger == nil {
 		cfg.Logger = d.Logger
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("data: Config.Dir is required")
+	}
+	switch {
+	case cfg.MaxStoredBytes < 0:
+		return nil, fmt.Errorf("sync.max_stored_bytes is %d; want a number of bytes above 0", cfg.MaxStoredBytes)
+	case cfg.MaxConflicts < 0:
+		return nil, fmt.Errorf("sync.max_conflicts is %d; want a count above 0", cfg.MaxConflicts)
+	case cfg.MaxDeleteShare < 0 || cfg.MaxDeleteShare > 1:
+		return nil, fmt.Errorf("sync.max_delete_share is %v; want a share from 0 to 1 (1 turns the hold off)", cfg.MaxDeleteShare)
+	case cfg.MergeProcesses < 0:
+		return nil, fmt.Errorf("sync.merge_processes is %d; want a count above 0", cfg.MergeProcesses)
 	}
 	p := datasync.Policy{Include: cfg.Include, Exclude: cfg.Exclude}
 	if err := p.Validate(); err != nil {
@@ -117,8 +164,11 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root)
 		}
 	}
-	return &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
-		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics()}, nil
+	s := &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
+		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics(),
+		mergeProcs: limits.NewPool(cfg.MergeProcesses)}
+	s.removeLeftovers()
+	return s, nil
 }
 
 // Root is the polecat's data root on the host.
@@ -135,6 +185,9 @@ func (s *Service) Root(id wire.Identity) string {
 // Conflicts is how many paths merges have left in conflict since hostd
 // started.
 func (s *Service) Conflicts() int { return int(s.conflicts.Load()) }
+
+// MaxStoredBytes is the storage budget per polecat.
+func (s *Service) MaxStoredBytes() int64 { return s.cfg.MaxStoredBytes }
 
 // Policy is the policy both sides apply.
 func (s *Service) Policy() datasync.Policy { return s.policy }
@@ -185,7 +238,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		res, _ := s.push(ctx, st.Session(), "fetch", nil)
 		_ = wire.WriteSyncResult(st, res)
 	default: // upload
-		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, false, nil)
+		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, control.PullOptions{}, nil)
 		_ = wire.WriteSyncResult(st, res)
 	}
 	_ = st.CloseWrite()
@@ -200,26 +253,27 @@ func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(cont
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
 	}
-	if pulled, err := s.Pull(ctx, id, false, nil); err != nil {
+	if pulled, err := s.Pull(ctx, id, control.PullOptions{}, nil); err != nil {
 		return pulled, fmt.Errorf("taking %s's changes before the push failed, so nothing was pushed: %w", id, err)
 	}
 	return s.push(ctx, c.Session(), "requested", progress)
 }
 
 // Pull takes the container's data and merges it into the host's (hostd
-// sync pull); with dryRun it reports the merge without doing it. The agent
-// sends only what changed since the last exchange; if hostd does not have
-// that base, it asks again for everything.
-func (s *Service) Pull(ctx context.Context, id wire.Identity, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
-	res, err := s.pull(ctx, id, dryRun, false, progress)
+// sync pull); with o.DryRun it reports the merge without doing it, and
+// with o.AllowDeletes it does a merge the delete share would hold. The
+// agent sends only what changed since the last exchange; if hostd does not
+// have that base, it asks again for everything.
+func (s *Service) Pull(ctx context.Context, id wire.Identity, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+	res, err := s.pull(ctx, id, o, false, progress)
 	if errors.Is(err, datasync.ErrBaseMismatch) {
 		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
-		res, err = s.pull(ctx, id, dryRun, true, progress)
+		res, err = s.pull(ctx, id, o, true, progress)
 	}
 	return res, err
 }
 
-func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) pull(ctx context.Context, id wire.Identity, o control.PullOptions, full bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
@@ -236,7 +290,7 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, dryRun, full bool,
 	}
 	// The request goes out with the first read; the result goes back on
 	// the same stream once the archive is in.
-	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", dryRun, progress)
+	res, err := s.receive(ctx, id, st, wire.SyncPull, "requested", o, progress)
 	_ = wire.WriteSyncResult(st, res)
 	_ = st.CloseWrite()
 	return res, err
@@ -318,89 +372,151 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 // receive reads an archive from r, checks it against the policy and
 // limits, merges it into the host data root against the base, keeps it as
 // the new base and journals it.
-func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	defer s.lock(id)()
 	if progress != nil {
 		r = &progressReader{r: r, progress: progress}
 	}
 	start := time.Now()
-	res, err := s.receiveLocked(ctx, id, r, dryRun)
-	rec := control.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: dryRun, Files: res.Files, Bytes: res.Bytes,
+	changes, res, err := s.receiveLocked(ctx, id, r, o)
+	rec := control.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)}
-	for _, c := range res.Changes {
+	for _, c := range changes {
 		count(&rec, c.Action)
 	}
 	s.journal(rec)
 	return res, err
 }
 
-func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, dryRun bool) (wire.SyncResult, error) {
+// receiveLocked does receive's work; changes are all the merge did, which
+// res may list only in part (summarise).
+func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o control.PullOptions) ([]datasync.Change, wire.SyncResult, error) {
 	root := s.Root(id)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fail(fmt.Errorf("creating %s's data root: %w", id, err))
-	}
-	// Unpacked beside the root, so merged files move in by rename. Holding
-	// the polecat's lock, any earlier staging directory of the polecat's
-	// is a killed hostd's: removed. (A '.' ends the name, which polecat
-	// names lack, so nux's never matches nux-2's in a shared root.)
-	pattern := "." + filepath.Base(root) + ".incoming." + id.Name + ".*"
-	if old, _ := filepath.Glob(filepath.Join(filepath.Dir(root), pattern)); len(old) > 0 {
-		for _, o := range old {
-			_ = os.RemoveAll(o)
-		}
-		s.log.Info("sync: removed what a transfer cut short left", "polecat", id, "dirs", len(old))
-	}
-	staging, err := os.MkdirTemp(filepath.Dir(root), pattern)
-	if err != nil {
-		return fail(err)
-	}
-	defer os.RemoveAll(staging)
 	base, contents := s.loadBase(id)
 	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
 	if contents != nil {
 		defer contents.Close()
 		baseFS = contents
 	}
-	tree := filepath.Join(staging, "tree")
-	theirs, err := datasync.UnpackSince(ctx, r, tree, s.policy, s.cfg.limits(), base)
+	in, err := datasync.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
 	if err != nil {
-		return fail(err)
+		s.refused(id, err)
+		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
-	files, bytes := theirs.Files()
+	defer in.Close()
+	theirs := in.Manifest
+	res := wire.SyncResult{}
+	res.Files, res.Bytes = theirs.Files()
+	plan, err := in.Plan(base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
+		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
+	if err == nil {
+		err = s.admit(id, plan, theirs, o)
+	}
+	if err != nil {
+		s.refused(id, err)
+		res.Error = err.Error()
+		return nil, res, err
+	}
+	res.Changes, res.More = summarise(plan.Changes)
+	s.logConflicts(id, plan.Changes)
+	if o.DryRun {
+		return plan.Changes, res, nil
+	}
 	// The new base is what the container has now: its contents kept
 	// before the merge moves files out of the staging tree.
-	var next string
-	if !dryRun {
-		kept, err := s.newContents(id)
-		if err != nil {
-			return fail(err)
-		}
-		defer os.Remove(kept.Name())
-		if err := errors.Join(datasync.WriteContents(kept, theirs, tree, baseFS), kept.Close()); err != nil {
-			return fail(err)
-		}
-		next = kept.Name()
+	kept, err := s.newContents(id)
+	if err != nil {
+		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
-	changes, err := datasync.Merge(root, base, theirs, tree, datasync.MergeOptions{
-		Polecat: id.Name, Now: time.Now(), DryRun: dryRun, Base: baseFS})
-	res := wire.SyncResult{Files: files, Bytes: bytes}
+	defer os.Remove(kept.Name())
+	if err := errors.Join(datasync.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
+		return nil, wire.SyncResult{Error: err.Error()}, err
+	}
+	if err := plan.Apply(); err != nil {
+		res.Error = err.Error()
+		return plan.Changes, res, err
+	}
+	if err := s.replaceBase(id, kept.Name(), theirs.Resolved()); err != nil {
+		res.Error = err.Error()
+		return plan.Changes, res, err
+	}
+	s.log.Info("sync: pulled", "polecat", id, "files", res.Files, "changes", len(plan.Changes))
+	return plan.Changes, res, nil
+}
+
+// admit refuses a planned merge that would take the polecat's storage
+// over its budget, or delete more than the held share of its files
+// without the operator's word. Nothing has changed yet when it refuses.
+func (s *Service) admit(id wire.Identity, plan *datasync.Plan, theirs *datasync.Manifest, o control.PullOptions) error {
+	stored, err := s.Stored(id)
+	if err != nil {
+		return err
+	}
+	baseNow := s.baseSize(id)
+	after := stored - baseNow + plan.Growth + datasync.ContentsSize(theirs)
+	if after > s.cfg.MaxStoredBytes {
+		limits.Hit(limits.SyncStorage)
+		return fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+
+			"Remove files from its data root %s, or raise the setting", after, id, s.cfg.MaxStoredBytes, s.Root(id))
+	}
+	if !o.AllowDeletes && plan.Deletes > 0 && s.cfg.MaxDeleteShare < 1 && float64(plan.Deletes) > s.cfg.MaxDeleteShare*float64(plan.HostFiles) {
+		limits.Hit(limits.SyncDeletes)
+		return fmt.Errorf("held: this transfer would delete %d of the %d files hostd keeps for %s (over sync.max_delete_share %v); nothing changed. "+
+			"If the container really deleted them, confirm with 'hostd sync pull %s --allow-deletes'", plan.Deletes, plan.HostFiles, id, s.cfg.MaxDeleteShare, id)
+	}
+	return nil
+}
+
+// refused counts a refused transfer (limits it hit, and a refusal of any
+// kind for the memory reclaim) and logs it, within the log budget.
+func (s *Service) refused(id wire.Identity, err error) {
+	var le *datasync.LimitError
+	if errors.As(err, &le) {
+		limits.Hit(limits.SyncArchive)
+	}
+	if ok, held := s.logLimit.Allow(id.String()); ok {
+		s.log.Warn("sync: refused a transfer; nothing changed", "polecat", id, "err", err, "lines_not_logged", held)
+	}
+}
+
+// maxConflictLines is how many conflicts one transfer logs one by one;
+// the rest are counted in one line.
+const maxConflictLines = 10
+
+// logConflicts logs a merge's conflicts, at most maxConflictLines of them.
+func (s *Service) logConflicts(id wire.Identity, changes []datasync.Change) {
+	n := 0
 	for _, c := range changes {
-		res.Changes = append(res.Changes, wire.SyncChange(c))
-		if c.Action == datasync.Conflicted {
+		if c.Action != datasync.Conflicted {
+			continue
+		}
+		if n++; n <= maxConflictLines {
 			s.log.Warn("sync: conflict; the host's version stays, the container's is beside it", "polecat", id, "path", c.Path, "copy", c.Copy)
 		}
 	}
-	if err != nil {
-		res.Error = err.Error()
-		return res, err
+	if n > maxConflictLines {
+		limits.Hit(limits.SyncLog)
+		s.log.Warn("sync: more conflicts in this transfer than are logged one by one; hostd sync log and the pull's result list them", "polecat", id,
+			"conflicts", n, "logged", maxConflictLines)
 	}
-	if !dryRun {
-		if err := s.replaceBase(id, next, theirs.Resolved()); err != nil {
-			return res, err
+}
+
+// maxResultBytes is what summarise lets a result's changes take: half
+// what a SyncResult may be, so the rest always fits.
+const maxResultBytes = wire.MaxSyncResult / 2
+
+// summarise is as many changes as fit a SyncResult, and how many more
+// there were: a merge that changed more than the wire can carry still
+// says it succeeded.
+func summarise(changes []datasync.Change) (out []wire.SyncChange, more int) {
+	size := 0
+	for i, c := range changes {
+		if size += len(c.Path) + len(c.Copy) + 64; size > maxResultBytes {
+			return out, len(changes) - i
 		}
+		out = append(out, wire.SyncChange(c))
 	}
-	s.log.Info("sync: pulled", "polecat", id, "files", files, "changes", len(changes), "dry_run", dryRun)
-	return res, nil
+	return out, 0
 }
 
 func fail(err error) (wire.SyncResult, error) { return wire.SyncResult{Error: err.Error()}, err }

@@ -79,7 +79,7 @@ func BenchmarkSync(b *testing.B) {
 		var res wire.SyncResult
 		var err error
 		if pull {
-			res, err = c.SyncPull(context.Background(), id, false, nil)
+			res, err = c.SyncPull(context.Background(), id, control.PullOptions{}, nil)
 		} else {
 			res, err = c.SyncPush(context.Background(), id, nil)
 		}

@@ -259,7 +259,7 @@ func TestSyncHostdKilledMidPull(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m, _ := filepath.Glob(filepath.Join(tw.Dir, "gastown", "polecats", ".furiosa.incoming.furiosa.*", "tree", "results", "big.bin")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(host, ".sidecar-incoming-furiosa.*", "tree", "results", "big.bin")); len(m) > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -278,8 +278,8 @@ func TestSyncHostdKilledMidPull(t *testing.T) {
 	if !strings.Contains(out, "applied    results/report.txt") || !strings.Contains(out, "applied    results/big.bin") {
 		t.Errorf("the next pull:\n%s", out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tw.Dir, "gastown", "polecats", ".furiosa.incoming.furiosa.*")); len(left) != 0 {
-		t.Errorf("left beside the data root: %v", left)
+	if left, _ := filepath.Glob(filepath.Join(host, ".sidecar-incoming-*")); len(left) != 0 {
+		t.Errorf("left in the data root: %v", left)
 	}
 }
 
@@ -385,7 +385,7 @@ func TestSyncSharedRoot(t *testing.T) {
 	if want := strings.Replace(strings.Replace(notes, "one", "ONE (furiosa)", 1), "eight", "EIGHT (nux)", 1); string(b) != want {
 		t.Fatalf("the shared notes after both pulls:\n%s\nwant:\n%s\npulls said:\n%s", b, want, strings.Join(said, "\n"))
 	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(shared), ".shared.incoming.*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(shared, ".sidecar-incoming-*")); len(left) != 0 {
 		t.Errorf("left beside the shared root: %v", left)
 	}
 }

@@ -67,8 +67,8 @@ func (s *Server) SyncPush(ctx context.Context, id wire.Identity, progress func(c
 }
 
 // SyncPull takes a polecat's data and merges it into the host's.
-func (s *Server) SyncPull(ctx context.Context, id wire.Identity, dryRun bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
-	return s.data.Pull(ctx, id, dryRun, progress)
+func (s *Server) SyncPull(ctx context.Context, id wire.Identity, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+	return s.data.Pull(ctx, id, o, progress)
 }
 
 // SyncLog is the transfer journal.
@@ -77,9 +77,12 @@ func (s *Server) SyncLog() ([]control.SyncRecord, error) { return s.data.Journal
 // SyncStatus is the data policy and each connected polecat's host root.
 func (s *Server) SyncStatus() control.SyncStatus {
 	p := s.data.Policy()
-	st := control.SyncStatus{Include: p.Include, Exclude: p.Exclude}
+	st := control.SyncStatus{Include: p.Include, Exclude: p.Exclude, MaxStoredBytes: s.data.MaxStoredBytes()}
 	for id := range s.reg.Snapshot() {
-		st.Roots = append(st.Roots, control.SyncRoot{Polecat: id, Host: s.data.Root(id)})
+		r := control.SyncRoot{Polecat: id, Host: s.data.Root(id)}
+		r.StoredBytes, _ = s.data.Stored(id)
+		r.EscapingLinks, _ = s.data.EscapingLinks(id)
+		st.Roots = append(st.Roots, r)
 	}
 	slices.SortFunc(st.Roots, func(a, b control.SyncRoot) int { return strings.Compare(a.Polecat.String(), b.Polecat.String()) })
 	return st

@@ -19,6 +19,10 @@ const (
 	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer, relay.stdin_stall
 	Upstream     = "upstream"      // git.upstream_max_per_polecat
 	Sync         = "sync"          // sync.agent_transfers_per_hour
+	SyncArchive  = "sync_archive"  // sync.max_bytes, max_files, max_file_size, max_ratio, max_manifest_bytes, max_conflicts
+	SyncStorage  = "sync_storage"  // sync.max_stored_bytes
+	SyncDeletes  = "sync_deletes"  // sync.max_delete_share (a transfer held)
+	SyncLog      = "sync_log"      // conflicts past the ten logged one by one in a transfer
 )
 
 var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",

@@ -44,6 +44,10 @@ func Register(fs *pflag.FlagSet, v *viper.Viper, list []Setting) {
 			fs.StringSlice(s.Flag, *p, s.Usage)
 		case *int:
 			fs.Int(s.Flag, *p, s.Usage)
+		case *int64:
+			fs.Int64(s.Flag, *p, s.Usage)
+		case *float64:
+			fs.Float64(s.Flag, *p, s.Usage)
 		case *bool:
 			fs.Bool(s.Flag, *p, s.Usage)
 		case *time.Duration:
@@ -80,6 +84,16 @@ func Load(v *viper.Viper, list []Setting) error {
 			*p, err = cast.ToIntE(raw)
 			if err != nil {
 				err = fmt.Errorf("setting %s: %v is not a whole number", s.Key, raw)
+			}
+		case *int64:
+			*p, err = cast.ToInt64E(raw)
+			if err != nil {
+				err = fmt.Errorf("setting %s: %v is not a whole number", s.Key, raw)
+			}
+		case *float64:
+			*p, err = cast.ToFloat64E(raw)
+			if err != nil {
+				err = fmt.Errorf("setting %s: %v is not a number", s.Key, raw)
 			}
 		case *bool:
 			*p, err = cast.ToBoolE(raw)

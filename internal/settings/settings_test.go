@@ -19,6 +19,8 @@ type config struct {
 	On      bool
 	TTL     time.Duration
 	Allow   map[string][]string
+	Stored  int64
+	Share   float64
 }
 
 func table(c *config) []Setting {
@@ -29,11 +31,13 @@ func table(c *config) []Setting {
 		{Key: "git.upstream", Flag: "git-upstream", Usage: "on", Value: &c.On},
 		{Key: "cert_ttl", Flag: "cert-ttl", Usage: "lifetime", Value: &c.TTL},
 		{Key: "relay.allow", Value: &c.Allow},
+		{Key: "sync.max_stored_bytes", Flag: "sync-max-stored-bytes", Usage: "bytes", Value: &c.Stored},
+		{Key: "sync.max_delete_share", Flag: "sync-max-delete-share", Usage: "share", Value: &c.Share},
 	}
 }
 
 func defaults() config {
-	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}}
+	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}, Stored: 2 << 30, Share: 0.5}
 }
 
 // load registers the table, applies args, env and yaml as a command would,
@@ -85,6 +89,8 @@ func TestLoad(t *testing.T) {
 		{"yaml, nested and config-only", nil, nil, "relay:\n  max_streams: 7\n  allow:\n    bd: [show]\n",
 			func(c *config) { c.Streams, c.Allow = 7, map[string][]string{"bd": {"show"}} }},
 		{"flag beats yaml", []string{"--cert-ttl", "9s"}, nil, "cert_ttl: 1s\n", func(c *config) { c.TTL = 9 * time.Second }},
+		{"64-bit and fractional numbers", []string{"--sync-max-stored-bytes", "10737418240"}, nil, "sync:\n  max_delete_share: 0.25\n",
+			func(c *config) { c.Stored, c.Share = 10 << 30, 0.25 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,6 +117,8 @@ func TestLoadHostile(t *testing.T) {
 		{"duration", nil, "cert_ttl: forever\n", "setting cert_ttl: forever is not a duration"},
 		{"number", nil, "relay:\n  max_streams: lots\n", "setting relay.max_streams: lots is not a whole number"},
 		{"boolean", nil, "git:\n  upstream: maybe\n", "setting git.upstream: maybe is not true or false"},
+		{"64-bit number", nil, "sync:\n  max_stored_bytes: 1GB\n", "setting sync.max_stored_bytes: 1GB is not a whole number"},
+		{"fraction", nil, "sync:\n  max_delete_share: half\n", "setting sync.max_delete_share: half is not a number"},
 		{"environment", map[string]string{"TEST_CERT_TTL": "later"}, "", "setting cert_ttl: later is not a duration"},
 		{"list of maps", nil, "server_names:\n  - {a: 1}\n", "setting server_names"},
 	}

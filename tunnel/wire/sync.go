@@ -61,8 +61,10 @@ type SyncResult struct {
 	// Files and Bytes count the files the archive held.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
-	// Changes are what hostd's merge did (pull, upload).
+	// Changes are what hostd's merge did (pull, upload), as many as fit
+	// the result; More counts those left out.
 	Changes []SyncChange `json:"changes,omitempty"`
+	More    int          `json:"more,omitempty"`
 	// Error says why the archive was refused; nothing was changed.
 	Error string `json:"error,omitempty"`
 }
