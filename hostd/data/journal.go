@@ -109,7 +109,7 @@ func bound(r control.SyncRecord) (control.SyncRecord, bool) {
 // serialise its use.
 type journalFile struct {
 	dir    string // where the files are
-	budget int64  // bytes journal.jsonl may hold
+	budget int64  // bytes journal.jsonl may hold: at least one line of the longest (about 11 KiB), or that line takes a part of its own and is not read back
 }
 
 func (j journalFile) current() string { return filepath.Join(j.dir, "journal.jsonl") }
