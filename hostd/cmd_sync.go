@@ -165,6 +165,9 @@ func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.D
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, p := range res.Skipped {
+		fmt.Fprintf(w, "  not sent   %s  (the container left it out: a symlink leading outside its data root or to a path that does not cross, or not a file)\n", termsafe.Line(p))
+	}
 	if res.More > 0 {
 		fmt.Fprintf(w, "  and %d more change(s): 'hostd sync log' counts them all\n", res.More)
 	}

@@ -53,12 +53,19 @@ type Entry struct {
 type Manifest struct {
 	Version int     `json:"version"`
 	Entries []Entry `json:"entries"`
+	// Skipped lists what the sender left out of the archive although its
+	// policy lets the path cross: symlinks leading out of its data root or
+	// to a path that does not cross, and what is not a file, directory or
+	// symlink. The receiver reports them; they count toward the entry
+	// limit.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // manifestVersion is the manifest format this package writes and reads.
 const manifestVersion = 1
 
-// Resolved is m without the Unchanged marks: the tree it describes.
+// Resolved is m without the Unchanged marks (and what was skipped): the
+// tree it describes.
 func (m *Manifest) Resolved() *Manifest {
 	out := &Manifest{Version: m.Version, Entries: make([]Entry, len(m.Entries))}
 	for i, e := range m.Entries {
@@ -115,6 +122,8 @@ func readManifest(r io.Reader, maxEntries int) (*Manifest, error) {
 			}
 			seen = map[string]bool{}
 			err = readEntries(d, m, seen, maxEntries)
+		case "skipped":
+			err = readSkipped(d, m, maxEntries)
 		default:
 			return nil, fmt.Errorf("manifest: unknown field %v", key)
 		}
@@ -159,6 +168,32 @@ func readEntries(d *json.Decoder, m *Manifest, seen map[string]bool, maxEntries 
 		}
 		seen[e.Path] = true
 		m.Entries = append(m.Entries, e)
+	}
+	return expectDelim(d, ']')
+}
+
+// readSkipped decodes the skipped list into m, within what is left of
+// the entry limit.
+func readSkipped(d *json.Decoder, m *Manifest, maxEntries int) error {
+	if tok, err := d.Token(); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	} else if tok == nil {
+		return nil
+	} else if tok != json.Delim('[') {
+		return fmt.Errorf("manifest: skipped is %v, not a list", tok)
+	}
+	for d.More() {
+		if maxEntries > 0 && len(m.Entries)+len(m.Skipped) >= maxEntries {
+			return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(maxEntries)}
+		}
+		var p string
+		if err := d.Decode(&p); err != nil {
+			return fmt.Errorf("manifest: %w", err)
+		}
+		if len(p) > maxPathLen || !validRel(p) {
+			return fmt.Errorf("manifest: skipped path %q is not a clean path inside the data root", p)
+		}
+		m.Skipped = append(m.Skipped, p)
 	}
 	return expectDelim(d, ']')
 }

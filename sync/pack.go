@@ -277,6 +277,7 @@ func (pk *packer) packed(size int64) {
 
 // writeManifest packs the manifest as the last member.
 func (pk *packer) writeManifest() error {
+	pk.m.Skipped = pk.skipped
 	b, err := json.Marshal(pk.m)
 	if err != nil {
 		return err

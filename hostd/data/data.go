@@ -418,6 +418,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return nil, res, err
 	}
 	res.Changes, res.More = summarise(plan.Changes)
+	res.Skipped = theirs.Skipped[:min(len(theirs.Skipped), maxSkippedShown)]
 	s.logConflicts(id, plan.Changes)
 	if o.DryRun {
 		return plan.Changes, res, nil
@@ -500,6 +501,10 @@ func (s *Service) logConflicts(id wire.Identity, changes []datasync.Change) {
 			"conflicts", n, "logged", maxConflictLines)
 	}
 }
+
+// maxSkippedShown is how many of the paths a container left out a result
+// names (each at most 4 KiB, so they fit beside the changes).
+const maxSkippedShown = 20
 
 // maxResultBytes is what summarise lets a result's changes take: half
 // what a SyncResult may be, so the rest always fits.

@@ -70,9 +70,6 @@ const (
 	fieldCap = 256
 	// markerRoom is kept for "…(N bytes cut)" in a cut field.
 	markerRoom = 40
-	// journalLimit labels a record cut to fit in sidecar_limit_hits_total.
-	// TODO(lead): move to internal/limits' list of limits.
-	journalLimit = "journal_record"
 )
 
 // minLine is the shortest line an honest record takes: every record has a
@@ -347,7 +344,7 @@ func (s *Service) journal(r control.SyncRecord) {
 	j := s.journalFile()
 	cut, err := j.Append(r)
 	if cut {
-		limits.Hit(journalLimit)
+		limits.Hit(limits.SyncJournal)
 	}
 	if err != nil {
 		s.log.Error("sync: appending to the journal failed", "err", err)

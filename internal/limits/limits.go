@@ -11,18 +11,19 @@ import (
 
 // The limits, as metric labels and as operators see them in logs.
 const (
-	Tunnels      = "tunnels"       // max_tunnels
-	Renewals     = "renewals"      // renewals_per_hour
-	Beats        = "beats"         // beats less than 100 ms apart
-	GitProcesses = "git_processes" // git.max_processes, git.max_processes_per_polecat
-	GitPushSize  = "git_push_size" // git.max_push_size
-	RelayStdin   = "relay_stdin"   // relay.max_stdin_buffer, relay.stdin_stall
-	Upstream     = "upstream"      // git.upstream_max_per_polecat
-	Sync         = "sync"          // sync.agent_transfers_per_hour
-	SyncArchive  = "sync_archive"  // sync.max_bytes, max_files, max_file_size, max_ratio, max_manifest_bytes, max_conflicts
-	SyncStorage  = "sync_storage"  // sync.max_stored_bytes
-	SyncDeletes  = "sync_deletes"  // sync.max_delete_share (a transfer held)
-	SyncLog      = "sync_log"      // conflicts past the ten logged one by one in a transfer
+	Tunnels      = "tunnels"        // max_tunnels
+	Renewals     = "renewals"       // renewals_per_hour
+	Beats        = "beats"          // beats less than 100 ms apart
+	GitProcesses = "git_processes"  // git.max_processes, git.max_processes_per_polecat
+	GitPushSize  = "git_push_size"  // git.max_push_size
+	RelayStdin   = "relay_stdin"    // relay.max_stdin_buffer, relay.stdin_stall
+	Upstream     = "upstream"       // git.upstream_max_per_polecat
+	Sync         = "sync"           // sync.agent_transfers_per_hour
+	SyncArchive  = "sync_archive"   // sync.max_bytes, max_files, max_file_size, max_ratio, max_manifest_bytes, max_conflicts
+	SyncStorage  = "sync_storage"   // sync.max_stored_bytes
+	SyncDeletes  = "sync_deletes"   // sync.max_delete_share (a transfer held)
+	SyncLog      = "sync_log"       // conflicts past the ten logged one by one in a transfer
+	SyncJournal  = "journal_record" // a journal record's text cut to its cap
 )
 
 var hits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_limit_hits_total",

@@ -65,6 +65,10 @@ type SyncResult struct {
 	// the result; More counts those left out.
 	Changes []SyncChange `json:"changes,omitempty"`
 	More    int          `json:"more,omitempty"`
+	// Skipped lists what the container left out although the policy lets
+	// it cross (a symlink leading out of its data root, something not a
+	// file, directory or symlink), as its manifest said.
+	Skipped []string `json:"skipped,omitempty"`
 	// Error says why the archive was refused; nothing was changed.
 	Error string `json:"error,omitempty"`
 }
