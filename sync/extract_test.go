@@ -58,20 +58,37 @@ func manifestOf(ms []member) member {
 func archive(t *testing.T, ms []member, withManifest bool) []byte {
 	t.Helper()
 	if withManifest {
-		ms = append(ms, manifestOf(ms))
+		return archiveTB(t, ms)
 	}
-	var buf bytes.Buffer
-	zw, _ := zstd.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, m := range ms {
-		if err := tw.WriteHeader(&m.hdr); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write([]byte(m.body))
+	return archiveRaw(t, ms)
+}
+
+// archiveWriter writes hand-made archives: tar members through zstd.
+type archiveWriter struct {
+	zw *zstd.Encoder
+	tw *tar.Writer
+}
+
+func newArchiveWriter(w io.Writer) *archiveWriter {
+	zw, _ := zstd.NewWriter(w)
+	return &archiveWriter{zw: zw, tw: tar.NewWriter(zw)}
+}
+
+// add writes a member; a body shorter or longer than its header says is
+// written as it is (hostile archives lie), so only the header can fail.
+func (a *archiveWriter) add(m member) error {
+	if err := a.tw.WriteHeader(&m.hdr); err != nil {
+		return err
 	}
-	_ = tw.Close()
-	_ = zw.Close()
-	return buf.Bytes()
+	_, _ = a.tw.Write([]byte(m.body))
+	return nil
+}
+
+// close ends the archive; the tar trailer of a lying archive may fail,
+// and is left as it is.
+func (a *archiveWriter) close() error {
+	_ = a.tw.Close()
+	return a.zw.Close()
 }
 
 func TestExtractHostile(t *testing.T) {

@@ -588,18 +588,21 @@ func index(m *Manifest) map[string]*Entry {
 	return out
 }
 
-// LockRoot takes an exclusive lock beside a host data root, so that merges
-// into one root (a root shared by a rig's polecats) are done one at a
-// time: each sees what the other wrote as a change on the host.
-func LockRoot(host string) (unlock func(), err error) {
-	lock := filepath.Join(filepath.Dir(filepath.Clean(host)), "."+filepath.Base(host)+".sync-lock")
-	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
+// lockName is the lock file at the top of a data root (a reserved name,
+// so it never crosses).
+const lockName = reservedPrefix + "lock"
+
+// lock takes an exclusive lock on the tree, held until unlock, so that
+// merges into one root (a root shared by a rig's polecats) are done one at
+// a time: each sees what the other wrote as a change on the host.
+func (t *Tree) lock() (unlock func(), err error) {
+	f, err := t.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("locking %s for a merge: %w", host, err)
+		return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking %s for a merge: %w", host, err)
+		return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

@@ -74,7 +74,7 @@ func copyTree(t *testing.T, from, to string) {
 	})
 }
 
-func read(t *testing.T, p string) string {
+func read(t testing.TB, p string) string {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return "<missing>"

@@ -16,7 +16,7 @@ import (
 
 // writeTree makes files under root: path -> content ("->target" makes a
 // symlink, a trailing slash a directory).
-func writeTree(t *testing.T, root string, files map[string]string) {
+func writeTree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for rel, content := range files {
 		p := filepath.Join(root, rel)

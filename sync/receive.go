@@ -35,7 +35,7 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim L
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := LockRoot(host)
+	unlock, err := t.lock()
 	if err != nil {
 		t.Close()
 		return nil, err
