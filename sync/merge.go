@@ -76,9 +76,10 @@ type Plan struct {
 	// Growth is how many bytes the root's files grow by (negative when
 	// they shrink), conflict copies and merged files included.
 	Growth int64
-	// Deletes counts the files and symlinks the merge removes because the
-	// container deleted them; HostFiles counts the files and symlinks the
-	// host holds now among the paths the merge looked at.
+	// Deletes counts the regular files the merge removes because the
+	// container deleted them; HostFiles counts the regular files the host
+	// holds now among the paths the merge looked at. (A symlink holds no
+	// data to lose.)
 	Deletes, HostFiles int
 
 	t       *Tree
@@ -211,7 +212,7 @@ func (pl *planner) one(rel string) error {
 	if err != nil {
 		return err
 	}
-	if cur != nil && cur.Type != TypeDir {
+	if cur != nil && cur.Type == TypeFile {
 		pl.HostFiles++
 	}
 	pl.final[rel], pl.hostNow[rel] = cur, cur
@@ -241,7 +242,9 @@ func (pl *planner) take(rel string, cur, th *Entry) error {
 			pl.rmdirs = append(pl.rmdirs, rel)
 		default:
 			pl.removes = append(pl.removes, rel)
-			pl.Deletes++
+			if cur.Type == TypeFile {
+				pl.Deletes++
+			}
 			pl.Growth -= cur.Size
 		}
 		return nil

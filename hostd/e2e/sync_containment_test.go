@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// snapshot is every path under dirs: kind, mode, and content or target.
+func snapshot(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return nil
+			}
+			v := fi.Mode().String()
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(p)
+				v += " -> " + target
+			} else if fi.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				v += " " + string(b)
+			}
+			out[p] = v
+			return nil
+		})
+	}
+	return out
+}
+
+// sameSnapshot fails the test when what was outside changed.
+func sameSnapshot(t *testing.T, step string, before, after map[string]string) {
+	t.Helper()
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("%s: %s was %q, is %q", step, p, v, after[p])
+		}
+	}
+	for p, v := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("%s: %s appeared (%q)", step, p, v)
+		}
+	}
+}
+
+// TestSyncSymlinkChainContained: a polecat with nothing but the real
+// gt-agent and ln -s, mkdir and files in its data root tries the chain
+// that once escaped (a link whose target looks inside once its .. are
+// cancelled, then the link it goes through made a link), toward hostd's
+// git hooks, another polecat's root and an absolute directory; then sends
+// the links as directories with files, then deletes a file under one. The
+// operator pulls after each step. Nothing outside the polecat's host root
+// is written or removed, and the pulls say what was left out.
+func TestSyncSymlinkChainContained(t *testing.T) {
+	r := newSyncRig(t, map[string]string{"results/keep.txt": "furiosa's"})
+	tw, host, c := r.tw, r.host, r.container
+	hooks := filepath.Join(tw.Dir, ".runtime", "hostd", "hooks")
+	nux := filepath.Join(tw.Dir, "gastown", "polecats", "nux", "results")
+	abs := t.TempDir()
+	for p, content := range map[string]string{filepath.Join(nux, "victim.txt"): "nux's", filepath.Join(abs, "victim"): "anywhere"} {
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, []byte(content), 0o644)
+	}
+	waitFile(t, filepath.Join(c, "results", "keep.txt"), "furiosa's", 10*time.Second)
+	_ = os.MkdirAll(hooks, 0o755)
+	before := snapshot(t, hooks, nux, abs)
+
+	in := func(rel string) string { return filepath.Join(c, "results", "a", "b", "c", rel) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name     string
+		do       func()
+		said     []string // what the pull must say
+		notInOut []string
+	}{
+		{"l a link, and links through it toward hooks, nux and an absolute directory", func() {
+			must(os.MkdirAll(in(""), 0o755))
+			must(os.Symlink("../../..", in("l")))
+			must(os.Symlink("l/../../../../.runtime/hostd/hooks", in("hooks")))
+			must(os.Symlink("l/../../nux/results", in("nux")))
+			must(os.Symlink(abs, filepath.Join(c, "results", "abs")))
+		}, []string{"not sent   results/a/b/c/hooks", "not sent   results/a/b/c/nux", "not sent   results/abs"}, nil},
+		{"the links made directories with files", func() {
+			must(os.Remove(in("hooks")))
+			must(os.Remove(in("nux")))
+			must(os.MkdirAll(in("hooks"), 0o755))
+			must(os.MkdirAll(in("nux"), 0o755))
+			must(os.WriteFile(in("hooks/update"), []byte("#!/bin/sh\ntouch /tmp/owned\n"), 0o755))
+			must(os.WriteFile(in("nux/victim.txt"), []byte("nux's"), 0o644))
+		}, []string{"applied    results/a/b/c/hooks/update", "applied    results/a/b/c/nux/victim.txt"}, nil},
+		{"a file under the former link deleted", func() {
+			must(os.Remove(in("nux/victim.txt")))
+		}, []string{"deleted    results/a/b/c/nux/victim.txt"}, nil},
+		{"l made a directory, and a link that resolves inside through it", func() {
+			must(os.Remove(in("l")))
+			must(os.MkdirAll(in("l"), 0o755))
+			must(os.Symlink("l/../../../../.runtime/hostd/hooks", in("hooks2")))
+		}, []string{"applied    results/a/b/c/l", "applied    results/a/b/c/hooks2"}, nil},
+		{"l a link again: hooks2 would lead out", func() {
+			must(os.RemoveAll(in("l")))
+			must(os.Symlink("../../..", in("l")))
+		}, []string{"not sent   results/a/b/c/hooks2", "applied    results/a/b/c/l"}, nil},
+	}
+	for _, st := range steps {
+		st.do()
+		out, err := tw.Try("sync", "pull", "gastown/furiosa")
+		if err != nil { // the next steps still run: what they reach matters most
+			t.Errorf("%s: hostd sync pull: %v\n%s", st.name, err, out)
+		}
+		for _, s := range st.said {
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: the pull did not say %q:\n%s", st.name, s, out)
+			}
+		}
+		sameSnapshot(t, st.name, before, snapshot(t, hooks, nux, abs))
+	}
+	// What the polecat sent stayed in its own root, as plain directories.
+	for _, rel := range []string{"hooks", "nux"} {
+		fi, err := os.Lstat(filepath.Join(host, "results", "a", "b", "c", rel))
+		if err != nil || !fi.IsDir() {
+			t.Errorf("results/a/b/c/%s in the host root: %v %v, want a plain directory", rel, fi, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "results", "a", "b", "c", "hooks", "update")); !strings.Contains(string(b), "owned") {
+		t.Errorf("the polecat's hook file is not in its own root: %q", b)
+	}
+}
+
+// TestSyncStorageBudget: with sync.max_stored_bytes at 10 MiB, a polecat
+// that keeps adding fresh files is refused once the host would store more;
+// what hostd stores for it stays within the budget.
+func TestSyncStorageBudget(t *testing.T) {
+	const budget = 10 << 20
+	tw := NewTown(t)
+	_, addr := tw.Serve("--sync-max-stored-bytes", fmt.Sprint(budget))
+	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
+	_ = os.MkdirAll(filepath.Join(host, "results"), 0o755)
+	_ = os.WriteFile(filepath.Join(host, "results", "seed.txt"), []byte("seed"), 0o644)
+	container := t.TempDir()
+	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", t.TempDir())
+	waitFile(t, filepath.Join(container, "results", "seed.txt"), "seed", 10*time.Second)
+	chunk := make([]byte, 1<<20)
+	refused := ""
+	for i := range 20 {
+		_, _ = rand.Read(chunk)
+		_ = os.WriteFile(filepath.Join(container, "results", fmt.Sprintf("fresh-%02d.bin", i)), chunk, 0o644)
+		out, err := tw.Try("sync", "pull", "gastown/furiosa")
+		if err != nil {
+			refused = out
+			break
+		}
+	}
+	if !strings.Contains(refused, "sync.max_stored_bytes") || !strings.Contains(refused, "nothing changed") {
+		t.Fatalf("20 MiB of fresh files with a 10 MiB budget: the last pull said %q, want a refusal naming sync.max_stored_bytes", refused)
+	}
+	stored := du(t, host) + du(t, filepath.Join(tw.Dir, ".runtime", "hostd", "sync", "gastown", "furiosa"))
+	if stored > budget {
+		t.Errorf("hostd stores %d bytes for the polecat, over the %d budget", stored, budget)
+	}
+	t.Logf("refused at %d bytes stored: %s", stored, strings.TrimSpace(refused))
+}
+
+// du is the bytes of the regular files under dir.
+func du(t *testing.T, dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// TestSyncDeleteHeld: a transfer deleting most of a polecat's files is
+// held, nothing deleted, until the operator confirms with
+// --allow-deletes.
+func TestSyncDeleteHeld(t *testing.T) {
+	files := map[string]string{}
+	for i := range 4 {
+		files[fmt.Sprintf("results/f%d.txt", i)] = fmt.Sprint("file ", i)
+	}
+	r := newSyncRig(t, files)
+	waitFile(t, filepath.Join(r.container, "results", "f3.txt"), "file 3", 10*time.Second)
+	for i := range 3 {
+		_ = os.Remove(filepath.Join(r.container, "results", fmt.Sprintf("f%d.txt", i)))
+	}
+	out, err := r.tw.Try("sync", "pull", "gastown/furiosa")
+	if err == nil || !strings.Contains(out, "held") || !strings.Contains(out, "--allow-deletes") || !strings.Contains(out, "delete 3 of the 4") {
+		t.Fatalf("a pull deleting 3 of 4 files: %v\n%s\nwant it held, naming --allow-deletes", err, out)
+	}
+	for i := range 4 {
+		if _, err := os.Stat(filepath.Join(r.host, "results", fmt.Sprintf("f%d.txt", i))); err != nil {
+			t.Errorf("f%d.txt is gone from the host after a held pull", i)
+		}
+	}
+	out = r.tw.Run("sync", "pull", "gastown/furiosa", "--allow-deletes")
+	if strings.Count(out, "deleted ") != 3 {
+		t.Errorf("the confirmed pull:\n%s\nwant 3 deleted", out)
+	}
+	if _, err := os.Stat(filepath.Join(r.host, "results", "f0.txt")); err == nil {
+		t.Error("f0.txt is still on the host after the confirmed pull")
+	}
+}
