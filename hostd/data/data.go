@@ -10,6 +10,7 @@ package data
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -516,7 +517,8 @@ const maxResultBytes = wire.MaxSyncResult / 2
 func summarise(changes []datasync.Change) (out []wire.SyncChange, more int) {
 	size := 0
 	for i, c := range changes {
-		if size += len(c.Path) + len(c.Copy) + 64; size > maxResultBytes {
+		b, _ := json.Marshal(wire.SyncChange(c)) // escaped as it goes out: a path of control characters grows six-fold
+		if size += len(b) + 1; size > maxResultBytes {
 			return out, len(changes) - i
 		}
 		out = append(out, wire.SyncChange(c))
