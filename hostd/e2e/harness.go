@@ -82,9 +82,11 @@ func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
 	p := &Proc{Cmd: exec.Command(filepath.Join(BinDir, bin), args...), done: make(chan struct{})}
 	p.Cmd.Env = os.Environ()
 	if bin == "gt-agent" {
-		// Each agent its own relay socket and git port, unless the caller
-		// says otherwise.
-		p.Cmd.Env = append(p.Cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"), "GT_AGENT_GIT_LISTEN=127.0.0.1:0")
+		// Each agent its own relay socket, git port, state directory
+		// (which it locks) and data root (where it marks the data it
+		// received), unless the caller says otherwise.
+		p.Cmd.Env = append(p.Cmd.Env, "GT_AGENT_SOCKET="+filepath.Join(t.TempDir(), "agent.sock"), "GT_AGENT_GIT_LISTEN=127.0.0.1:0",
+			"GT_AGENT_STATE_DIR="+t.TempDir(), "GT_AGENT_DATA_ROOT="+t.TempDir())
 	}
 	p.Cmd.Env = append(p.Cmd.Env, env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p, p
