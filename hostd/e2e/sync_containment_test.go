@@ -1,14 +1,23 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // snapshot is every path under dirs: kind, mode, and content or target.
@@ -219,4 +228,89 @@ func TestSyncDeleteHeld(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.host, "results", "f0.txt")); err == nil {
 		t.Error("f0.txt is still on the host after the confirmed pull")
 	}
+}
+
+// manifestArchive is an archive whose only member is a manifest of n
+// entries (and pad bytes of spaces after them): what a hostile agent sends
+// to make hostd decode a huge manifest.
+func manifestArchive(t *testing.T, n, pad int) []byte {
+	var m bytes.Buffer
+	m.WriteString(`{"version":1,"entries":[`)
+	for i := range n {
+		if i > 0 {
+			m.WriteByte(',')
+		}
+		fmt.Fprintf(&m, `{"path":"results/%08d","type":"dir","mode":493}`, i)
+	}
+	m.WriteString(`]}`)
+	m.Write(bytes.Repeat([]byte{' '}, pad))
+	var buf bytes.Buffer
+	zw, _ := zstd.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	_ = tw.WriteHeader(&tar.Header{Name: ".sidecar-manifest.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(m.Len())})
+	_, _ = tw.Write(m.Bytes())
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// peakRSS is hostd's high-water mark of resident memory, in KiB.
+func peakRSS(t *testing.T, pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
+}
+
+// TestHostileSyncManifest: a 100 MB manifest (under a megabyte
+// compressed) was decoded before any limit: hostd peaked near 600 MiB and
+// kept it. Now its size is refused before it is read, a manifest of more
+// entries than sync.max_files is refused at the entry past the limit, and
+// hostd gives back what the attempt cost.
+func TestHostileSyncManifest(t *testing.T) {
+	v := newVictim(t)
+	a := newAttacker(t, v.tw, v.addr, "gastown/furiosa")
+	s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
+	before := peakRSS(t, v.pid)
+	for _, c := range []struct {
+		name    string
+		archive []byte
+		want    string
+	}{
+		{"100 MB of manifest", manifestArchive(t, 1000, 100<<20), "sync.max_manifest_bytes"},
+		{"600,000 entries in 30 MB", manifestArchive(t, 600_000, 0), "sync.max_files"},
+	} {
+		st, err := s.OpenStream(context.Background(), wire.KindSync, wire.SyncRequest{Op: wire.SyncUpload, Reason: "checkpoint"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = st.Write(c.archive)
+		_ = st.CloseWrite()
+		res, err := wire.ReadSyncResult(st)
+		st.Close()
+		if err != nil || !strings.Contains(res.Error, c.want) {
+			t.Errorf("%s (%d bytes compressed): %v %q, want it refused naming %s", c.name, len(c.archive), err, res.Error, c.want)
+		}
+	}
+	grew := peakRSS(t, v.pid) - before
+	t.Logf("hostd's peak resident memory grew %d MiB", grew>>10)
+	if grew > 160<<10 {
+		t.Errorf("hostd's peak resident memory grew %d MiB decoding refused manifests", grew>>10)
+	}
+	v.unharmed(t)
+	v.recovered(t, 15*time.Second)
+	// The decoded entries are garbage once refused: the heap goes back to
+	// near what it was (the reclaim runs once the refusals stop).
+	var heap int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if heap = measure(t, v.pid, v.metrics).heapKiB; heap <= v.held.heapKiB+16<<10 {
+			return
+		}
+	}
+	t.Errorf("hostd's heap in use stayed at %d MiB after the refusals (baseline %d MiB)", heap>>10, v.held.heapKiB>>10)
 }
