@@ -94,18 +94,7 @@ func (s sandbox) transfer(t testing.TB, base *Manifest, ms []member) (*Manifest,
 
 // archiveTB is archive for fuzz targets too: members, then their manifest.
 func archiveTB(t testing.TB, ms []member) []byte {
-	ms = append(ms, manifestOf(ms))
-	var buf bytes.Buffer
-	w := newArchiveWriter(&buf)
-	for _, m := range ms {
-		if err := w.add(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return archiveRaw(t, append(ms, manifestOf(ms)))
 }
 
 // TestReceiveChainAcrossTransfers is the escape, tried by a sender
