@@ -49,7 +49,9 @@ func (a *app) syncCmd() *cobra.Command {
 				if asJSON {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 				}
-				printResult(cmd.OutOrStdout(), id, res, time.Since(start))
+				if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
+					printResult(cmd.OutOrStdout(), id, res, time.Since(start))
+				}
 				if res.Error != "" {
 					return fmt.Errorf("%s", termsafe.Line(res.Error))
 				}

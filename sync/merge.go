@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -103,6 +102,7 @@ type planner struct {
 	dirFiles map[string]bool     // a host directory a file or symlink of theirs replaces: must be empty by then
 	hostLink map[string]struct{} // host symlinks the merge keeps, judged again against the result
 	hostNow  map[string]*Entry   // what the host holds now at each path looked at
+	copies   map[string]string   // each path's conflict copy name
 	both     int
 	merges   int
 }
@@ -125,7 +125,7 @@ func PlanMerge(t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOpt
 		o.MaxBothChanged = DefaultMaxBothChanged
 	}
 	pl := &planner{Plan: &Plan{t: t}, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
-		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{}, dirFiles: map[string]bool{}, hostLink: map[string]struct{}{}}
+		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{}, copies: map[string]string{}, dirFiles: map[string]bool{}, hostLink: map[string]struct{}{}}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
 	for p := range pl.base {
 		paths = append(paths, p)
@@ -157,9 +157,39 @@ func comparePaths(a, b string) int {
 }
 
 // conflictName is where the container's version of rel goes when it
-// cannot take rel's place.
+// cannot take rel's place: rel.conflict-<polecat>-<time>, with -2, -3, ...
+// after it when that name is taken (on the host, or by this merge), so a
+// copy never replaces anything. The same rel always gets the same name
+// within one merge.
 func (pl *planner) conflictName(rel string) string {
-	return fmt.Sprintf("%s.conflict-%s-%s", rel, pl.o.Polecat, pl.o.Now.UTC().Format("20060102T150405Z"))
+	if name, ok := pl.copies[rel]; ok {
+		return name
+	}
+	base := fmt.Sprintf("%s.%s%s-%s", rel, conflictInfix, pl.o.Polecat, pl.o.Now.UTC().Format("20060102T150405Z"))
+	name := base
+	for i := 2; pl.taken(name); i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	pl.copies[rel] = name
+	return name
+}
+
+// conflictInfix marks a conflict copy's name: rel.conflict-...
+const conflictInfix = "conflict-"
+
+// taken says whether the merge may not put a new entry at name: the host
+// has something there, or the merge already placed something there.
+func (pl *planner) taken(name string) bool {
+	if _, ok := pl.final[name]; ok {
+		return true
+	}
+	for _, c := range pl.copies {
+		if c == name {
+			return true
+		}
+	}
+	_, err := pl.t.Lstat(name)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // redirected is where rel goes when a directory above it was redirected.
@@ -591,15 +621,12 @@ func index(m *Manifest) map[string]*Entry {
 	return out
 }
 
-// lockName is the lock file at the top of a data root (a reserved name,
-// so it never crosses).
-const lockName = reservedPrefix + "lock"
-
-// lock takes an exclusive lock on the tree, held until unlock, so that
-// merges into one root (a root shared by a rig's polecats) are done one at
-// a time: each sees what the other wrote as a change on the host.
+// lock takes an exclusive lock on the tree's directory itself (flock on
+// its descriptor: no file is made), held until unlock, so that merges
+// into one root (a root shared by a rig's polecats) are done one at a
+// time: each sees what the other wrote as a change on the host.
 func (t *Tree) lock() (unlock func(), err error) {
-	f, err := t.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := t.root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
 	}

@@ -393,3 +393,51 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestConflictCopyNameTaken: a conflict copy never replaces what is at its
+// name already; it takes the next free one.
+func TestConflictCopyNameTaken(t *testing.T) {
+	s := newSandbox(t)
+	base, _, err := s.transfer(t, nil, []member{dir("results"), file("results/a", "base")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := "results/a.conflict-furiosa-" + time.Unix(1700000000, 0).UTC().Format("20060102T150405Z")
+	writeTree(t, s.host, map[string]string{"results/a": "host's", taken: "already here"})
+	_, changes, err := s.transfer(t, base, []member{dir("results"), file("results/a", "container's")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(s.host, taken)); got != "already here" {
+		t.Errorf("the file at the copy's first name: %q", got)
+	}
+	if got := read(t, filepath.Join(s.host, taken+"-2")); got != "container's" {
+		t.Errorf("the copy at %s-2: %q (changes %v)", taken, got, changes)
+	}
+}
+
+// TestStoredBytes: the budget counts the files that cross and the conflict
+// copies beside an included file, which do not cross themselves.
+func TestStoredBytes(t *testing.T) {
+	root := t.TempDir()
+	p := Policy{Include: []string{"CLAUDE.md", "results"}}
+	writeTree(t, root, map[string]string{
+		"CLAUDE.md":                       strings.Repeat("c", 10),
+		"CLAUDE.md.conflict-nux-20261123": strings.Repeat("x", 100),
+		"results/r":                       strings.Repeat("r", 1000),
+		"results/r.conflict-nux-20261123": strings.Repeat("y", 10000),
+		"results.conflict-nux-1/in":       strings.Repeat("z", 100000),
+		"worktree/big":                    strings.Repeat("w", 1000000),
+	})
+	_, size, err := Size(root, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := StoredBytes(root, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != 11010 || stored != 111110 {
+		t.Errorf("Size %d, StoredBytes %d; want 11010 and 111110 (copies counted, the worktree not)", size, stored)
+	}
+}

@@ -154,7 +154,7 @@ func (s *Service) bind(p datasync.Policy) {
 type noDataError struct{ root, why string }
 
 func (e *noDataError) Error() string {
-	return "this container has not received the polecat's data yet (its data root " + e.root + " " + e.why + "); nothing sent"
+	return wire.SyncNoData + " (its data root " + e.root + " " + e.why + "); nothing sent"
 }
 
 // noData says why the data root cannot be sent from under p (nil when it

@@ -76,9 +76,10 @@ func (s *Service) baseSize(id wire.Identity) int64 {
 
 // Stored is what hostd stores for the polecat, as sync.max_stored_bytes
 // counts it: the files of its data root that cross (a shared root counts
-// all of its polecats' files), conflict copies among them, and its base.
+// all of its polecats' files), the conflict copies beside them, and its
+// base.
 func (s *Service) Stored(id wire.Identity) (int64, error) {
-	_, bytes, err := datasync.Size(s.Root(id), s.policy)
+	bytes, err := datasync.StoredBytes(s.Root(id), s.policy)
 	if err != nil {
 		return 0, fmt.Errorf("measuring what is stored for %s: %w", id, err)
 	}

@@ -248,13 +248,14 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 // Push sends the polecat's host data into its container (hostd sync
 // push), telling progress (when not nil) how far it is. The container's
 // changes since the last exchange are pulled and merged first, so that the
-// push cannot overwrite them: what it sends includes them.
+// push cannot overwrite them: what it sends includes them (a container that
+// has no data yet refuses the pull, and the push goes on).
 func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
 	}
-	if pulled, err := s.Pull(ctx, id, control.PullOptions{}, nil); err != nil {
+	if pulled, err := s.Pull(ctx, id, control.PullOptions{}, nil); err != nil && !wire.IsSyncNoData(err) {
 		return pulled, fmt.Errorf("taking %s's changes before the push failed, so nothing was pushed: %w", id, err)
 	}
 	return s.push(ctx, c.Session(), "requested", progress)
@@ -400,6 +401,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		baseFS = contents
 	}
 	in, err := datasync.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
+	var re *wire.RemoteError
+	if errors.As(err, &re) {
+		err = &agentRefusal{id: id, re: re} // not an archive hostd refused: the agent sent none
+	}
 	if err != nil {
 		s.refused(id, err)
 		return nil, wire.SyncResult{Error: err.Error()}, err
@@ -480,6 +485,15 @@ func (s *Service) refused(id wire.Identity, err error) {
 		s.log.Warn("sync: refused a transfer; nothing changed", "polecat", id, "err", err, "lines_not_logged", held)
 	}
 }
+
+// agentRefusal is a pull the agent refused (its reason is its own).
+type agentRefusal struct {
+	id wire.Identity
+	re *wire.RemoteError
+}
+
+func (e *agentRefusal) Error() string { return fmt.Sprintf("the agent of %s refused the pull: %s", e.id, e.re.Reason) }
+func (e *agentRefusal) Unwrap() error { return e.re }
 
 // maxConflictLines is how many conflicts one transfer logs one by one;
 // the rest are counted in one line.

@@ -94,6 +94,15 @@ func TestStateDirKeptEmptyRoot(t *testing.T) {
 		t.Errorf("pull from a container without the data: %v\n%s", err, out)
 	}
 	t.Logf("refused pull:\n%s", out)
+	if strings.Contains(out, "archive refused") || strings.Contains(out, "0 file(s)") {
+		t.Errorf("the refused pull reads as if hostd refused an archive:\n%s", out)
+	}
+	// The operator's push still reaches it: its pull first has nothing to
+	// take.
+	if out, err := tw.Try("sync", "push", "gastown/furiosa"); err != nil {
+		t.Fatalf("push to a container without the data: %v\n%s", err, out)
+	}
+	waitFile(t, filepath.Join(empty, "results/report.txt"), "report", 10*time.Second)
 	stop(p)
 	hostIntact("after checkpoints, a pull and the teardown of a container without the data")
 

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // The data channel (stream kind KindSync) moves one archive per stream
@@ -27,6 +29,19 @@ const (
 	SyncPull   = "pull"
 	SyncUpload = "upload"
 )
+
+// SyncNoData starts the reason an agent refuses a pull with when its
+// container has none of the polecat's data yet (nothing was ever
+// installed, or its data root is not the one its base was taken from):
+// hostd takes it as nothing to merge, and a push may follow.
+const SyncNoData = "this container has not received the polecat's data yet"
+
+// IsSyncNoData says whether err is an agent's refusal of a pull because
+// its container has no data yet (SyncNoData).
+func IsSyncNoData(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re) && strings.HasPrefix(re.Reason, SyncNoData)
+}
 
 // MaxSyncResult bounds a SyncResult.
 const MaxSyncResult = 1 << 20
