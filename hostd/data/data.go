@@ -492,7 +492,9 @@ type agentRefusal struct {
 	re *wire.RemoteError
 }
 
-func (e *agentRefusal) Error() string { return fmt.Sprintf("the agent of %s refused the pull: %s", e.id, e.re.Reason) }
+func (e *agentRefusal) Error() string {
+	return fmt.Sprintf("the agent of %s refused the pull: %s", e.id, e.re.Reason)
+}
 func (e *agentRefusal) Unwrap() error { return e.re }
 
 // maxConflictLines is how many conflicts one transfer logs one by one;

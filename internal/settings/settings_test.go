@@ -90,7 +90,7 @@ func TestLoad(t *testing.T) {
 			func(c *config) { c.Streams, c.Allow = 7, map[string][]string{"bd": {"show"}} }},
 		{"flag beats yaml", []string{"--cert-ttl", "9s"}, nil, "cert_ttl: 1s\n", func(c *config) { c.TTL = 9 * time.Second }},
 		{"64-bit and fractional numbers", []string{"--sync-max-stored-bytes", "10737418240"}, nil, "sync:\n  max_delete_share: 0.25\n",
-			func(c *config) { c.Stored, c.Share = 10 << 30, 0.25 }},
+			func(c *config) { c.Stored, c.Share = 10<<30, 0.25 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
