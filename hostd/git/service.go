@@ -23,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 
 	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
@@ -435,9 +434,7 @@ func (s *Service) run(ctx context.Context, env []string, stdin io.Reader, w http
 		return fmt.Errorf("%s: making its stdout pipe: %w", name, err)
 	}
 	defer pr.Close()
-	if rc, err := pr.SyscallConn(); err == nil { // best effort: the default is 64 KiB
-		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stdoutChunk) })
-	}
+	growPipe(pr, stdoutChunk)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Env = env
 	cmd.Stdin = stdin
