@@ -23,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
