@@ -239,7 +239,7 @@ func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
 	if b := d.Beat; b != nil {
 		s := b.Session
 		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
-		fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(string(s.State)))
+		fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(s.State))
 		if s.ExitCode != nil {
 			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 		}

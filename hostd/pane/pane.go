@@ -75,8 +75,8 @@ func (s *Service) Attach(ctx context.Context, id wire.Identity, req wire.PaneReq
 	}
 	defer st.Close()
 	first := make([]byte, 32<<10)
-	n, err := st.Read(first)
-	if err != nil {
+	n, err := st.Read(first) // with the end of a short session, perhaps
+	if n == 0 && err != nil {
 		return fmt.Errorf("attaching to %s: %w", id, err)
 	}
 	conn, err := upgrade()
