@@ -199,6 +199,9 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 		return errors.New("archive refused: members after the manifest")
 	}
 	name := strings.TrimSuffix(hdr.Name, "/")
+	if len(name) > maxPathLen || strings.Count(name, "/") >= maxDepth {
+		return fmt.Errorf("archive refused: a path of %d bytes and %d levels is longer than %d bytes or deeper than %d", len(name), strings.Count(name, "/")+1, maxPathLen, maxDepth)
+	}
 	if !filepath.IsLocal(name) || !validRel(name) {
 		return fmt.Errorf("archive refused: %q is not a clean path inside the data root", hdr.Name)
 	}
@@ -381,7 +384,15 @@ func (x *extractor) verify(base map[string]*Entry) error {
 		if e.Type == TypeSymlink {
 			continue
 		}
-		if err := x.root.SetMeta(e.Path, e.Mode, e.MTime); err != nil {
+		// The owner keeps the right to read, write and enter what is
+		// staged, whatever mode it came with, so it can be moved out,
+		// kept as the base and removed: a read-only directory would stop
+		// a merge half-way and stay behind.
+		mode := e.Mode | 0o600
+		if e.Type == TypeDir {
+			mode |= 0o700
+		}
+		if err := x.root.SetMeta(e.Path, mode, e.MTime); err != nil {
 			return err
 		}
 	}

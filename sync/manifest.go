@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -96,6 +97,10 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 // maxPathLen bounds a path or a symlink's target in a manifest: Linux's
 // PATH_MAX.
 const maxPathLen = 4096
+
+// maxDepth bounds how many elements a path has: deeper trees cost every
+// operation on them a walk of every level.
+const maxDepth = 256
 
 // readManifest decodes a manifest from r one entry at a time, checking
 // each as DecodeManifest does, and refuses more than maxEntries entries
@@ -211,8 +216,9 @@ func expectDelim(d *json.Decoder, want json.Delim) error {
 }
 
 func (e Entry) validate() error {
-	if len(e.Path) > maxPathLen || len(e.Target) > maxPathLen {
-		return fmt.Errorf("a path or target of %d bytes is longer than %d", max(len(e.Path), len(e.Target)), maxPathLen)
+	if len(e.Path) > maxPathLen || len(e.Target) > maxPathLen || strings.Count(e.Path, "/") >= maxDepth {
+		return fmt.Errorf("a path or target of %d bytes or %d levels is longer than %d bytes or deeper than %d",
+			max(len(e.Path), len(e.Target)), strings.Count(e.Path, "/")+1, maxPathLen, maxDepth)
 	}
 	if !validRel(e.Path) || reserved(e.Path) {
 		return fmt.Errorf("path %q is not a clean path inside the data root", e.Path)

@@ -2,6 +2,9 @@ package sync
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // What a merge did with one path.
@@ -75,36 +79,42 @@ type Plan struct {
 	// Growth is how many bytes the root's files grow by (negative when
 	// they shrink), conflict copies and merged files included.
 	Growth int64
+	// Stored is what the root held for the polecat before the merge, as
+	// a storage budget counts it (see Survey).
+	Stored int64
 	// Deletes counts the regular files the merge removes because the
 	// container deleted them; HostFiles counts the regular files the host
 	// holds now among the paths the merge looked at. (A symlink holds no
 	// data to lose.)
 	Deletes, HostFiles int
 
-	t       *Tree
-	removes []string // removed deepest first: files, symlinks, directories that must be empty by then
-	rmdirs  []string // directories the container deleted: removed if empty
-	mkdirs  []string
-	moves   [][2]string // from (staged), to
+	t         *Tree
+	removes   []string // removed deepest first: files, symlinks, directories that must be empty by then
+	rmdirs    []string // directories the container deleted: removed if empty
+	mkdirs    []string
+	moves     [][2]string // from (staged), to: files
+	linkMoves [][2]string // the same for symlinks, placed last
 }
 
 // planner is one merge being decided.
 type planner struct {
 	*Plan
-	o        MergeOptions
-	tree     string // theirs, in t
-	scratch  string // where merged files and merge inputs go, in t
-	base     map[string]*Entry
-	theirs   map[string]*Entry
-	final    map[string]*Entry   // what each path looked at will hold (nil: nothing)
-	redirect map[string]string   // a directory of theirs that cannot go where it was, and where it goes instead
-	fresh    map[string]bool     // directories the merge makes where the host has none: nothing is under them yet
-	dirFiles map[string]bool     // a host directory a file or symlink of theirs replaces: must be empty by then
-	hostLink map[string]struct{} // host symlinks the merge keeps, judged again against the result
-	hostNow  map[string]*Entry   // what the host holds now at each path looked at
-	copies   map[string]string   // each path's conflict copy name
-	both     int
-	merges   int
+	ctx       context.Context
+	o         MergeOptions
+	tree      string // theirs, in t
+	scratch   string // where merged files and merge inputs go, in t
+	base      map[string]*Entry
+	theirs    map[string]*Entry
+	final     map[string]*Entry // what each path looked at will hold (nil: nothing)
+	redirect  map[string]string // a directory of theirs that cannot go where it was, and where it goes instead
+	fresh     map[string]bool   // directories the merge makes where the host has none: nothing is under them yet
+	dirFiles  map[string]bool   // a host directory a file or symlink of theirs replaces: must be empty by then
+	hostLinks []string          // every symlink in the root's paths that cross (and copies), judged again against the result
+	hostNow   map[string]*Entry // what the host holds now at each path looked at
+	copies    map[string]string // each path's conflict copy name
+	both      int
+	merges    int
+	mergeIn   int64 // bytes text merges have read
 }
 
 // PlanMerge decides how to take a container's tree into the host's data
@@ -117,15 +127,25 @@ type planner struct {
 // symlink leading out of the root or to a path that does not cross, that
 // changes more paths on both sides than the bound, or whose text merges
 // fail, is refused with the path named.
-func PlanMerge(t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOptions) (*Plan, error) {
+func PlanMerge(ctx context.Context, t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOptions) (*Plan, error) {
 	if o.MaxTextMerge <= 0 {
 		o.MaxTextMerge = MaxKept
 	}
 	if o.MaxBothChanged <= 0 {
 		o.MaxBothChanged = DefaultMaxBothChanged
 	}
-	pl := &planner{Plan: &Plan{t: t}, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
-		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{}, copies: map[string]string{}, dirFiles: map[string]bool{}, hostLink: map[string]struct{}{}}
+	survey, err := t.survey(o.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("surveying the data root: %w", err)
+	}
+	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
+		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{},
+		copies: map[string]string{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
+	for _, e := range pl.base {
+		if e.Type == TypeFile {
+			pl.HostFiles++
+		}
+	}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
 	for p := range pl.base {
 		paths = append(paths, p)
@@ -137,6 +157,9 @@ func PlanMerge(t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOpt
 	}
 	slices.SortFunc(paths, comparePaths)
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("merging: %w", err)
+		}
 		if err := pl.one(p); err != nil {
 			return nil, fmt.Errorf("merging %s: %w", p, err)
 		}
@@ -144,10 +167,30 @@ func PlanMerge(t *Tree, base, theirs *Manifest, tree, scratch string, o MergeOpt
 	if err := pl.emptied(); err != nil {
 		return nil, err
 	}
+	if err := pl.distinctTargets(); err != nil {
+		return nil, err
+	}
 	if err := pl.judgeLinks(); err != nil {
 		return nil, err
 	}
 	return pl.Plan, nil
+}
+
+// distinctTargets refuses a plan that would put two entries at one path
+// (a name of the container's that is also a conflict copy's, say): the
+// second would replace the first.
+func (pl *planner) distinctTargets() error {
+	seen := map[string]bool{}
+	for _, to := range pl.mkdirs {
+		seen[to] = true
+	}
+	for _, m := range slices.Concat(pl.moves, pl.linkMoves) {
+		if seen[m[1]] {
+			return fmt.Errorf("refused: two entries of this transfer would go to %s", m[1])
+		}
+		seen[m[1]] = true
+	}
+	return nil
 }
 
 // comparePaths orders paths so that a directory comes right before what
@@ -158,21 +201,36 @@ func comparePaths(a, b string) int {
 
 // conflictName is where the container's version of rel goes when it
 // cannot take rel's place: rel.conflict-<polecat>-<time>, with -2, -3, ...
-// after it when that name is taken (on the host, or by this merge), so a
-// copy never replaces anything. The same rel always gets the same name
-// within one merge.
+// after it when that name is taken (on the host, by this merge or by this
+// transfer), so a copy never replaces anything; a name too long for the
+// filesystem is shortened, with a hash of what was cut. The same rel
+// always gets the same name within one merge.
 func (pl *planner) conflictName(rel string) string {
 	if name, ok := pl.copies[rel]; ok {
 		return name
 	}
-	base := fmt.Sprintf("%s.%s%s-%s", rel, conflictInfix, pl.o.Polecat, pl.o.Now.UTC().Format("20060102T150405Z"))
-	name := base
-	for i := 2; pl.taken(name); i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
+	suffix := "." + conflictInfix + pl.o.Polecat + "-" + pl.o.Now.UTC().Format("20060102T150405Z")
+	dir, name := path.Split(rel)
+	if room := nameMax - len(suffix) - len("-999"); len(name) > room {
+		sum := sha256.Sum256([]byte(name))
+		keep := max(room-9, 0)
+		for keep > 0 && !utf8.RuneStart(name[keep]) {
+			keep--
+		}
+		name = name[:keep] + "-" + hex.EncodeToString(sum[:4])
 	}
-	pl.copies[rel] = name
-	return name
+	first := dir + name + suffix
+	copyName := first
+	for i := 2; pl.taken(copyName); i++ {
+		copyName = fmt.Sprintf("%s-%d", first, i)
+	}
+	pl.copies[rel] = copyName
+	return copyName
 }
+
+// nameMax is the longest name of one path element the filesystems hostd
+// runs on take.
+const nameMax = 255
 
 // conflictInfix marks a conflict copy's name: rel.conflict-...
 const conflictInfix = "conflict-"
@@ -180,7 +238,7 @@ const conflictInfix = "conflict-"
 // taken says whether the merge may not put a new entry at name: the host
 // has something there, or the merge already placed something there.
 func (pl *planner) taken(name string) bool {
-	if _, ok := pl.final[name]; ok {
+	if _, ok := pl.final[name]; ok || pl.theirs[name] != nil || pl.base[name] != nil {
 		return true
 	}
 	for _, c := range pl.copies {
@@ -217,9 +275,12 @@ func (pl *planner) one(rel string) error {
 	b, th := pl.base[rel], pl.theirs[rel]
 	if to, ok := pl.redirected(rel); ok { // under a directory of theirs that went to a conflict copy
 		if th != nil {
-			pl.place(rel, to, th)
+			return pl.place(rel, to, th)
 		}
 		return nil
+	}
+	if same(th, b) && !pl.underFresh(rel) {
+		return nil // unchanged in the container: the host's stands, whatever it is (and is not read)
 	}
 	var cur *Entry
 	var err error
@@ -235,22 +296,16 @@ func (pl *planner) one(rel string) error {
 			pl.redirect[pe.Through] = pl.conflictName(pe.Through)
 			to, _ := pl.redirected(rel)
 			pl.Changes = append(pl.Changes, Change{Path: pe.Through, Action: Conflicted, Copy: pl.redirect[pe.Through]})
-			pl.place(rel, to, th)
+			return pl.place(rel, to, th)
 		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if cur != nil && cur.Type == TypeFile {
-		pl.HostFiles++
-	}
 	pl.final[rel], pl.hostNow[rel] = cur, cur
-	if cur != nil && cur.Type == TypeSymlink {
-		pl.hostLink[rel] = struct{}{}
-	}
 	switch {
-	case same(th, b), same(cur, th): // unchanged in the container, or both made the same change
+	case same(th, b), same(cur, th): // unchanged in the container (under a directory the merge makes), or both made the same change
 		return nil
 	case same(cur, b): // changed in the container only
 		return pl.take(rel, cur, th)
@@ -275,41 +330,63 @@ func (pl *planner) take(rel string, cur, th *Entry) error {
 			if cur.Type == TypeFile {
 				pl.Deletes++
 			}
-			pl.Growth -= cur.Size
+			pl.Growth -= cur.Size + entryCost
 		}
 		return nil
 	}
 	pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
-	delete(pl.hostLink, rel)
 	if cur != nil {
-		// A file or symlink over a file or symlink is replaced by the
-		// rename; a change of kind removes the old one first.
-		if cur.Type == TypeDir {
+		// A file over a file is replaced by the rename. A change of kind
+		// removes the old entry first, and so does a symlink being
+		// replaced: while the merge is applied, no old link stays where
+		// the judged tree has something else.
+		switch {
+		case cur.Type == TypeDir:
 			pl.dirFiles[rel] = true // th is not a directory: same(cur, th) would hold
 			pl.removes = append(pl.removes, rel)
-		} else if th.Type == TypeDir {
+		case th.Type == TypeDir, cur.Type == TypeSymlink:
 			pl.removes = append(pl.removes, rel)
 		}
-		pl.Growth -= cur.Size
+		pl.Growth -= cur.Size + entryCost
 	}
-	pl.place(rel, rel, th)
-	return nil
+	return pl.place(rel, rel, th)
 }
 
-// place plans the container's entry for rel to go to to.
-func (pl *planner) place(rel, to string, th *Entry) {
+// place plans the container's entry for rel to go to to. A file the
+// archive left out as unchanged is not staged: when it goes somewhere
+// other than its own path (into a conflict copy), its content comes from
+// the base's kept contents, and is left out when they do not have it (it
+// is the base's, which the host had).
+func (pl *planner) place(rel, to string, th *Entry) error {
 	e := *th
 	e.Path = to
 	pl.final[to] = &e
-	if th.Type == TypeDir {
+	pl.Growth += th.Size + entryCost
+	switch {
+	case th.Type == TypeDir:
 		pl.mkdirs = append(pl.mkdirs, to)
 		if cur := pl.finalBefore(to); cur == nil || cur.Type != TypeDir {
 			pl.fresh[to] = true
 		}
-		return
+	case th.Type == TypeSymlink:
+		pl.linkMoves = append(pl.linkMoves, [2]string{path.Join(pl.tree, rel), to})
+	case th.Unchanged:
+		content, err := fs.ReadFile(pl.o.Base, th.Path)
+		if pl.o.Base == nil || err != nil || hashBytes(content) != th.SHA256 {
+			delete(pl.final, to)
+			pl.Growth -= th.Size + entryCost
+			return nil
+		}
+		pl.merges++
+		staged := path.Join(pl.scratch, strconv.Itoa(pl.merges)+".unchanged")
+		if err := pl.write(staged, content); err != nil {
+			return err
+		}
+		pl.moves = append(pl.moves, [2]string{staged, to})
+	default:
+		pl.moves = append(pl.moves, [2]string{path.Join(pl.tree, rel), to})
 	}
-	pl.Growth += th.Size
-	pl.moves = append(pl.moves, [2]string{path.Join(pl.tree, rel), to})
+	return nil
 }
 
 // finalBefore is what the host holds at rel as far as the plan knows
@@ -330,15 +407,13 @@ func (pl *planner) bothChanged(rel string, b, cur, th *Entry) error {
 	if th.Type == TypeDir {
 		if cur == nil { // deleted here, a directory there: it comes back
 			pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
-			pl.place(rel, rel, th)
-			return nil
+			return pl.place(rel, rel, th)
 		}
 		// A file or symlink here, a directory there: the host's stays and
 		// the container's directory, with what is under it, goes beside it.
 		pl.redirect[rel] = pl.conflictName(rel)
 		pl.Changes = append(pl.Changes, Change{Path: rel, Action: Conflicted, Copy: pl.redirect[rel]})
-		pl.place(rel, pl.redirect[rel], th)
-		return nil
+		return pl.place(rel, pl.redirect[rel], th)
 	}
 	if cur != nil && cur.Type == TypeFile && th.Type == TypeFile {
 		merged, ok, err := pl.textMerge(rel, b, cur, th)
@@ -355,8 +430,7 @@ func (pl *planner) bothChanged(rel string, b, cur, th *Entry) error {
 	}
 	c := Change{Path: rel, Action: Conflicted, Copy: pl.conflictName(rel)}
 	pl.Changes = append(pl.Changes, c)
-	pl.place(rel, c.Copy, th)
-	return nil
+	return pl.place(rel, c.Copy, th)
 }
 
 // emptied turns back the file-over-directory changes whose directory would
@@ -385,10 +459,12 @@ func (pl *planner) emptied() error {
 				pl.Changes[i] = Change{Path: dir, Action: Conflicted, Copy: pl.conflictName(dir)}
 			}
 		}
-		for i, m := range pl.moves {
-			if m[1] == dir {
-				pl.moves[i][1] = pl.conflictName(dir)
-				pl.final[pl.conflictName(dir)], pl.final[dir] = pl.final[dir], &Entry{Path: dir, Type: TypeDir}
+		for _, moves := range [][][2]string{pl.moves, pl.linkMoves} {
+			for i, m := range moves {
+				if m[1] == dir {
+					moves[i][1] = pl.conflictName(dir)
+					pl.final[pl.conflictName(dir)], pl.final[dir] = pl.final[dir], &Entry{Path: dir, Type: TypeDir}
+				}
 			}
 		}
 	}
@@ -418,7 +494,9 @@ func (pl *planner) leftUnder(dir string, gone map[string]bool) (bool, error) {
 
 // judgeLinks refuses the merge if a symlink it places would lead out of
 // the root, or to a path that does not cross, in the tree as it will be;
-// or if a symlink the host keeps would come to, when it did not before.
+// or if a symlink already on the host (anywhere in the paths that cross)
+// would come to, when it did not before: the merge changed a directory or
+// link on its way.
 func (pl *planner) judgeLinks() error {
 	now := treeView(pl.t)
 	after := func(rel string) (string, bool) {
@@ -433,18 +511,19 @@ func (pl *planner) judgeLinks() error {
 		}
 		return now(rel)
 	}
-	for rel, e := range pl.final {
-		if e == nil || e.Type != TypeSymlink {
-			continue
+	for _, m := range pl.linkMoves {
+		if err := pl.policyJudge(after, m[1], pl.final[m[1]].Target); err != nil {
+			return fmt.Errorf("refused: %w", err)
 		}
-		err := pl.policyJudge(after, rel, e.Target)
-		if err == nil {
-			continue
+	}
+	for _, rel := range pl.hostLinks {
+		target, isLink := after(rel)
+		if !isLink {
+			continue // the merge replaces or removes it
 		}
-		if _, kept := pl.hostLink[rel]; kept && pl.policyJudge(now, rel, e.Target) != nil {
-			continue // it led out already: the operator's to mend (hostd sync status lists it)
+		if pl.policyJudge(after, rel, target) != nil && pl.policyJudge(now, rel, target) == nil {
+			return fmt.Errorf("refused: the host's %w once this transfer is applied", pl.policyJudge(after, rel, target))
 		}
-		return fmt.Errorf("refused: %w", err)
 	}
 	return nil
 }
@@ -456,7 +535,7 @@ func (pl *planner) policyJudge(view linkView, rel, target string) error {
 }
 
 // Apply does the plan: removals (deepest first), directories, then
-// renames of what was staged. Everything that could refuse the merge was
+// renames of what was staged, files before symlinks. Everything that could refuse the merge was
 // checked while planning; what is left to fail is the disk.
 func (p *Plan) Apply() error {
 	t := p.t
@@ -480,7 +559,11 @@ func (p *Plan) Apply() error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	for _, m := range p.moves {
+	// Files first, symlinks last: a link is placed only into the tree it
+	// was judged against, and while the merge is under way (or if the disk
+	// fails it half-way) a link it has not yet placed is missing, so
+	// nothing resolves through what the judged tree does not have.
+	for _, m := range slices.Concat(p.moves, p.linkMoves) {
 		if dir := path.Dir(m[1]); dir != "." {
 			if err := t.MkdirAll(dir, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", dir, err)
@@ -492,6 +575,11 @@ func (p *Plan) Apply() error {
 	}
 	return nil
 }
+
+// maxMergeInput bounds what one merge's text merges read, all told: past
+// it, files changed on both sides conflict rather than merge, so a merge's
+// CPU is bounded whatever git merge-file makes of its input.
+const maxMergeInput = 64 << 20
 
 // staged is a merged file written to the scratch directory.
 type staged struct {
@@ -506,9 +594,11 @@ type staged struct {
 // copies the merge made in scratch, never a path in the host's tree.
 func (pl *planner) textMerge(rel string, base, cur, theirs *Entry) (staged, bool, error) {
 	max := pl.o.MaxTextMerge
-	if base == nil || base.Type != TypeFile || base.Size > max || cur.Size > max || theirs.Size > max || pl.o.Base == nil {
+	if base == nil || base.Type != TypeFile || base.Size > max || cur.Size > max || theirs.Size > max || pl.o.Base == nil ||
+		pl.mergeIn+base.Size+cur.Size+theirs.Size > maxMergeInput {
 		return staged{}, false, nil
 	}
+	pl.mergeIn += base.Size + cur.Size + theirs.Size
 	baseContent, err := fs.ReadFile(pl.o.Base, base.Path)
 	if err != nil || hashBytes(baseContent) != base.SHA256 {
 		return staged{}, false, nil // not kept, or not intact
@@ -536,7 +626,7 @@ func (pl *planner) textMerge(rel string, base, cur, theirs *Entry) (staged, bool
 		}
 		defer release()
 	}
-	cmd := exec.Command("git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", abs(hostCopy), abs(basePath), abs(theirsPath))
+	cmd := exec.CommandContext(pl.ctx, "git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "container", abs(hostCopy), abs(basePath), abs(theirsPath))
 	var merged bytes.Buffer
 	cmd.Stdout = &merged
 	err = cmd.Run()
@@ -624,15 +714,27 @@ func index(m *Manifest) map[string]*Entry {
 // lock takes an exclusive lock on the tree's directory itself (flock on
 // its descriptor: no file is made), held until unlock, so that merges
 // into one root (a root shared by a rig's polecats) are done one at a
-// time: each sees what the other wrote as a change on the host.
-func (t *Tree) lock() (unlock func(), err error) {
+// time: each sees what the other wrote as a change on the host. It waits
+// for another merge as long as ctx lets it.
+func (t *Tree) lock(ctx context.Context) (unlock func(), err error) {
 	f, err := t.root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s for a merge: %w", t.dir, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another transfer into %s to finish: %w", t.dir, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

@@ -31,7 +31,7 @@ func pull(t *testing.T, container, host string, base *Manifest, o MergeOptions, 
 	if o.Policy.Include == nil {
 		o.Policy = mergePolicy
 	}
-	plan, err := in.Plan(base, o)
+	plan, err := in.Plan(context.Background(), base, o)
 	if err != nil {
 		return nil, err
 	}

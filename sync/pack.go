@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/mholt/archives"
@@ -117,71 +118,6 @@ func Size(root string, p Policy) (files int, bytes int64, err error) {
 	return files, bytes, err
 }
 
-// StoredBytes is what the data root dir holds for a polecat, as a storage
-// budget counts it: the files Size counts, and the conflict copies of the
-// included paths that are not themselves paths that cross (the copy of an
-// included file, CLAUDE.md.conflict-..., beside it).
-func StoredBytes(dir string, p Policy) (int64, error) {
-	_, bytes, err := Size(dir, p)
-	if err != nil {
-		return 0, err
-	}
-	t, err := openTreeRead(dir)
-	if err != nil || t == nil {
-		return bytes, err
-	}
-	defer t.Close()
-	seen := map[string]bool{}
-	for _, inc := range p.include() {
-		parent, name := path.Dir(inc), path.Base(inc)
-		names, err := t.ReadDir(parent)
-		if err != nil {
-			continue // the include's directory is not there: no copies either
-		}
-		for _, n := range names {
-			copyPath := path.Join(parent, n)
-			if !strings.HasPrefix(n, name+"."+conflictInfix) || p.Allowed(copyPath) || seen[copyPath] {
-				continue
-			}
-			seen[copyPath] = true
-			n, err := t.duRel(copyPath)
-			if err != nil {
-				return 0, err
-			}
-			bytes += n
-		}
-	}
-	return bytes, nil
-}
-
-// duRel is the bytes of the regular files at or under rel, following no
-// symlink.
-func (t *Tree) duRel(rel string) (int64, error) {
-	fi, err := t.Lstat(rel)
-	if err != nil {
-		return 0, err
-	}
-	if fi.Mode().IsRegular() {
-		return fi.Size(), nil
-	}
-	if !fi.IsDir() {
-		return 0, nil
-	}
-	names, err := t.ReadDir(rel)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, name := range names {
-		m, err := t.duRel(rel + "/" + name)
-		if err != nil {
-			return 0, err
-		}
-		n += m
-	}
-	return n, nil
-}
-
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
 	ctx     context.Context
@@ -234,9 +170,15 @@ func (pk *packer) leading(dir string) error {
 	return pk.visit(dir, fi)
 }
 
-// walk packs rel and, for a directory, what is under it.
+// walk packs rel and, for a directory, what is under it. A name that is
+// not UTF-8 is left out and listed in skipped: the manifest, JSON, could
+// not name it exactly, and the receiver would refuse the archive.
 func (pk *packer) walk(rel string) error {
 	if pk.done[rel] || !pk.policy.Allowed(rel) {
+		return nil
+	}
+	if !utf8.ValidString(rel) || strings.Count(rel, "/") >= maxDepth {
+		pk.skipped = append(pk.skipped, strings.ToValidUTF8(rel, "\uFFFD"))
 		return nil
 	}
 	fi, err := pk.root.Lstat(rel)

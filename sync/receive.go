@@ -35,7 +35,7 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim L
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := t.lock()
+	unlock, err := t.lock(ctx)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -68,11 +68,11 @@ func (in *Incoming) Dir() string {
 
 // Plan decides the merge of what came into the host's tree against base,
 // the tree both sides last shared (see PlanMerge).
-func (in *Incoming) Plan(base *Manifest, o MergeOptions) (*Plan, error) {
+func (in *Incoming) Plan(ctx context.Context, base *Manifest, o MergeOptions) (*Plan, error) {
 	if in.Manifest == nil {
 		return nil, errors.New("nothing was received to merge")
 	}
-	return PlanMerge(in.tree, base, in.Manifest, path.Join(in.staging, "tree"), path.Join(in.staging, "scratch"), o)
+	return PlanMerge(ctx, in.tree, base, in.Manifest, path.Join(in.staging, "tree"), path.Join(in.staging, "scratch"), o)
 }
 
 // Close removes what is still staged and unlocks the root.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,7 +83,7 @@ func (s sandbox) transfer(t testing.TB, base *Manifest, ms []member) (*Manifest,
 		return base, nil, err
 	}
 	defer in.Close()
-	plan, err := in.Plan(base, MergeOptions{Polecat: "furiosa", Now: time.Unix(1700000000, 0), Policy: receivePolicy})
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Unix(1700000000, 0), Policy: receivePolicy})
 	if err != nil {
 		return base, nil, err
 	}
@@ -264,7 +265,7 @@ func TestReceiveBothChangedBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	_, err = in.Plan(base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy, MaxBothChanged: 3})
+	_, err = in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy, MaxBothChanged: 3})
 	var le *LimitError
 	if !errors.As(err, &le) || le.Setting != "sync.max_conflicts" {
 		t.Fatalf("plan: %v, want the sync.max_conflicts limit", err)
@@ -416,9 +417,10 @@ func TestConflictCopyNameTaken(t *testing.T) {
 	}
 }
 
-// TestStoredBytes: the budget counts the files that cross and the conflict
-// copies beside an included file, which do not cross themselves.
-func TestStoredBytes(t *testing.T) {
+// TestSurvey: the budget counts the paths that cross and the conflict
+// copies beside an included file or directory, which do not cross
+// themselves, every entry at least entryCost; not the rest of the root.
+func TestSurvey(t *testing.T) {
 	root := t.TempDir()
 	p := Policy{Include: []string{"CLAUDE.md", "results"}}
 	writeTree(t, root, map[string]string{
@@ -426,18 +428,206 @@ func TestStoredBytes(t *testing.T) {
 		"CLAUDE.md.conflict-nux-20261123": strings.Repeat("x", 100),
 		"results/r":                       strings.Repeat("r", 1000),
 		"results/r.conflict-nux-20261123": strings.Repeat("y", 10000),
+		"results/link":                    "->r",
 		"results.conflict-nux-1/in":       strings.Repeat("z", 100000),
 		"worktree/big":                    strings.Repeat("w", 1000000),
 	})
-	_, size, err := Size(root, p)
+	sv, err := SurveyRoot(root, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := StoredBytes(root, p)
+	// 8 entries: CLAUDE.md, its copy, results, r, r's copy, link, the
+	// copied directory and what is in it.
+	if want := int64(111110 + 8*entryCost); sv.Bytes != want {
+		t.Errorf("surveyed %d bytes, want %d (copies counted, the worktree not)", sv.Bytes, want)
+	}
+	if len(sv.Links) != 1 || sv.Links[0] != "results/link" {
+		t.Errorf("links %v, want [results/link]", sv.Links)
+	}
+}
+
+// transferTo is sandbox.transfer with a policy and the transfer's time.
+func (s sandbox) transferTo(t testing.TB, p Policy, now time.Time, base *Manifest, ms []member) (*Manifest, []Change, error) {
+	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, ms)), s.host, "furiosa", p, Limits{}, base)
+	if err != nil {
+		return base, nil, err
+	}
+	defer in.Close()
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: now, Policy: p})
+	if err != nil {
+		return base, nil, err
+	}
+	if err := plan.Apply(); err != nil {
+		return base, plan.Changes, err
+	}
+	return in.Manifest.Resolved(), plan.Changes, nil
+}
+
+// TestReceiveReadOnlyDirectory: a directory sent read-only (0555) once
+// stopped a merge half-way, stayed in staging for good and refused every
+// later transfer; now what is staged stays the owner's to move and remove.
+func TestReceiveReadOnlyDirectory(t *testing.T) {
+	s := newSandbox(t)
+	ro := dir("results/ro")
+	ro.hdr.Mode = 0o555
+	locked := file("results/ro/f", "f")
+	locked.hdr.Mode = 0o000
+	base, _, err := s.transfer(t, nil, []member{dir("results"), file("results/0new", "new"), ro, locked})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size != 11010 || stored != 111110 {
-		t.Errorf("Size %d, StoredBytes %d; want 11010 and 111110 (copies counted, the worktree not)", size, stored)
+	if got := read(t, filepath.Join(s.host, "results/ro/f")); got != "f" {
+		t.Errorf("results/ro/f on the host: %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.host, ".sidecar-incoming-*")); len(left) != 0 {
+		t.Errorf("staging left behind: %v", left)
+	}
+	if _, _, err := s.transfer(t, base, []member{dir("results"), file("results/0new", "newer")}); err != nil {
+		t.Errorf("the next transfer: %v", err)
+	}
+}
+
+// TestReceiveUnchangedUnderRedirect: a file the container left out as
+// unchanged, in a directory that goes to a conflict copy (the host made
+// a file of the directory), is not moved from a staging path that does
+// not exist: the transfer applies whole.
+func TestReceiveUnchangedUnderRedirect(t *testing.T) {
+	s := newSandbox(t)
+	base, _, err := s.transfer(t, nil, []member{dir("results"), dir("results/d"), file("results/d/f", "f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.RemoveAll(filepath.Join(s.host, "results/d"))
+	writeTree(t, s.host, map[string]string{"results/d": "operator's"})
+	ms := []member{dir("results"), file("results/aaa", "new"), dir("results/d")}
+	m := manifestOf(ms)
+	var man Manifest
+	if err := json.Unmarshal([]byte(m.body), &man); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range base.Entries {
+		if e.Path == "results/d/f" {
+			e.Unchanged = true
+			man.Entries = append(man.Entries, e)
+		}
+	}
+	b, _ := json.Marshal(man)
+	in, err := Receive(context.Background(), bytes.NewReader(archiveRaw(t, append(ms, file(ManifestName, string(b))))), s.host, "furiosa", receivePolicy, Limits{}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.Apply(); err != nil {
+		t.Fatalf("apply: %v (changes %v)", err, plan.Changes)
+	}
+	if read(t, filepath.Join(s.host, "results/aaa")) != "new" || read(t, filepath.Join(s.host, "results/d")) != "operator's" {
+		t.Error("the transfer did not apply whole, or the host's file changed")
+	}
+}
+
+// TestConflictCopyLongName: a conflict copy of a name near the
+// filesystem's 255 bytes is shortened to fit, not failed half-way.
+func TestConflictCopyLongName(t *testing.T) {
+	s := newSandbox(t)
+	long := "results/" + strings.Repeat("a", 240)
+	base, _, err := s.transfer(t, nil, []member{dir("results"), file(long, "v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, s.host, map[string]string{long: "host's edit"})
+	_, changes, err := s.transfer(t, base, []member{dir("results"), file("results/0new", "new"), file(long, "container's edit")})
+	if err != nil {
+		t.Fatalf("%v (changes %v)", err, changes)
+	}
+	for _, c := range changes {
+		if c.Action == Conflicted {
+			if n := len(filepath.Base(c.Copy)); n > 255 {
+				t.Errorf("copy name of %d bytes", n)
+			}
+			if got := read(t, filepath.Join(s.host, c.Copy)); got != "container's edit" {
+				t.Errorf("the copy holds %q", got)
+			}
+		}
+	}
+}
+
+// TestReceiveHostLinkRetargeted: a symlink on the host the merge does not
+// look at (the operator's, resolving inside) is judged again with the tree
+// the merge leaves: a transfer that would make it lead out is refused.
+func TestReceiveHostLinkRetargeted(t *testing.T) {
+	s := newSandbox(t)
+	base, _, err := s.transfer(t, nil, []member{dir("results"), dir("results/a"), dir("results/a/b"), dir("results/a/b/d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// results/x while d is a directory.
+	if err := os.Symlink("d/../../../x", filepath.Join(s.host, "results/a/b/L")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.transfer(t, base, []member{dir("results"), dir("results/a"), dir("results/a/b"), link("results/a/b/d", "../..")})
+	if err == nil || !strings.Contains(err.Error(), "results/a/b/L") {
+		t.Fatalf("retargeting the host's link out of the root: %v, want it refused naming it", err)
+	}
+	if bad, _ := EscapingLinks(s.host, receivePolicy); len(bad) != 0 {
+		t.Errorf("escaping links after the refusal: %v", bad)
+	}
+}
+
+// TestReceiveDeepPath: a path deeper than maxDepth is refused at its
+// member, before the work a deep tree costs every later operation.
+func TestReceiveDeepPath(t *testing.T) {
+	s := newSandbox(t)
+	deep := "results"
+	ms := []member{dir(deep)}
+	for range maxDepth {
+		deep += "/d"
+		ms = append(ms, dir(deep))
+	}
+	start := time.Now()
+	_, _, err := s.transfer(t, nil, ms)
+	if err == nil || !strings.Contains(err.Error(), "deeper than 256") {
+		t.Fatalf("a tree %d deep: %v", maxDepth+1, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing it took %v", d)
+	}
+}
+
+// TestPackNonUTF8: a name that is not UTF-8 is left out and reported, not
+// sent in an archive its receiver would refuse whole.
+func TestPackNonUTF8(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"results/caf\xe9": "x", "results/ok": "ok"})
+	var buf bytes.Buffer
+	m, skipped, err := Pack(context.Background(), root, receivePolicy, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 1 || len(m.Skipped) != 1 {
+		t.Errorf("skipped %v (manifest %v), want the one name", skipped, m.Skipped)
+	}
+	if _, err := Unpack(context.Background(), &buf, t.TempDir(), receivePolicy, Limits{}); err != nil {
+		t.Errorf("the receiver refused it: %v", err)
+	}
+}
+
+// TestReceiveLockWaits: a transfer into a root another is merging into
+// waits for it no longer than its context lets it.
+func TestReceiveLockWaits(t *testing.T) {
+	s := newSandbox(t)
+	first, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, []member{dir("results")})), s.host, "furiosa", receivePolicy, Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = Receive(ctx, bytes.NewReader(archiveTB(t, []member{dir("results")})), s.host, "nux", receivePolicy, Limits{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "waiting for another transfer") {
+		t.Fatalf("a second transfer while the first holds the root: %v", err)
 	}
 }

@@ -90,14 +90,20 @@ func (t *Tree) parents(rel string) error {
 	if !validRel(rel) {
 		return fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
 	}
-	for i := 0; i < len(rel); i++ {
+	// Start below the deepest directory already checked: those above it
+	// were checked with it.
+	from := 0
+	for i := len(rel) - 1; i > 0; i-- {
+		if rel[i] == '/' && t.dirs[rel[:i]] {
+			from = i + 1
+			break
+		}
+	}
+	for i := from; i < len(rel); i++ {
 		if rel[i] != '/' {
 			continue
 		}
 		dir := rel[:i]
-		if t.dirs[dir] {
-			continue
-		}
 		fi, err := t.root.Lstat(dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -75,15 +75,15 @@ func (s *Service) baseSize(id wire.Identity) int64 {
 }
 
 // Stored is what hostd stores for the polecat, as sync.max_stored_bytes
-// counts it: the files of its data root that cross (a shared root counts
-// all of its polecats' files), the conflict copies beside them, and its
-// base.
+// counts it: the paths of its data root that cross (a shared root counts
+// all of its polecats' files), the conflict copies beside them
+// (datasync.Survey: every entry at least a block), and its base.
 func (s *Service) Stored(id wire.Identity) (int64, error) {
-	bytes, err := datasync.StoredBytes(s.Root(id), s.policy)
+	sv, err := datasync.SurveyRoot(s.Root(id), s.policy)
 	if err != nil {
 		return 0, fmt.Errorf("measuring what is stored for %s: %w", id, err)
 	}
-	return bytes + s.baseSize(id), nil
+	return sv.Bytes + s.baseSize(id), nil
 }
 
 // EscapingLinks lists the symlinks in the polecat's data root that lead

@@ -413,7 +413,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	theirs := in.Manifest
 	res := wire.SyncResult{}
 	res.Files, res.Bytes = theirs.Files()
-	plan, err := in.Plan(base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
+	plan, err := in.Plan(ctx, base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
 	if err == nil {
 		err = s.admit(id, plan, theirs, o)
@@ -455,12 +455,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // over its budget, or delete more than the held share of its files
 // without the operator's word. Nothing has changed yet when it refuses.
 func (s *Service) admit(id wire.Identity, plan *datasync.Plan, theirs *datasync.Manifest, o control.PullOptions) error {
-	stored, err := s.Stored(id)
-	if err != nil {
-		return err
-	}
-	baseNow := s.baseSize(id)
-	after := stored - baseNow + plan.Growth + datasync.ContentsSize(theirs)
+	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs)
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+

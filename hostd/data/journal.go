@@ -145,6 +145,9 @@ func (j journalFile) Append(r control.SyncRecord) (cut bool, err error) {
 		}
 		b = bytes.TrimPrefix(b, []byte{'\n'})
 	}
+	if err := os.MkdirAll(filepath.Dir(j.current()), 0o700); err != nil { // hostd's data directory, made on first use
+		return cut, fmt.Errorf("creating the journal's directory: %w", err)
+	}
 	f, err := os.OpenFile(j.current(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return cut, fmt.Errorf("opening the journal to append: %w", err)

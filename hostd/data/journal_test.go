@@ -413,3 +413,17 @@ func FuzzJournalRead(f *testing.F) {
 		}
 	})
 }
+
+// TestJournalMakesItsDirectory: the first record, before hostd's data
+// directory exists (a transfer refused before anything was stored), is
+// kept, not lost with an error.
+func TestJournalMakesItsDirectory(t *testing.T) {
+	j := journalFile{dir: filepath.Join(t.TempDir(), "not", "yet"), budget: journalBudget}
+	if _, err := j.Append(control.SyncRecord{Polecat: "gastown/furiosa", Op: "upload", Error: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := j.Read()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("read back %v, %v", recs, err)
+	}
+}
