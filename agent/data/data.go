@@ -93,6 +93,7 @@ func New(cfg Config, sessions supervisor.Sessions) *Service {
 	if b, err := os.ReadFile(s.lastPath()); err == nil {
 		s.last, _ = datasync.DecodeManifest(b)
 	}
+	s.adoptLegacy()
 	return s
 }
 
@@ -147,6 +148,27 @@ func (s *Service) bind(p datasync.Policy) {
 	if err := atomicfile.Write(s.statePath(), b, 0o600); err != nil {
 		s.cfg.Logger.Warn("sync: could not remember the data policy; a restarted agent will ask again", "err", err)
 	}
+}
+
+// adoptLegacy binds the data root to a base kept by a gt-agent from
+// before roots were marked (its state has a policy and a base but no root
+// id), when the root still holds some of the base's whitelisted files: it
+// is the root that agent installed into, with the polecat's latest edits,
+// which a fetch would overwrite. A root holding none of them is not
+// adopted (a new container on a kept state directory), and is fetched
+// into.
+func (s *Service) adoptLegacy() {
+	if s.policy == nil || s.rootID != "" || s.last == nil {
+		return
+	}
+	if want, _ := s.last.Files(); want == 0 {
+		return
+	}
+	if files, _, err := datasync.Size(s.cfg.Root, *s.policy); err != nil || files == 0 {
+		return
+	}
+	s.bind(*s.policy)
+	s.cfg.Logger.Info("sync: marked the data root an earlier gt-agent installed into as the one its base describes", "root", s.cfg.Root)
 }
 
 // noDataError says why this container counts as having none of the

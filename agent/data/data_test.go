@@ -114,6 +114,42 @@ func TestBind(t *testing.T) {
 	}
 }
 
+// TestAdoptLegacy: the state of a gt-agent from before roots were marked
+// (a policy and a base, no root id) adopts a root that still holds the
+// base's files (the polecat's edits stay, nothing is fetched over them),
+// and not an emptied one.
+func TestAdoptLegacy(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string]string
+		noData bool
+	}{
+		{"the root it installed into", map[string]string{"results/report.txt": "edited since"}, false},
+		{"an emptied root", map[string]string{"results/": ""}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			writeJSON := func(name, body string) {
+				if err := os.WriteFile(filepath.Join(state, name), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeJSON("sync.json", `{"include":["results"],"at":"2026-11-20T10:00:00Z"}`)
+			writeJSON("sync-last.json", `{"version":1,"entries":[{"path":"results","type":"dir","mode":493},`+
+				`{"path":"results/report.txt","type":"file","mode":420,"size":1,"sha256":"`+strings.Repeat("0", 64)+`"}]}`)
+			dir := root(t, tc.files)
+			s := New(Config{Root: dir, StateDir: state, Logger: slog.New(slog.DiscardHandler)}, nil)
+			if err := s.noData(s.policy); (err != nil) != tc.noData {
+				t.Fatalf("noData: %v, want no data %v", err, tc.noData)
+			}
+			if _, err := os.Stat(filepath.Join(dir, datasync.RootMarkerName)); (err == nil) == tc.noData {
+				t.Errorf("marker present %v, want %v", err == nil, !tc.noData)
+			}
+		})
+	}
+}
+
 // TestMarkerNeverCrosses: package sync lets no policy send the marker.
 func TestMarkerNeverCrosses(t *testing.T) {
 	if datasync.DefaultPolicy().Allowed(datasync.RootMarkerName) {
