@@ -350,7 +350,9 @@ func waitGone(t *testing.T, pid int, d time.Duration) time.Duration {
 }
 
 func TestRelaySignalsAndKills(t *testing.T) {
-	r := newRelayRig(t, rigOpts{viaRelay: true})
+	// hostd notices a cut tunnel after its idle timeout (10 s by default,
+	// which a 10 s wait below raced): 3 s here.
+	r := newRelayRig(t, rigOpts{viaRelay: true, serve: []string{"--keepalive", "1s", "--idle-timeout", "3s"}})
 
 	t.Run("Ctrl-C reaches the host process", func(t *testing.T) {
 		cmd := r.command("gt", "status", "trap", filepath.Join(t.TempDir(), "pid"))
