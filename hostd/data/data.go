@@ -515,8 +515,9 @@ func (s *Service) logConflicts(id wire.Identity, changes []datasync.Change) {
 }
 
 // maxSkippedShown is how many of the paths a container left out a result
-// names (each at most 4 KiB, so they fit beside the changes).
-const maxSkippedShown = 20
+// names: each at most 4 KiB, 24 KiB escaped in JSON, so ten fit beside
+// the changes (half the result) with room to spare.
+const maxSkippedShown = 10
 
 // maxResultBytes is what summarise lets a result's changes take: half
 // what a SyncResult may be, so the rest always fits.
