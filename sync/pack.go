@@ -170,15 +170,9 @@ func (pk *packer) leading(dir string) error {
 	return pk.visit(dir, fi)
 }
 
-// walk packs rel and, for a directory, what is under it. A name that is
-// not UTF-8 is left out and listed in skipped: the manifest, JSON, could
-// not name it exactly, and the receiver would refuse the archive.
+// walk packs rel and, for a directory, what is under it.
 func (pk *packer) walk(rel string) error {
 	if pk.done[rel] || !pk.policy.Allowed(rel) {
-		return nil
-	}
-	if !utf8.ValidString(rel) || strings.Count(rel, "/") >= maxDepth {
-		pk.skipped = append(pk.skipped, strings.ToValidUTF8(rel, "\uFFFD"))
 		return nil
 	}
 	fi, err := pk.root.Lstat(rel)
@@ -188,18 +182,34 @@ func (pk *packer) walk(rel string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", rel, err)
 	}
+	return pk.walkInfo(rel, fi)
+}
+
+// walkInfo packs rel, which a listing described as fi, and, for a
+// directory, what is under it, described by its own listing. A name that
+// is not UTF-8 is left out and listed in skipped: the manifest, JSON,
+// could not name it exactly, and the receiver would refuse the archive.
+func (pk *packer) walkInfo(rel string, fi fs.FileInfo) error {
+	if !utf8.ValidString(rel) || strings.Count(rel, "/") >= maxDepth {
+		pk.skipped = append(pk.skipped, strings.ToValidUTF8(rel, "\uFFFD"))
+		return nil
+	}
 	if err := pk.visit(rel, fi); err != nil {
 		return err
 	}
 	if !fi.IsDir() {
 		return nil
 	}
-	names, err := pk.root.ReadDir(rel)
+	infos, err := pk.root.readDirInfo(rel)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if err := pk.walk(rel + "/" + n); err != nil {
+	for _, ci := range infos {
+		child := rel + "/" + ci.Name()
+		if pk.done[child] || !pk.policy.allowedChild(rel, ci.Name()) {
+			continue
+		}
+		if err := pk.walkInfo(child, ci); err != nil {
 			return err
 		}
 	}
@@ -236,7 +246,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 			pk.packed(e.Size)
 			return nil
 		}
-		f, err := pk.root.Open(rel) // the file Lstat saw, or a refusal
+		f, err := pk.root.openAs(rel, fi) // the file the listing saw, or a refusal
 		if err != nil {
 			pk.skipped = append(pk.skipped, rel)
 			return nil

@@ -107,6 +107,48 @@ func (p Policy) Excluded(rel string) bool {
 	return false
 }
 
+// allowedChild is Allowed for name in a directory dir that Allowed (or,
+// for an include's own path, the include) already let through: only what
+// the new element adds is checked (the runs of the blacklist and excluded
+// patterns that end at it), so a walk pays for one element a path, not
+// for all of them.
+func (p Policy) allowedChild(dir, name string) bool {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return false
+	}
+	for _, pats := range [][]string{Blacklist, p.Exclude} {
+		for _, pat := range pats {
+			if matchEnding(pat, dir, name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// matchEnding says whether the pattern's elements match the run of
+// elements ending with name, in dir/name.
+func matchEnding(pat, dir, name string) bool {
+	rel := name
+	for {
+		i := strings.LastIndexByte(pat, '/')
+		if m, _ := path.Match(pat[i+1:], rel); !m {
+			return false
+		}
+		if i < 0 {
+			return true
+		}
+		if dir == "" || dir == "." {
+			return false
+		}
+		j := strings.LastIndexByte(dir, '/')
+		pat, rel, dir = pat[:i], dir[j+1:], dir[:max(j, 0)]
+		if j < 0 {
+			dir = ""
+		}
+	}
+}
+
 // matchRun says whether the pattern's elements match a run of els.
 func matchRun(pat, els []string) bool {
 	for i := 0; i+len(pat) <= len(els); i++ {

@@ -63,3 +63,36 @@ func TestPolicyValidate(t *testing.T) {
 		t.Errorf("default policy: %v", err)
 	}
 }
+
+// TestAllowedChild: for a path whose directory Allowed lets through,
+// allowedChild says what Allowed says of the whole path, checking only its
+// last element: every combination of a vocabulary of names (the
+// blacklist's, an excluded pattern's, ordinary ones) three levels deep.
+func TestAllowedChild(t *testing.T) {
+	p := Policy{Include: []string{"results", ".claude/hooks"}, Exclude: []string{"*.tmp", "build/out"}}
+	names := []string{"a", ".ssh", "id_rsa", "key.pem", ".config", "gh", "x.tmp", "build", "out", ".cache", "notes.md", "a\\b", ".."}
+	checked := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth == 0 {
+			return
+		}
+		for _, n := range names {
+			child := dir + "/" + n
+			if got, want := p.allowedChild(dir, n), p.Allowed(child); got != want {
+				t.Errorf("allowedChild(%q, %q) = %v, Allowed(%q) = %v", dir, n, got, child, want)
+			}
+			checked++
+			if p.Allowed(child) {
+				walk(child, depth-1)
+			}
+		}
+	}
+	for _, inc := range p.Include {
+		walk(inc, 3)
+		walk(inc+"/.config", 2) // under a directory that leads to a run of a pattern
+	}
+	if checked < 1000 {
+		t.Fatalf("checked %d paths", checked)
+	}
+}

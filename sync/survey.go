@@ -87,16 +87,21 @@ func (t *Tree) walkAll(rel string, visit func(string, fs.FileInfo)) error {
 	if err != nil {
 		return err
 	}
+	return t.walkInfo(rel, fi, visit)
+}
+
+// walkInfo is walkAll for rel as a listing described it.
+func (t *Tree) walkInfo(rel string, fi fs.FileInfo, visit func(string, fs.FileInfo)) error {
 	visit(rel, fi)
 	if !fi.IsDir() {
 		return nil
 	}
-	names, err := t.ReadDir(rel)
+	infos, err := t.readDirInfo(rel)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if err := t.walkAll(rel+"/"+n, visit); err != nil {
+	for _, ci := range infos {
+		if err := t.walkInfo(rel+"/"+ci.Name(), ci, visit); err != nil {
 			return err
 		}
 	}

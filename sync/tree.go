@@ -174,6 +174,12 @@ func (t *Tree) Open(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.openAs(rel, fi)
+}
+
+// openAs opens the regular file at rel that a listing described as fi:
+// the file opened must be that one.
+func (t *Tree) openAs(rel string, fi fs.FileInfo) (*os.File, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("refusing to open %s: not a regular file", rel)
 	}
@@ -198,6 +204,20 @@ func (t *Tree) Readlink(rel string) (string, error) {
 
 // ReadDir lists a directory's names, sorted.
 func (t *Tree) ReadDir(rel string) ([]string, error) {
+	infos, err := t.readDirInfo(rel)
+	names := make([]string, len(infos))
+	for i, fi := range infos {
+		names[i] = fi.Name()
+	}
+	return names, err
+}
+
+// readDirInfo describes what a directory holds, sorted by name, each
+// entry as Lstat would (a symlink not followed): the directory is opened
+// once, through the root, and its entries are looked at relative to it
+// (fstatat on its descriptor), so a walk costs one path resolution a
+// directory, not one a file.
+func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
 	fi, err := t.Lstat(rel)
 	if err != nil {
 		return nil, err
@@ -210,12 +230,18 @@ func (t *Tree) ReadDir(rel string) ([]string, error) {
 		return nil, err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	if st, err := d.Stat(); err != nil || !os.SameFile(fi, st) {
+		return nil, fmt.Errorf("listing %s: it changed while being opened", rel)
+	}
+	infos, err := d.Readdir(-1)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", rel, err)
 	}
-	slices.Sort(names)
-	return names, nil
+	if rel != "." {
+		t.dirs[rel] = true
+	}
+	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+	return infos, nil
 }
 
 // MkdirAll makes rel and the directories above it, each a real directory:
