@@ -3,6 +3,7 @@ package sync
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -82,10 +83,10 @@ type Plan struct {
 	// Stored is what the root held for the polecat before the merge, as
 	// a storage budget counts it (see Survey).
 	Stored int64
-	// Deletes counts the regular files the merge removes because the
-	// container deleted them; HostFiles counts the regular files the host
-	// holds now among the paths the merge looked at. (A symlink holds no
-	// data to lose.)
+	// Deletes counts the host's regular files whose content the merge
+	// takes away because the container deleted them, emptied them or made
+	// them something else; HostFiles counts the regular files of the base.
+	// (A symlink holds no data to lose.)
 	Deletes, HostFiles int
 
 	t         *Tree
@@ -211,7 +212,7 @@ func (pl *planner) conflictName(rel string) string {
 	}
 	suffix := "." + conflictInfix + pl.o.Polecat + "-" + pl.o.Now.UTC().Format("20060102T150405Z")
 	dir, name := path.Split(rel)
-	if room := nameMax - len(suffix) - len("-999"); len(name) > room {
+	if room := nameMax - len(suffix) - len("-ffffffffffffffff"); len(name) > room {
 		sum := sha256.Sum256([]byte(name))
 		keep := max(room-9, 0)
 		for keep > 0 && !utf8.RuneStart(name[keep]) {
@@ -222,6 +223,12 @@ func (pl *planner) conflictName(rel string) string {
 	first := dir + name + suffix
 	copyName := first
 	for i := 2; pl.taken(copyName); i++ {
+		if i > maxCopyTries { // the names are someone's doing: a random one, which nobody can have taken
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			copyName = first + "-" + hex.EncodeToString(b)
+			break
+		}
 		copyName = fmt.Sprintf("%s-%d", first, i)
 	}
 	pl.copies[rel] = copyName
@@ -229,8 +236,12 @@ func (pl *planner) conflictName(rel string) string {
 }
 
 // nameMax is the longest name of one path element the filesystems hostd
-// runs on take.
+// runs on take; a copy's name keeps room for a 16-hex-digit suffix.
 const nameMax = 255
+
+// maxCopyTries is how many numbered names a conflict copy tries before it
+// takes a random suffix.
+const maxCopyTries = 20
 
 // conflictInfix marks a conflict copy's name: rel.conflict-...
 const conflictInfix = "conflict-"
@@ -247,7 +258,7 @@ func (pl *planner) taken(name string) bool {
 		}
 	}
 	_, err := pl.t.Lstat(name)
-	return !errors.Is(err, fs.ErrNotExist)
+	return err == nil
 }
 
 // redirected is where rel goes when a directory above it was redirected.
@@ -335,6 +346,9 @@ func (pl *planner) take(rel string, cur, th *Entry) error {
 		return nil
 	}
 	pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
+	if cur != nil && cur.Type == TypeFile && cur.Size > 0 && (th.Type != TypeFile || th.Size == 0) {
+		pl.Deletes++ // a file's content goes as surely as by a deletion: made a directory, a link, or emptied
+	}
 	if cur != nil {
 		// A file over a file is replaced by the rename. A change of kind
 		// removes the old entry first, and so does a symlink being

@@ -631,3 +631,72 @@ func TestReceiveLockWaits(t *testing.T) {
 		t.Fatalf("a second transfer while the first holds the root: %v", err)
 	}
 }
+
+// TestConflictCopyNamesExhausted: when the numbered names a copy would
+// take are all taken (a polecat can send them), the copy takes a random
+// suffix at once; before, the name grew past NAME_MAX, every later try
+// failed as "taken", and planning spun for ever with the root locked.
+func TestConflictCopyNamesExhausted(t *testing.T) {
+	s := newSandbox(t)
+	now := time.Unix(1700000000, 0)
+	long := "results/" + strings.Repeat("a", 200)
+	base, _, err := s.transferTo(t, receivePolicy, now, nil, []member{dir("results"), file(long, "v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, s.host, map[string]string{long: "host's edit"})
+	ms := []member{dir("results"), file(long, "container's edit")}
+	first := long + ".conflict-furiosa-" + now.UTC().Format("20060102T150405Z")
+	ms = append(ms, file(first, "taken"))
+	for i := 2; i <= maxCopyTries+5; i++ {
+		ms = append(ms, file(fmt.Sprintf("%s-%d", first, i), "taken"))
+	}
+	done := make(chan error, 1)
+	var changes []Change
+	go func() {
+		var err error
+		_, changes, err = s.transferTo(t, receivePolicy, now, base, ms)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("planning did not end")
+	}
+	for _, c := range changes {
+		if c.Path == long && (c.Action != Conflicted || read(t, filepath.Join(s.host, c.Copy)) != "container's edit") {
+			t.Errorf("the conflict: %+v", c)
+		}
+	}
+}
+
+// TestDeletesCountsContentTakenAway: a host file the container made a
+// directory, a link or empty counts as deleted for the delete hold, as a
+// removed one does.
+func TestDeletesCountsContentTakenAway(t *testing.T) {
+	s := newSandbox(t)
+	ms := []member{dir("results")}
+	for i := range 4 {
+		ms = append(ms, file(fmt.Sprintf("results/f%d", i), "content"))
+	}
+	base, _, err := s.transfer(t, nil, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := []member{dir("results"), dir("results/f0"), link("results/f1", "f3"), file("results/f2", ""), file("results/f3", "changed")}
+	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, evil)), s.host, "furiosa", receivePolicy, Limits{}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Deletes != 3 || plan.HostFiles != 4 {
+		t.Errorf("Deletes %d of HostFiles %d, want 3 of 4 (f0 a directory, f1 a link, f2 emptied; the base has four files)", plan.Deletes, plan.HostFiles)
+	}
+}

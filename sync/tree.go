@@ -120,12 +120,14 @@ func (t *Tree) parents(rel string) error {
 	return nil
 }
 
-// forget drops what the Tree knows of rel and everything under it.
+// forget drops what the Tree knows of rel and everything under it. A
+// directory is known only with every directory above it, so a path the
+// Tree does not know has nothing known under it either (a file's rename,
+// the common case, costs nothing); removing or renaming a known
+// directory forgets all, which the next operations look up again.
 func (t *Tree) forget(rel string) {
-	for d := range t.dirs {
-		if d == rel || strings.HasPrefix(d, rel+"/") {
-			delete(t.dirs, d)
-		}
+	if t.dirs[rel] {
+		clear(t.dirs)
 	}
 }
 

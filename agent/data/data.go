@@ -152,7 +152,8 @@ func (s *Service) bind(p datasync.Policy) {
 
 // adoptLegacy binds the data root to a base kept by a gt-agent from
 // before roots were marked (its state has a policy and a base but no root
-// id), when the root still holds some of the base's whitelisted files: it
+// id), when the root still holds at least half of the base's files (same
+// path, same size): an image's own CLAUDE.md is not enough. it
 // is the root that agent installed into, with the polecat's latest edits,
 // which a fetch would overwrite. A root holding none of them is not
 // adopted (a new container on a kept state directory), and is fetched
@@ -161,14 +162,32 @@ func (s *Service) adoptLegacy() {
 	if s.policy == nil || s.rootID != "" || s.last == nil {
 		return
 	}
-	if want, _ := s.last.Files(); want == 0 {
-		return
-	}
-	if files, _, err := datasync.Size(s.cfg.Root, *s.policy); err != nil || files == 0 {
+	want, _ := s.last.Files()
+	if want == 0 || 2*heldOf(s.cfg.Root, s.last) < want {
 		return
 	}
 	s.bind(*s.policy)
 	s.cfg.Logger.Info("sync: marked the data root an earlier gt-agent installed into as the one its base describes", "root", s.cfg.Root)
+}
+
+// heldOf counts the files of base that root holds as regular files of the
+// size base gives.
+func heldOf(root string, base *datasync.Manifest) int {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return 0
+	}
+	defer r.Close()
+	n := 0
+	for _, e := range base.Entries {
+		if e.Type != datasync.TypeFile {
+			continue
+		}
+		if fi, err := r.Lstat(e.Path); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
+			n++
+		}
+	}
+	return n
 }
 
 // noDataError says why this container counts as having none of the

@@ -124,8 +124,9 @@ func TestAdoptLegacy(t *testing.T) {
 		files  map[string]string
 		noData bool
 	}{
-		{"the root it installed into", map[string]string{"results/report.txt": "edited since"}, false},
+		{"the root it installed into", map[string]string{"results/report.txt": "x"}, false},
 		{"an emptied root", map[string]string{"results/": ""}, true},
+		{"a root with other whitelisted files (an image's own)", map[string]string{"results/other.txt": "x"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -119,7 +119,7 @@ type Service struct {
 	mergeProcs limits.Pool      // git merge-file processes, across polecats
 
 	mu    gosync.Mutex
-	locks map[wire.Identity]*gosync.Mutex // one transfer per polecat at a time
+	locks map[wire.Identity]chan struct{} // one transfer per polecat at a time
 }
 
 // New checks the configuration (zero fields take DefaultConfig's) and
@@ -165,7 +165,7 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root)
 		}
 	}
-	s := &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]*gosync.Mutex{},
+	s := &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]chan struct{}{},
 		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics(),
 		mergeProcs: limits.NewPool(cfg.MergeProcesses)}
 	s.removeLeftovers()
@@ -193,17 +193,22 @@ func (s *Service) MaxStoredBytes() int64 { return s.cfg.MaxStoredBytes }
 // Policy is the policy both sides apply.
 func (s *Service) Policy() datasync.Policy { return s.policy }
 
-// lock serialises one polecat's transfers.
-func (s *Service) lock(id wire.Identity) func() {
+// lock serialises one polecat's transfers, waiting for the one under way
+// no longer than ctx lets it.
+func (s *Service) lock(ctx context.Context, id wire.Identity) (unlock func(), err error) {
 	s.mu.Lock()
 	l := s.locks[id]
 	if l == nil {
-		l = &gosync.Mutex{}
+		l = make(chan struct{}, 1)
 		s.locks[id] = l
 	}
 	s.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for %s's transfer under way to finish: %w", id, ctx.Err())
+	}
 }
 
 // baseDir keeps what was last sent to, or taken from, a polecat.
@@ -302,9 +307,13 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, o control.PullOpti
 // sent as the base once the agent has installed it, and journals it.
 func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, progress func(control.SyncProgress)) (wire.SyncResult, error) {
 	id := sess.Peer()
-	defer s.lock(id)()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	unlock, err := s.lock(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
 	start := time.Now()
 	res, err := s.pushLocked(ctx, sess, id, progress)
 	s.journal(control.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
@@ -375,7 +384,11 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 // limits, merges it into the host data root against the base, keeps it as
 // the new base and journals it.
 func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
-	defer s.lock(id)()
+	unlock, err := s.lock(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
 	if progress != nil {
 		r = &progressReader{r: r, progress: progress}
 	}
@@ -455,7 +468,9 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // over its budget, or delete more than the held share of its files
 // without the operator's word. Nothing has changed yet when it refuses.
 func (s *Service) admit(id wire.Identity, plan *datasync.Plan, theirs *datasync.Manifest, o control.PullOptions) error {
-	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs)
+	var manifest countingWriter // the new base.json, as state.Save will write it
+	_ = json.NewEncoder(&manifest).Encode(theirs)
+	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs) + manifest.n
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+
@@ -479,6 +494,14 @@ func (s *Service) refused(id wire.Identity, err error) {
 	if ok, held := s.logLimit.Allow(id.String()); ok {
 		s.log.Warn("sync: refused a transfer; nothing changed", "polecat", id, "err", err, "lines_not_logged", held)
 	}
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // agentRefusal is a pull the agent refused (its reason is its own).
