@@ -95,7 +95,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "sync.max_manifest_bytes", Flag: "sync-max-manifest-bytes", Usage: "largest manifest (the list of entries) an archive from a container may hold", Value: &cfg.Data.MaxManifestBytes},
 		{Key: "sync.max_stored_bytes", Flag: "sync-max-stored-bytes", Usage: "most bytes hostd stores for one polecat (its data root's files that cross, conflict copies, its base); a transfer over it is refused", Value: &cfg.Data.MaxStoredBytes},
 		{Key: "sync.max_conflicts", Flag: "sync-max-conflicts", Usage: "most paths changed on both sides one transfer merges (each a git merge-file run or a conflict copy); more refuses the transfer", Value: &cfg.Data.MaxConflicts},
-		{Key: "sync.max_delete_share", Flag: "sync-max-delete-share", Usage: "hold a transfer that would delete more than this share (0 to 1) of a polecat's files until 'hostd sync pull --allow-deletes'; 1 turns the hold off", Value: &cfg.Data.MaxDeleteShare},
+		{Key: "sync.max_delete_share", Flag: "sync-max-delete-share", Usage: "hold a transfer until 'hostd sync pull --allow-deletes' when the container would then have taken away more than this share (0 to 1) of the files hostd last confirmed for the polecat, counted over transfers; 1 turns the hold off", Value: &cfg.Data.MaxDeleteShare},
 		{Key: "sync.merge_processes", Flag: "sync-merge-processes", Usage: "git merge-file processes running at once, across polecats", Value: &cfg.Data.MergeProcesses},
 		{Key: "nudge.ttl", Flag: "nudge-ttl", Usage: "how long a normal nudge may wait to be delivered", Value: &cfg.Nudge.TTL},
 		{Key: "nudge.urgent_ttl", Flag: "nudge-urgent-ttl", Usage: "how long an urgent nudge may wait to be delivered", Value: &cfg.Nudge.UrgentTTL},

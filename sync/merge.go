@@ -83,11 +83,10 @@ type Plan struct {
 	// Stored is what the root held for the polecat before the merge, as
 	// a storage budget counts it (see Survey).
 	Stored int64
-	// Deletes counts the host's regular files whose content the merge
+	// Lost lists the host's regular files whose content the merge
 	// takes away because the container deleted them, emptied them or made
-	// them something else; HostFiles counts the regular files of the base.
-	// (A symlink holds no data to lose.)
-	Deletes, HostFiles int
+	// them something else (a symlink holds no data to lose).
+	Lost []string
 
 	t         *Tree
 	removes   []string // removed deepest first: files, symlinks, directories that must be empty by then
@@ -142,11 +141,6 @@ func PlanMerge(ctx context.Context, t *Tree, base, theirs *Manifest, tree, scrat
 	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
 		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{},
 		copies: map[string]string{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
-	for _, e := range pl.base {
-		if e.Type == TypeFile {
-			pl.HostFiles++
-		}
-	}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
 	for p := range pl.base {
 		paths = append(paths, p)
@@ -339,7 +333,7 @@ func (pl *planner) take(rel string, cur, th *Entry) error {
 		default:
 			pl.removes = append(pl.removes, rel)
 			if cur.Type == TypeFile {
-				pl.Deletes++
+				pl.Lost = append(pl.Lost, rel)
 			}
 			pl.Growth -= cur.Size + entryCost
 		}
@@ -347,7 +341,7 @@ func (pl *planner) take(rel string, cur, th *Entry) error {
 	}
 	pl.Changes = append(pl.Changes, Change{Path: rel, Action: Applied})
 	if cur != nil && cur.Type == TypeFile && cur.Size > 0 && (th.Type != TypeFile || th.Size == 0) {
-		pl.Deletes++ // a file's content goes as surely as by a deletion: made a directory, a link, or emptied
+		pl.Lost = append(pl.Lost, rel) // its content goes as surely as by a deletion: made a directory, a link, or emptied
 	}
 	if cur != nil {
 		// A file over a file is replaced by the rename. A change of kind

@@ -62,11 +62,11 @@ func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Man
 	return state.Save(filepath.Join(dir, "base.json"), m)
 }
 
-// baseSize is the bytes the polecat's base takes on disk (its manifest
-// and kept contents).
+// baseSize is the bytes the polecat's base takes on disk (its manifest,
+// kept contents and delete hold state).
 func (s *Service) baseSize(id wire.Identity) int64 {
 	var n int64
-	for _, f := range []string{"base.json", "base.tar"} {
+	for _, f := range []string{"base.json", "base.tar", "hold.json"} {
 		if fi, err := os.Stat(filepath.Join(s.baseDir(id), f)); err == nil {
 			n += fi.Size()
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
@@ -58,11 +59,12 @@ type Config struct {
 	// transfer merges (sync.max_conflicts): each is a git merge-file run or
 	// a conflict copy. A transfer with more is refused whole.
 	MaxConflicts int
-	// MaxDeleteShare holds a transfer that would delete more than this
-	// share of the files hostd keeps for a polecat (sync.max_delete_share,
-	// 0 to 1), as rsync's --max-delete does: nothing changes until the
-	// operator confirms with hostd sync pull --allow-deletes. 1 turns the
-	// hold off.
+	// MaxDeleteShare holds a transfer when the container would then have
+	// taken away more than this share (0 to 1) of the files hostd last
+	// confirmed for the polecat, counted over every transfer since
+	// (sync.max_delete_share; hold.go), as rsync's --max-delete guards a
+	// sync: nothing changes until the operator confirms with hostd sync
+	// pull --allow-deletes. 1 turns the hold off.
 	MaxDeleteShare float64
 	// MergeProcesses bounds the git merge-file processes running at once,
 	// across polecats (sync.merge_processes).
@@ -376,6 +378,9 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if err := s.replaceBase(id, kept.Name(), m); err != nil {
 		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
 	}
+	if err := s.confirm(id, m); err != nil { // the host's own data: what the delete hold counts from
+		s.log.Warn("sync: could not keep the delete hold's state", "polecat", id, "err", err)
+	}
 	s.log.Info("sync: pushed", "polecat", id, "files", res.Files, "bytes", res.Bytes)
 	return res, nil
 }
@@ -428,8 +433,9 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	res.Files, res.Bytes = theirs.Files()
 	plan, err := in.Plan(ctx, base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
+	var next hold
 	if err == nil {
-		err = s.admit(id, plan, theirs, o)
+		next, err = s.admit(id, plan, base, theirs, o)
 	}
 	if err != nil {
 		s.refused(id, err)
@@ -460,28 +466,41 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}
+	if o.AllowDeletes {
+		err = s.confirm(id, theirs.Resolved()) // the operator's word: what the merge left is confirmed
+	} else {
+		err = state.Save(s.holdPath(id), next)
+	}
+	if err != nil {
+		s.log.Warn("sync: could not keep the delete hold's state", "polecat", id, "err", err)
+	}
 	s.log.Info("sync: pulled", "polecat", id, "files", res.Files, "changes", len(plan.Changes))
 	return plan.Changes, res, nil
 }
 
 // admit refuses a planned merge that would take the polecat's storage
-// over its budget, or delete more than the held share of its files
-// without the operator's word. Nothing has changed yet when it refuses.
-func (s *Service) admit(id wire.Identity, plan *datasync.Plan, theirs *datasync.Manifest, o control.PullOptions) error {
+// over its budget, or hold it when it would take away more of the files
+// hostd last confirmed than the delete share lets, without the operator's
+// word (hold.go). Nothing has changed yet when it refuses. It returns the
+// hold state the merge leaves.
+func (s *Service) admit(id wire.Identity, plan *datasync.Plan, base, theirs *datasync.Manifest, o control.PullOptions) (hold, error) {
 	var manifest countingWriter // the new base.json, as state.Save will write it
 	_ = json.NewEncoder(&manifest).Encode(theirs)
 	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs) + manifest.n
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
-		return fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+
+		return hold{}, fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+
 			"Remove files from its data root %s, or raise the setting", after, id, s.cfg.MaxStoredBytes, s.Root(id))
 	}
-	if !o.AllowDeletes && plan.Deletes > 0 && s.cfg.MaxDeleteShare < 1 && float64(plan.Deletes) > s.cfg.MaxDeleteShare*float64(plan.HostFiles) {
+	h := s.loadHold(id, base)
+	next := h.after(plan.Lost)
+	if !o.AllowDeletes && h.over(next, s.cfg.MaxDeleteShare) {
 		limits.Hit(limits.SyncDeletes)
-		return fmt.Errorf("held: this transfer would delete %d of the %d files hostd keeps for %s (over sync.max_delete_share %v); nothing changed. "+
-			"If the container really deleted them, confirm with 'hostd sync pull %s --allow-deletes'", plan.Deletes, plan.HostFiles, id, s.cfg.MaxDeleteShare, id)
+		return hold{}, fmt.Errorf("held: this transfer would delete %d file(s), and %d of the %d files hostd last confirmed for %s would then be gone or emptied "+
+			"(over sync.max_delete_share %v); nothing changed. If the container really deleted them, confirm with 'hostd sync pull %s --allow-deletes'",
+			len(plan.Lost), len(next.Lost), len(h.Confirmed), id, s.cfg.MaxDeleteShare, id)
 	}
-	return nil
+	return next, nil
 }
 
 // refused counts a refused transfer (limits it hit, and a refusal of any

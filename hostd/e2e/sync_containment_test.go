@@ -213,7 +213,7 @@ func TestSyncDeleteHeld(t *testing.T) {
 		_ = os.Remove(filepath.Join(r.container, "results", fmt.Sprintf("f%d.txt", i)))
 	}
 	out, err := r.tw.Try("sync", "pull", "gastown/furiosa")
-	if err == nil || !strings.Contains(out, "held") || !strings.Contains(out, "--allow-deletes") || !strings.Contains(out, "delete 3 of the 4") {
+	if err == nil || !strings.Contains(out, "held") || !strings.Contains(out, "--allow-deletes") || !strings.Contains(out, "3 of the 4 files hostd last confirmed") {
 		t.Fatalf("a pull deleting 3 of 4 files: %v\n%s\nwant it held, naming --allow-deletes", err, out)
 	}
 	for i := range 4 {
