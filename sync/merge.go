@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -94,6 +95,9 @@ type Plan struct {
 	mkdirs    []string
 	moves     [][2]string // from (staged), to: files
 	linkMoves [][2]string // the same for symlinks, placed last
+	// guard is what the host had at each path the plan changes when it
+	// was planned (nil: nothing): Apply checks it first.
+	guard map[string]fs.FileInfo
 }
 
 // planner is one merge being decided.
@@ -105,13 +109,14 @@ type planner struct {
 	scratch   string // where merged files and merge inputs go, in t
 	base      map[string]*Entry
 	theirs    map[string]*Entry
-	final     map[string]*Entry // what each path looked at will hold (nil: nothing)
-	redirect  map[string]string // a directory of theirs that cannot go where it was, and where it goes instead
-	fresh     map[string]bool   // directories the merge makes where the host has none: nothing is under them yet
-	dirFiles  map[string]bool   // a host directory a file or symlink of theirs replaces: must be empty by then
-	hostLinks []string          // every symlink in the root's paths that cross (and copies), judged again against the result
-	hostNow   map[string]*Entry // what the host holds now at each path looked at
-	copies    map[string]string // each path's conflict copy name
+	final     map[string]*Entry      // what each path looked at will hold (nil: nothing)
+	redirect  map[string]string      // a directory of theirs that cannot go where it was, and where it goes instead
+	fresh     map[string]bool        // directories the merge makes where the host has none: nothing is under them yet
+	dirFiles  map[string]bool        // a host directory a file or symlink of theirs replaces: must be empty by then
+	hostLinks []string               // every symlink in the root's paths that cross (and copies), judged again against the result
+	hostNow   map[string]*Entry      // what the host holds now at each path looked at
+	copies    map[string]string      // each path's conflict copy name
+	seen      map[string]fs.FileInfo // what the host had at each path looked at (nil: nothing)
 	both      int
 	merges    int
 	mergeIn   int64 // bytes text merges have read
@@ -140,7 +145,7 @@ func PlanMerge(ctx context.Context, t *Tree, base, theirs *Manifest, tree, scrat
 	}
 	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: tree, scratch: scratch, base: index(base), theirs: index(theirs),
 		final: map[string]*Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*Entry{},
-		copies: map[string]string{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
+		copies: map[string]string{}, seen: map[string]fs.FileInfo{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
 	for p := range pl.base {
 		paths = append(paths, p)
@@ -167,6 +172,13 @@ func PlanMerge(ctx context.Context, t *Tree, base, theirs *Manifest, tree, scrat
 	}
 	if err := pl.judgeLinks(); err != nil {
 		return nil, err
+	}
+	pl.guard = map[string]fs.FileInfo{}
+	for _, to := range slices.Concat(pl.removes, pl.rmdirs, pl.mkdirs) {
+		pl.guard[to] = pl.seen[to]
+	}
+	for _, m := range slices.Concat(pl.moves, pl.linkMoves) {
+		pl.guard[m[1]] = pl.seen[m[1]]
 	}
 	return pl.Plan, nil
 }
@@ -290,7 +302,9 @@ func (pl *planner) one(rel string) error {
 	var cur *Entry
 	var err error
 	if !pl.underFresh(rel) {
-		cur, err = pl.t.Entry(rel)
+		var fi fs.FileInfo
+		cur, fi, err = pl.t.entryInfo(rel)
+		pl.seen[rel] = fi
 	}
 	var pe *PlainPathError
 	if errors.As(err, &pe) {
@@ -547,6 +561,19 @@ func (pl *planner) policyJudge(view linkView, rel, target string) error {
 // checked while planning; what is left to fail is the disk.
 func (p *Plan) Apply() error {
 	t := p.t
+	// The host may have changed while the merge was planned (an operator's
+	// edit, made while text merges ran): then nothing is applied, and the
+	// next transfer merges what is there.
+	for rel, was := range p.guard {
+		now, err := t.Lstat(rel)
+		var pe *PlainPathError // under a link or file the merge replaces: nothing there yet
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &pe) {
+			return fmt.Errorf("checking %s before applying: %w", rel, err)
+		}
+		if !sameState(was, now) {
+			return fmt.Errorf("%s changed on the host while the transfer was merged; nothing was applied, the next transfer merges it", rel)
+		}
+	}
 	optional := map[string]bool{}
 	for _, r := range p.rmdirs {
 		optional[r] = true
@@ -588,6 +615,15 @@ func (p *Plan) Apply() error {
 // it, files changed on both sides conflict rather than merge, so a merge's
 // CPU is bounded whatever git merge-file makes of its input.
 const maxMergeInput = 64 << 20
+
+// sameState says whether two looks at one path saw the same thing: both
+// nothing, or the same file, kind, size, mode and modification time.
+func sameState(a, b fs.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Mode() == b.Mode() && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
 
 // staged is a merged file written to the scratch directory.
 type staged struct {

@@ -701,3 +701,38 @@ func TestDeletesCountsContentTakenAway(t *testing.T) {
 		t.Errorf("Lost %v, want %v (a directory, a link, emptied)", plan.Lost, want)
 	}
 }
+
+// TestApplyHostChangedSincePlan: an edit on the host between the plan
+// and Apply (the plan may spend minutes in text merges) is not
+// overwritten: nothing is applied, and the next transfer merges it.
+func TestApplyHostChangedSincePlan(t *testing.T) {
+	s := newSandbox(t)
+	base, _, err := s.transfer(t, nil, []member{dir("results"), file("results/notes", "base")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []member{dir("results"), file("results/notes", "container's"), file("results/new", "new")}
+	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, ms)), s.host, "furiosa", receivePolicy, Limits{}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Unix(1700000000, 0), Policy: receivePolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, s.host, map[string]string{"results/notes": "the operator's edit"})
+	if err := plan.Apply(); err == nil || !strings.Contains(err.Error(), "changed on the host") {
+		t.Fatalf("apply after the host changed: %v", err)
+	}
+	in.Close()
+	if read(t, filepath.Join(s.host, "results/notes")) != "the operator's edit" || read(t, filepath.Join(s.host, "results/new")) != "<missing>" {
+		t.Fatal("the transfer applied over the operator's edit, or in part")
+	}
+	_, changes, err := s.transfer(t, base, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(s.host, "results/notes")) != "the operator's edit" || len(changes) != 2 {
+		t.Errorf("the next transfer: changes %v", changes)
+	}
+}

@@ -142,12 +142,18 @@ func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
 // Entry is what the tree holds at rel, as a manifest entry (a file's
 // content hashed), or nil if nothing.
 func (t *Tree) Entry(rel string) (*Entry, error) {
+	e, _, err := t.entryInfo(rel)
+	return e, err
+}
+
+// entryInfo is Entry with what Lstat said of rel (nil for nothing).
+func (t *Tree) entryInfo(rel string) (*Entry, fs.FileInfo, error) {
 	fi, err := t.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e := &Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
 	switch {
@@ -166,7 +172,7 @@ func (t *Tree) Entry(rel string) (*Entry, error) {
 	default:
 		e.Type = "other"
 	}
-	return e, err
+	return e, fi, err
 }
 
 // Open opens the regular file at rel for reading; a symlink there is not
