@@ -77,21 +77,22 @@ func (s sandbox) outside(t testing.TB) map[string]string {
 // transfer receives a hand-made archive of ms into the host root against
 // base and applies the merge, as hostd does; it returns the new base.
 func (s sandbox) transfer(t testing.TB, base *Manifest, ms []member) (*Manifest, []Change, error) {
-	var buf bytes.Buffer
-	buf.Write(archiveTB(t, ms))
-	in, err := Receive(context.Background(), &buf, s.host, "furiosa", receivePolicy, Limits{}, base)
+	return s.transferTo(t, receivePolicy, time.Unix(1700000000, 0), base, ms)
+}
+
+// receivePlan receives data into the host root and plans its merge
+// against base, as hostd does; the caller closes the Incoming.
+func (s sandbox) receivePlan(data []byte, p Policy, now time.Time, base *Manifest) (*Incoming, *Plan, error) {
+	in, err := Receive(context.Background(), bytes.NewReader(data), s.host, "furiosa", p, Limits{}, base)
 	if err != nil {
-		return base, nil, err
+		return nil, nil, err
 	}
-	defer in.Close()
-	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Unix(1700000000, 0), Policy: receivePolicy})
+	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: now, Policy: p})
 	if err != nil {
-		return base, nil, err
+		in.Close()
+		return nil, nil, err
 	}
-	if err := plan.Apply(); err != nil {
-		return base, plan.Changes, err
-	}
-	return in.Manifest.Resolved(), plan.Changes, nil
+	return in, plan, nil
 }
 
 // archiveTB is archive for fuzz targets too: members, then their manifest.
@@ -449,15 +450,11 @@ func TestSurvey(t *testing.T) {
 
 // transferTo is sandbox.transfer with a policy and the transfer's time.
 func (s sandbox) transferTo(t testing.TB, p Policy, now time.Time, base *Manifest, ms []member) (*Manifest, []Change, error) {
-	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, ms)), s.host, "furiosa", p, Limits{}, base)
+	in, plan, err := s.receivePlan(archiveTB(t, ms), p, now, base)
 	if err != nil {
 		return base, nil, err
 	}
 	defer in.Close()
-	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: now, Policy: p})
-	if err != nil {
-		return base, nil, err
-	}
 	if err := plan.Apply(); err != nil {
 		return base, plan.Changes, err
 	}
@@ -513,15 +510,11 @@ func TestReceiveUnchangedUnderRedirect(t *testing.T) {
 		}
 	}
 	b, _ := json.Marshal(man)
-	in, err := Receive(context.Background(), bytes.NewReader(archiveRaw(t, append(ms, file(ManifestName, string(b))))), s.host, "furiosa", receivePolicy, Limits{}, base)
+	in, plan, err := s.receivePlan(archiveRaw(t, append(ms, file(ManifestName, string(b)))), receivePolicy, time.Now(), base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := plan.Apply(); err != nil {
 		t.Fatalf("apply: %v (changes %v)", err, plan.Changes)
 	}
@@ -688,15 +681,11 @@ func TestDeletesCountsContentTakenAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	evil := []member{dir("results"), dir("results/f0"), link("results/f1", "f3"), file("results/f2", ""), file("results/f3", "changed")}
-	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, evil)), s.host, "furiosa", receivePolicy, Limits{}, base)
+	in, plan, err := s.receivePlan(archiveTB(t, evil), receivePolicy, time.Now(), base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Now(), Policy: receivePolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if want := []string{"results/f0", "results/f1", "results/f2"}; !slices.Equal(plan.Lost, want) {
 		t.Errorf("Lost %v, want %v (a directory, a link, emptied)", plan.Lost, want)
 	}
@@ -712,11 +701,7 @@ func TestApplyHostChangedSincePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := []member{dir("results"), file("results/notes", "container's"), file("results/new", "new")}
-	in, err := Receive(context.Background(), bytes.NewReader(archiveTB(t, ms)), s.host, "furiosa", receivePolicy, Limits{}, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := in.Plan(context.Background(), base, MergeOptions{Polecat: "furiosa", Now: time.Unix(1700000000, 0), Policy: receivePolicy})
+	in, plan, err := s.receivePlan(archiveTB(t, ms), receivePolicy, time.Unix(1700000000, 0), base)
 	if err != nil {
 		t.Fatal(err)
 	}
