@@ -88,7 +88,7 @@ know the container really deleted them.`, true)
 	pull.Flags().Bool("allow-deletes", false, "do a merge that deletes more of the polecat's files than sync.max_delete_share holds (you confirm the container really deleted them)")
 
 	status := &cobra.Command{
-		Use: "status", Short: "Show the data policy and where each connected polecat's data lives", Args: cobra.NoArgs,
+		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := control.NewClient(a.town()).SyncStatus(cmd.Context())
 			if err != nil {
