@@ -102,7 +102,7 @@ func TestAgentStopsPromptly(t *testing.T) {
 	tw := NewTown(t)
 	hostd, addr := tw.Serve()
 	certs := tw.Issue("gastown/furiosa", time.Hour)
-	tmux := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := TmuxSocket(t)
 	for _, transport := range []string{"quic", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
 			agent := Start(t, AgentEnv(addr, certs), "gt-agent", "up", "--transport", transport, "--tmux-socket", tmux, "--", "sleep", "300")

@@ -231,3 +231,12 @@ func InState(name, state string) func(control.Status) bool {
 		return false
 	}
 }
+
+// TmuxSocket is a new tmux socket path for a test. The tmux server on it
+// (an agent's: its sessions outlive the agent by design) is ended when the
+// test ends, so no test leaves one running.
+func TmuxSocket(t testing.TB) string {
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	return sock
+}

@@ -39,8 +39,7 @@ type livePolecat struct {
 }
 
 func newLivePolecat(t *testing.T, serve []string, viaRelay bool, command ...string) *livePolecat {
-	lp := &livePolecat{tw: NewTown(t), tmux: filepath.Join(t.TempDir(), "tmux.sock")}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", lp.tmux, "kill-server").Run() })
+	lp := &livePolecat{tw: NewTown(t), tmux: TmuxSocket(t)}
 	lp.hostd, lp.addr = lp.tw.Serve(append([]string{"--beat-interval", beatEvery.String()}, serve...)...)
 	addr := lp.addr
 	if viaRelay {

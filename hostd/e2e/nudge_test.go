@@ -31,9 +31,8 @@ type nudgeRig struct {
 func newNudgeRig(t testing.TB, mode string, serve []string, agentFlags ...string) *nudgeRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &nudgeRig{tw: NewTown(t), tmux: filepath.Join(dir, "tmux.sock"), log: filepath.Join(dir, "pane.log"),
+	r := &nudgeRig{tw: NewTown(t), tmux: TmuxSocket(t), log: filepath.Join(dir, "pane.log"),
 		busy: filepath.Join(dir, "busy"), stateDir: filepath.Join(dir, "state"), hooks: filepath.Join(dir, "hooks.sock")}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", r.tmux, "kill-server").Run() })
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

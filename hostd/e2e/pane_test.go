@@ -68,8 +68,7 @@ func TestPeek(t *testing.T) {
 // polecat's window. A read-only attach types nothing.
 func TestAttach(t *testing.T) {
 	r := newNudgeRig(t, "plain", nil)
-	host := filepath.Join(t.TempDir(), "host-tmux.sock")
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", host, "kill-server").Run() })
+	host := TmuxSocket(t)
 	hostTmux := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("tmux", append([]string{"-S", host}, args...)...).CombinedOutput()
