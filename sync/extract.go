@@ -79,19 +79,12 @@ func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits)
 		return nil, err
 	}
 	defer t.Close()
-	if _, err := t.RemoveStaging(extractSender); err != nil {
-		return nil, err
-	}
-	staging, err := t.Staging(extractSender)
+	staging, m, err := t.stage(ctx, r, extractSender, p, lim, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer t.RemoveAll(staging)
-	m, err := Unpack(ctx, r, filepath.Join(dst, staging), p, lim)
-	if err != nil {
-		return nil, err
-	}
-	if err := install(t, staging, m); err != nil {
+	if err := install(t, path.Join(staging, "tree"), m); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -46,19 +46,34 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim L
 			in.Close()
 		}
 	}()
-	if _, err := t.RemoveStaging(who); err != nil {
-		return nil, err
-	}
-	if in.staging, err = t.Staging(who); err != nil {
+	if in.staging, in.Manifest, err = t.stage(ctx, r, who, p, lim, base); err != nil {
 		return nil, err
 	}
 	if err := t.MkdirAll(path.Join(in.staging, "scratch"), 0o700); err != nil {
 		return nil, err
 	}
-	if in.Manifest, err = UnpackSince(ctx, r, in.Dir(), p, lim, base); err != nil {
-		return nil, err
-	}
 	return in, nil
+}
+
+// stage removes what an earlier transfer of who's left in t (a killed
+// process's staging directory) and unpacks the archive from r, with every
+// check UnpackSince makes, into the tree directory of a new staging
+// directory, which it returns; on error nothing of it is left. Extract and
+// Receive both start here.
+func (t *Tree) stage(ctx context.Context, r io.Reader, who string, p Policy, lim Limits, base *Manifest) (string, *Manifest, error) {
+	if _, err := t.RemoveStaging(who); err != nil {
+		return "", nil, err
+	}
+	staging, err := t.Staging(who)
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := UnpackSince(ctx, r, filepath.Join(t.dir, filepath.FromSlash(path.Join(staging, "tree"))), p, lim, base)
+	if err != nil {
+		_ = t.RemoveAll(staging)
+		return "", nil, err
+	}
+	return staging, m, nil
 }
 
 // Dir is the unpacked tree on disk (for WriteContents).

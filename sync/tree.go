@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -139,14 +138,8 @@ func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
 	return t.root.Lstat(rel)
 }
 
-// Entry is what the tree holds at rel, as a manifest entry (a file's
-// content hashed), or nil if nothing.
-func (t *Tree) Entry(rel string) (*Entry, error) {
-	e, _, err := t.entryInfo(rel)
-	return e, err
-}
-
-// entryInfo is Entry with what Lstat said of rel (nil for nothing).
+// entryInfo is what the tree holds at rel, as a manifest entry (a file's
+// content hashed), and what Lstat said of it; nil and nil for nothing.
 func (t *Tree) entryInfo(rel string) (*Entry, fs.FileInfo, error) {
 	fi, err := t.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -398,23 +391,6 @@ func RemoveStaging(dir, who string) (int, error) {
 	}
 	defer t.Close()
 	return t.RemoveStaging(who)
-}
-
-// Sub opens the directory rel of the tree as a Tree of its own (a staging
-// directory, for Unpack).
-func (t *Tree) Sub(rel string) (*Tree, error) {
-	fi, err := t.Lstat(rel)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("opening %s: not a directory", rel)
-	}
-	r, err := t.root.OpenRoot(rel)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", rel, err)
-	}
-	return &Tree{root: r, dir: path.Join(t.dir, rel), dirs: map[string]bool{}}, nil
 }
 
 // kindOf names what a non-directory is, for a refusal.
