@@ -56,7 +56,7 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
 	@echo; echo "== the table: each row ours beside its baseline from this run (medians), the ratio and the target ($(BIN)/bench-table.md)"
-	@$(GO) run ./internal/benchtable $(BIN)/bench-*.txt | tee $(BIN)/bench-table.md
+	@$(GO) run ./hostd/e2e/benchtable $(BIN)/bench-*.txt | tee $(BIN)/bench-table.md
 
 bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer runs (a quick check, under 3 minutes)
 	@mkdir -p $(BIN)
@@ -70,7 +70,7 @@ bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer run
 	@echo; echo "== git (a 40 MB repository, 10 MB pushes): ours beside git http-backend over loopback HTTP and file://"
 	@$(GO) tool benchstat -col /impl -filter '.name:Git' $(BIN)/quick-hostd.txt
 	@echo; echo "== the table's rows for these"
-	@$(GO) run ./internal/benchtable $(BIN)/quick-*.txt
+	@$(GO) run ./hostd/e2e/benchtable $(BIN)/quick-*.txt
 
 bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 	command -v zstd >/dev/null && command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync; }

@@ -9,9 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/spf13/cobra"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -52,7 +53,7 @@ failed), 3 still queued (--no-wait, mode queue, or --wait passed), 4 expired.`,
 			if err != nil {
 				return err
 			}
-			c := control.NewClient(a.town())
+			c := api.NewClient(a.town())
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
 			if list, _ := cmd.Flags().GetBool("list"); list {
@@ -81,7 +82,7 @@ failed), 3 still queued (--no-wait, mode queue, or --wait passed), 4 expired.`,
 			if err != nil {
 				return err
 			}
-			req := control.NudgeRequest{Text: text}
+			req := api.NudgeRequest{Text: text}
 			req.Mode, _ = cmd.Flags().GetString("mode")
 			req.Priority, _ = cmd.Flags().GetString("priority")
 			req.TTL, _ = cmd.Flags().GetDuration("ttl")
@@ -149,7 +150,7 @@ func nudgeExit(outcome string) int {
 	return exitNudgeFailed
 }
 
-func printNudgeOutcome(w io.Writer, o control.NudgeOutcome) {
+func printNudgeOutcome(w io.Writer, o api.NudgeOutcome) {
 	switch o.Outcome {
 	case wire.NudgeSubmitted:
 		fmt.Fprintf(w, "%s: nudge %s submitted at %s (%s)\n", o.Polecat, o.ID, o.At.Local().Format("15:04:05"), termsafe.Line(o.Detail))
@@ -167,7 +168,7 @@ func printNudgeOutcome(w io.Writer, o control.NudgeOutcome) {
 	}
 }
 
-func printNudgeQueue(w io.Writer, id wire.Identity, items []control.NudgeItem) {
+func printNudgeQueue(w io.Writer, id wire.Identity, items []api.NudgeItem) {
 	if len(items) == 0 {
 		fmt.Fprintf(w, "%s: no nudges queued\n", id)
 		return

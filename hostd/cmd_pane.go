@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pane"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -52,7 +53,7 @@ escaped (\x1b, \u202e), never sent to your terminal, in JSON too.`,
 				enc := json.NewEncoder(out)
 				w.line = func(l []byte) error { return enc.Encode(map[string]string{"line": string(l)}) }
 			}
-			if err := control.NewClient(a.town()).Peek(ctx, id, lines, follow, w); err != nil {
+			if err := api.NewClient(a.town()).Peek(ctx, id, lines, follow, w); err != nil {
 				return err
 			}
 			if err := w.flush(); err != nil {
@@ -173,7 +174,7 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 	if err != nil {
 		return fmt.Errorf("reading the terminal's size: %w", err)
 	}
-	conn, err := control.NewClient(town).Attach(cmd.Context(), id, rw, uint16(cols), uint16(rows))
+	conn, err := api.NewClient(town).Attach(cmd.Context(), id, rw, uint16(cols), uint16(rows))
 	if err != nil {
 		return err
 	}

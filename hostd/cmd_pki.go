@@ -10,9 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/spf13/cobra"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -125,9 +126,9 @@ issued to the polecat afterwards (hostd cert issue, a join token) works.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 			defer cancel()
-			n, err := control.NewClient(a.town()).ReloadRevocations(ctx)
+			n, err := api.NewClient(a.town()).ReloadRevocations(ctx)
 			switch {
-			case errors.Is(err, control.ErrNotRunning):
+			case errors.Is(err, api.ErrNotRunning):
 				fmt.Fprintln(cmd.OutOrStdout(), "hostd is not running; the revocation applies when it starts")
 			case err != nil:
 				return fmt.Errorf("revocation recorded, but telling hostd failed: %w", err)

@@ -12,10 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -31,7 +32,7 @@ one polecat in detail with its recent state changes. States are judged from
 heartbeats: see 'hostd serve --help' for the thresholds.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := control.NewClient(a.town())
+			c := api.NewClient(a.town())
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
 			// On a terminal, status is coloured: it is written under the
@@ -109,7 +110,7 @@ heartbeats measured inside the container.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 			defer cancel()
-			d, err := control.NewClient(a.town()).Polecat(ctx, id)
+			d, err := api.NewClient(a.town()).Polecat(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -128,11 +129,11 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func filterRig(ps []control.Polecat, rig string) []control.Polecat {
+func filterRig(ps []api.Polecat, rig string) []api.Polecat {
 	if rig == "" {
 		return ps
 	}
-	var out []control.Polecat
+	var out []api.Polecat
 	for _, p := range ps {
 		if p.Rig == rig {
 			out = append(out, p)
@@ -158,7 +159,7 @@ var stateColour = map[string]string{
 }
 
 // printStatus prints the table, fitted to 80 columns.
-func printStatus(w io.Writer, st control.Status, colour bool) {
+func printStatus(w io.Writer, st api.Status, colour bool) {
 	fmt.Fprintf(w, "hostd %s on %s, up %s, %d polecat(s)\n", st.Version, st.Listen, short(time.Since(st.Started)), len(st.Polecats))
 	for _, l := range st.Listeners {
 		switch {
@@ -221,7 +222,7 @@ func printStatus(w io.Writer, st control.Status, colour bool) {
 }
 
 // printDetail prints one polecat and its recent state changes.
-func printDetail(w io.Writer, d control.PolecatDetail, colour bool) {
+func printDetail(w io.Writer, d api.PolecatDetail, colour bool) {
 	state := d.State
 	if colour {
 		state = stateColour[d.State] + state + "\033[0m"

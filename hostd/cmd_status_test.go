@@ -7,8 +7,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -23,14 +24,14 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 		"\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "line\nbreak", "\r overwrite", "bell\x07", "\x9b31m", "del\x7f", "\u202eevil", "tab\there",
 	}
 	for _, h := range hostile {
-		p := control.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
+		p := api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
 			State: "disconnected", Reason: "tunnel gone: peer closed the session: " + h, Command: h, StateSince: time.Now(), LastBeat: time.Now()}
-		d := control.PolecatDetail{Polecat: p,
+		d := api.PolecatDetail{Polecat: p,
 			Beat:   &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
 			Events: []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}}}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
-			printStatus(&out, control.Status{Polecats: []control.Polecat{p}, Upstream: []control.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}}}, colour)
+			printStatus(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}}}, colour)
 			printDetail(&out, d, colour)
 		}
 		text := out.String()
@@ -66,7 +67,7 @@ func TestStatusShowsListenerTrouble(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
-		printStatus(&out, control.Status{Listeners: []tunnel.ListenerHealth{c.l}}, false)
+		printStatus(&out, api.Status{Listeners: []tunnel.ListenerHealth{c.l}}, false)
 		got := strings.Contains(out.String(), "listener")
 		if (c.want == "" && got) || (c.want != "" && !strings.Contains(out.String(), c.want)) {
 			t.Errorf("%s: status shows %q, want %q", c.name, out.String(), c.want)

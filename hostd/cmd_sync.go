@@ -7,10 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -26,9 +27,9 @@ func (a *app) syncCmd() *cobra.Command {
 					return err
 				}
 				asJSON, _ := cmd.Flags().GetBool("json")
-				c := control.NewClient(a.town())
+				c := api.NewClient(a.town())
 				start := time.Now()
-				var progress func(control.SyncProgress)
+				var progress func(api.SyncProgress)
 				if !asJSON && isTTY(cmd.ErrOrStderr()) {
 					bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
 					defer bar.finish()
@@ -36,7 +37,7 @@ func (a *app) syncCmd() *cobra.Command {
 				}
 				var res wire.SyncResult
 				if pull {
-					var o control.PullOptions
+					var o api.PullOptions
 					o.DryRun, _ = cmd.Flags().GetBool("dry-run")
 					o.AllowDeletes, _ = cmd.Flags().GetBool("allow-deletes")
 					res, err = c.SyncPull(cmd.Context(), id, o, progress)
@@ -90,7 +91,7 @@ know the container really deleted them.`, true)
 	status := &cobra.Command{
 		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := control.NewClient(a.town()).SyncStatus(cmd.Context())
+			st, err := api.NewClient(a.town()).SyncStatus(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -124,7 +125,7 @@ know the container really deleted them.`, true)
 	log := &cobra.Command{
 		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			recs, err := control.NewClient(a.town()).SyncLog(cmd.Context())
+			recs, err := api.NewClient(a.town()).SyncLog(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -187,7 +188,7 @@ func newProgress(w io.Writer, id wire.Identity) *transferProgress {
 	return &transferProgress{w: w, id: id}
 }
 
-func (p *transferProgress) update(sp control.SyncProgress) {
+func (p *transferProgress) update(sp api.SyncProgress) {
 	if p.bar == nil {
 		total := sp.TotalBytes
 		if total == 0 {

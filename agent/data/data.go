@@ -28,7 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -63,7 +62,7 @@ func DefaultConfig() Config {
 // Service is safe for concurrent use.
 type Service struct {
 	cfg      Config
-	sessions supervisor.Sessions
+	sessions tunnel.Sessions
 
 	busy   chan struct{} // held by the one transfer at a time; guards policy, last and rootID
 	policy *datasync.Policy
@@ -72,7 +71,7 @@ type Service struct {
 }
 
 // New prepares the service; zero Config fields take DefaultConfig's.
-func New(cfg Config, sessions supervisor.Sessions) *Service {
+func New(cfg Config, sessions tunnel.Sessions) *Service {
 	d := DefaultConfig()
 	if cfg.Root == "" {
 		cfg.Root = d.Root

@@ -13,7 +13,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
 // DefaultWait is how long a local client waits for a tunnel that is down
@@ -28,7 +28,7 @@ type Forwarder struct {
 	// (DefaultWait when zero).
 	Wait time.Duration
 	// Sessions supplies the tunnel.
-	Sessions supervisor.Sessions
+	Sessions tunnel.Sessions
 	// Attached, when set, tells the local client that its stream is open.
 	Attached func(c net.Conn) error
 	// Unavailable tells the local client, in its own protocol, that no

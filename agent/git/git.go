@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/forward"
-	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -24,7 +24,7 @@ func Origin(addr, rig string) string { return "http://" + addr + wire.GitPathPre
 
 // NewForwarder forwards git's HTTP connections as git streams. When the
 // tunnel is not there within wait, git is answered 503 with the reason.
-func NewForwarder(sessions supervisor.Sessions, wait time.Duration, log *slog.Logger) *forward.Forwarder {
+func NewForwarder(sessions tunnel.Sessions, wait time.Duration, log *slog.Logger) *forward.Forwarder {
 	return &forward.Forwarder{Kind: wire.KindGit, Wait: wait, Sessions: sessions, Unavailable: httpUnavailable, Logger: log}
 }
 

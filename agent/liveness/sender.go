@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -19,7 +18,7 @@ const DefaultInterval = 5 * time.Second
 // stream on each new tunnel.
 type Sender struct {
 	Watcher  *Watcher
-	Sessions supervisor.Sessions
+	Sessions tunnel.Sessions
 	Interval time.Duration
 	Version  string
 	Logger   *slog.Logger

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/forward"
-	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // NewForwarder forwards shim connections as relay streams. It tells the
 // shim FrameAttached once the stream is open, or FrameError with the
 // reason when the tunnel is not there within wait.
-func NewForwarder(sessions supervisor.Sessions, wait time.Duration, log *slog.Logger) *forward.Forwarder {
+func NewForwarder(sessions tunnel.Sessions, wait time.Duration, log *slog.Logger) *forward.Forwarder {
 	return &forward.Forwarder{
 		Kind:     wire.KindRelay,
 		Wait:     wait,

@@ -86,13 +86,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// Sessions gives the current tunnel session, waiting for one until ctx
-// ends. The Supervisor is one; the channels' forwarders and senders take
-// it as this.
-type Sessions interface {
-	Session(ctx context.Context) (*tunnel.Session, error)
-}
-
 // Supervisor keeps one tunnel up.
 type Supervisor struct {
 	cfg Config

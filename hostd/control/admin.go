@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -19,29 +21,6 @@ import (
 // Unlike gt-proxy-server's in-memory deny list, revocation here is
 // persisted and closes live tunnels.
 
-// IssueCertRequest is POST /v1/admin/issue-cert's body.
-type IssueCertRequest struct {
-	Rig  string `json:"rig"`
-	Name string `json:"name"`
-	// TTL is a Go duration ("720h"); empty takes hostd's cert_ttl.
-	TTL string `json:"ttl,omitempty"`
-}
-
-// IssuedCert is POST /v1/admin/issue-cert's answer.
-type IssuedCert struct {
-	CN        string    `json:"cn"`
-	Cert      string    `json:"cert"`
-	Key       string    `json:"key"`
-	CA        string    `json:"ca"`
-	Serial    string    `json:"serial"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// DenyCertRequest is POST /v1/admin/deny-cert's body: a serial in hex.
-type DenyCertRequest struct {
-	Serial string `json:"serial"`
-}
-
 // maxAdminBody bounds an admin request.
 const maxAdminBody = 64 << 10
 
@@ -50,7 +29,7 @@ func adminHandlers(mux *http.ServeMux, b Backend) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("POST /v1/admin/issue-cert", func(w http.ResponseWriter, r *http.Request) {
-		var req IssueCertRequest
+		var req api.IssueCertRequest
 		if err := decodeBody(r, &req); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -77,7 +56,7 @@ func adminHandlers(mux *http.ServeMux, b Backend) {
 		writeJSON(w, http.StatusOK, issued)
 	})
 	mux.HandleFunc("POST /v1/admin/deny-cert", func(w http.ResponseWriter, r *http.Request) {
-		var req DenyCertRequest
+		var req api.DenyCertRequest
 		if err := decodeBody(r, &req); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return

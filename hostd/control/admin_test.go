@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -25,7 +27,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("health: %d", rec.Code)
 	}
 	rec := call("POST", "/v1/admin/issue-cert", `{"rig": "gastown", "name": "bullet-farmer", "ttl": "720h"}`)
-	var got IssuedCert
+	var got api.IssuedCert
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &got) != nil || got.CN != "gt-gastown-bullet-farmer" {
 		t.Fatalf("issue-cert: %d %s", rec.Code, rec.Body)
 	}
@@ -69,7 +71,7 @@ func FuzzAdminBody(f *testing.F) {
 	f.Add(`{"rig": "gastown", "name": "nux", "ttl": "24h"}`)
 	f.Add(`{"serial": "abc"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var req IssueCertRequest
+		var req api.IssueCertRequest
 		r := httptest.NewRequest("POST", "/v1/admin/issue-cert", strings.NewReader(body))
 		if err := decodeBody(r, &req); err != nil {
 			return

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -22,13 +24,13 @@ type fakeDaemon struct {
 	issued   []wire.Identity
 	ttls     []time.Duration
 	revoked  []string
-	nudges   []NudgeRequest
+	nudges   []api.NudgeRequest
 	attached []wire.PaneRequest
 }
 
-func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (IssuedCert, error) {
+func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
 	f.issued, f.ttls = append(f.issued, id), append(f.ttls, ttl)
-	return IssuedCert{CN: id.CommonName(), Serial: "abc"}, nil
+	return api.IssuedCert{CN: id.CommonName(), Serial: "abc"}, nil
 }
 
 func (f *fakeDaemon) Revoke(target string) (int, error) {
@@ -39,15 +41,15 @@ func (f *fakeDaemon) Revoke(target string) (int, error) {
 	return 1, nil
 }
 
-func (f *fakeDaemon) Status() Status {
-	return Status{Version: "v1", Polecats: []Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
+func (f *fakeDaemon) Status() api.Status {
+	return api.Status{Version: "v1", Polecats: []api.Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
 }
 
-func (f *fakeDaemon) Polecat(id wire.Identity) (PolecatDetail, bool) {
+func (f *fakeDaemon) Polecat(id wire.Identity) (api.PolecatDetail, bool) {
 	if id.Name != "n" {
-		return PolecatDetail{}, false
+		return api.PolecatDetail{}, false
 	}
-	return PolecatDetail{Polecat: f.Status().Polecats[0]}, true
+	return api.PolecatDetail{Polecat: f.Status().Polecats[0]}, true
 }
 
 func (f *fakeDaemon) ReloadRevocations() (int, error) {
@@ -60,9 +62,9 @@ func (f *fakeDaemon) ReloadRevocations() (int, error) {
 
 func TestSocket(t *testing.T) {
 	town := t.TempDir()
-	c := NewClient(town)
-	if _, err := c.Status(context.Background()); !errors.Is(err, ErrNotRunning) {
-		t.Fatalf("no daemon: %v, want ErrNotRunning", err)
+	c := api.NewClient(town)
+	if _, err := c.Status(context.Background()); !errors.Is(err, api.ErrNotRunning) {
+		t.Fatalf("no daemon: %v, want api.ErrNotRunning", err)
 	}
 	// A stale socket file from a crashed daemon is replaced.
 	_ = os.MkdirAll(state.For(town).Path(), 0o755)

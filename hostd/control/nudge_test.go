@@ -8,23 +8,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func (f *fakeDaemon) Nudge(_ context.Context, id wire.Identity, req NudgeRequest) (NudgeOutcome, error) {
+func (f *fakeDaemon) Nudge(_ context.Context, id wire.Identity, req api.NudgeRequest) (api.NudgeOutcome, error) {
 	f.nudges = append(f.nudges, req)
-	return NudgeOutcome{ID: "n1", Polecat: id, Outcome: "queued"}, nil
+	return api.NudgeOutcome{ID: "n1", Polecat: id, Outcome: "queued"}, nil
 }
 
-func (f *fakeDaemon) NudgeList(id wire.Identity) []NudgeItem {
-	return []NudgeItem{{ID: "n1", Polecat: id, Text: "hi"}}
+func (f *fakeDaemon) NudgeList(id wire.Identity) []api.NudgeItem {
+	return []api.NudgeItem{{ID: "n1", Polecat: id, Text: "hi"}}
 }
 
-func (f *fakeDaemon) NudgeCancel(id string) (NudgeOutcome, error) {
+func (f *fakeDaemon) NudgeCancel(id string) (api.NudgeOutcome, error) {
 	if id != "n1" {
-		return NudgeOutcome{}, errors.New("no queued nudge " + id)
+		return api.NudgeOutcome{}, errors.New("no queued nudge " + id)
 	}
-	return NudgeOutcome{ID: id, Outcome: "cancelled"}, nil
+	return api.NudgeOutcome{ID: id, Outcome: "cancelled"}, nil
 }
 
 // TestNudgeAPI: requests are decoded strictly and bounded; a bad polecat
@@ -56,7 +58,7 @@ func TestNudgeAPI(t *testing.T) {
 	if got := d.nudges[0]; got.Text != "go on; -x" || got.Mode != "queue" || got.TTL.Seconds() != 60 {
 		t.Errorf("the request reached the queue as %+v", got)
 	}
-	var o NudgeOutcome
+	var o api.NudgeOutcome
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/v1/nudges/n1", nil))
 	if err := json.Unmarshal(rec.Body.Bytes(), &o); err != nil || o.Outcome != "cancelled" {

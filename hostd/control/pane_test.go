@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -54,7 +56,7 @@ func TestPaneAPI(t *testing.T) {
 	srv := &http.Server{Handler: Handler(d), ReadHeaderTimeout: time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	c := NewClient(town)
+	c := api.NewClient(town)
 	ctx := context.Background()
 	var out strings.Builder
 	if err := c.Peek(ctx, wire.Identity{Rig: "r", Name: "n"}, 3, false, &out); err != nil || out.String() != "line 0\nline 1\nline 2\n" {

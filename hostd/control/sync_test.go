@@ -10,16 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // The data channel's calls on the fake daemon: what the HTTP layer does
 // with them is what is tested here; the real transfers are in hostd/e2e.
 
-func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error) {
+func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	if progress != nil {
 		for i := 1; i <= 3; i++ {
-			progress(SyncProgress{Files: i, Bytes: int64(i) * 10, TotalFiles: 3, TotalBytes: 30})
+			progress(api.SyncProgress{Files: i, Bytes: int64(i) * 10, TotalFiles: 3, TotalBytes: 30})
 			time.Sleep(300 * time.Millisecond)
 		}
 	}
@@ -29,16 +31,16 @@ func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func
 	return wire.SyncResult{Files: 2, Bytes: 10}, nil
 }
 
-func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, o PullOptions, _ func(SyncProgress)) (wire.SyncResult, error) {
+func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, o api.PullOptions, _ func(api.SyncProgress)) (wire.SyncResult, error) {
 	f.dryRuns = append(f.dryRuns, o.DryRun)
 	return wire.SyncResult{Changes: []wire.SyncChange{{Path: "a", Action: "merged"}}}, nil
 }
 
-func (f *fakeDaemon) SyncLog() ([]SyncRecord, error) {
-	return []SyncRecord{{Polecat: "r/n", Op: "push"}}, nil
+func (f *fakeDaemon) SyncLog() ([]api.SyncRecord, error) {
+	return []api.SyncRecord{{Polecat: "r/n", Op: "push"}}, nil
 }
 
-func (f *fakeDaemon) SyncStatus() SyncStatus { return SyncStatus{Include: []string{"results"}} }
+func (f *fakeDaemon) SyncStatus() api.SyncStatus { return api.SyncStatus{Include: []string{"results"}} }
 
 func TestSyncAPI(t *testing.T) {
 	d := &fakeDaemon{}
@@ -56,8 +58,8 @@ func TestSyncAPI(t *testing.T) {
 		{"POST", "/v1/sync/r/-bad/push", 400, nil},
 		{"POST", "/v1/sync/r/n/pull?dry_run=1", 200, func(b []byte) bool { var r wire.SyncResult; return json.Unmarshal(b, &r) == nil && len(r.Changes) == 1 }},
 		{"POST", "/v1/sync/r/n/pull", 200, nil},
-		{"GET", "/v1/sync/log", 200, func(b []byte) bool { var r []SyncRecord; return json.Unmarshal(b, &r) == nil && len(r) == 1 }},
-		{"GET", "/v1/sync/status", 200, func(b []byte) bool { var r SyncStatus; return json.Unmarshal(b, &r) == nil && len(r.Include) == 1 }},
+		{"GET", "/v1/sync/log", 200, func(b []byte) bool { var r []api.SyncRecord; return json.Unmarshal(b, &r) == nil && len(r) == 1 }},
+		{"GET", "/v1/sync/status", 200, func(b []byte) bool { var r api.SyncStatus; return json.Unmarshal(b, &r) == nil && len(r.Include) == 1 }},
 		{"GET", "/v1/sync/r/n/push", http.StatusMethodNotAllowed, nil},
 	}
 	for _, c := range cases {
@@ -75,11 +77,11 @@ func TestSyncAPI(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/sync/r/n/push?progress=1", nil))
 	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
-	var last syncLine
+	var last api.SyncLine
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Result == nil || last.Result.Files != 2 {
 		t.Fatalf("last line %q, want the result", lines[len(lines)-1])
 	}
-	var first syncLine
+	var first api.SyncLine
 	if len(lines) < 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.Progress == nil || first.Progress.TotalBytes != 30 {
 		t.Errorf("progress lines %q", lines)
 	}

@@ -23,10 +23,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
-	"github.com/polecat-sidecar/sidecar/internal/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -246,7 +247,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		res, _ := s.push(ctx, st.Session(), "fetch", nil)
 		_ = wire.WriteSyncResult(st, res)
 	default: // upload
-		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, control.PullOptions{}, nil)
+		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, api.PullOptions{}, nil)
 		_ = wire.WriteSyncResult(st, res)
 	}
 	_ = st.CloseWrite()
@@ -257,12 +258,12 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 // changes since the last exchange are pulled and merged first, so that the
 // push cannot overwrite them: what it sends includes them (a container that
 // has no data yet refuses the pull, and the push goes on).
-func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
 	}
-	if pulled, err := s.Pull(ctx, id, control.PullOptions{}, nil); err != nil && !wire.IsSyncNoData(err) {
+	if pulled, err := s.Pull(ctx, id, api.PullOptions{}, nil); err != nil && !wire.IsSyncNoData(err) {
 		return pulled, fmt.Errorf("taking %s's changes before the push failed, so nothing was pushed: %w", id, err)
 	}
 	return s.push(ctx, c.Session(), "requested", progress)
@@ -273,7 +274,7 @@ func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(cont
 // with o.AllowDeletes it does a merge the delete share would hold. The
 // agent sends only what changed since the last exchange; if hostd does not
 // have that base, it asks again for everything.
-func (s *Service) Pull(ctx context.Context, id wire.Identity, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) Pull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	res, err := s.pull(ctx, id, o, false, progress)
 	if errors.Is(err, datasync.ErrBaseMismatch) {
 		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
@@ -282,7 +283,7 @@ func (s *Service) Pull(ctx context.Context, id wire.Identity, o control.PullOpti
 	return res, err
 }
 
-func (s *Service) pull(ctx context.Context, id wire.Identity, o control.PullOptions, full bool, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) pull(ctx context.Context, id wire.Identity, o api.PullOptions, full bool, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	c, ok := s.reg.Current(id)
 	if !ok {
 		return wire.SyncResult{}, fmt.Errorf("%s is not connected", id)
@@ -307,7 +308,7 @@ func (s *Service) pull(ctx context.Context, id wire.Identity, o control.PullOpti
 
 // push packs the host data root onto a new push stream, keeps what it
 // sent as the base once the agent has installed it, and journals it.
-func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	id := sess.Peer()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -318,12 +319,12 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, pr
 	defer unlock()
 	start := time.Now()
 	res, err := s.pushLocked(ctx, sess, id, progress)
-	s.journal(control.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(api.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	return res, err
 }
 
-func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	root := s.Root(id)
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 		// Nothing to send, and nothing to create in the rig for it: an
@@ -348,7 +349,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 			return fail(fmt.Errorf("sizing %s: %w", root, err))
 		}
 		opts = append(opts, datasync.WithProgress(func(f int, b int64) {
-			progress(control.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
+			progress(api.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
 		}))
 	}
 	// What is sent becomes the base once the agent has installed it; its
@@ -388,7 +389,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 // receive reads an archive from r, checks it against the policy and
 // limits, merges it into the host data root against the base, keeps it as
 // the new base and journals it.
-func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	unlock, err := s.lock(ctx, id)
 	if err != nil {
 		return fail(err)
@@ -399,7 +400,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 	}
 	start := time.Now()
 	changes, res, err := s.receiveLocked(ctx, id, r, o)
-	rec := control.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
+	rec := api.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)}
 	for _, c := range changes {
 		count(&rec, c.Action)
@@ -410,7 +411,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 
 // receiveLocked does receive's work; changes are all the merge did, which
 // res may list only in part (summarise).
-func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o control.PullOptions) ([]datasync.Change, wire.SyncResult, error) {
+func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]datasync.Change, wire.SyncResult, error) {
 	root := s.Root(id)
 	base, contents := s.loadBase(id)
 	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
@@ -483,7 +484,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // hostd last confirmed than the delete share lets, without the operator's
 // word (hold.go). Nothing has changed yet when it refuses. It returns the
 // hold state the merge leaves.
-func (s *Service) admit(id wire.Identity, plan *datasync.Plan, base, theirs *datasync.Manifest, o control.PullOptions) (hold, error) {
+func (s *Service) admit(id wire.Identity, plan *datasync.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
 	var manifest countingWriter // the new base.json, as state.Save will write it
 	_ = json.NewEncoder(&manifest).Encode(theirs)
 	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs) + manifest.n
@@ -593,12 +594,12 @@ func errString(err error) string {
 type progressReader struct {
 	r        io.Reader
 	n        int64
-	progress func(control.SyncProgress)
+	progress func(api.SyncProgress)
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	p.n += int64(n)
-	p.progress(control.SyncProgress{Bytes: p.n})
+	p.progress(api.SyncProgress{Bytes: p.n})
 	return n, err
 }

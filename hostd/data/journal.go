@@ -2,7 +2,7 @@ package data
 
 // The journal's file format.
 //
-// The journal is JSON lines: one control.SyncRecord per line, as
+// The journal is JSON lines: one api.SyncRecord per line, as
 // encoding/json writes it, in <dir>/journal.jsonl. A transfer appends its
 // record with one write to the file opened with O_APPEND: nothing is read
 // or rewritten. Before a record is written its string fields are capped
@@ -38,14 +38,15 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
-	"github.com/polecat-sidecar/sidecar/internal/limits"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 )
 
 // count adds one change to r's tally.
-func count(r *control.SyncRecord, action string) {
+func count(r *api.SyncRecord, action string) {
 	switch action {
 	case datasync.Applied:
 		r.Applied++
@@ -75,7 +76,7 @@ const (
 // minLine is the shortest line an honest record takes: every record has a
 // time, and its empty strings and zero numbers are the least it can hold.
 var minLine = func() int {
-	b, _ := json.Marshal(control.SyncRecord{})
+	b, _ := json.Marshal(api.SyncRecord{})
 	return len(b) + 1
 }()
 
@@ -93,7 +94,7 @@ func cut(s string, limit int) (capped string, cut bool) {
 }
 
 // bound caps r's string fields; cut says whether any was.
-func bound(r control.SyncRecord) (control.SyncRecord, bool) {
+func bound(r api.SyncRecord) (api.SyncRecord, bool) {
 	var c [4]bool
 	r.Polecat, c[0] = cut(r.Polecat, fieldCap)
 	r.Op, c[1] = cut(r.Op, fieldCap)
@@ -114,7 +115,7 @@ func (j journalFile) older() string   { return filepath.Join(j.dir, "journal.jso
 func (j journalFile) legacy() string  { return filepath.Join(j.dir, "journal.json") }
 
 // line is r, capped, as one journal line; cut says whether a field was cut.
-func line(r control.SyncRecord) (b []byte, cut bool, err error) {
+func line(r api.SyncRecord) (b []byte, cut bool, err error) {
 	r, cut = bound(r)
 	b, err = json.Marshal(r)
 	if err != nil {
@@ -126,7 +127,7 @@ func line(r control.SyncRecord) (b []byte, cut bool, err error) {
 // Append writes r, capped, as one line at the end of the journal, turning
 // journal.jsonl into journal.jsonl.1 first when r would take it past the
 // budget; cut says whether a field of r was cut.
-func (j journalFile) Append(r control.SyncRecord) (cut bool, err error) {
+func (j journalFile) Append(r api.SyncRecord) (cut bool, err error) {
 	b, cut, err := line(r)
 	if err != nil {
 		return cut, err
@@ -184,7 +185,7 @@ func tail(path string) (size int64, torn bool, err error) {
 // Read lists the journal's records, oldest first; skipped is how many
 // lines did not decode (a torn append) or were left out to stay within the
 // budget.
-func (j journalFile) Read() (recs []control.SyncRecord, skipped int, err error) {
+func (j journalFile) Read() (recs []api.SyncRecord, skipped int, err error) {
 	for _, p := range []string{j.older(), j.current()} {
 		part, n, err := j.readPart(p)
 		if err != nil {
@@ -198,7 +199,7 @@ func (j journalFile) Read() (recs []control.SyncRecord, skipped int, err error) 
 // readPart reads one file of the journal: at most the budget's bytes from
 // its end, and at most as many records as honest lines fill the budget
 // with, the newest.
-func (j journalFile) readPart(path string) (recs []control.SyncRecord, skipped int, err error) {
+func (j journalFile) readPart(path string) (recs []api.SyncRecord, skipped int, err error) {
 	b, partial, err := readTail(path, j.budget)
 	if err != nil {
 		return nil, 0, err
@@ -227,7 +228,7 @@ func (j journalFile) readPart(path string) (recs []control.SyncRecord, skipped i
 			skipped++
 			continue
 		}
-		var r control.SyncRecord
+		var r api.SyncRecord
 		if err := json.Unmarshal(l, &r); err != nil {
 			skipped++
 			continue
@@ -312,7 +313,7 @@ func (j journalFile) legacyLines(r io.Reader) (lines [][]byte, kept int, bad err
 	}
 	var size int64
 	for d.More() {
-		var rec control.SyncRecord
+		var rec api.SyncRecord
 		if err := d.Decode(&rec); err != nil {
 			return lines, kept, err
 		}
@@ -337,7 +338,7 @@ func (j journalFile) removeLegacy() error {
 }
 
 // journal counts r and appends it to the journal.
-func (s *Service) journal(r control.SyncRecord) {
+func (s *Service) journal(r api.SyncRecord) {
 	s.metrics.observe(r)
 	if !r.DryRun {
 		s.conflicts.Add(int64(r.Conflict))
@@ -356,7 +357,7 @@ func (s *Service) journal(r control.SyncRecord) {
 
 // Journal lists the transfers, oldest first: the newest that fit in twice
 // the journal's budget.
-func (s *Service) Journal() ([]control.SyncRecord, error) {
+func (s *Service) Journal() ([]api.SyncRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, skipped, err := s.journalFile().Read()

@@ -14,15 +14,16 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
-	"github.com/polecat-sidecar/sidecar/internal/limits"
 )
 
 // rec is the i-th test record, with errText as its Error.
-func rec(i int, errText string) control.SyncRecord {
-	return control.SyncRecord{Time: time.Unix(1_800_000_000+int64(i), 0).UTC(), Polecat: "rig/cat", Op: "upload", Reason: "checkpoint",
+func rec(i int, errText string) api.SyncRecord {
+	return api.SyncRecord{Time: time.Unix(1_800_000_000+int64(i), 0).UTC(), Polecat: "rig/cat", Op: "upload", Reason: "checkpoint",
 		Files: i, Bytes: 100, Duration: time.Second, Error: errText}
 }
 
@@ -40,7 +41,7 @@ func lines(t testing.TB, from, to int) string {
 }
 
 // numbers is each record's Files, the test records' number.
-func numbers(recs []control.SyncRecord) []int {
+func numbers(recs []api.SyncRecord) []int {
 	n := make([]int, len(recs))
 	for i, r := range recs {
 		n[i] = r.Files
@@ -71,7 +72,7 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 // time and numbers, and every byte of every string escaped six-fold
 // (\u00XX).
 var maxLine = func() int {
-	b, err := json.Marshal(control.SyncRecord{Time: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
+	b, err := json.Marshal(api.SyncRecord{Time: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
 		Polecat: "p", Op: "o", Reason: "r", DryRun: true, Files: math.MinInt, Bytes: math.MinInt64, Applied: math.MinInt, Merged: math.MinInt,
 		Conflict: math.MinInt, Deleted: math.MinInt, Kept: math.MinInt, Duration: math.MinInt64, Error: "e"})
 	if err != nil {
@@ -90,7 +91,7 @@ func TestJournalLineBound(t *testing.T) {
 		{"line separators", strings.Repeat("\u2028", 1<<18)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l, cut, err := line(control.SyncRecord{Polecat: tt.s, Op: tt.s, Reason: tt.s, Error: tt.s, Files: math.MaxInt})
+			l, cut, err := line(api.SyncRecord{Polecat: tt.s, Op: tt.s, Reason: tt.s, Error: tt.s, Files: math.MaxInt})
 			if err != nil || !cut || len(l) > maxLine {
 				t.Errorf("a %d-byte line (cut %v, %v), want at most maxLine %d", len(l), cut, err, maxLine)
 			}
@@ -117,18 +118,18 @@ func TestJournalFile(t *testing.T) {
 		name        string
 		budget      int64
 		files       map[string]string // before the appends
-		appends     []control.SyncRecord
+		appends     []api.SyncRecord
 		want        []int // the records read, by number
 		wantSkipped int
 		wantCut     int // appends that had a field cut
-		check       func(t *testing.T, recs []control.SyncRecord)
+		check       func(t *testing.T, recs []api.SyncRecord)
 	}{
 		{name: "appended records read back in order", budget: 1 << 20,
-			appends: []control.SyncRecord{rec(1, ""), rec(2, "refused"), rec(3, ""), rec(4, ""), rec(5, "")},
+			appends: []api.SyncRecord{rec(1, ""), rec(2, "refused"), rec(3, ""), rec(4, ""), rec(5, "")},
 			want:    []int{1, 2, 3, 4, 5}},
 		{name: "a huge Error is capped at errorCap, marked as cut", budget: 1 << 20,
-			appends: []control.SyncRecord{rec(1, mib), rec(2, "")}, want: []int{1, 2}, wantCut: 1,
-			check: func(t *testing.T, recs []control.SyncRecord) {
+			appends: []api.SyncRecord{rec(1, mib), rec(2, "")}, want: []int{1, 2}, wantCut: 1,
+			check: func(t *testing.T, recs []api.SyncRecord) {
 				kept := errorCap - markerRoom
 				want := mib[:kept] + "…(" + strconv.Itoa(len(mib)-kept) + " bytes cut)"
 				if recs[0].Error != want {
@@ -139,9 +140,9 @@ func TestJournalFile(t *testing.T) {
 				}
 			}},
 		{name: "every string field is capped on a rune boundary", budget: 1 << 20,
-			appends: []control.SyncRecord{{Files: 1, Polecat: mib, Op: mib, Reason: strings.Repeat("é", 1<<19), Error: strings.Repeat("€", 1<<18)}},
+			appends: []api.SyncRecord{{Files: 1, Polecat: mib, Op: mib, Reason: strings.Repeat("é", 1<<19), Error: strings.Repeat("€", 1<<18)}},
 			want:    []int{1}, wantCut: 1,
-			check: func(t *testing.T, recs []control.SyncRecord) {
+			check: func(t *testing.T, recs []api.SyncRecord) {
 				r := recs[0]
 				for _, f := range []struct {
 					name, v string
@@ -157,17 +158,17 @@ func TestJournalFile(t *testing.T) {
 			want:  []int{1, 2}, wantSkipped: 1},
 		{name: "an append after a torn line starts a new line", budget: 1 << 20,
 			files:   map[string]string{"journal.jsonl": lines(t, 1, 2) + `{"time":"2027-01-15T08:00:00Z","polec`},
-			appends: []control.SyncRecord{rec(3, ""), rec(4, "")},
+			appends: []api.SyncRecord{rec(3, ""), rec(4, "")},
 			want:    []int{1, 2, 3, 4}, wantSkipped: 1},
 		{name: "lines that do not decode are skipped", budget: 1 << 20,
 			files: map[string]string{"journal.jsonl": lines(t, 1, 1) + "not json\n\n[1,2]\n" + lines(t, 2, 2)},
 			want:  []int{1, 2}, wantSkipped: 2},
 		{name: "the older part is read first", budget: 1 << 20,
 			files:   map[string]string{"journal.jsonl.1": lines(t, 1, 2), "journal.jsonl": lines(t, 3, 3)},
-			appends: []control.SyncRecord{rec(4, "")},
+			appends: []api.SyncRecord{rec(4, "")},
 			want:    []int{1, 2, 3, 4}},
 		{name: "an append past the budget rotates, replacing the older part", budget: 3 * lineLen,
-			appends: []control.SyncRecord{rec(1, ""), rec(2, ""), rec(3, ""), rec(4, ""), rec(5, ""), rec(6, ""), rec(7, "")},
+			appends: []api.SyncRecord{rec(1, ""), rec(2, ""), rec(3, ""), rec(4, ""), rec(5, ""), rec(6, ""), rec(7, "")},
 			want:    []int{4, 5, 6, 7}},
 		{name: "a part over the budget is read from its end", budget: 3*lineLen + 5,
 			files: map[string]string{"journal.jsonl": lines(t, 1, 9)},
@@ -253,14 +254,14 @@ func TestJournalBoundedOnDisk(t *testing.T) {
 }
 
 func TestJournalConvertsOldJournal(t *testing.T) {
-	oldRecs := func(from, to int, errText string) []control.SyncRecord {
-		var recs []control.SyncRecord
+	oldRecs := func(from, to int, errText string) []api.SyncRecord {
+		var recs []api.SyncRecord
 		for i := from; i <= to; i++ {
 			recs = append(recs, rec(i, errText))
 		}
 		return recs
 	}
-	encode := func(recs []control.SyncRecord) string {
+	encode := func(recs []api.SyncRecord) string {
 		b, err := json.Marshal(recs)
 		if err != nil {
 			t.Fatal(err)
@@ -330,7 +331,7 @@ func TestJournalConvertsOldJournal(t *testing.T) {
 // the 1,000 records it kept, each with a 4 KiB error.
 func TestServiceCarriesOldJournal(t *testing.T) {
 	s := newService(t)
-	var old []control.SyncRecord
+	var old []api.SyncRecord
 	for i := range 1000 {
 		old = append(old, rec(i, strings.Repeat("e", 4<<10)))
 	}
@@ -419,7 +420,7 @@ func FuzzJournalRead(f *testing.F) {
 // kept, not lost with an error.
 func TestJournalMakesItsDirectory(t *testing.T) {
 	j := journalFile{dir: filepath.Join(t.TempDir(), "not", "yet"), budget: journalBudget}
-	if _, err := j.Append(control.SyncRecord{Polecat: "gastown/furiosa", Op: "upload", Error: "refused"}); err != nil {
+	if _, err := j.Append(api.SyncRecord{Polecat: "gastown/furiosa", Op: "upload", Error: "refused"}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _, err := j.Read()

@@ -1,9 +1,8 @@
 package data
 
 import (
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 )
 
 // metrics count transfers and what they did.
@@ -25,7 +24,7 @@ func newMetrics() *metrics {
 }
 
 // observe counts one journal record.
-func (m *metrics) observe(r control.SyncRecord) {
+func (m *metrics) observe(r api.SyncRecord) {
 	result := "ok"
 	if r.Error != "" {
 		result = "failed"

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -40,7 +41,7 @@ func TestAgentRestartAdoptsSession(t *testing.T) {
 			_ = lp.agent.Exited(t, 5*time.Second)
 			restarted := time.Now()
 			lp.agent = Start(t, lp.env, "gt-agent", lp.args...)
-			lp.tw.WaitStatus(15*time.Second, func(st control.Status) bool {
+			lp.tw.WaitStatus(15*time.Second, func(st api.Status) bool {
 				for _, p := range st.Polecats {
 					if p.Name == "furiosa" && p.Connected && p.State == "working" && p.Since.After(restarted) {
 						return true
@@ -57,7 +58,7 @@ func TestAgentRestartAdoptsSession(t *testing.T) {
 			if !strings.Contains(lp.agent.Output(), "adopted the running session") {
 				t.Errorf("the agent does not say it adopted the session:\n%s", lp.agent.Output())
 			}
-			d, err := control.NewClient(lp.tw.Dir).Polecat(context.Background(), furiosa)
+			d, err := api.NewClient(lp.tw.Dir).Polecat(context.Background(), furiosa)
 			if err != nil || d.SessionState != "running" {
 				t.Errorf("hostd shows session %q (%v), want running", d.SessionState, err)
 			}
@@ -118,7 +119,7 @@ func TestAgentStopsPromptly(t *testing.T) {
 			if !strings.Contains(agent.Output(), "stopping: closing the tunnel") {
 				t.Errorf("the agent does not say what it closes:\n%s", agent.Output())
 			}
-			tw.WaitStatus(5*time.Second, func(st control.Status) bool { return !Connected("furiosa", "")(st) })
+			tw.WaitStatus(5*time.Second, func(st api.Status) bool { return !Connected("furiosa", "")(st) })
 			if !strings.Contains(hostd.Output(), `transport=`+transport+` after=`) || strings.Count(hostd.Output(), "agent shutting down") < map[string]int{"quic": 1, "tcp": 2}[transport] {
 				t.Errorf("hostd does not log why the %s tunnel closed:\n%s", transport, hostd.Output())
 			}

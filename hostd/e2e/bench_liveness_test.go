@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
@@ -71,7 +72,7 @@ func benchAgents(b *testing.B, n int) {
 		go func() { defer wg.Done(); beatForever(ctx, s, time.Duration(i)*5*time.Second/time.Duration(max(n, 1))) }()
 	}
 	if n > 0 {
-		tw.WaitStatus(30*time.Second, func(st control.Status) bool {
+		tw.WaitStatus(30*time.Second, func(st api.Status) bool {
 			working := 0
 			for _, p := range st.Polecats {
 				if p.State == "working" {
@@ -86,7 +87,7 @@ func benchAgents(b *testing.B, n int) {
 	steadyWindow(b, metrics, 10*time.Second)
 	cpu := float64(cpuTicks(b, pid)-cpu0) / 100 / time.Since(t0).Seconds() * 100
 	rss := procStatus(b, pid, "VmRSS:")
-	c := control.NewClient(tw.Dir)
+	c := api.NewClient(tw.Dir)
 	for b.Loop() {
 		st, err := c.Status(context.Background())
 		if err != nil || len(st.Polecats) != n {

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -74,12 +75,12 @@ func BenchmarkSync(b *testing.B) {
 	if err := exec.Command("cp", "-a", filepath.Join(data, "results"), root).Run(); err != nil {
 		b.Fatal(err)
 	}
-	c := control.NewClient(tw.Dir)
+	c := api.NewClient(tw.Dir)
 	transfer := func(b *testing.B, pull bool) {
 		var res wire.SyncResult
 		var err error
 		if pull {
-			res, err = c.SyncPull(context.Background(), id, control.PullOptions{}, nil)
+			res, err = c.SyncPull(context.Background(), id, api.PullOptions{}, nil)
 		} else {
 			res, err = c.SyncPush(context.Background(), id, nil)
 		}
@@ -180,7 +181,7 @@ func settle(b *testing.B) {
 
 // rootOf is a polecat's host data root, from hostd sync status.
 func rootOf(b *testing.B, tw *Town, name string) string {
-	st, err := control.NewClient(tw.Dir).SyncStatus(context.Background())
+	st, err := api.NewClient(tw.Dir).SyncStatus(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
@@ -374,7 +375,7 @@ func TestGitHostileRequests(t *testing.T) {
 	gitAddr := tunneltest.FreeAddr(t)
 	Start(t, AgentEnv(g.Addr, other), "gt-agent", "up", "--git-listen", gitAddr)
 	g.WaitStatus(10*time.Second, Connected("furiosa", ""))
-	g.WaitStatus(10*time.Second, func(st control.Status) bool { return Connected("furiosa", "")(st) && len(st.Polecats) == 2 })
+	g.WaitStatus(10*time.Second, func(st api.Status) bool { return Connected("furiosa", "")(st) && len(st.Polecats) == 2 })
 	out, err := g.TryGit("", "ls-remote", "http://"+gitAddr+"/v1/git/norepo")
 	if err == nil || !strings.Contains(out, "no repository for rig norepo") {
 		t.Errorf("unknown rig: %v %s", err, out)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 )
 
 func TestGitUpstreamQueue(t *testing.T) {
@@ -27,7 +27,7 @@ func TestGitUpstreamQueue(t *testing.T) {
 	_ = os.Rename(g.Origin, g.Origin+".away")
 	c2 := g.Commit(t, work, "two", 10)
 	g.Git(t, work, "push", "-q", "origin", "HEAD:polecat/furiosa-up")
-	st := g.WaitStatus(10*time.Second, func(st control.Status) bool {
+	st := g.WaitStatus(10*time.Second, func(st api.Status) bool {
 		return len(st.Upstream) == 1 && st.Upstream[0].Attempts >= 2 && st.Upstream[0].LastError != ""
 	})
 	if st.Upstream[0].Branch != "polecat/furiosa-up" || !strings.Contains(st.Upstream[0].LastError, "fatal:") {
@@ -41,13 +41,13 @@ func TestGitUpstreamQueue(t *testing.T) {
 	_ = g.Hostd.Cmd.Process.Signal(syscall.SIGTERM)
 	_ = g.Hostd.Exited(t, 5*time.Second)
 	g.Hostd = Start(t, nil, "hostd", "--town", g.Dir, "serve", "--listen", g.Addr, "--git-upstream-retry", "200ms")
-	g.WaitStatus(5*time.Second, func(st control.Status) bool { return len(st.Upstream) == 1 })
+	g.WaitStatus(5*time.Second, func(st api.Status) bool { return len(st.Upstream) == 1 })
 	g.WaitStatus(10*time.Second, Connected("furiosa", ""))
 
 	// Origin is back: delivered, and the queue empties.
 	_ = os.Rename(g.Origin+".away", g.Origin)
 	waitRef(t, g, g.Origin, "refs/heads/polecat/furiosa-up", c2)
-	g.WaitStatus(10*time.Second, func(st control.Status) bool { return len(st.Upstream) == 0 })
+	g.WaitStatus(10*time.Second, func(st api.Status) bool { return len(st.Upstream) == 0 })
 
 	// Deleting the branch here deletes it upstream too.
 	g.Git(t, work, "push", "-q", "origin", ":polecat/furiosa-up")

@@ -18,7 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
@@ -161,7 +162,7 @@ func (tw *Town) Serve(args ...string) (*Proc, string) {
 func (tw *Town) ServeOn(addr string, args ...string) *Proc {
 	tw.t.Helper()
 	p := Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
-	tw.WaitStatus(5*time.Second, func(control.Status) bool { return true })
+	tw.WaitStatus(5*time.Second, func(api.Status) bool { return true })
 	return p
 }
 
@@ -187,11 +188,11 @@ func AgentEnv(addr, dir string) []string {
 
 // WaitStatus polls the control socket until pred holds, and fails the test
 // if it does not within d.
-func (tw *Town) WaitStatus(d time.Duration, pred func(control.Status) bool) control.Status {
+func (tw *Town) WaitStatus(d time.Duration, pred func(api.Status) bool) api.Status {
 	tw.t.Helper()
-	c := control.NewClient(tw.Dir)
+	c := api.NewClient(tw.Dir)
 	deadline := time.Now().Add(d)
-	var last control.Status
+	var last api.Status
 	var lastErr error
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -209,8 +210,8 @@ func (tw *Town) WaitStatus(d time.Duration, pred func(control.Status) bool) cont
 
 // Connected is true when the named polecat has a tunnel up, on transport
 // unless that is empty.
-func Connected(name, transport string) func(control.Status) bool {
-	return func(st control.Status) bool {
+func Connected(name, transport string) func(api.Status) bool {
+	return func(st api.Status) bool {
 		for _, p := range st.Polecats {
 			if p.Name == name && p.Connected && (transport == "" || p.Transport == transport) {
 				return true
@@ -221,8 +222,8 @@ func Connected(name, transport string) func(control.Status) bool {
 }
 
 // InState is true when the named polecat is in state.
-func InState(name, state string) func(control.Status) bool {
-	return func(st control.Status) bool {
+func InState(name, state string) func(api.Status) bool {
+	return func(st api.Status) bool {
 		for _, p := range st.Polecats {
 			if p.Name == name && p.State == state {
 				return true

@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
@@ -362,7 +363,7 @@ func TestHostileTCPFlood(t *testing.T) {
 	for _, c := range flood {
 		c.Close()
 	}
-	st := tw.WaitStatus(10*time.Second, func(st control.Status) bool {
+	st := tw.WaitStatus(10*time.Second, func(st api.Status) bool {
 		return len(st.Listeners) > 0 && st.Listeners[0].Transport == tunnel.TransportTCP && st.Listeners[0].Up && st.Listeners[0].Handshakes == 0
 	})
 	t.Logf("TCP listener after the flood: %+v", st.Listeners[0])
@@ -767,7 +768,7 @@ func TestHostileBeatsAndEscapes(t *testing.T) {
 	if strings.ContainsAny(logs, "\x1b\x07\u009b") {
 		t.Error("a raw escape sequence reached hostd's log")
 	}
-	tw.WaitStatus(5*time.Second, func(st control.Status) bool {
+	tw.WaitStatus(5*time.Second, func(st api.Status) bool {
 		for _, p := range st.Polecats {
 			if p.Name == "furiosa" && !p.Connected {
 				return true
@@ -810,14 +811,14 @@ func TestHostileUpstreamFlood(t *testing.T) {
 		args = append(args, fmt.Sprintf("HEAD:refs/heads/polecat/furiosa-%d", i))
 	}
 	g.Git(t, aw, args...)
-	st := g.WaitStatus(5*time.Second, func(st control.Status) bool { return len(st.Upstream) > 0 })
+	st := g.WaitStatus(5*time.Second, func(st api.Status) bool { return len(st.Upstream) > 0 })
 	during := deliver("polecat/nux-during")
 	t.Logf("victim's branch reached origin in %v beside a 2,000-branch flood (%d queued at first), %v before it", during, len(st.Upstream), before)
 	if during > 5*before+5*time.Second {
 		t.Errorf("victim's branch took %v during the flood, %v before", during, before)
 	}
 	queued := 0
-	for _, p := range g.WaitStatus(time.Second, func(control.Status) bool { return true }).Upstream {
+	for _, p := range g.WaitStatus(time.Second, func(api.Status) bool { return true }).Upstream {
 		if p.Owner == "furiosa" {
 			queued++
 		}

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -87,9 +88,9 @@ func TestLivenessSessionKilled(t *testing.T) {
 	t.Logf("dead %v after the session's process was killed (beats every %v)", took, beatEvery)
 	// The code may come one beat later than the death (tmux reaps the
 	// process a moment after the pane dies); SIGKILL is 128+9.
-	var d control.PolecatDetail
+	var d api.PolecatDetail
 	for range 20 {
-		d, _ = control.NewClient(lp.tw.Dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
+		d, _ = api.NewClient(lp.tw.Dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
 		if strings.Contains(d.Reason, "code") {
 			break
 		}
@@ -149,7 +150,7 @@ func TestLivenessRestoredAfterRestart(t *testing.T) {
 		t.Errorf("status does not mark the restored state:\n%s", table)
 	}
 	_ = lp.agent.Cmd.Process.Signal(syscall.SIGCONT)
-	lp.tw.WaitStatus(15*time.Second, func(st control.Status) bool {
+	lp.tw.WaitStatus(15*time.Second, func(st api.Status) bool {
 		return Connected("furiosa", "")(st) && st.Polecats[0].State == "working" && !st.Polecats[0].Restored
 	})
 }
@@ -189,7 +190,7 @@ func TestLivenessBadBeats(t *testing.T) {
 	} {
 		send(bad)
 	}
-	st := tw.WaitStatus(time.Second, func(st control.Status) bool { return len(st.Polecats) == 1 })
+	st := tw.WaitStatus(time.Second, func(st api.Status) bool { return len(st.Polecats) == 1 })
 	if p := st.Polecats[0]; p.State != "stale" || !p.LastBeat.IsZero() {
 		t.Fatalf("after bad beats: %s, last beat %v; want stale with no beat counted", p.State, p.LastBeat)
 	}

@@ -19,7 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 )
 
@@ -99,7 +100,7 @@ func TestMigratingFromGasTownProxy(t *testing.T) {
 		t.Fatalf("health: %d %s", code, body)
 	}
 	code, body := adminCall(t, tw.Dir, "POST", "/v1/admin/issue-cert", map[string]string{"rig": "gastown", "name": "bullet-farmer", "ttl": "2h"})
-	var issued control.IssuedCert
+	var issued api.IssuedCert
 	if code != http.StatusOK || json.Unmarshal(body, &issued) != nil || issued.CN != "gt-gastown-bullet-farmer" || issued.Serial == "" {
 		t.Fatalf("issue-cert: %d %s", code, body)
 	}

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
@@ -48,7 +49,7 @@ func newNudgeRig(t testing.TB, mode string, serve []string, agentFlags ...string
 
 // nudge runs hostd nudge with text on standard input and returns its
 // outcome and exit status.
-func (r *nudgeRig) nudge(t *testing.T, text string, flags ...string) (control.NudgeOutcome, int) {
+func (r *nudgeRig) nudge(t *testing.T, text string, flags ...string) (api.NudgeOutcome, int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(BinDir, "hostd"), append([]string{"--town", r.tw.Dir, "nudge", "gastown/furiosa", "--json"}, flags...)...)
 	cmd.Stdin = strings.NewReader(text)
@@ -60,7 +61,7 @@ func (r *nudgeRig) nudge(t *testing.T, text string, flags ...string) (control.Nu
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var o control.NudgeOutcome
+	var o api.NudgeOutcome
 	if err := json.Unmarshal(out, &o); err != nil {
 		t.Fatalf("hostd nudge said %q (exit %d): %v", out, code, err)
 	}
@@ -218,7 +219,7 @@ func TestNudgeWaitIdle(t *testing.T) {
 			}
 			// The agent reports once it has seen the nudge submitted.
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				items, _ := control.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
+				items, _ := api.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
 				if len(items) == 0 {
 					break
 				}
@@ -263,7 +264,7 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 	_ = r.hostd.Exited(t, 5*time.Second)
 	r.hostd = Start(t, nil, "hostd", "--town", r.tw.Dir, "serve", "--listen", r.addr)
 	r.tw.WaitStatus(15*time.Second, Connected("furiosa", ""))
-	items, err := control.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
+	items, err := api.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
 	if err != nil || len(items) != 1 || items[0].ID != o.ID {
 		t.Fatalf("the queue after hostd's restart: %+v %v", items, err)
 	}
@@ -283,7 +284,7 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 // to the restarted agent; hostd reports it failed and says why.
 func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 	r := newNudgeRig(t, "stuck", nil) // never submits: the agent keeps pressing Enter
-	done := make(chan control.NudgeOutcome, 1)
+	done := make(chan api.NudgeOutcome, 1)
 	go func() {
 		o, _ := r.nudge(t, "only once please", "--wait", "30s")
 		done <- o
@@ -316,7 +317,7 @@ func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 func TestNudgeExpiryAndDepth(t *testing.T) {
 	tw := NewTown(t)
 	tw.Serve("--nudge-depth", "2")
-	run := func(flags ...string) (control.NudgeOutcome, int) {
+	run := func(flags ...string) (api.NudgeOutcome, int) {
 		r := &nudgeRig{tw: tw}
 		return r.nudge(t, "hello", flags...)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 )
 
 // TestStateDirLocked: a second agent given a state directory another agent
@@ -118,7 +118,7 @@ func TestStateDirKeptEmptyRoot(t *testing.T) {
 	tw.Run("sync", "pull", "gastown/furiosa")
 	stop(p)
 	hostIntact("once the new container fetched the data")
-	var recs []control.SyncRecord
+	var recs []api.SyncRecord
 	if err := json.Unmarshal([]byte(tw.Run("sync", "log", "--json")), &recs); err != nil {
 		t.Fatal(err)
 	}

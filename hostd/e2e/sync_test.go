@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -151,7 +152,7 @@ func TestSyncRoundTrip(t *testing.T) {
 			t.Errorf("sync log lacks %q:\n%s", want, log)
 		}
 	}
-	var recs []control.SyncRecord
+	var recs []api.SyncRecord
 	if err := json.Unmarshal([]byte(tw.Run("sync", "log", "--json")), &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestSyncRoundTrip(t *testing.T) {
 			t.Errorf("%s %s failed: %s", r.Op, r.Reason, r.Error)
 		}
 	}
-	var st control.SyncStatus
+	var st api.SyncStatus
 	if err := json.Unmarshal([]byte(tw.Run("sync", "status", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}

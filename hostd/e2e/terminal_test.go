@@ -15,8 +15,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -273,7 +274,7 @@ func TestHostileReadOnlyAttach(t *testing.T) {
 	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
 	for _, write := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		conn, err := control.NewClient(tw.Dir).Attach(ctx, id, write, 90, 30)
+		conn, err := api.NewClient(tw.Dir).Attach(ctx, id, write, 90, 30)
 		if err != nil {
 			t.Fatal(err)
 		}

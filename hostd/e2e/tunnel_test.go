@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -25,7 +26,7 @@ func TestStatusShowsAgent(t *testing.T) {
 	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up")
 	tw.WaitStatus(10*time.Second, Connected("furiosa", tunnel.TransportQUIC))
 
-	var st control.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(tw.Run("status", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestRevokeClosesLiveTunnel(t *testing.T) {
 	if !strings.Contains(out, "closed 1 live tunnel") {
 		t.Errorf("revoke output: %s", out)
 	}
-	tw.WaitStatus(time.Second, func(st control.Status) bool { return !Connected("furiosa", "")(st) })
+	tw.WaitStatus(time.Second, func(st api.Status) bool { return !Connected("furiosa", "")(st) })
 	if d := time.Since(begin); d > time.Second {
 		t.Errorf("tunnel closed %v after revoke, want within 1s", d)
 	}

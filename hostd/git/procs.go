@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 

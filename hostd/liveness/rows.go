@@ -3,18 +3,19 @@ package liveness
 import (
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Rows are every polecat hostd knows, connected or not, as hostd status
 // shows them.
-func (s *Service) Rows() []control.Polecat {
+func (s *Service) Rows() []api.Polecat {
 	conns := s.reg.Snapshot()
 	recs := s.judge.Snapshot()
-	rows := make([]control.Polecat, 0, len(recs))
+	rows := make([]api.Polecat, 0, len(recs))
 	for _, r := range recs {
 		rows = append(rows, row(r, conns))
 	}
@@ -22,17 +23,17 @@ func (s *Service) Rows() []control.Polecat {
 }
 
 // Detail is one polecat with its last beat and recent state changes.
-func (s *Service) Detail(id wire.Identity) (control.PolecatDetail, bool) {
+func (s *Service) Detail(id wire.Identity) (api.PolecatDetail, bool) {
 	r, ok := s.judge.Get(id)
 	if !ok {
-		return control.PolecatDetail{}, false
+		return api.PolecatDetail{}, false
 	}
-	return control.PolecatDetail{Polecat: row(r, s.reg.Snapshot()), Beat: r.LastBeat, Events: r.Events}, true
+	return api.PolecatDetail{Polecat: row(r, s.reg.Snapshot()), Beat: r.LastBeat, Events: r.Events}, true
 }
 
 // row joins a judged record with its tunnel, if connected.
-func row(r heartbeat.Record, conns map[wire.Identity]registry.Info) control.Polecat {
-	p := control.Polecat{
+func row(r heartbeat.Record, conns map[wire.Identity]registry.Info) api.Polecat {
+	p := api.Polecat{
 		Identity: r.Identity, Rig: r.Identity.Rig, Name: r.Identity.Name,
 		State: string(r.State), StateSince: r.Since, Reason: r.Reason, Restored: r.Restored,
 		LastBeat: r.LastBeatAt, IdleSeconds: -1,

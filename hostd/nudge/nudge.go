@@ -20,7 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -67,10 +68,10 @@ const (
 )
 
 // Item is one queued nudge.
-type Item = control.NudgeItem
+type Item = api.NudgeItem
 
 // Outcome is what became of a nudge.
-type Outcome = control.NudgeOutcome
+type Outcome = api.NudgeOutcome
 
 // Request is what an operator asks for.
 type Request struct {

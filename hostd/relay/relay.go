@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"

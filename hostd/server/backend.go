@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	"github.com/polecat-sidecar/sidecar/hostd/control"
 	"github.com/polecat-sidecar/sidecar/hostd/nudge"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
@@ -19,8 +21,8 @@ var _ control.Backend = (*Server)(nil)
 
 // Status is every polecat hostd knows, connected or not, and the upstream
 // queue.
-func (s *Server) Status() control.Status {
-	st := control.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.live.Rows()}
+func (s *Server) Status() api.Status {
+	st := api.Status{Version: s.cfg.Version, Listen: s.Addr(), Started: s.started, Polecats: s.live.Rows()}
 	depth := s.nudge.Depth()
 	for i := range st.Polecats {
 		st.Polecats[i].Nudges = depth[st.Polecats[i].Identity]
@@ -31,14 +33,14 @@ func (s *Server) Status() control.Status {
 	st.SyncConflicts = s.data.Conflicts()
 	if s.queue != nil {
 		for _, p := range s.queue.Pending() {
-			st.Upstream = append(st.Upstream, control.UpstreamItem(p))
+			st.Upstream = append(st.Upstream, api.UpstreamItem(p))
 		}
 	}
 	return st
 }
 
 // Polecat is one polecat's detail.
-func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) {
+func (s *Server) Polecat(id wire.Identity) (api.PolecatDetail, bool) {
 	d, ok := s.live.Detail(id)
 	d.Nudges = s.nudge.Depth()[id]
 	return d, ok
@@ -49,12 +51,12 @@ func (s *Server) Polecat(id wire.Identity) (control.PolecatDetail, bool) {
 func (s *Server) ReloadRevocations() (int, error) { return s.certs.ReloadRevocations() }
 
 // IssueCert issues a certificate and key for the admin API.
-func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (control.IssuedCert, error) {
+func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
 	certPEM, keyPEM, cert, err := s.certs.IssueKeyPair(id, ttl)
 	if err != nil {
-		return control.IssuedCert{}, err
+		return api.IssuedCert{}, err
 	}
-	return control.IssuedCert{CN: id.CommonName(), Cert: string(certPEM), Key: string(keyPEM), CA: string(s.certs.CA().CertPEM()),
+	return api.IssuedCert{CN: id.CommonName(), Cert: string(certPEM), Key: string(keyPEM), CA: string(s.certs.CA().CertPEM()),
 		Serial: pki.SerialOf(cert), ExpiresAt: cert.NotAfter}, nil
 }
 
@@ -62,37 +64,37 @@ func (s *Server) IssueCert(id wire.Identity, ttl time.Duration) (control.IssuedC
 func (s *Server) Revoke(target string) (int, error) { return s.certs.Revoke(target) }
 
 // SyncPush sends a polecat's host data into its container.
-func (s *Server) SyncPush(ctx context.Context, id wire.Identity, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Server) SyncPush(ctx context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	return s.data.Push(ctx, id, progress)
 }
 
 // SyncPull takes a polecat's data and merges it into the host's.
-func (s *Server) SyncPull(ctx context.Context, id wire.Identity, o control.PullOptions, progress func(control.SyncProgress)) (wire.SyncResult, error) {
+func (s *Server) SyncPull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	return s.data.Pull(ctx, id, o, progress)
 }
 
 // SyncLog is the transfer journal.
-func (s *Server) SyncLog() ([]control.SyncRecord, error) { return s.data.Journal() }
+func (s *Server) SyncLog() ([]api.SyncRecord, error) { return s.data.Journal() }
 
 // SyncStatus is the data policy and each connected polecat's host root.
-func (s *Server) SyncStatus() control.SyncStatus {
+func (s *Server) SyncStatus() api.SyncStatus {
 	p := s.data.Policy()
-	st := control.SyncStatus{Include: p.Include, Exclude: p.Exclude, MaxStoredBytes: s.data.MaxStoredBytes()}
+	st := api.SyncStatus{Include: p.Include, Exclude: p.Exclude, MaxStoredBytes: s.data.MaxStoredBytes()}
 	for id := range s.reg.Snapshot() {
-		r := control.SyncRoot{Polecat: id, Host: s.data.Root(id)}
+		r := api.SyncRoot{Polecat: id, Host: s.data.Root(id)}
 		r.StoredBytes, _ = s.data.Stored(id)
 		r.EscapingLinks, _ = s.data.EscapingLinks(id)
 		st.Roots = append(st.Roots, r)
 	}
-	slices.SortFunc(st.Roots, func(a, b control.SyncRoot) int { return strings.Compare(a.Polecat.String(), b.Polecat.String()) })
+	slices.SortFunc(st.Roots, func(a, b api.SyncRoot) int { return strings.Compare(a.Polecat.String(), b.Polecat.String()) })
 	return st
 }
 
 // Nudge queues a nudge and waits up to req.Wait for what becomes of it.
-func (s *Server) Nudge(ctx context.Context, id wire.Identity, req control.NudgeRequest) (control.NudgeOutcome, error) {
+func (s *Server) Nudge(ctx context.Context, id wire.Identity, req api.NudgeRequest) (api.NudgeOutcome, error) {
 	it, dropped, err := s.nudge.Enqueue(nudge.Request{Polecat: id, Text: req.Text, Mode: req.Mode, Priority: req.Priority, TTL: req.TTL})
 	if err != nil {
-		return control.NudgeOutcome{}, err
+		return api.NudgeOutcome{}, err
 	}
 	wait := req.Wait
 	if it.Mode == wire.NudgeQueue {
@@ -106,10 +108,10 @@ func (s *Server) Nudge(ctx context.Context, id wire.Identity, req control.NudgeR
 }
 
 // NudgeList is a polecat's nudge queue.
-func (s *Server) NudgeList(id wire.Identity) []control.NudgeItem { return s.nudge.List(id) }
+func (s *Server) NudgeList(id wire.Identity) []api.NudgeItem { return s.nudge.List(id) }
 
 // NudgeCancel removes a queued nudge.
-func (s *Server) NudgeCancel(nudgeID string) (control.NudgeOutcome, error) {
+func (s *Server) NudgeCancel(nudgeID string) (api.NudgeOutcome, error) {
 	return s.nudge.Cancel(nudgeID)
 }
 

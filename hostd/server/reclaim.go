@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/internal/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/limits"
 )
 
 // reclaim gives memory back to the system once an attack is over: after a

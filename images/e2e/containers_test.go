@@ -21,7 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/control"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 )
 
@@ -437,10 +438,10 @@ func (r *rig) check(name string, f func(t *testing.T)) {
 }
 
 // wait polls hostd's status until pred holds, failing the check after d.
-func (r *rig) wait(d time.Duration, what string, pred func(control.Status) bool) {
+func (r *rig) wait(d time.Duration, what string, pred func(api.Status) bool) {
 	r.t.Helper()
-	c := control.NewClient(r.git.Dir)
-	var last control.Status
+	c := api.NewClient(r.git.Dir)
+	var last api.Status
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		st, err := c.Status(ctx)
@@ -482,8 +483,8 @@ func (r *rig) waitPane(t *testing.T, name string, want []string) {
 }
 
 // connectedSince is true when name's tunnel came up after t.
-func connectedSince(name string, t time.Time) func(control.Status) bool {
-	return func(st control.Status) bool {
+func connectedSince(name string, t time.Time) func(api.Status) bool {
+	return func(st api.Status) bool {
 		for _, p := range st.Polecats {
 			if p.Name == name && p.Connected && p.Since.After(t) {
 				return true
@@ -494,8 +495,8 @@ func connectedSince(name string, t time.Time) func(control.Status) bool {
 }
 
 // stateSince is true when name entered state after t.
-func stateSince(name, state string, t time.Time) func(control.Status) bool {
-	return func(st control.Status) bool {
+func stateSince(name, state string, t time.Time) func(api.Status) bool {
+	return func(st api.Status) bool {
 		for _, p := range st.Polecats {
 			if p.Name == name && p.State == state && p.StateSince.After(t) {
 				return true
@@ -506,8 +507,8 @@ func stateSince(name, state string, t time.Time) func(control.Status) bool {
 }
 
 // all is true when every predicate is.
-func all(preds ...func(control.Status) bool) func(control.Status) bool {
-	return func(st control.Status) bool {
+func all(preds ...func(api.Status) bool) func(api.Status) bool {
+	return func(st api.Status) bool {
 		for _, p := range preds {
 			if !p(st) {
 				return false

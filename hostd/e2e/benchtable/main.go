@@ -4,7 +4,7 @@
 // several -count runs each) and takes the median of each benchmark's runs;
 // rows whose benchmarks were not run are left out.
 //
-//	go run ./internal/benchtable bin/bench-*.txt
+//	go run ./hostd/e2e/benchtable bin/bench-*.txt
 package main
 
 import (

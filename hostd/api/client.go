@@ -1,0 +1,153 @@
+// Package api is what hostd's CLI and the running daemon exchange over the
+// control socket: the JSON types of each answer and the client that asks.
+// It is a leaf: the daemon's services and handlers import it, it imports
+// none of them.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// ErrNotRunning means no daemon answers on the town's control socket.
+var ErrNotRunning = errors.New("hostd is not running")
+
+// Client talks to a running daemon.
+type Client struct {
+	path string
+	hc   *http.Client
+}
+
+// NewClient returns a client for the daemon serving town.
+func NewClient(town string) *Client {
+	path := state.For(town).Socket()
+	return &Client{path: path, hc: &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}
+}
+
+// Status fetches the daemon's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.do(ctx, http.MethodGet, "/v1/status", &s)
+	return s, err
+}
+
+// Polecat fetches one polecat's detail.
+func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, error) {
+	var d PolecatDetail
+	err := c.do(ctx, http.MethodGet, "/v1/polecats/"+id.Rig+"/"+id.Name, &d)
+	return d, err
+}
+
+// ReloadRevocations tells the daemon to re-read revocations and close the
+// tunnels of revoked certificates; it returns how many it closed.
+func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {
+	var r struct {
+		Closed int `json:"closed"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/revocations/reload", &r)
+	return r.Closed, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	return c.doWith(ctx, c.hc, method, path, nil, out)
+}
+
+// doLong is do for calls that last as long as a transfer: no timeout but
+// ctx's.
+func (c *Client) doLong(ctx context.Context, method, path string, out any) error {
+	return c.doLongJSON(ctx, method, path, nil, out)
+}
+
+// doLongJSON is doLong sending in as a JSON body (none when nil).
+func (c *Client) doLongJSON(ctx context.Context, method, path string, in, out any) error {
+	hc := *c.hc
+	hc.Timeout = 0
+	return c.doWith(ctx, &hc, method, path, in, out)
+}
+
+// openLong starts a long call and returns its body, for answers that
+// stream.
+func (c *Client) openLong(ctx context.Context, method, path string) (io.ReadCloser, error) {
+	hc := *c.hc
+	hc.Timeout = 0
+	resp, err := c.send(ctx, &hc, method, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, statusError(method, path, resp)
+	}
+	return resp.Body, nil
+}
+
+// send makes one call, with in as its JSON body unless nil, saying
+// clearly when no daemon answers.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://hostd"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+		}
+		return nil, fmt.Errorf("asking hostd (%s): %w", c.path, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+	resp, err := c.send(ctx, hc, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return statusError(method, path, resp)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading hostd's answer: %w", err)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decoding hostd's answer: %w", err)
+	}
+	return nil
+}
+
+// statusError is a failed call, with the reason hostd gave.
+func statusError(method, path string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
+}

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// PaneUpgrade is the protocol hostd attach's connection upgrades to: attach
+// frames one way, the terminal's bytes the other (wire.PaneRequest).
+const PaneUpgrade = "polecat-pane"
+
+// BufferedConn reads what the server had already buffered first.
+type BufferedConn struct {
+	net.Conn
+	// R holds what was read past the HTTP exchange.
+	R *bufio.Reader
+}
+
+// Read reads the buffered bytes first, then the connection.
+func (c BufferedConn) Read(p []byte) (int, error) { return c.R.Read(p) }
+
+// Peek streams the polecat's pane to w until it ends or ctx does.
+func (c *Client) Peek(ctx context.Context, id wire.Identity, lines int, follow bool, w io.Writer) error {
+	path := fmt.Sprintf("/v1/pane/%s/%s?lines=%d", id.Rig, id.Name, lines)
+	if follow {
+		path += "&follow=1"
+	}
+	body, err := c.openLong(ctx, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if _, err := io.Copy(w, body); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("reading the pane: %w", err)
+	}
+	return nil
+}
+
+// Attach opens an attach connection: write attach frames to it, read the
+// terminal's output from it.
+func (c *Client) Attach(ctx context.Context, id wire.Identity, write bool, cols, rows uint16) (io.ReadWriteCloser, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+	}
+	w := "0"
+	if write {
+		w = "1"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://hostd/v1/pane/%s/%s/attach?write=%s&cols=%d&rows=%d", id.Rig, id.Name, w, cols, rows), nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", PaneUpgrade)
+	if err := req.Write(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("asking hostd to attach: %w", err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("asking hostd to attach: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer conn.Close()
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
+		return nil, fmt.Errorf("hostd could not attach: %s %s", resp.Status, e.Error)
+	}
+	return BufferedConn{Conn: conn, R: br}, nil
+}

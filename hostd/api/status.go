@@ -1,0 +1,79 @@
+package api
+
+import (
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Polecat is one polecat as hostd status shows it: its judged state, its
+// tunnel (when connected) and its last beat.
+type Polecat struct {
+	Identity wire.Identity `json:"identity"`
+	Rig      string        `json:"rig"`
+	Name     string        `json:"name"`
+	// State is working, idle, stale, disconnected, dead or revoked, since
+	// StateSince, for Reason. Restored means it is the last known state
+	// from before hostd restarted, the agent not being back yet.
+	State      string    `json:"state"`
+	StateSince time.Time `json:"state_since"`
+	Reason     string    `json:"reason"`
+	Restored   bool      `json:"restored,omitempty"`
+	// The tunnel, when connected.
+	Connected   bool      `json:"connected"`
+	Transport   string    `json:"transport,omitempty"`
+	Remote      string    `json:"remote,omitempty"`
+	Since       time.Time `json:"connected_since,omitempty"`
+	RTTMillis   float64   `json:"rtt_ms"`
+	Streams     int       `json:"streams"`
+	CertSerial  string    `json:"cert_serial,omitempty"`
+	CertExpires time.Time `json:"cert_expires,omitempty"`
+	// From the last beat.
+	LastBeat     time.Time `json:"last_beat,omitempty"`
+	SessionState string    `json:"session_state,omitempty"`
+	Command      string    `json:"command,omitempty"`
+	Processes    int       `json:"processes"`
+	CPUPercent   float64   `json:"cpu_percent"`
+	RSSBytes     uint64    `json:"rss_bytes"`
+	IdleSeconds  float64   `json:"idle_seconds"`
+	// Nudges is how many nudges wait in its queue.
+	Nudges int `json:"nudges"`
+}
+
+// PolecatDetail is one polecat with its last beat and recent state
+// changes.
+type PolecatDetail struct {
+	Polecat
+	Beat   *heartbeat.Beat   `json:"beat,omitempty"`
+	Events []heartbeat.Event `json:"events"`
+}
+
+// UpstreamItem is a branch waiting to be pushed from a rig's .repo.git to
+// its origin.
+type UpstreamItem struct {
+	Rig    string `json:"rig"`
+	Branch string `json:"branch"`
+	// Owner is the polecat it is queued for; the queue takes turns.
+	Owner     string    `json:"owner,omitempty"`
+	Since     time.Time `json:"since"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	NextTry   time.Time `json:"next_try"`
+}
+
+// Status is the daemon's state.
+type Status struct {
+	Version  string         `json:"version"`
+	Listen   string         `json:"listen"`
+	Started  time.Time      `json:"started"`
+	Polecats []Polecat      `json:"polecats"`
+	Upstream []UpstreamItem `json:"upstream"`
+	// Listeners is each transport's accept loop: a stopped or failing one
+	// refuses its tunnels while everything else looks fine.
+	Listeners []tunnel.ListenerHealth `json:"listeners"`
+	// SyncConflicts counts the paths data merges left in conflict since
+	// hostd started (hostd sync log has them).
+	SyncConflicts int `json:"sync_conflicts"`
+}
