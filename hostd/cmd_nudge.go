@@ -142,9 +142,9 @@ func nudgeExit(outcome string) int {
 	switch outcome {
 	case wire.NudgeSubmitted:
 		return 0
-	case "queued":
+	case wire.NudgeQueued:
 		return exitNudgeQueued
-	case "expired":
+	case wire.NudgeExpired:
 		return exitNudgeExpired
 	}
 	return exitNudgeFailed
@@ -154,7 +154,7 @@ func printNudgeOutcome(w io.Writer, o api.NudgeOutcome) {
 	switch o.Outcome {
 	case wire.NudgeSubmitted:
 		fmt.Fprintf(w, "%s: nudge %s submitted at %s (%s)\n", o.Polecat, o.ID, o.At.Local().Format("15:04:05"), termsafe.Line(o.Detail))
-	case "queued":
+	case wire.NudgeQueued:
 		why := termsafe.Line(o.Detail)
 		if why == "" {
 			why = "not offered yet"

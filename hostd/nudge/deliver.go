@@ -105,7 +105,7 @@ func (d *deliverer) head() (head *Item, next time.Time, ok bool) {
 		if why == "" {
 			why = "never offered"
 		}
-		s.finishLocked(Outcome{ID: it.ID, Polecat: d.id, Outcome: Expired, At: now,
+		s.finishLocked(Outcome{ID: it.ID, Polecat: d.id, Outcome: wire.NudgeExpired, At: now,
 			Detail: fmt.Sprintf("not delivered within its %v (last: %s)", it.Expires.Sub(it.Created).Round(time.Second), why)})
 	}
 	if len(expired) > 0 {

@@ -59,14 +59,6 @@ const (
 	Urgent = "urgent"
 )
 
-// Outcomes beside the agent's (wire.NudgeSubmitted, wire.NudgeFailed).
-const (
-	Queued    = "queued"
-	Expired   = "expired"
-	Cancelled = "cancelled"
-	Dropped   = "dropped" // pushed out of a full queue by a newer nudge
-)
-
 // Item is one queued nudge.
 type Item = api.NudgeItem
 
@@ -209,7 +201,7 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 		}
 		old := q[i]
 		q = slices.Delete(q, i, i+1)
-		o := Outcome{ID: old.ID, Polecat: old.Polecat, Outcome: Dropped, At: now,
+		o := Outcome{ID: old.ID, Polecat: old.Polecat, Outcome: wire.NudgeDropped, At: now,
 			Detail: fmt.Sprintf("dropped from a full queue (%d, nudge.depth) by nudge %s", s.cfg.Depth, it.ID)}
 		dropped = &o
 		if d := s.running[r.Polecat]; d != nil {
@@ -234,7 +226,7 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 }
 
 // Wait waits for a nudge's final outcome until ctx ends; then it answers
-// Queued, with why the nudge is still waiting.
+// wire.NudgeQueued, with why the nudge is still waiting.
 func (s *Service) Wait(ctx context.Context, id string) (Outcome, error) {
 	s.mu.Lock()
 	if o, ok := s.outcomes[id]; ok {
@@ -257,7 +249,7 @@ func (s *Service) Wait(ctx context.Context, id string) (Outcome, error) {
 		defer s.mu.Unlock()
 		s.waiters[id] = slices.DeleteFunc(s.waiters[id], func(c chan Outcome) bool { return c == ch })
 		if it := s.findLocked(id); it != nil {
-			return Outcome{ID: id, Polecat: it.Polecat, Outcome: Queued, At: time.Now(), Detail: it.Why, Expires: it.Expires}, nil
+			return Outcome{ID: id, Polecat: it.Polecat, Outcome: wire.NudgeQueued, At: time.Now(), Detail: it.Why, Expires: it.Expires}, nil
 		}
 		if o, ok := s.outcomes[id]; ok {
 			return o, nil
@@ -306,7 +298,7 @@ func (s *Service) Cancel(id string) (Outcome, error) {
 	if d := s.running[it.Polecat]; d != nil {
 		d.abandon(id)
 	}
-	o := Outcome{ID: id, Polecat: it.Polecat, Outcome: Cancelled, At: time.Now(), Detail: "cancelled by an operator"}
+	o := Outcome{ID: id, Polecat: it.Polecat, Outcome: wire.NudgeCancelled, At: time.Now(), Detail: "cancelled by an operator"}
 	s.finishLocked(o)
 	return o, s.saveLocked()
 }

@@ -43,6 +43,18 @@ const (
 	NudgeBusy = "busy"
 	// NudgeFailed: not delivered, with why; final.
 	NudgeFailed = "failed"
+
+	// The outcomes hostd adds to the agent's, as its API and CLI report
+	// them; the agent never sends these.
+
+	// NudgeQueued: persisted in hostd's queue, not typed yet.
+	NudgeQueued = "queued"
+	// NudgeExpired: its time to live ran out before it could be typed.
+	NudgeExpired = "expired"
+	// NudgeCancelled: an operator removed it from the queue.
+	NudgeCancelled = "cancelled"
+	// NudgeDropped: pushed out of a full queue by a newer nudge.
+	NudgeDropped = "dropped"
 )
 
 // Limits of the nudge channel.
