@@ -1,0 +1,71 @@
+package settings
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+type sample struct {
+	Depth   int
+	TTL     time.Duration
+	Path    string
+	Names   []string
+	Verbose bool
+	hidden  int
+}
+
+func TestFillZero(t *testing.T) {
+	def := sample{Depth: 50, TTL: time.Minute, Path: "/d", Names: []string{"a"}, Verbose: true, hidden: 7}
+	tests := []struct {
+		name string
+		in   sample
+		want sample
+	}{
+		{"all zero take the defaults", sample{}, sample{Depth: 50, TTL: time.Minute, Path: "/d", Names: []string{"a"}, Verbose: true}},
+		{"set fields stay", sample{Depth: 3, TTL: time.Second, Path: "/p", Names: []string{"b"}}, sample{Depth: 3, TTL: time.Second, Path: "/p", Names: []string{"b"}, Verbose: true}},
+		{"out of range stays for Validate to refuse", sample{Depth: -1}, sample{Depth: -1, TTL: time.Minute, Path: "/d", Names: []string{"a"}, Verbose: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in
+			FillZero(&got, def)
+			if got.Depth != tt.want.Depth || got.TTL != tt.want.TTL || got.Path != tt.want.Path ||
+				strings.Join(got.Names, ",") != strings.Join(tt.want.Names, ",") || got.Verbose != tt.want.Verbose || got.hidden != 0 {
+				t.Fatalf("FillZero(%+v) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRangeChecks(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"at least, in range", AtLeast("Depth", 1, 1), ""},
+		{"at least, below", AtLeast("Depth", 0, 1), "Depth is 0: it must be at least 1"},
+		{"duration below", AtLeast("TTL", -time.Second, time.Millisecond), "TTL is -1s: it must be at least 1ms"},
+		{"in range", InRange("Share", 0.5, 0.0, 1.0), ""},
+		{"above range", InRange("Share", 1.5, 0.0, 1.0), "Share is 1.5: it must be from 0 to 1"},
+		{"below range", InRange("Procs", 0, 1, 64), "Procs is 0: it must be from 1 to 64"},
+		{"required, given", Required("Path", "/x"), ""},
+		{"required, missing", Required("Path", ""), "Path is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if tt.err != nil {
+				got = tt.err.Error()
+			}
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if err := errors.Join(AtLeast("A", 0, 1), Required("B", "")); err == nil || !strings.Contains(err.Error(), "A is 0") || !strings.Contains(err.Error(), "B is required") {
+		t.Fatalf("joined checks lost one: %v", err)
+	}
+}
