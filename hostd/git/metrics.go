@@ -82,22 +82,3 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
-
-// upstreamDesc is the upstream queue's length, read at scrape time.
-var upstreamDesc = prometheus.NewDesc("sidecar_upstream_pending", "Branches waiting to be pushed to origin.", nil, nil)
-
-// Collectors are the upstream queue's metrics, for hostd to register.
-func (u *Upstream) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{upstreamGauge{u}}
-}
-
-type upstreamGauge struct{ u *Upstream }
-
-func (g upstreamGauge) Describe(ch chan<- *prometheus.Desc) { ch <- upstreamDesc }
-
-func (g upstreamGauge) Collect(ch chan<- prometheus.Metric) {
-	g.u.mu.Lock()
-	n := len(g.u.items)
-	g.u.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(upstreamDesc, prometheus.GaugeValue, float64(n))
-}

@@ -2,8 +2,10 @@
 // its polecats over their tunnels: a standard http.Server speaking git's
 // smart HTTP protocol on git streams, running git upload-pack and
 // receive-pack. Push policy is enforced inside git by hostd's own
-// pre-receive hook; landed branches are queued for the upstream origin;
-// fetches refresh the repository from origin when it is stale.
+// pre-receive hook; landed branches are handed to the upstream queue
+// (hostd/upstream, behind the Upstream interface declared here), and
+// fetches refresh the repository from origin through hostd/upstream's
+// Refresher when it is stale.
 package git
 
 import (
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -38,7 +41,7 @@ type Config struct {
 	HooksDir string
 	// Upstream queues landed branches for origin; nil when upstream
 	// pushing is off.
-	Upstream *Upstream
+	Upstream Upstream
 	// RefreshAge is how stale a repository may be before a fetch refreshes
 	// it from origin; negative turns refreshing off.
 	RefreshAge time.Duration
@@ -88,12 +91,24 @@ func DefaultConfig() Config {
 		MaxPushSize: 64 << 20, Reconcile: 5 * time.Minute, Logger: slog.Default()}
 }
 
+// Upstream is what the service needs of the upstream queue
+// (hostd/upstream.Queue): landed branches queued for origin, and each
+// rig's polecat branches that differ from origin queued again.
+type Upstream interface {
+	// Enqueue queues rig's branches, pushed by the polecat owner; it
+	// returns how many it queued.
+	Enqueue(rig, owner string, branches ...string) int
+	// Reconcile queues rig's branches in repo that owner names a polecat
+	// for and whose tip differs from origin's.
+	Reconcile(ctx context.Context, rig, repo string, owner func(branch string) (string, bool)) (int, error)
+}
+
 // Service is the git smart HTTP service.
 type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	ln       *tunnel.StreamListener
-	refresh  *refresher
+	refresh  *upstream.Refresher
 	env      []string
 	metrics  *metrics
 	procs    *procGate
@@ -156,7 +171,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, ln: tunnel.NewStreamListener(), env: gitEnv(), metrics: newMetrics(),
 		procs: newProcGate(cfg.MaxProcesses, cfg.MaxProcessesPerPolecat, cfg.ProcessWait), logLimit: logging.NewLimiter(30, time.Minute)}
-	s.refresh = newRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
+	s.refresh = upstream.NewRefresher(cfg.RefreshAge, cfg.RefreshTimeout, s.env, cfg.Logger)
 	return s, nil
 }
 
@@ -360,7 +375,7 @@ func uploadPack(repo string, advertise bool) []string {
 // the ref advertisement.
 func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, service string, env []string) error {
 	if service == "git-upload-pack" {
-		s.refresh.maybe(r.Context(), repo, env)
+		s.refresh.Maybe(r.Context(), repo, env)
 	}
 	w.Header().Set("Content-Type", "application/x-"+service+"-advertisement")
 	if !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {

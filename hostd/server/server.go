@@ -26,6 +26,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -62,7 +63,7 @@ type Config struct {
 	// Upstream turns on pushing landed branches to each rig's origin.
 	Upstream bool
 	// UpstreamConfig tunes the upstream queue.
-	UpstreamConfig git.UpstreamConfig
+	UpstreamConfig upstream.Config
 	// MetricsListen, when set, is where Prometheus metrics are served.
 	MetricsListen string
 	// Version is reported to agents and by status.
@@ -86,7 +87,7 @@ func DefaultConfig() Config {
 		Data:           data.DefaultConfig(),
 		Nudge:          nudge.DefaultConfig(),
 		Upstream:       true,
-		UpstreamConfig: git.DefaultUpstreamConfig(),
+		UpstreamConfig: upstream.DefaultConfig(),
 		Version:        "dev",
 		Logger:         slog.Default(),
 	}
@@ -103,7 +104,7 @@ type Server struct {
 	certs *certs.Service
 	live  *liveness.Service
 	git   *git.Service
-	queue *git.Upstream
+	queue *upstream.Queue
 	data  *data.Service
 	nudge *nudge.Service
 	pane  *pane.Service
@@ -137,12 +138,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.Upstream {
-		if s.queue, err = git.OpenUpstream(cfg.Town, s.dir.Upstream(), cfg.UpstreamConfig, cfg.Logger); err != nil {
+		if s.queue, err = upstream.Open(cfg.Town, s.dir.Upstream(), cfg.UpstreamConfig, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
 	gcfg := cfg.Git
-	gcfg.Town, gcfg.HooksDir, gcfg.TempDir, gcfg.Upstream, gcfg.Logger = cfg.Town, s.dir.Hooks(), s.dir.Landed(), s.queue, cfg.Logger
+	gcfg.Town, gcfg.HooksDir, gcfg.TempDir, gcfg.Logger = cfg.Town, s.dir.Hooks(), s.dir.Landed(), cfg.Logger
+	if s.queue != nil {
+		gcfg.Upstream = s.queue // a nil *Queue in the interface would not be nil
+	}
 	gcfg.KnownPolecats = ca.KnownNames
 	if s.git, err = git.New(gcfg); err != nil {
 		return nil, err

@@ -1,42 +1,32 @@
-package git
+// Package upstream is hostd's link from each rig's .repo.git to its
+// origin: the persisted queue of landed polecat branches to push there
+// (Queue), the reconciliation that queues what a killed hostd never did,
+// and the refresh that keeps a repository no staler than a bound before a
+// fetch is served from it (Refresher). hostd/git serves polecats; this
+// package alone talks to origin.
+package upstream
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 )
 
-// Pending is a branch waiting to be pushed from a rig's .repo.git to its
-// origin.
-type Pending struct {
-	Rig    string `json:"rig"`
-	Branch string `json:"branch"`
-	// Owner is the polecat that pushed it (or owns it by the branch
-	// rules): the queue takes turns between owners.
-	Owner     string    `json:"owner,omitempty"`
-	Since     time.Time `json:"since"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error,omitempty"`
-	NextTry   time.Time `json:"next_try"`
-}
-
-// Upstream is the persisted queue of branches to push from a rig's
+// Queue is the persisted queue of branches to push from a rig's
 // .repo.git to its origin: one entry per rig and branch (later pushes of
 // the same branch coalesce), retried with backoff until they succeed, kept
 // on disk across restarts. Polecats take turns: each round pushes at most
 // a batch of each one's branches, so one polecat's thousand branches delay
 // another's by one batch.
-type Upstream struct {
+type Queue struct {
 	town, path string
 	log        *slog.Logger
 	minBackoff time.Duration
@@ -47,12 +37,12 @@ type Upstream struct {
 	logLimit   *logging.Limiter
 
 	mu    sync.Mutex
-	items map[string]*Pending
+	items map[string]*api.UpstreamItem
 	wake  chan struct{}
 }
 
-// UpstreamConfig tunes the queue; zero fields take DefaultUpstreamConfig's.
-type UpstreamConfig struct {
+// Config tunes the queue; zero fields take DefaultConfig's.
+type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between attempts: the first
 	// retry comes after MinBackoff, each later one after twice the last.
 	MinBackoff, MaxBackoff time.Duration
@@ -67,19 +57,19 @@ type UpstreamConfig struct {
 	MaxPerPolecat int
 }
 
-// DefaultUpstreamConfig retries a failed push after 1 s, doubling up to
+// DefaultConfig retries a failed push after 1 s, doubling up to
 // 5 min, gives one push 5 min, pushes 20 branches of a polecat per turn
 // and queues at most 1000 per polecat.
-func DefaultUpstreamConfig() UpstreamConfig {
-	return UpstreamConfig{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute, Batch: 20, MaxPerPolecat: 1000}
+func DefaultConfig() Config {
+	return Config{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute, Batch: 20, MaxPerPolecat: 1000}
 }
 
-// OpenUpstream loads the queue kept in file (created on first use).
-func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Upstream, error) {
-	u := &Upstream{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
+// Open loads the queue kept in file (created on first use).
+func Open(town, file string, cfg Config, log *slog.Logger) (*Queue, error) {
+	u := &Queue{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
 		batch: cfg.Batch, perPolecat: cfg.MaxPerPolecat, logLimit: logging.NewLimiter(5, time.Minute),
-		items: map[string]*Pending{}, wake: make(chan struct{}, 1)}
-	d := DefaultUpstreamConfig()
+		items: map[string]*api.UpstreamItem{}, wake: make(chan struct{}, 1)}
+	d := DefaultConfig()
 	if u.minBackoff <= 0 {
 		u.minBackoff = d.MinBackoff
 	}
@@ -95,7 +85,7 @@ func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Ups
 	if u.perPolecat <= 0 {
 		u.perPolecat = d.MaxPerPolecat
 	}
-	var list []*Pending
+	var list []*api.UpstreamItem
 	if err := state.Load(file, &list); err != nil {
 		return nil, fmt.Errorf("upstream queue: %w", err)
 	}
@@ -111,7 +101,7 @@ func key(rig, branch string) string { return rig + "\x00" + branch }
 // pushed to origin as they are when the push happens. A branch already
 // queued is pushed once, at once. Branches beyond the owner's share of
 // the queue are not queued; it returns how many were.
-func (u *Upstream) Enqueue(rig, owner string, branches ...string) int {
+func (u *Queue) Enqueue(rig, owner string, branches ...string) int {
 	u.mu.Lock()
 	mine := 0
 	for _, it := range u.items {
@@ -130,7 +120,7 @@ func (u *Upstream) Enqueue(rig, owner string, branches ...string) int {
 				continue
 			}
 			mine++
-			it = &Pending{Rig: rig, Branch: branch, Owner: owner, Since: now}
+			it = &api.UpstreamItem{Rig: rig, Branch: branch, Owner: owner, Since: now}
 			u.items[k] = it
 		}
 		it.NextTry = now
@@ -153,10 +143,10 @@ func (u *Upstream) Enqueue(rig, owner string, branches ...string) int {
 }
 
 // Pending lists the queue, oldest first.
-func (u *Upstream) Pending() []Pending {
+func (u *Queue) Pending() []api.UpstreamItem {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make([]Pending, 0, len(u.items))
+	out := make([]api.UpstreamItem, 0, len(u.items))
 	for _, it := range u.items {
 		out = append(out, *it)
 	}
@@ -166,8 +156,8 @@ func (u *Upstream) Pending() []Pending {
 
 // saveLocked persists the queue; failures are logged (the queue in memory
 // still works).
-func (u *Upstream) saveLocked() {
-	list := make([]*Pending, 0, len(u.items))
+func (u *Queue) saveLocked() {
+	list := make([]*api.UpstreamItem, 0, len(u.items))
 	for _, it := range u.items {
 		list = append(list, it)
 	}
@@ -177,7 +167,7 @@ func (u *Upstream) saveLocked() {
 }
 
 // Run pushes due entries until ctx ends.
-func (u *Upstream) Run(ctx context.Context) {
+func (u *Queue) Run(ctx context.Context) {
 	for {
 		next := u.runDue(ctx)
 		t := time.NewTimer(next)
@@ -194,9 +184,9 @@ func (u *Upstream) Run(ctx context.Context) {
 
 // runDue pushes one round of due entries, a batch of each owner's, and
 // returns how long until the next is due (0 after a round: look again).
-func (u *Upstream) runDue(ctx context.Context) time.Duration {
+func (u *Queue) runDue(ctx context.Context) time.Duration {
 	u.mu.Lock()
-	groups := map[string][]Pending{}
+	groups := map[string][]api.UpstreamItem{}
 	var order []string
 	next := time.Hour
 	now := time.Now()
@@ -232,7 +222,7 @@ func (u *Upstream) runDue(ctx context.Context) time.Duration {
 
 // finish records each pushed entry's result: done entries leave the queue
 // (unless re-queued meanwhile), failed ones back off.
-func (u *Upstream) finish(batch []Pending, errs map[string]error) {
+func (u *Queue) finish(batch []api.UpstreamItem, errs map[string]error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, it := range batch {
@@ -254,68 +244,4 @@ func (u *Upstream) finish(batch []Pending, errs map[string]error) {
 		}
 	}
 	u.saveLocked()
-}
-
-// push sends the batch's branches as they are now to origin in one git
-// push, deleting there those that no longer exist here, and returns the
-// error of each branch that failed. Force is needed: polecats may
-// force-push their own branches.
-func (u *Upstream) push(ctx context.Context, rig string, batch []Pending) map[string]error {
-	repo := filepath.Join(u.town, rig, ".repo.git")
-	args := []string{"-C", repo, "push", "--porcelain", "origin"}
-	for _, it := range batch {
-		ref := "refs/heads/" + it.Branch
-		if exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", ref).Run() != nil {
-			args = append(args, ":"+ref)
-		} else {
-			args = append(args, "+"+ref+":"+ref)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", args...).CombinedOutput()
-	results := porcelainResults(string(out))
-	errs := map[string]error{}
-	for _, it := range batch {
-		ok, seen := results["refs/heads/"+it.Branch]
-		switch {
-		case seen && ok:
-		case seen:
-			errs[it.Branch] = fmt.Errorf("git push origin %s: rejected: %s", it.Branch, gitError(string(out)))
-		case err != nil:
-			errs[it.Branch] = fmt.Errorf("git push origin: %v: %s", err, gitError(string(out)))
-		}
-	}
-	return errs
-}
-
-// porcelainResults reads git push --porcelain's per-ref lines
-// ("<flag>\t<from>:<to>\t<summary>"): for each destination ref, whether
-// it succeeded (any flag but '!').
-func porcelainResults(out string) map[string]bool {
-	res := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) < 3 || len(f[0]) != 1 {
-			continue
-		}
-		_, to, ok := strings.Cut(f[1], ":")
-		if !ok {
-			continue
-		}
-		res[to] = f[0] != "!"
-	}
-	return res
-}
-
-// gitError picks the line of git's output that says what went wrong: the
-// first "fatal:" or "error:" line, else the last line.
-func gitError(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	for _, l := range lines {
-		if strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") {
-			return strings.TrimSpace(l)
-		}
-	}
-	return strings.TrimSpace(lines[len(lines)-1])
 }

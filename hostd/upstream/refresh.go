@@ -1,4 +1,4 @@
-package git
+package upstream
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 // a branch, nor overwrite what a polecat pushed and origin has not yet.
 var refreshSpecs = []string{"refs/heads/*:refs/heads/*", "^refs/heads/polecat/*", "refs/tags/*:refs/tags/*"}
 
-// refresher keeps each repository no staler than age, one refresh at a
-// time per repository.
-type refresher struct {
+// Refresher keeps each repository no staler than age before a fetch is
+// served from it, one refresh at a time per repository.
+type Refresher struct {
 	age, timeout time.Duration
 	env          []string
 	log          *slog.Logger
@@ -30,15 +30,17 @@ type repoState struct {
 	last time.Time
 }
 
-func newRefresher(age, timeout time.Duration, env []string, log *slog.Logger) *refresher {
-	return &refresher{age: age, timeout: timeout, env: env, log: log, repos: map[string]*repoState{}}
+// NewRefresher refreshes a repository older than age (negative: never),
+// giving up on one refresh after timeout; git runs with env.
+func NewRefresher(age, timeout time.Duration, env []string, log *slog.Logger) *Refresher {
+	return &Refresher{age: age, timeout: timeout, env: env, log: log, repos: map[string]*repoState{}}
 }
 
-// maybe refreshes repo from its origin remote if the last refresh is older
+// Maybe refreshes repo from its origin remote if the last refresh is older
 // than age. Concurrent callers wait for the refresh under way rather than
 // start another. Failures are logged, and the fetch is served from what is
 // there.
-func (r *refresher) maybe(ctx context.Context, repo string, env []string) {
+func (r *Refresher) Maybe(ctx context.Context, repo string, env []string) {
 	if r.age < 0 {
 		return
 	}

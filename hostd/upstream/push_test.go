@@ -1,4 +1,4 @@
-package git
+package upstream
 
 import (
 	"maps"
@@ -19,13 +19,5 @@ func TestPorcelainResults(t *testing.T) {
 		if got := porcelainResults(c.out); !maps.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
-	}
-}
-
-func TestRefTips(t *testing.T) {
-	got := refTips("abc\trefs/heads/main\ndef refs/heads/polecat/x\n\nbroken line with words\n")
-	want := map[string]string{"refs/heads/main": "abc", "refs/heads/polecat/x": "def"}
-	if !maps.Equal(got, want) {
-		t.Errorf("%v, want %v", got, want)
 	}
 }

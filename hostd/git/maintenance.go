@@ -3,9 +3,7 @@ package git
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -64,8 +62,8 @@ func (s *Service) reconcile(ctx context.Context) {
 	}
 }
 
-// reconcileRig queues rig's polecat branches whose tip differs from
-// origin's, returning how many.
+// reconcileRig asks the upstream queue to queue rig's polecat branches
+// whose tip differs from origin's, returning how many it queued.
 func (s *Service) reconcileRig(ctx context.Context, rig, repo string) (int, error) {
 	patterns, known, err := s.rigPolicy(rig)
 	if err != nil {
@@ -75,41 +73,9 @@ func (s *Service) reconcileRig(ctx context.Context, rig, repo string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	local, err := exec.CommandContext(ctx, "git", "-C", repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/").Output()
-	if err != nil {
-		return 0, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RefreshTimeout)
 	defer cancel()
-	remote, err := exec.CommandContext(ctx, "git", "-C", repo, "ls-remote", "--heads", "origin").Output()
-	if err != nil {
-		return 0, err
-	}
-	theirs := refTips(string(remote))
-	byOwner := map[string][]string{}
-	for ref, sha := range refTips(string(local)) {
-		branch := strings.TrimPrefix(ref, "refs/heads/")
-		owner, ok := policy.Owner(branch, known)
-		if ok && theirs[ref] != sha {
-			byOwner[owner] = append(byOwner[owner], branch)
-		}
-	}
-	n := 0
-	for owner, branches := range byOwner {
-		n += s.cfg.Upstream.Enqueue(rig, owner, branches...)
-	}
-	return n, nil
-}
-
-// refTips reads "<sha> <ref>" lines (ls-remote separates with a tab).
-func refTips(out string) map[string]string {
-	tips := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 {
-			tips[f[1]] = f[0]
-		}
-	}
-	return tips
+	return s.cfg.Upstream.Reconcile(ctx, rig, repo, func(branch string) (string, bool) { return policy.Owner(branch, known) })
 }
 
 // removeLeftovers removes quarantine directories and temporary packs of
