@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -182,23 +183,24 @@ func (s *Service) ReloadRevocations() (int, error) {
 	return len(closed), nil
 }
 
-// IssueKeyPair issues a certificate for id with a key made here (for
-// operators' scripts; agents join or renew with keys of their own), valid
-// for ttl, or the configured TTL when ttl is 0.
-func (s *Service) IssueKeyPair(id wire.Identity, ttl time.Duration) (certPEM, keyPEM []byte, cert *x509.Certificate, err error) {
+// IssueCert issues a certificate for id with a key made here (for
+// operators' scripts, through the admin API; agents join or renew with
+// keys of their own), valid for ttl, or the configured TTL when ttl is 0.
+func (s *Service) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
 	if ttl <= 0 {
 		ttl = s.cfg.TTL
 	}
-	certPEM, keyPEM, err = s.ca.NewClientKeyPair(id, ttl)
+	certPEM, keyPEM, err := s.ca.NewClientKeyPair(id, ttl)
 	if err != nil {
-		return nil, nil, nil, err
+		return api.IssuedCert{}, err
 	}
-	cert, err = pki.ParseCertPEM(certPEM)
+	cert, err := pki.ParseCertPEM(certPEM)
 	if err != nil {
-		return nil, nil, nil, err
+		return api.IssuedCert{}, err
 	}
 	s.log.Info("issued certificate", "polecat", id, "serial", pki.SerialOf(cert), "not_after", cert.NotAfter, "via", "admin API")
-	return certPEM, keyPEM, cert, nil
+	return api.IssuedCert{CN: id.CommonName(), Cert: string(certPEM), Key: string(keyPEM), CA: string(s.ca.CertPEM()),
+		Serial: pki.SerialOf(cert), ExpiresAt: cert.NotAfter}, nil
 }
 
 // Revoke revokes by serial or <rig>/<name>, persistently, and closes the

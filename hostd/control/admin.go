@@ -24,7 +24,20 @@ import (
 // maxAdminBody bounds an admin request.
 const maxAdminBody = 64 << 10
 
-func adminHandlers(mux *http.ServeMux, b Backend) {
+// Certs issues and revokes certificates (certs.Service).
+type Certs interface {
+	// IssueCert issues a certificate and key for id, valid for ttl (0:
+	// the configured lifetime).
+	IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error)
+	// Revoke revokes by serial or <rig>/<name>, persistently, and closes
+	// the live tunnels that stood on what it revoked.
+	Revoke(target string) (revoked int, err error)
+	// ReloadRevocations re-reads the revocation records and closes the
+	// live tunnels of revoked certificates, returning how many it closed.
+	ReloadRevocations() (int, error)
+}
+
+func adminHandlers(mux *http.ServeMux, b Certs) {
 	mux.HandleFunc("GET /v1/admin/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

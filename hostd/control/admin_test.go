@@ -17,7 +17,7 @@ import (
 // and hostile bodies refused with a reason and nothing done.
 func TestAdminAPI(t *testing.T) {
 	d := &fakeDaemon{}
-	h := Handler(d)
+	h := Handler(d.services())
 	call := func(method, path, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))

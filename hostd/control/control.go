@@ -1,6 +1,8 @@
 // Package control is the running hostd's local API: HTTP with JSON over a
 // unix socket under <town>/.runtime/hostd (directory 0700, socket 0600),
-// which the CLI subcommands (status, cert revoke) use to reach the daemon.
+// which the CLI subcommands use (through hostd/api's Client) to reach the
+// daemon. Its handlers call the services through the narrow interfaces
+// declared here (Services); the JSON they exchange is hostd/api's.
 package control
 
 import (
@@ -15,26 +17,62 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Backend is what the daemon provides to the API.
-type Backend interface {
-	Status() api.Status
-	// ReloadRevocations re-reads the revocation records and closes live
-	// tunnels of revoked certificates, returning how many it closed.
-	ReloadRevocations() (int, error)
-	// Polecat is one polecat's detail.
-	Polecat(id wire.Identity) (api.PolecatDetail, bool)
-	// IssueCert issues a certificate and key for id, valid for ttl (0: the
-	// configured lifetime), for the gt-proxy-server compatible admin API.
-	IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error)
-	// Revoke revokes by serial or <rig>/<name>, persistently, and closes
-	// the live tunnels that stood on what it revoked.
-	Revoke(target string) (revoked int, err error)
-	SyncBackend
-	NudgeBackend
-	PaneBackend
+// Services are the daemon's services as the API calls them. Each field is
+// the narrow interface its handlers use, declared beside them; hostd's
+// services implement them as they are, with no adapter between.
+type Services struct {
+	// Daemon is hostd itself, as status shows it.
+	Daemon Daemon
+	// Polecats are the judged polecats (hostd/liveness).
+	Polecats Polecats
+	// Certs issues and revokes certificates (hostd/certs).
+	Certs Certs
+	// Data moves archives (hostd/data).
+	Data Data
+	// Nudges is the nudge queue (hostd/nudge).
+	Nudges Nudges
+	// Panes peeks at and attaches to polecats' sessions (hostd/pane).
+	Panes Panes
+	// Upstream is the queue of branches for origin (hostd/upstream); nil
+	// when upstream pushing is off.
+	Upstream Upstream
+}
+
+// Daemon is what status says of hostd itself.
+type Daemon struct {
+	// Version is hostd's.
+	Version string
+	// Started is when it started.
+	Started time.Time
+	// Listener is the tunnel listener.
+	Listener Listener
+}
+
+// Listener is the tunnel listener (tunnel.Listener).
+type Listener interface {
+	// Addr is the address it listens on.
+	Addr() string
+	// Health is each transport's accept loop.
+	Health() []tunnel.ListenerHealth
+}
+
+// Polecats are the polecats hostd knows, connected or not
+// (liveness.Service).
+type Polecats interface {
+	// Rows are every polecat, as status shows them.
+	Rows() []api.Polecat
+	// Detail is one polecat with its last beat and recent state changes.
+	Detail(id wire.Identity) (api.PolecatDetail, bool)
+}
+
+// Upstream is the upstream queue (upstream.Queue).
+type Upstream interface {
+	// Pending lists the branches waiting for origin, oldest first.
+	Pending() []api.UpstreamItem
 }
 
 // Listen opens the town's control socket (state.Dir.Socket), making the
@@ -55,27 +93,28 @@ func Listen(town string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Handler serves the API for b.
-func Handler(b Backend) http.Handler {
+// Handler serves the API on s.
+func Handler(s Services) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, b.Status())
+		writeJSON(w, http.StatusOK, s.status())
 	})
 	mux.HandleFunc("GET /v1/polecats/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
-		d, ok := b.Polecat(id)
+		d, ok := s.Polecats.Detail(id)
+		d.Nudges = s.Nudges.Depth()[id]
 		if !ok {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
 			return
 		}
 		writeJSON(w, http.StatusOK, d)
 	})
-	adminHandlers(mux, b)
-	syncHandlers(mux, b)
-	nudgeHandlers(mux, b)
-	paneHandlers(mux, b)
+	adminHandlers(mux, s.Certs)
+	syncHandlers(mux, s.Data)
+	nudgeHandlers(mux, s.Nudges)
+	paneHandlers(mux, s.Panes)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
-		n, err := b.ReloadRevocations()
+		n, err := s.Certs.ReloadRevocations()
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 			return
@@ -83,6 +122,23 @@ func Handler(b Backend) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]int{"closed": n})
 	})
 	return mux
+}
+
+// status is every polecat hostd knows with its queued nudges, hostd's
+// listeners, the data conflicts and the upstream queue.
+func (s Services) status() api.Status {
+	st := api.Status{Version: s.Daemon.Version, Started: s.Daemon.Started, Polecats: s.Polecats.Rows(), SyncConflicts: s.Data.Conflicts()}
+	if ln := s.Daemon.Listener; ln != nil {
+		st.Listen, st.Listeners = ln.Addr(), ln.Health()
+	}
+	depth := s.Nudges.Depth()
+	for i := range st.Polecats {
+		st.Polecats[i].Nudges = depth[st.Polecats[i].Identity]
+	}
+	if s.Upstream != nil {
+		st.Upstream = s.Upstream.Pending()
+	}
+	return st
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

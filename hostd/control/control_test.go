@@ -41,16 +41,27 @@ func (f *fakeDaemon) Revoke(target string) (int, error) {
 	return 1, nil
 }
 
-func (f *fakeDaemon) Status() api.Status {
-	return api.Status{Version: "v1", Polecats: []api.Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}}
+// services is the fake in every role the API calls.
+func (f *fakeDaemon) services() Services {
+	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f}
 }
 
-func (f *fakeDaemon) Polecat(id wire.Identity) (api.PolecatDetail, bool) {
+func (f *fakeDaemon) Rows() []api.Polecat {
+	return []api.Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}
+}
+
+func (f *fakeDaemon) Detail(id wire.Identity) (api.PolecatDetail, bool) {
 	if id.Name != "n" {
 		return api.PolecatDetail{}, false
 	}
-	return api.PolecatDetail{Polecat: f.Status().Polecats[0]}, true
+	return api.PolecatDetail{Polecat: f.Rows()[0]}, true
 }
+
+func (f *fakeDaemon) Depth() map[wire.Identity]int { return map[wire.Identity]int{{Rig: "r", Name: "n"}: 2} }
+
+func (f *fakeDaemon) Conflicts() int { return 3 }
+
+func (f *fakeDaemon) Pending() []api.UpstreamItem { return []api.UpstreamItem{{Rig: "r", Branch: "polecat/n"}} }
 
 func (f *fakeDaemon) ReloadRevocations() (int, error) {
 	f.reloads++
@@ -87,7 +98,7 @@ func TestSocket(t *testing.T) {
 		t.Fatal("a second daemon could listen on a live socket")
 	}
 	d := &fakeDaemon{}
-	srv := &http.Server{Handler: Handler(d), ReadHeaderTimeout: time.Second}
+	srv := &http.Server{Handler: Handler(d.services()), ReadHeaderTimeout: time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -95,7 +106,12 @@ func TestSocket(t *testing.T) {
 	if err != nil || st.Version != "v1" || len(st.Polecats) != 1 || st.Polecats[0].Identity.Name != "n" {
 		t.Fatalf("status %+v, %v", st, err)
 	}
-	if d, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" {
+	// Status joins each service's part: queued nudges per polecat, the
+	// data conflicts and the upstream queue.
+	if st.Polecats[0].Nudges != 2 || st.SyncConflicts != 3 || len(st.Upstream) != 1 || st.Upstream[0].Branch != "polecat/n" {
+		t.Errorf("status did not join the services: nudges %d, conflicts %d, upstream %+v", st.Polecats[0].Nudges, st.SyncConflicts, st.Upstream)
+	}
+	if d, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" || d.Nudges != 2 {
 		t.Fatalf("polecat: %+v, %v", d, err)
 	}
 	if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "x"}); err == nil || !strings.Contains(err.Error(), "knows no polecat r/x") {

@@ -10,18 +10,22 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// NudgeBackend is the nudge queue's part of the Backend.
-type NudgeBackend interface {
+// Nudges is the nudge queue (nudge.Service).
+type Nudges interface {
 	// Nudge queues a nudge and waits up to req.Wait for its outcome.
 	Nudge(ctx context.Context, id wire.Identity, req api.NudgeRequest) (api.NudgeOutcome, error)
-	NudgeList(id wire.Identity) []api.NudgeItem
-	NudgeCancel(nudgeID string) (api.NudgeOutcome, error)
+	// List is a polecat's queue, in delivery order.
+	List(id wire.Identity) []api.NudgeItem
+	// Cancel removes a queued nudge.
+	Cancel(nudgeID string) (api.NudgeOutcome, error)
+	// Depth is how many nudges wait for each polecat that has any.
+	Depth() map[wire.Identity]int
 }
 
 // maxNudgeBody bounds a nudge request: the text, escaped, and the rest.
 const maxNudgeBody = 8*wire.MaxNudgeText + 4<<10
 
-func nudgeHandlers(mux *http.ServeMux, b NudgeBackend) {
+func nudgeHandlers(mux *http.ServeMux, b Nudges) {
 	mux.HandleFunc("POST /v1/nudges/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		var req api.NudgeRequest
@@ -48,10 +52,10 @@ func nudgeHandlers(mux *http.ServeMux, b NudgeBackend) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, b.NudgeList(id))
+		writeJSON(w, http.StatusOK, b.List(id))
 	})
 	mux.HandleFunc("DELETE /v1/nudges/{id}", func(w http.ResponseWriter, r *http.Request) {
-		o, err := b.NudgeCancel(r.PathValue("id"))
+		o, err := b.Cancel(r.PathValue("id"))
 		if err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return

@@ -18,11 +18,11 @@ func (f *fakeDaemon) Nudge(_ context.Context, id wire.Identity, req api.NudgeReq
 	return api.NudgeOutcome{ID: "n1", Polecat: id, Outcome: "queued"}, nil
 }
 
-func (f *fakeDaemon) NudgeList(id wire.Identity) []api.NudgeItem {
+func (f *fakeDaemon) List(id wire.Identity) []api.NudgeItem {
 	return []api.NudgeItem{{ID: "n1", Polecat: id, Text: "hi"}}
 }
 
-func (f *fakeDaemon) NudgeCancel(id string) (api.NudgeOutcome, error) {
+func (f *fakeDaemon) Cancel(id string) (api.NudgeOutcome, error) {
 	if id != "n1" {
 		return api.NudgeOutcome{}, errors.New("no queued nudge " + id)
 	}
@@ -34,7 +34,7 @@ func (f *fakeDaemon) NudgeCancel(id string) (api.NudgeOutcome, error) {
 // sees it.
 func TestNudgeAPI(t *testing.T) {
 	d := &fakeDaemon{}
-	h := Handler(d)
+	h := Handler(d.services())
 	for _, tc := range []struct {
 		name, method, path, body string
 		code                     int

@@ -13,8 +13,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// PaneBackend is the pane channel's part of the Backend.
-type PaneBackend interface {
+// Panes is the pane channel's host half (pane.Service).
+type Panes interface {
 	// Peek writes the polecat's pane to w (and, following, what it adds).
 	Peek(ctx context.Context, id wire.Identity, lines int, follow bool, w io.Writer) error
 	// Attach connects the connection upgrade gives to a tmux client on
@@ -42,7 +42,7 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func paneHandlers(mux *http.ServeMux, b PaneBackend) {
+func paneHandlers(mux *http.ServeMux, b Panes) {
 	mux.HandleFunc("GET /v1/pane/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		lines, err := strconv.Atoi(r.URL.Query().Get("lines"))

@@ -53,7 +53,7 @@ func TestPaneAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &fakeDaemon{}
-	srv := &http.Server{Handler: Handler(d), ReadHeaderTimeout: time.Second}
+	srv := &http.Server{Handler: Handler(d.services()), ReadHeaderTimeout: time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 	c := api.NewClient(town)

@@ -12,17 +12,22 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// SyncBackend is the data channel's part of the Backend.
-type SyncBackend interface {
-	// SyncPush and SyncPull call progress (when not nil) as the transfer
-	// goes.
-	SyncPush(ctx context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error)
-	SyncPull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error)
-	SyncLog() ([]api.SyncRecord, error)
-	SyncStatus() api.SyncStatus
+// Data is the data channel's host half (data.Service).
+type Data interface {
+	// Push sends a polecat's host data into its container, and Pull takes
+	// its container's and merges it into the host's; both call progress
+	// (when not nil) as the transfer goes.
+	Push(ctx context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error)
+	Pull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error)
+	// Journal is the transfer journal.
+	Journal() ([]api.SyncRecord, error)
+	// Status is the data policy and each connected polecat's host root.
+	Status() api.SyncStatus
+	// Conflicts counts the conflict copies transfers have made.
+	Conflicts() int
 }
 
-func syncHandlers(mux *http.ServeMux, b SyncBackend) {
+func syncHandlers(mux *http.ServeMux, b Data) {
 	transfer := func(pull bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
@@ -41,9 +46,9 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 			var err error
 			if pull {
 				q := r.URL.Query()
-				res, err = b.SyncPull(r.Context(), id, api.PullOptions{DryRun: q.Get("dry_run") == "1", AllowDeletes: q.Get("allow_deletes") == "1"}, progress)
+				res, err = b.Pull(r.Context(), id, api.PullOptions{DryRun: q.Get("dry_run") == "1", AllowDeletes: q.Get("allow_deletes") == "1"}, progress)
 			} else {
-				res, err = b.SyncPush(r.Context(), id, progress)
+				res, err = b.Push(r.Context(), id, progress)
 			}
 			if err != nil && res.Error == "" {
 				res.Error = err.Error()
@@ -58,7 +63,7 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 	mux.HandleFunc("POST /v1/sync/{rig}/{name}/push", transfer(false))
 	mux.HandleFunc("POST /v1/sync/{rig}/{name}/pull", transfer(true))
 	mux.HandleFunc("GET /v1/sync/log", func(w http.ResponseWriter, r *http.Request) {
-		recs, err := b.SyncLog()
+		recs, err := b.Journal()
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 			return
@@ -66,7 +71,7 @@ func syncHandlers(mux *http.ServeMux, b SyncBackend) {
 		writeJSON(w, http.StatusOK, recs)
 	})
 	mux.HandleFunc("GET /v1/sync/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, b.SyncStatus())
+		writeJSON(w, http.StatusOK, b.Status())
 	})
 }
 

@@ -18,7 +18,7 @@ import (
 // The data channel's calls on the fake daemon: what the HTTP layer does
 // with them is what is tested here; the real transfers are in hostd/e2e.
 
-func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
+func (f *fakeDaemon) Push(_ context.Context, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	if progress != nil {
 		for i := 1; i <= 3; i++ {
 			progress(api.SyncProgress{Files: i, Bytes: int64(i) * 10, TotalFiles: 3, TotalBytes: 30})
@@ -31,20 +31,20 @@ func (f *fakeDaemon) SyncPush(_ context.Context, id wire.Identity, progress func
 	return wire.SyncResult{Files: 2, Bytes: 10}, nil
 }
 
-func (f *fakeDaemon) SyncPull(_ context.Context, _ wire.Identity, o api.PullOptions, _ func(api.SyncProgress)) (wire.SyncResult, error) {
+func (f *fakeDaemon) Pull(_ context.Context, _ wire.Identity, o api.PullOptions, _ func(api.SyncProgress)) (wire.SyncResult, error) {
 	f.dryRuns = append(f.dryRuns, o.DryRun)
 	return wire.SyncResult{Changes: []wire.SyncChange{{Path: "a", Action: "merged"}}}, nil
 }
 
-func (f *fakeDaemon) SyncLog() ([]api.SyncRecord, error) {
+func (f *fakeDaemon) Journal() ([]api.SyncRecord, error) {
 	return []api.SyncRecord{{Polecat: "r/n", Op: "push"}}, nil
 }
 
-func (f *fakeDaemon) SyncStatus() api.SyncStatus { return api.SyncStatus{Include: []string{"results"}} }
+func (f *fakeDaemon) Status() api.SyncStatus { return api.SyncStatus{Include: []string{"results"}} }
 
 func TestSyncAPI(t *testing.T) {
 	d := &fakeDaemon{}
-	h := Handler(d)
+	h := Handler(d.services())
 	cases := []struct {
 		method, path string
 		code         int

@@ -190,12 +190,6 @@ func (s *Service) Root(id wire.Identity) string {
 // started.
 func (s *Service) Conflicts() int { return int(s.conflicts.Load()) }
 
-// MaxStoredBytes is the storage budget per polecat.
-func (s *Service) MaxStoredBytes() int64 { return s.cfg.MaxStoredBytes }
-
-// Policy is the policy both sides apply.
-func (s *Service) Policy() datasync.Policy { return s.policy }
-
 // lock serialises one polecat's transfers, waiting for the one under way
 // no longer than ctx lets it.
 func (s *Service) lock(ctx context.Context, id wire.Identity) (unlock func(), err error) {

@@ -225,6 +225,26 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 	return *it, dropped, nil
 }
 
+// Nudge queues an operator's nudge for the polecat id and waits up to
+// req.Wait for what becomes of it (not at all in queue mode: the caller
+// is told it is queued). A nudge dropped from a full queue to make room
+// is named in the outcome.
+func (s *Service) Nudge(ctx context.Context, id wire.Identity, req api.NudgeRequest) (Outcome, error) {
+	it, dropped, err := s.Enqueue(Request{Polecat: id, Text: req.Text, Mode: req.Mode, Priority: req.Priority, TTL: req.TTL})
+	if err != nil {
+		return Outcome{}, err
+	}
+	wait := req.Wait
+	if it.Mode == wire.NudgeQueue {
+		wait = 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	o, err := s.Wait(ctx, it.ID)
+	o.Dropped = dropped
+	return o, err
+}
+
 // Wait waits for a nudge's final outcome until ctx ends; then it answers
 // wire.NudgeQueued, with why the nudge is still waiting.
 func (s *Service) Wait(ctx context.Context, id string) (Outcome, error) {

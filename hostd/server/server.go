@@ -204,7 +204,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctl := &http.Server{Handler: control.Handler(s), ReadHeaderTimeout: 5 * time.Second}
+	ctl := &http.Server{Handler: control.Handler(s.services(ln)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = ctl.Serve(ctlLn) }()
 	defer ctl.Close()
 	go func() { _ = s.git.Serve(ctx) }()
@@ -246,6 +246,18 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
+// services are the services the control API calls.
+func (s *Server) services(ln *tunnel.Listener) control.Services {
+	svc := control.Services{
+		Daemon:   control.Daemon{Version: s.cfg.Version, Started: s.started, Listener: ln},
+		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane,
+	}
+	if s.queue != nil {
+		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil
+	}
+	return svc
+}
+
 // waitAtMost waits for wg, or d.
 func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
 	done := make(chan struct{})
@@ -254,14 +266,6 @@ func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
-}
-
-// Addr is the tunnel listen address once Run has started.
-func (s *Server) Addr() string {
-	if ln := s.listener(); ln != nil {
-		return ln.Addr()
-	}
-	return ""
 }
 
 // listener is the tunnel listener once Run has started, else nil.
