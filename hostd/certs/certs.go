@@ -9,12 +9,12 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"

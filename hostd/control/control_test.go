@@ -57,11 +57,15 @@ func (f *fakeDaemon) Detail(id wire.Identity) (api.PolecatDetail, bool) {
 	return api.PolecatDetail{Polecat: f.Rows()[0]}, true
 }
 
-func (f *fakeDaemon) Depth() map[wire.Identity]int { return map[wire.Identity]int{{Rig: "r", Name: "n"}: 2} }
+func (f *fakeDaemon) Depth() map[wire.Identity]int {
+	return map[wire.Identity]int{{Rig: "r", Name: "n"}: 2}
+}
 
 func (f *fakeDaemon) Conflicts() int { return 3 }
 
-func (f *fakeDaemon) Pending() []api.UpstreamItem { return []api.UpstreamItem{{Rig: "r", Branch: "polecat/n"}} }
+func (f *fakeDaemon) Pending() []api.UpstreamItem {
+	return []api.UpstreamItem{{Rig: "r", Branch: "polecat/n"}}
+}
 
 func (f *fakeDaemon) ReloadRevocations() (int, error) {
 	f.reloads++
