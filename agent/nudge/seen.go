@@ -1,0 +1,54 @@
+package nudge
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// record is what the agent keeps of one nudge: its outcome, or that it was
+// being typed when the agent stopped.
+type record struct {
+	Result wire.NudgeResult `json:"result"`
+	Typing bool             `json:"typing,omitempty"`
+}
+
+// maxRecords bounds the outcomes kept: far more than hostd's queue holds.
+const maxRecords = 1000
+
+func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "nudges.json") }
+
+func (s *Service) lookup(id string) (record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.seen[id]
+	return r, ok
+}
+
+// remember persists a nudge's record, keeping the newest maxRecords.
+func (s *Service) remember(id string, res wire.NudgeResult, typing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res.At.IsZero() {
+		res.At = time.Now()
+	}
+	s.seen[id] = record{Result: res, Typing: typing}
+	if len(s.seen) > maxRecords {
+		ids := make([]string, 0, len(s.seen))
+		for k := range s.seen {
+			ids = append(ids, k)
+		}
+		slices.SortFunc(ids, func(a, b string) int { return s.seen[a].Result.At.Compare(s.seen[b].Result.At) })
+		for _, k := range ids[:len(ids)-maxRecords] {
+			delete(s.seen, k)
+		}
+	}
+	b, _ := json.Marshal(s.seen)
+	if err := atomicfile.Write(s.statePath(), b, 0o600); err != nil {
+		s.cfg.Logger.Warn("nudge: could not record a nudge's outcome; a restarted agent could type it again", "id", id, "err", err)
+	}
+}
