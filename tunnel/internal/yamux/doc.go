@@ -25,4 +25,8 @@
 // data to be received before closing the sender (upstream's version races
 // TCP's reset and failed 2 times in 30 here, unpatched); recvqueue_test.go
 // is added for the patch.
+//
+// UPSTREAM names the upstream commit and sidecar.patch holds every change
+// from it; rederive.sh (make yamux-check, make yamux-patch) checks the copy
+// against it, rewrites it, and re-applies it to a newer upstream.
 package yamux
