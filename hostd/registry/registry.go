@@ -1,7 +1,7 @@
 // Package registry is hostd's set of live tunnels: the current session of
 // each polecat, older sessions draining after a newer one arrived, the
 // certificates each session stands on, and notifications when a polecat
-// connects or disconnects, which other services (liveness, next the nudge
+// connects or disconnects, which other services (liveness, the nudge
 // queue) subscribe to.
 package registry
 

@@ -1,7 +1,8 @@
 // Package server is hostd's thin core: it opens the CA, builds each
-// service (registry, certificates, liveness, relay, git, control) from its
-// config, wires them together, accepts tunnels on one port (QUIC and TCP)
-// and gives each stream to the service for its kind.
+// service (registry, certificates, liveness, relay, git, upstream, data,
+// nudge, pane) from its Config, wires them together, accepts tunnels on
+// one port (QUIC and TCP), gives each stream to the service for its kind,
+// and hands the services to the control API (hostd/control) as they are.
 package server
 
 import (

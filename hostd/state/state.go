@@ -1,7 +1,8 @@
 // Package state owns hostd's runtime directory, <town>/.runtime/hostd:
 // where each file lives (the control socket, config.yaml, the persisted
-// liveness states and upstream queue, the git hooks, the QUIC reset key,
-// and next the nudge queue), and how JSON state is loaded and saved
+// liveness states, upstream and nudge queues, the git hooks, the data
+// channel's bases and journal, the QUIC reset key), and how JSON state is
+// loaded and saved
 // (atomic replacement, one clear error for a corrupt file). Every service
 // that persists goes through it.
 package state
