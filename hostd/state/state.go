@@ -2,9 +2,8 @@
 // where each file lives (the control socket, config.yaml, the persisted
 // liveness states, upstream and nudge queues, the git hooks, the data
 // channel's bases and journal, the QUIC reset key), and how JSON state is
-// loaded and saved
-// (atomic replacement, one clear error for a corrupt file). Every service
-// that persists goes through it.
+// loaded and saved (atomic replacement, one clear error for a corrupt
+// file). Every service that persists goes through it.
 package state
 
 import (
