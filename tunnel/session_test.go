@@ -141,7 +141,7 @@ func TestSession(t *testing.T) {
 			t.Run("bulk transfer intact", func(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				serveEcho(t, p.server)
-				data := make([]byte, 32<<20)
+				data := make([]byte, 3*tunnel.DefaultConfig().StreamWindow) // three windows: flow control turns over
 				_, _ = rand.Read(data)
 				got, err := roundTrip(p.client, data)
 				if err != nil {
@@ -160,7 +160,7 @@ func TestSession(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer st.Close()
-				data := make([]byte, 4*tunnel.DefaultConfig().StreamWindow)
+				data := make([]byte, 2*tunnel.DefaultConfig().StreamWindow)
 				go func() { _, _ = st.Write(data); _ = st.CloseWrite() }()
 				time.Sleep(100 * time.Millisecond) // the write is now stuck on flow control
 				got := make(chan int, 1)
