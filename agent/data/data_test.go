@@ -78,13 +78,23 @@ func TestCheckRoot(t *testing.T) {
 	}
 }
 
+// newService is New(cfg, nil), failing the test on an error.
+func newService(t *testing.T, cfg Config) *Service {
+	t.Helper()
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestBind: installing binds the root; a service started on the same state
 // directory takes that root as its base's, and no other root.
 func TestBind(t *testing.T) {
 	state := t.TempDir()
 	first := root(t, map[string]string{"results/report.txt": "r"})
 	cfg := Config{Root: first, StateDir: state, Logger: slog.New(slog.DiscardHandler)}
-	s := New(cfg, nil)
+	s := newService(t, cfg)
 	if err := s.noData(s.policy); err == nil {
 		t.Fatal("a service that never installed anything takes its root as having the data")
 	}
@@ -106,7 +116,7 @@ func TestBind(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg.Root = tc.root
-			restarted := New(cfg, nil)
+			restarted := newService(t, cfg)
 			if err := restarted.noData(restarted.policy); (err != nil) != tc.noData {
 				t.Errorf("noData: %v, want no data %v", err, tc.noData)
 			}
@@ -140,7 +150,7 @@ func TestAdoptLegacy(t *testing.T) {
 			writeJSON("sync-last.json", `{"version":1,"entries":[{"path":"results","type":"dir","mode":493},`+
 				`{"path":"results/report.txt","type":"file","mode":420,"size":1,"sha256":"`+strings.Repeat("0", 64)+`"}]}`)
 			dir := root(t, tc.files)
-			s := New(Config{Root: dir, StateDir: state, Logger: slog.New(slog.DiscardHandler)}, nil)
+			s := newService(t, Config{Root: dir, StateDir: state, Logger: slog.New(slog.DiscardHandler)})
 			if err := s.noData(s.policy); (err != nil) != tc.noData {
 				t.Fatalf("noData: %v, want no data %v", err, tc.noData)
 			}

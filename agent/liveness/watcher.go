@@ -7,6 +7,7 @@ package liveness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
 // Config says what to supervise. At most one of Command, WatchSession and
@@ -38,6 +40,27 @@ type Config struct {
 // DefaultSession is the tmux session the polecat's command is started in.
 const DefaultSession = "polecat"
 
+// DefaultConfig starts the command (when there is one) in the "polecat"
+// session and measures the working directory's disk. Command,
+// WatchSession, WatchProcess and TmuxArgs have no default.
+func DefaultConfig() Config {
+	return Config{
+		Name:    DefaultSession, // required
+		WorkDir: ".",            // required
+		Logger:  slog.Default(),
+	}
+}
+
+// Validate names a required field left empty; Start calls it once zero
+// fields have their defaults. That at most one thing to watch is given is
+// the caller's to check (gt-agent up names its flags).
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Required("Name", c.Name),
+		settings.Required("WorkDir", c.WorkDir),
+	)
+}
+
 // Watcher measures the supervised session.
 type Watcher struct {
 	cfg     Config
@@ -57,8 +80,9 @@ type Watcher struct {
 // session a previous agent started, see startOrAdopt), and returns a
 // watcher for it.
 func Start(ctx context.Context, cfg Config) (*Watcher, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("liveness: %w", err)
 	}
 	s, err := heartbeat.NewTreeSampler("")
 	if err != nil {
@@ -67,9 +91,6 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s, tmux: tmux.Server{Args: cfg.TmuxArgs}}
 	switch {
 	case len(cfg.Command) > 0:
-		if w.cfg.Name == "" {
-			w.cfg.Name = DefaultSession
-		}
 		w.cfg.WatchSession = w.cfg.Name
 		if err := w.startOrAdopt(ctx); err != nil {
 			return nil, err

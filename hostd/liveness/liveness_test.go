@@ -22,6 +22,15 @@ var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+func newRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	reg, err := registry.New(registry.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // connect opens a real tunnel as furiosa; the server side is registered in
 // reg and serves heartbeat streams with s.
 func connect(t *testing.T, reg *registry.Registry, s *Service) (*tunnel.Session, *registry.Conn) {
@@ -63,7 +72,7 @@ func waitState(t *testing.T, s *Service, want heartbeat.State) {
 
 func TestBeatsConnectsAndPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "liveness.json")
-	reg := registry.New(registry.Config{Logger: quiet()})
+	reg := newRegistry(t)
 	s, err := New(Config{Path: path, Logger: quiet()}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +110,7 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 	s.Flush()
 
 	// A new service restores the last known state from the file.
-	again, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	again, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +125,7 @@ func TestCorruptStateRefused(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`[{"identity":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	_, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v, want a CorruptError naming %s", err, path)

@@ -74,7 +74,10 @@ func (r *recorder) got() []Event {
 }
 
 func newRegistry(t *testing.T, drain time.Duration) (*Registry, *recorder) {
-	r := New(Config{SupersededDrain: drain, Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(Config{SupersededDrain: drain, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	r.Subscribe(rec.add)
 	return r, rec
@@ -180,7 +183,10 @@ func TestCloseIfAndExpiry(t *testing.T) {
 // MaxTunnels; the newest always gets in.
 func TestTunnelLimit(t *testing.T) {
 	f := newFixture(t)
-	r := New(Config{SupersededDrain: time.Hour, MaxTunnels: 2, Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(Config{SupersededDrain: time.Hour, MaxTunnels: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sessions []*tunnel.Session
 	for range 5 {
 		cli, srv := f.connect(t, furiosa, time.Now().Add(time.Hour))
