@@ -60,7 +60,7 @@ type Config struct {
 // kept in the working directory.
 func DefaultConfig() Config {
 	return Config{
-		Root:       ".",                      // required
+		Root:       ".",
 		Checkpoint: 10 * time.Minute,         // negative: never
 		Teardown:   8 * time.Second,          // above 0
 		Limits:     datasync.DefaultLimits(), // zero fields take its defaults
@@ -71,10 +71,7 @@ func DefaultConfig() Config {
 // Validate names each field out of its range; New calls it once zero
 // fields have their defaults.
 func (c Config) Validate() error {
-	return errors.Join(
-		settings.Required("Root", c.Root),
-		settings.Positive("Teardown", c.Teardown),
-	)
+	return settings.Positive("Teardown", c.Teardown)
 }
 
 // Service is safe for concurrent use.

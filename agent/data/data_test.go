@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 )
 
@@ -169,4 +171,20 @@ func TestMarkerNeverCrosses(t *testing.T) {
 	if err := (datasync.Policy{Include: []string{datasync.RootMarkerName}}).Validate(); err == nil {
 		t.Error("a policy including the marker is valid")
 	}
+}
+
+// TestConfig: New takes zero fields as the defaults and refuses a field
+// out of its range, naming it; a negative Checkpoint means never.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Root, c.StateDir, c.Logger = t.TempDir(), t.TempDir(), slog.New(slog.DiscardHandler)
+		return c
+	}
+	settingstest.Run(t, valid, func(c Config) error { _, err := New(c, nil); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Root: c.Root, StateDir: c.StateDir} }},
+		{Name: "never checkpoint", Set: func(c *Config) { c.Checkpoint = -time.Second }},
+		{Name: "negative teardown", Set: func(c *Config) { c.Teardown = -time.Second }, Want: "data: Teardown is -1s: it must be above 0"},
+	})
 }

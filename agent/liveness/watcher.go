@@ -7,7 +7,6 @@ package liveness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -45,20 +44,10 @@ const DefaultSession = "polecat"
 // WatchSession, WatchProcess and TmuxArgs have no default.
 func DefaultConfig() Config {
 	return Config{
-		Name:    DefaultSession, // required
-		WorkDir: ".",            // required
+		Name:    DefaultSession,
+		WorkDir: ".",
 		Logger:  slog.Default(),
 	}
-}
-
-// Validate names a required field left empty; Start calls it once zero
-// fields have their defaults. That at most one thing to watch is given is
-// the caller's to check (gt-agent up names its flags).
-func (c Config) Validate() error {
-	return errors.Join(
-		settings.Required("Name", c.Name),
-		settings.Required("WorkDir", c.WorkDir),
-	)
 }
 
 // Watcher measures the supervised session.
@@ -78,12 +67,9 @@ type Watcher struct {
 
 // Start starts the session's command when there is one (or adopts the
 // session a previous agent started, see startOrAdopt), and returns a
-// watcher for it.
+// watcher for it; zero Config fields take DefaultConfig's.
 func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	settings.FillZero(&cfg, DefaultConfig())
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("liveness: %w", err)
-	}
 	s, err := heartbeat.NewTreeSampler("")
 	if err != nil {
 		return nil, err

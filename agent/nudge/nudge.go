@@ -72,7 +72,7 @@ const DefaultPrompt = `^\s*[│|]?\s*[❯>](\s|$)`
 // has no default: outcomes are kept in the working directory.
 func DefaultConfig() Config {
 	return Config{
-		Session:      "polecat",              // required
+		Session:      "polecat",
 		BusyPatterns: DefaultBusyPatterns,    // regular expressions; empty (not nil): none
 		Prompt:       DefaultPrompt,          // a regular expression
 		Silence:      3 * time.Second,        // above 0
@@ -86,7 +86,6 @@ func DefaultConfig() Config {
 // fields have their defaults, and compiles the patterns.
 func (c Config) Validate() error {
 	return errors.Join(
-		settings.Required("Session", c.Session),
 		settings.Positive("Silence", c.Silence),
 		settings.Positive("Poll", c.Poll),
 		settings.Positive("EnterTries", c.EnterTries),

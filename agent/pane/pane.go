@@ -7,7 +7,6 @@ package pane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,7 +38,7 @@ type Config struct {
 // DefaultConfig shows the "polecat" session and follows every 500 ms.
 func DefaultConfig() Config {
 	return Config{
-		Session: "polecat",              // required
+		Session: "polecat",
 		Follow:  500 * time.Millisecond, // above 0
 		Logger:  slog.Default(),
 	}
@@ -48,10 +47,7 @@ func DefaultConfig() Config {
 // Validate names each field out of its range; New calls it once zero
 // fields have their defaults.
 func (c Config) Validate() error {
-	return errors.Join(
-		settings.Required("Session", c.Session),
-		settings.Positive("Follow", c.Follow),
-	)
+	return settings.Positive("Follow", c.Follow)
 }
 
 // Service serves pane streams.

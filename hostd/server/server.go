@@ -76,7 +76,7 @@ type Config struct {
 // proxy port, pushing upstream. Town and MetricsListen have no default.
 func DefaultConfig() Config {
 	return Config{
-		Listen:         fmt.Sprintf(":%d", wire.DefaultPort), // required
+		Listen:         fmt.Sprintf(":%d", wire.DefaultPort),
 		TrustDomain:    wire.DefaultTrustDomain,
 		Tunnel:         tunnel.DefaultConfig(),
 		Registry:       registry.DefaultConfig(),
@@ -93,8 +93,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names a required field left empty or a Tunnel field out of
-// its range; New calls it once zero fields (the Tunnel's too) have their
+// Validate names a missing Town or a Tunnel field out of its range; New calls it once zero fields (the Tunnel's too) have their
 // defaults. Each service's New checks its own Config.
 func (c Config) Validate() error {
 	var tun error
@@ -103,7 +102,6 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(
 		settings.Required("Town", c.Town),
-		settings.Required("Listen", c.Listen),
 		tun,
 	)
 }
