@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
 // Pending is a branch waiting to be pushed from a rig's .repo.git to its
@@ -71,30 +73,37 @@ type UpstreamConfig struct {
 // 5 min, gives one push 5 min, pushes 20 branches of a polecat per turn
 // and queues at most 1000 per polecat.
 func DefaultUpstreamConfig() UpstreamConfig {
-	return UpstreamConfig{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute, Batch: 20, MaxPerPolecat: 1000}
+	return UpstreamConfig{
+		MinBackoff:    time.Second,     // above 0
+		MaxBackoff:    5 * time.Minute, // at least MinBackoff
+		Timeout:       5 * time.Minute, // above 0
+		Batch:         20,              // at least 1
+		MaxPerPolecat: 1000,            // at least 1
+	}
 }
 
-// OpenUpstream loads the queue kept in file (created on first use).
+// Validate names each field out of its range; OpenUpstream calls it once
+// zero fields have their defaults.
+func (c UpstreamConfig) Validate() error {
+	return errors.Join(
+		settings.Positive("MinBackoff", c.MinBackoff),
+		settings.AtLeast("MaxBackoff", c.MaxBackoff, c.MinBackoff),
+		settings.Positive("Timeout", c.Timeout),
+		settings.Positive("Batch", c.Batch),
+		settings.Positive("MaxPerPolecat", c.MaxPerPolecat),
+	)
+}
+
+// OpenUpstream loads the queue kept in file (created on first use); zero
+// UpstreamConfig fields take DefaultUpstreamConfig's.
 func OpenUpstream(town, file string, cfg UpstreamConfig, log *slog.Logger) (*Upstream, error) {
+	settings.FillZero(&cfg, DefaultUpstreamConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
 	u := &Upstream{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
 		batch: cfg.Batch, perPolecat: cfg.MaxPerPolecat, logLimit: logging.NewLimiter(5, time.Minute),
 		items: map[string]*Pending{}, wake: make(chan struct{}, 1)}
-	d := DefaultUpstreamConfig()
-	if u.minBackoff <= 0 {
-		u.minBackoff = d.MinBackoff
-	}
-	if u.maxBackoff <= 0 {
-		u.maxBackoff = d.MaxBackoff
-	}
-	if u.timeout <= 0 {
-		u.timeout = d.Timeout
-	}
-	if u.batch <= 0 {
-		u.batch = d.Batch
-	}
-	if u.perPolecat <= 0 {
-		u.perPolecat = d.MaxPerPolecat
-	}
 	var list []*Pending
 	if err := state.Load(file, &list); err != nil {
 		return nil, fmt.Errorf("upstream queue: %w", err)

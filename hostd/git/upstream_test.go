@@ -1,8 +1,13 @@
 package git
 
 import (
+	"log/slog"
 	"maps"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
 func TestPorcelainResults(t *testing.T) {
@@ -28,4 +33,22 @@ func TestRefTips(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("%v, want %v", got, want)
 	}
+}
+
+// TestUpstreamConfig: OpenUpstream takes zero fields as the defaults and
+// refuses a field out of its range, naming it.
+func TestUpstreamConfig(t *testing.T) {
+	open := func(c UpstreamConfig) error {
+		_, err := OpenUpstream(t.TempDir(), filepath.Join(t.TempDir(), "upstream.json"), c, slog.New(slog.DiscardHandler))
+		return err
+	}
+	settingstest.Run(t, DefaultUpstreamConfig, open, []settingstest.Case[UpstreamConfig]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *UpstreamConfig) { *c = UpstreamConfig{} }},
+		{Name: "negative min backoff", Set: func(c *UpstreamConfig) { c.MinBackoff = -time.Second }, Want: "upstream: MinBackoff is -1s: it must be above 0"},
+		{Name: "max backoff below min", Set: func(c *UpstreamConfig) { c.MinBackoff = 10 * time.Minute }, Want: "MaxBackoff is 5m0s: it must be at least 10m0s"},
+		{Name: "negative timeout", Set: func(c *UpstreamConfig) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be above 0"},
+		{Name: "negative batch", Set: func(c *UpstreamConfig) { c.Batch = -1 }, Want: "Batch is -1: it must be above 0"},
+		{Name: "negative queue", Set: func(c *UpstreamConfig) { c.MaxPerPolecat = -1 }, Want: "MaxPerPolecat is -1: it must be above 0"},
+	})
 }
