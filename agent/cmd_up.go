@@ -111,7 +111,7 @@ func defaultUpConfig() upConfig {
 		GitListen:    git.DefaultListen,
 		GitAllowUIDs: []string{strconv.Itoa(os.Getuid())},
 		Data:         data.Config{Checkpoint: data.DefaultConfig().Checkpoint, Teardown: data.DefaultConfig().Teardown},
-		Watch:        liveness.Config{Name: liveness.DefaultSession, WorkDir: "."},
+		Watch:        liveness.DefaultConfig(),
 		BeatInterval: liveness.DefaultInterval,
 		Nudge:        nudge.DefaultConfig(),
 	}
@@ -237,13 +237,19 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 	scfg.Addr, scfg.ServerName, scfg.Creds, scfg.Logger = addr, serverName, store, slog.Default()
 	hostOpened := tunnel.NewServeMux()
 	scfg.Handler = hostOpened
-	sup := supervisor.New(scfg)
+	sup, err := supervisor.New(scfg)
+	if err != nil {
+		return err
+	}
 	dcfg := c.Data
 	dcfg.StateDir, dcfg.Logger = c.StateDir, slog.Default()
 	if dcfg.Root == "" {
 		dcfg.Root = c.Watch.WorkDir
 	}
-	dsvc := data.New(dcfg, sup)
+	dsvc, err := data.New(dcfg, sup)
+	if err != nil {
+		return err
+	}
 	hostOpened.Handle(wire.KindSync, dsvc)
 	dataSvc.Store(dsvc)
 	go dsvc.Run(ctx)
@@ -324,8 +330,12 @@ func serveNudges(ctx context.Context, c *upConfig, mux *tunnel.ServeMux) error {
 	if err != nil {
 		return err
 	}
+	panes, err := pane.New(pane.Config{Session: ncfg.Session, Tmux: ncfg.Tmux, Logger: slog.Default()})
+	if err != nil {
+		return err
+	}
 	mux.Handle(wire.KindNudge, svc)
-	mux.Handle(wire.KindPane, pane.New(pane.Config{Session: ncfg.Session, Tmux: ncfg.Tmux, Logger: slog.Default()}))
+	mux.Handle(wire.KindPane, panes)
 	return nil
 }
 

@@ -1,9 +1,11 @@
 package tunnel
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
 	"github.com/quic-go/quic-go"
 )
@@ -59,59 +61,48 @@ type Config struct {
 // reset answers).
 func DefaultConfig() Config {
 	return Config{
-		HandshakeTimeout: 5 * time.Second,
-		FallbackDelay:    2 * time.Second,
-		KeepAlive:        5 * time.Second,
-		IdleTimeout:      10 * time.Second,
-		MaxStreams:       128,
-		StreamWindow:     4 << 20,
-		ConnWindow:       64 << 20,
+		HandshakeTimeout: 5 * time.Second,  // above 0
+		FallbackDelay:    2 * time.Second,  // above 0
+		KeepAlive:        5 * time.Second,  // above 0; held below IdleTimeout
+		IdleTimeout:      10 * time.Second, // above 0
+		MaxStreams:       128,              // at least 1
+		StreamWindow:     4 << 20,          // at least yamux's minimum, 256 KiB
+		ConnWindow:       64 << 20,         // at least 1
 
-		MaxHandshakes:          256,
-		MaxHandshakesPerSource: 16,
+		MaxHandshakes:          256, // at least 1
+		MaxHandshakesPerSource: 16,  // at least 1
 	}
 }
 
-// withDefaults fills unset fields from DefaultConfig.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	set := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	set(&c.HandshakeTimeout, d.HandshakeTimeout)
-	set(&c.FallbackDelay, d.FallbackDelay)
-	set(&c.KeepAlive, d.KeepAlive)
-	set(&c.IdleTimeout, d.IdleTimeout)
-	if c.MaxStreams <= 0 {
-		c.MaxStreams = d.MaxStreams
-	}
-	if c.MaxHandshakes <= 0 {
-		c.MaxHandshakes = d.MaxHandshakes
-	}
-	if c.MaxHandshakesPerSource <= 0 {
-		c.MaxHandshakesPerSource = d.MaxHandshakesPerSource
-	}
-	if c.StreamWindow <= 0 {
-		c.StreamWindow = d.StreamWindow
-	}
-	if c.ConnWindow <= 0 {
-		c.ConnWindow = d.ConnWindow
+// Validate names each field out of its range; Dial and Listen call
+// it once zero fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("HandshakeTimeout", c.HandshakeTimeout),
+		settings.Positive("FallbackDelay", c.FallbackDelay),
+		settings.Positive("KeepAlive", c.KeepAlive),
+		settings.Positive("IdleTimeout", c.IdleTimeout),
+		settings.Positive("MaxStreams", c.MaxStreams),
+		settings.Positive("MaxHandshakes", c.MaxHandshakes),
+		settings.Positive("MaxHandshakesPerSource", c.MaxHandshakesPerSource),
+		settings.AtLeast("StreamWindow", c.StreamWindow, 256<<10),
+		settings.Positive("ConnWindow", c.ConnWindow),
+	)
+}
+
+// withDefaults is c with its zero fields from DefaultConfig, refused if
+// out of range, and KeepAlive held below IdleTimeout as quic-go does: a
+// ping must fit in the idle timeout (so an IdleTimeout alone below the
+// default KeepAlive works).
+func (c Config) withDefaults() (Config, error) {
+	settings.FillZero(&c, DefaultConfig())
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("tunnel config: %w", err)
 	}
 	if c.KeepAlive >= c.IdleTimeout {
-		c.KeepAlive = c.IdleTimeout / 2 // as quic-go does: a ping must fit in the idle timeout
+		c.KeepAlive = c.IdleTimeout / 2
 	}
-	return c
-}
-
-// Validate reports settings that cannot work together.
-func (c Config) Validate() error {
-	c = c.withDefaults()
-	if c.StreamWindow < 256<<10 {
-		return fmt.Errorf("tunnel config: stream window %d is below yamux's minimum of 256 KiB", c.StreamWindow)
-	}
-	return nil
+	return c, nil
 }
 
 func (c Config) quic() *quic.Config {

@@ -42,10 +42,10 @@ type ClientConfig struct {
 // would be refused too. Returning to QUIC later is the caller's choice
 // (gt-agent's supervisor probes with TransportQUIC while on TCP).
 func Dial(ctx context.Context, addr string, cc ClientConfig) (*Session, error) {
-	if err := cc.Config.Validate(); err != nil {
+	cfg, err := cc.Config.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	cfg := cc.Config.withDefaults()
 	tlsConf := cc.clientTLS()
 	switch cc.Transport {
 	case TransportQUIC:

@@ -73,10 +73,10 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 	if sc.GetCertificate == nil || sc.ClientCAs == nil {
 		return nil, errors.New("tunnel: Listen needs a server certificate and client CAs")
 	}
-	if err := sc.Config.Validate(); err != nil {
+	cfg, err := sc.Config.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	cfg := sc.Config.withDefaults()
 	l := &Listener{
 		sc:        sc,
 		cfg:       cfg,

@@ -22,6 +22,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -47,9 +48,23 @@ type Config struct {
 }
 
 // DefaultConfig checkpoints every 10 minutes and gives the final upload
-// 8 s, to fit Docker's default 10 s stop grace.
+// 8 s, to fit Docker's default 10 s stop grace; an archive from hostd is
+// bounded by datasync.DefaultLimits. StateDir has no default: the state is
+// kept in the working directory.
 func DefaultConfig() Config {
-	return Config{Root: ".", Checkpoint: 10 * time.Minute, Teardown: 8 * time.Second, Limits: datasync.DefaultLimits(), Logger: slog.Default()}
+	return Config{
+		Root:       ".",
+		Checkpoint: 10 * time.Minute,         // negative: never
+		Teardown:   8 * time.Second,          // above 0
+		Limits:     datasync.DefaultLimits(), // zero fields take its defaults
+		Logger:     slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return settings.Positive("Teardown", c.Teardown)
 }
 
 // Service is safe for concurrent use.
@@ -64,19 +79,10 @@ type Service struct {
 }
 
 // New prepares the service; zero Config fields take DefaultConfig's.
-func New(cfg Config, sessions tunnel.Sessions) *Service {
-	d := DefaultConfig()
-	if cfg.Root == "" {
-		cfg.Root = d.Root
-	}
-	if cfg.Checkpoint == 0 {
-		cfg.Checkpoint = d.Checkpoint
-	}
-	if cfg.Teardown <= 0 {
-		cfg.Teardown = d.Teardown
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+func New(cfg Config, sessions tunnel.Sessions) (*Service, error) {
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("data: %w", err)
 	}
 	s := &Service{cfg: cfg, sessions: sessions, busy: make(chan struct{}, 1)}
 	if r, ok := s.loadReceived(); ok {
@@ -86,7 +92,7 @@ func New(cfg Config, sessions tunnel.Sessions) *Service {
 		s.last, _ = datasync.DecodeManifest(b)
 	}
 	s.adoptLegacy()
-	return s
+	return s, nil
 }
 
 // lock waits for the other transfer to end, or for ctx; unlock gives the

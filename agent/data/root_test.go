@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 )
 
@@ -78,13 +80,23 @@ func TestCheckRoot(t *testing.T) {
 	}
 }
 
+// newService is New(cfg, nil), failing the test on an error.
+func newService(t *testing.T, cfg Config) *Service {
+	t.Helper()
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestBind: installing binds the root; a service started on the same state
 // directory takes that root as its base's, and no other root.
 func TestBind(t *testing.T) {
 	state := t.TempDir()
 	first := root(t, map[string]string{"results/report.txt": "r"})
 	cfg := Config{Root: first, StateDir: state, Logger: slog.New(slog.DiscardHandler)}
-	s := New(cfg, nil)
+	s := newService(t, cfg)
 	if err := s.noData(s.policy); err == nil {
 		t.Fatal("a service that never installed anything takes its root as having the data")
 	}
@@ -106,7 +118,7 @@ func TestBind(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg.Root = tc.root
-			restarted := New(cfg, nil)
+			restarted := newService(t, cfg)
 			if err := restarted.noData(restarted.policy); (err != nil) != tc.noData {
 				t.Errorf("noData: %v, want no data %v", err, tc.noData)
 			}
@@ -140,7 +152,7 @@ func TestAdoptLegacy(t *testing.T) {
 			writeJSON("sync-last.json", `{"version":1,"entries":[{"path":"results","type":"dir","mode":493},`+
 				`{"path":"results/report.txt","type":"file","mode":420,"size":1,"sha256":"`+strings.Repeat("0", 64)+`"}]}`)
 			dir := root(t, tc.files)
-			s := New(Config{Root: dir, StateDir: state, Logger: slog.New(slog.DiscardHandler)}, nil)
+			s := newService(t, Config{Root: dir, StateDir: state, Logger: slog.New(slog.DiscardHandler)})
 			if err := s.noData(s.policy); (err != nil) != tc.noData {
 				t.Fatalf("noData: %v, want no data %v", err, tc.noData)
 			}
@@ -159,4 +171,20 @@ func TestMarkerNeverCrosses(t *testing.T) {
 	if err := (datasync.Policy{Include: []string{datasync.RootMarkerName}}).Validate(); err == nil {
 		t.Error("a policy including the marker is valid")
 	}
+}
+
+// TestConfig: New takes zero fields as the defaults and refuses a field
+// out of its range, naming it; a negative Checkpoint means never.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Root, c.StateDir, c.Logger = t.TempDir(), t.TempDir(), slog.New(slog.DiscardHandler)
+		return c
+	}
+	settingstest.Run(t, valid, func(c Config) error { _, err := New(c, nil); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Root: c.Root, StateDir: c.StateDir} }},
+		{Name: "never checkpoint", Set: func(c *Config) { c.Checkpoint = -time.Second }},
+		{Name: "negative teardown", Set: func(c *Config) { c.Teardown = -time.Second }, Want: "data: Teardown is -1s: it must be above 0"},
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
 // Config says what to supervise. At most one of Command, WatchSession and
@@ -38,6 +39,17 @@ type Config struct {
 // DefaultSession is the tmux session the polecat's command is started in.
 const DefaultSession = "polecat"
 
+// DefaultConfig starts the command (when there is one) in the "polecat"
+// session and measures the working directory's disk. Command,
+// WatchSession, WatchProcess and TmuxArgs have no default.
+func DefaultConfig() Config {
+	return Config{
+		Name:    DefaultSession,
+		WorkDir: ".",
+		Logger:  slog.Default(),
+	}
+}
+
 // Watcher measures the supervised session.
 type Watcher struct {
 	cfg     Config
@@ -55,11 +67,9 @@ type Watcher struct {
 
 // Start starts the session's command when there is one (or adopts the
 // session a previous agent started, see startOrAdopt), and returns a
-// watcher for it.
+// watcher for it; zero Config fields take DefaultConfig's.
 func Start(ctx context.Context, cfg Config) (*Watcher, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	settings.FillZero(&cfg, DefaultConfig())
 	s, err := heartbeat.NewTreeSampler("")
 	if err != nil {
 		return nil, err
@@ -67,9 +77,6 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s, tmux: tmux.Server{Args: cfg.TmuxArgs}}
 	switch {
 	case len(cfg.Command) > 0:
-		if w.cfg.Name == "" {
-			w.cfg.Name = DefaultSession
-		}
 		w.cfg.WatchSession = w.cfg.Name
 		if err := w.startOrAdopt(ctx); err != nil {
 			return nil, err

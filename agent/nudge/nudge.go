@@ -14,6 +14,7 @@ package nudge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -60,11 +62,30 @@ var DefaultBusyPatterns = []string{`esc to interrupt`, `(?m)^\s*[·✢✳✶✻�
 // DefaultPrompt is Claude Code's input line: "❯ " or "> ", boxed or not.
 const DefaultPrompt = `^\s*[│|]?\s*[❯>](\s|$)`
 
-// DefaultConfig waits for 3 s of silence when nothing better is known,
-// looks every 200 ms and presses Enter at most 3 times.
+// DefaultConfig delivers to the "polecat" session, knows Claude Code's
+// busy screen and prompt, waits for 3 s of silence when nothing better is
+// known, looks every 200 ms and presses Enter at most 3 times. StateDir
+// has no default: outcomes are kept in the working directory.
 func DefaultConfig() Config {
-	return Config{Session: "polecat", BusyPatterns: DefaultBusyPatterns, Prompt: DefaultPrompt, Silence: 3 * time.Second,
-		Poll: 200 * time.Millisecond, EnterTries: 3, Logger: slog.Default()}
+	return Config{
+		Session:      "polecat",
+		BusyPatterns: DefaultBusyPatterns,    // regular expressions; empty (not nil): none
+		Prompt:       DefaultPrompt,          // a regular expression
+		Silence:      3 * time.Second,        // above 0
+		Poll:         200 * time.Millisecond, // above 0
+		EnterTries:   3,                      // at least 1
+		Logger:       slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults, and compiles the patterns.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("Silence", c.Silence),
+		settings.Positive("Poll", c.Poll),
+		settings.Positive("EnterTries", c.EnterTries),
+	)
 }
 
 // Service is safe for concurrent use.
@@ -80,30 +101,12 @@ type Service struct {
 	seen map[string]record // outcomes by nudge id, persisted
 }
 
-// New checks the patterns; zero Config fields take DefaultConfig's. hooks
-// may be nil (no hook socket).
+// New checks the Config and its patterns; zero Config fields take
+// DefaultConfig's. hooks may be nil (no hook socket).
 func New(cfg Config, hooks *Hooks) (*Service, error) {
-	d := DefaultConfig()
-	if cfg.Session == "" {
-		cfg.Session = d.Session
-	}
-	if cfg.BusyPatterns == nil {
-		cfg.BusyPatterns = d.BusyPatterns
-	}
-	if cfg.Prompt == "" {
-		cfg.Prompt = d.Prompt
-	}
-	if cfg.Silence <= 0 {
-		cfg.Silence = d.Silence
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = d.Poll
-	}
-	if cfg.EnterTries <= 0 {
-		cfg.EnterTries = d.EnterTries
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("nudge: %w", err)
 	}
 	s := &Service{cfg: cfg, hooks: hooks, turn: make(chan struct{}, 1), seen: map[string]record{}}
 	for _, p := range cfg.BusyPatterns {

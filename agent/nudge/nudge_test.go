@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -36,4 +37,24 @@ func TestDeliverDeadlineBetweenIdleLooks(t *testing.T) {
 	if text, _ := srv.History(context.Background(), "polecat", 10); strings.Contains(text, "too late") {
 		t.Fatalf("typed after its deadline:\n%s", text)
 	}
+}
+
+// TestConfig: New takes zero fields as the defaults and refuses a field
+// out of its range or a malformed pattern, naming it.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.StateDir = t.TempDir()
+		return c
+	}
+	settingstest.Run(t, valid, func(c Config) error { _, err := New(c, nil); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{StateDir: c.StateDir} }},
+		{Name: "no busy patterns", Set: func(c *Config) { c.BusyPatterns = []string{} }},
+		{Name: "negative silence", Set: func(c *Config) { c.Silence = -time.Second }, Want: "nudge: Silence is -1s: it must be above 0"},
+		{Name: "negative poll", Set: func(c *Config) { c.Poll = -time.Second }, Want: "Poll is -1s: it must be above 0"},
+		{Name: "no enter", Set: func(c *Config) { c.EnterTries = -1 }, Want: "EnterTries is -1: it must be above 0"},
+		{Name: "malformed busy pattern", Set: func(c *Config) { c.BusyPatterns = []string{"("} }, Want: "nudge busy pattern \"(\""},
+		{Name: "malformed prompt", Set: func(c *Config) { c.Prompt = "(" }, Want: "nudge prompt pattern \"(\""},
+	})
 }

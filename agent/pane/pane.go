@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -34,27 +35,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig follows every 500 ms.
+// DefaultConfig shows the "polecat" session and follows every 500 ms.
 func DefaultConfig() Config {
-	return Config{Session: "polecat", Follow: 500 * time.Millisecond, Logger: slog.Default()}
+	return Config{
+		Session: "polecat",
+		Follow:  500 * time.Millisecond, // above 0
+		Logger:  slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return settings.Positive("Follow", c.Follow)
 }
 
 // Service serves pane streams.
 type Service struct{ cfg Config }
 
 // New returns the service; zero Config fields take DefaultConfig's.
-func New(cfg Config) *Service {
-	d := DefaultConfig()
-	if cfg.Session == "" {
-		cfg.Session = d.Session
+func New(cfg Config) (*Service, error) {
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pane: %w", err)
 	}
-	if cfg.Follow <= 0 {
-		cfg.Follow = d.Follow
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
-	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg}, nil
 }
 
 // ServeStream serves one peek or attach.

@@ -6,6 +6,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
@@ -47,43 +49,45 @@ type Config struct {
 
 // DefaultConfig tries QUIC first (TCP after 2 s), retries a lost tunnel
 // after 100 ms doubling to 10 s, gives up if hostd is unreachable for 30 s
-// at start, and probes QUIC every 30 s while on TCP.
+// at start, probes QUIC every 30 s while on TCP, and refuses streams hostd
+// opens. Addr, ServerName and Creds have no default.
 func DefaultConfig() Config {
 	return Config{
-		Transport:      tunnel.TransportAuto,
-		Tunnel:         tunnel.DefaultConfig(),
-		MinBackoff:     100 * time.Millisecond,
-		MaxBackoff:     10 * time.Second,
-		ConnectTimeout: 30 * time.Second,
-		ProbeInterval:  30 * time.Second,
+		Transport:      tunnel.TransportAuto,   // auto, quic or tcp
+		Tunnel:         tunnel.DefaultConfig(), // zero fields take its defaults
+		MinBackoff:     100 * time.Millisecond, // above 0
+		MaxBackoff:     10 * time.Second,       // at least MinBackoff
+		ConnectTimeout: 30 * time.Second,       // above 0
+		ProbeInterval:  30 * time.Second,       // above 0
+		Handler:        tunnel.NewServeMux(),   // an empty mux refuses every stream
 		Logger:         slog.Default(),
 	}
 }
 
-// defaults fills zero fields from DefaultConfig.
-func (c *Config) defaults() {
-	d := DefaultConfig()
-	if c.Transport == "" {
-		c.Transport = d.Transport
+// Validate names each field out of its range; New calls it once zero
+// fields (the Tunnel's too) have their defaults.
+func (c Config) Validate() error {
+	var creds, transport, tun error
+	if c.Creds == nil {
+		creds = errors.New("Creds is required")
 	}
-	if c.MinBackoff <= 0 {
-		c.MinBackoff = d.MinBackoff
+	switch c.Transport {
+	case tunnel.TransportAuto, tunnel.TransportQUIC, tunnel.TransportTCP:
+	default:
+		transport = fmt.Errorf("Transport is %q: it must be %s, %s or %s", c.Transport, tunnel.TransportAuto, tunnel.TransportQUIC, tunnel.TransportTCP)
 	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = d.MaxBackoff
+	if err := c.Tunnel.Validate(); err != nil {
+		tun = fmt.Errorf("Tunnel: %w", err)
 	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = d.ConnectTimeout
-	}
-	if c.ProbeInterval <= 0 {
-		c.ProbeInterval = d.ProbeInterval
-	}
-	if c.Handler == nil {
-		c.Handler = tunnel.NewServeMux()
-	}
-	if c.Logger == nil {
-		c.Logger = d.Logger
-	}
+	return errors.Join(
+		settings.Required("Addr", c.Addr),
+		settings.Required("ServerName", c.ServerName),
+		creds, transport, tun,
+		settings.Positive("MinBackoff", c.MinBackoff),
+		settings.AtLeast("MaxBackoff", c.MaxBackoff, c.MinBackoff),
+		settings.Positive("ConnectTimeout", c.ConnectTimeout),
+		settings.Positive("ProbeInterval", c.ProbeInterval),
+	)
 }
 
 // Supervisor keeps one tunnel up.
@@ -96,10 +100,16 @@ type Supervisor struct {
 	changed chan struct{} // closed and replaced whenever current changes
 }
 
-// New returns a Supervisor; Run starts it.
-func New(cfg Config) *Supervisor {
-	cfg.defaults()
-	return &Supervisor{cfg: cfg, log: cfg.Logger, changed: make(chan struct{})}
+// New returns a Supervisor, Run starts it; zero Config fields (and zero
+// Tunnel fields) take DefaultConfig's.
+func New(cfg Config) (*Supervisor, error) {
+	d := DefaultConfig()
+	settings.FillZero(&cfg, d)
+	settings.FillZero(&cfg.Tunnel, d.Tunnel)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	return &Supervisor{cfg: cfg, log: cfg.Logger, changed: make(chan struct{})}, nil
 }
 
 // Session returns the current session, waiting for one until ctx ends.

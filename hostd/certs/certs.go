@@ -8,6 +8,7 @@ package certs
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -51,7 +53,22 @@ type Config struct {
 // DefaultConfig issues certificates for pki.DefaultTTL (24h), at most 12
 // renewals per polecat per hour, and checks for revocations every second.
 func DefaultConfig() Config {
-	return Config{TTL: pki.DefaultTTL, RenewalsPerHour: 12, Watch: time.Second, Logger: slog.Default()}
+	return Config{
+		TTL:             pki.DefaultTTL, // above 0
+		RenewalsPerHour: 12,             // at least 1
+		Watch:           time.Second,    // above 0
+		Logger:          slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("TTL", c.TTL),
+		settings.Positive("RenewalsPerHour", c.RenewalsPerHour),
+		settings.Positive("Watch", c.Watch),
+	)
 }
 
 // Service is safe for concurrent use.
@@ -75,18 +92,9 @@ type Service struct {
 // New issues hostd's server certificate and loads the revocations; zero
 // Config fields take DefaultConfig's.
 func New(ca *pki.CA, reg *registry.Registry, cfg Config) (*Service, error) {
-	d := DefaultConfig()
-	if cfg.TTL <= 0 {
-		cfg.TTL = d.TTL
-	}
-	if cfg.RenewalsPerHour <= 0 {
-		cfg.RenewalsPerHour = d.RenewalsPerHour
-	}
-	if cfg.Watch <= 0 {
-		cfg.Watch = d.Watch
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
 	}
 	s := &Service{cfg: cfg, ca: ca, reg: reg, log: cfg.Logger, server: newServerCert(ca, cfg.ServerNames), metrics: newMetrics(),
 		renewals: limits.NewRate(cfg.RenewalsPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute)}

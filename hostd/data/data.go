@@ -8,7 +8,6 @@
 package data
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -84,12 +84,51 @@ const DefaultRoot = "<town>/<rig>/polecats/{name}"
 // DefaultConfig is the default policy and limits (datasync.DefaultLimits),
 // 2 GiB stored per polecat, 500 paths changed on both sides per transfer,
 // a hold on transfers deleting more than half a polecat's files, two
-// merge processes at once, 10 minutes a transfer.
+// merge processes at once, 10 minutes a transfer, 30 transfers an agent
+// starts per hour. Town, Roots, Exclude and Dir have no default.
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
-	return Config{Include: datasync.DefaultInclude, MaxBytes: int(l.MaxBytes), MaxFiles: l.MaxFiles, MaxFileSize: int(l.MaxFileSize),
-		MaxRatio: int(l.MaxRatio), MaxManifestBytes: int(l.MaxManifest), MaxStoredBytes: 2 << 30, MaxConflicts: datasync.DefaultMaxBothChanged,
-		MaxDeleteShare: 0.5, MergeProcesses: 2, Timeout: 10 * time.Minute, AgentTransfersPerHour: 30, Logger: slog.Default()}
+	return Config{
+		Include:               datasync.DefaultInclude,        // relative paths
+		MaxBytes:              int(l.MaxBytes),                // at least 1
+		MaxFiles:              l.MaxFiles,                     // at least 1
+		MaxFileSize:           int(l.MaxFileSize),             // at least 1
+		MaxRatio:              int(l.MaxRatio),                // at least 1
+		MaxManifestBytes:      int(l.MaxManifest),             // at least 1
+		MaxStoredBytes:        2 << 30,                        // at least 1
+		MaxConflicts:          datasync.DefaultMaxBothChanged, // at least 1
+		MaxDeleteShare:        0.5,                            // from 0 to 1; 1 turns the hold off
+		MergeProcesses:        2,                              // at least 1
+		Timeout:               10 * time.Minute,               // above 0
+		AgentTransfersPerHour: 30,                             // at least 1
+		Logger:                slog.Default(),
+	}
+}
+
+// Validate names each field out of its range, a malformed policy or
+// a relative root; New calls it once zero fields have their defaults.
+func (c Config) Validate() error {
+	errs := []error{
+		settings.Required("Dir", c.Dir),
+		settings.Positive("MaxBytes", c.MaxBytes),
+		settings.Positive("MaxFiles", c.MaxFiles),
+		settings.Positive("MaxFileSize", c.MaxFileSize),
+		settings.Positive("MaxRatio", c.MaxRatio),
+		settings.Positive("MaxManifestBytes", c.MaxManifestBytes),
+		settings.Positive("MaxStoredBytes", c.MaxStoredBytes),
+		settings.Positive("MaxConflicts", c.MaxConflicts),
+		settings.InRange("MaxDeleteShare", c.MaxDeleteShare, 0, 1),
+		settings.Positive("MergeProcesses", c.MergeProcesses),
+		settings.Positive("Timeout", c.Timeout),
+		settings.Positive("AgentTransfersPerHour", c.AgentTransfersPerHour),
+		datasync.Policy{Include: c.Include, Exclude: c.Exclude}.Validate(),
+	}
+	for rig, root := range c.Roots {
+		if !filepath.IsAbs(root) {
+			errs = append(errs, fmt.Errorf("Roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // limits is what one archive from a container may write: no more than the
@@ -97,9 +136,7 @@ func DefaultConfig() Config {
 func (c Config) limits() datasync.Limits {
 	l := datasync.Limits{MaxBytes: int64(c.MaxBytes), MaxFiles: c.MaxFiles, MaxFileSize: int64(c.MaxFileSize), MaxRatio: int64(c.MaxRatio),
 		MaxManifest: int64(c.MaxManifestBytes)}
-	if l.MaxBytes == 0 || l.MaxBytes > c.MaxStoredBytes {
-		l.MaxBytes = c.MaxStoredBytes
-	}
+	l.MaxBytes = min(l.MaxBytes, c.MaxStoredBytes)
 	return l
 }
 
@@ -124,45 +161,11 @@ type Service struct {
 // removes what transfers cut short by a killed hostd left: staging
 // directories in the polecats' data roots and unfinished base contents.
 func New(cfg Config, reg *registry.Registry) (*Service, error) {
-	d := DefaultConfig()
-	if len(cfg.Include) == 0 {
-		cfg.Include = d.Include
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = d.Timeout
-	}
-	if cfg.AgentTransfersPerHour <= 0 {
-		cfg.AgentTransfersPerHour = d.AgentTransfersPerHour
-	}
-	cfg.MaxStoredBytes = cmp.Or(cfg.MaxStoredBytes, d.MaxStoredBytes)
-	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, d.MaxConflicts)
-	cfg.MaxDeleteShare = cmp.Or(cfg.MaxDeleteShare, d.MaxDeleteShare)
-	cfg.MergeProcesses = cmp.Or(cfg.MergeProcesses, d.MergeProcesses)
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
-	}
-	if cfg.Dir == "" {
-		return nil, errors.New("data: Config.Dir is required")
-	}
-	switch {
-	case cfg.MaxStoredBytes < 0:
-		return nil, fmt.Errorf("sync.max_stored_bytes is %d; want a number of bytes above 0", cfg.MaxStoredBytes)
-	case cfg.MaxConflicts < 0:
-		return nil, fmt.Errorf("sync.max_conflicts is %d; want a count above 0", cfg.MaxConflicts)
-	case cfg.MaxDeleteShare < 0 || cfg.MaxDeleteShare > 1:
-		return nil, fmt.Errorf("sync.max_delete_share is %v; want a share from 0 to 1 (1 turns the hold off)", cfg.MaxDeleteShare)
-	case cfg.MergeProcesses < 0:
-		return nil, fmt.Errorf("sync.merge_processes is %d; want a count above 0", cfg.MergeProcesses)
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("data: %w", err)
 	}
 	p := datasync.Policy{Include: cfg.Include, Exclude: cfg.Exclude}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	for rig, root := range cfg.Roots {
-		if !filepath.IsAbs(root) {
-			return nil, fmt.Errorf("sync.roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root)
-		}
-	}
 	s := &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]chan struct{}{},
 		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics(),
 		mergeProcs: limits.NewPool(cfg.MergeProcesses)}

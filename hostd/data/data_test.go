@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
 // TestLeftoversRemovedAtStart: what a transfer cut short by a killed hostd
@@ -41,5 +44,57 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 		if _, err := os.Stat(p); (err == nil) != want {
 			t.Errorf("%s: present %v, want %v", p, err == nil, want)
 		}
+	}
+}
+
+// TestConfig: New takes zero fields as the defaults and refuses a field
+// out of its range, a malformed policy or a relative root, naming it.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Town, c.Dir, c.Logger = t.TempDir(), t.TempDir(), slog.New(slog.DiscardHandler)
+		return c
+	}
+	settingstest.Run(t, valid, func(c Config) error { _, err := New(c, nil); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Town: c.Town, Dir: c.Dir} }},
+		{Name: "hold off", Set: func(c *Config) { c.MaxDeleteShare = 1 }},
+		{Name: "absolute root", Set: func(c *Config) { c.Roots = map[string]string{"gastown": "/data/{name}"} }},
+		{Name: "no dir", Set: func(c *Config) { c.Dir = "" }, Want: "data: Dir is required"},
+		{Name: "negative bytes", Set: func(c *Config) { c.MaxBytes = -1 }, Want: "MaxBytes is -1: it must be above 0"},
+		{Name: "negative files", Set: func(c *Config) { c.MaxFiles = -1 }, Want: "MaxFiles is -1: it must be above 0"},
+		{Name: "negative file size", Set: func(c *Config) { c.MaxFileSize = -1 }, Want: "MaxFileSize is -1: it must be above 0"},
+		{Name: "negative ratio", Set: func(c *Config) { c.MaxRatio = -1 }, Want: "MaxRatio is -1: it must be above 0"},
+		{Name: "negative manifest", Set: func(c *Config) { c.MaxManifestBytes = -1 }, Want: "MaxManifestBytes is -1: it must be above 0"},
+		{Name: "negative storage", Set: func(c *Config) { c.MaxStoredBytes = -1 }, Want: "MaxStoredBytes is -1: it must be above 0"},
+		{Name: "negative conflicts", Set: func(c *Config) { c.MaxConflicts = -1 }, Want: "MaxConflicts is -1: it must be above 0"},
+		{Name: "share below 0", Set: func(c *Config) { c.MaxDeleteShare = -0.1 }, Want: "MaxDeleteShare is -0.1: it must be from 0 to 1"},
+		{Name: "share above 1", Set: func(c *Config) { c.MaxDeleteShare = 1.5 }, Want: "MaxDeleteShare is 1.5: it must be from 0 to 1"},
+		{Name: "negative merges", Set: func(c *Config) { c.MergeProcesses = -1 }, Want: "MergeProcesses is -1: it must be above 0"},
+		{Name: "negative timeout", Set: func(c *Config) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be above 0"},
+		{Name: "negative transfers", Set: func(c *Config) { c.AgentTransfersPerHour = -1 }, Want: "AgentTransfersPerHour is -1: it must be above 0"},
+		{Name: "malformed include", Set: func(c *Config) { c.Include = []string{"../up"} }, Want: "include \"../up\""},
+		{Name: "relative root", Set: func(c *Config) { c.Roots = map[string]string{"gastown": "data/{name}"} }, Want: "Roots: rig gastown: \"data/{name}\" must be an absolute path"},
+	})
+}
+
+// TestArchiveLimits: an archive may write no more than the storage budget,
+// even when MaxBytes is larger.
+func TestArchiveLimits(t *testing.T) {
+	tests := []struct {
+		name            string
+		maxBytes, store int
+		want            int64
+	}{
+		{"bytes below the budget", 1 << 20, 2 << 20, 1 << 20},
+		{"bytes above the budget", 4 << 20, 2 << 20, 2 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{MaxBytes: tt.maxBytes, MaxStoredBytes: int64(tt.store)}
+			if got := c.limits().MaxBytes; got != tt.want {
+				t.Fatalf("limits().MaxBytes = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

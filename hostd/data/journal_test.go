@@ -104,7 +104,11 @@ func TestJournalLineBound(t *testing.T) {
 
 func newService(t *testing.T) *Service {
 	t.Helper()
-	s, err := New(Config{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, registry.New(registry.Config{}))
+	reg, err := registry.New(registry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,10 @@ func BenchmarkReconnectStorm(b *testing.B) {
 	dir := b.TempDir()
 	for i := range n {
 		st := stormCreds(b, ca, dir, i)
-		sup := supervisor.New(supervisor.Config{Addr: addr, ServerName: "localhost", Creds: st, Transport: tunnel.TransportQUIC, Logger: quiet})
+		sup, err := supervisor.New(supervisor.Config{Addr: addr, ServerName: "localhost", Creds: st, Transport: tunnel.TransportQUIC, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
 		offset := time.Duration(i) * 5 * time.Second / time.Duration(n)
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = sup.Run(ctx) }()

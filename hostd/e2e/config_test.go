@@ -25,6 +25,8 @@ func TestHostileConfig(t *testing.T) {
 		{"boolean", "git:\n  upstream: maybe\n", nil, "setting git.upstream: maybe is not true or false"},
 		{"environment", "", []string{"HOSTD_IDLE_TIMEOUT=later"}, "setting idle_timeout: later is not a duration"},
 		{"log level", "log_level: loud\n", nil, "--log-level"},
+		{"out of range", "nudge:\n  depth: -1\n", nil, "nudge: Depth is -1: it must be above 0"},
+		{"tunnel out of range", "", []string{"HOSTD_KEEPALIVE=-1s"}, "Tunnel: KeepAlive is -1s: it must be above 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -78,11 +79,50 @@ type Config struct {
 // fetch, giving up after 30 s; runs at most 32 git processes, 4 per
 // polecat, a request over waiting 10 s; ends requests idle for a minute;
 // takes pushes up to 64 MiB; reconciles with origin every 5 minutes.
-// Town, HooksDir, TempDir and Upstream have no default.
+// Town, HooksDir, TempDir, Upstream, Branches, Polecats and KnownPolecats
+// have no default.
 func DefaultConfig() Config {
-	return Config{RefreshAge: time.Minute, RefreshTimeout: 30 * time.Second,
-		MaxProcesses: 32, MaxProcessesPerPolecat: 4, ProcessWait: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxPushSize: 64 << 20, Reconcile: 5 * time.Minute, Logger: slog.Default()}
+	return Config{
+		RefreshAge:             time.Minute,      // negative: never refresh
+		RefreshTimeout:         30 * time.Second, // above 0
+		MaxProcesses:           32,               // at least 1
+		MaxProcessesPerPolecat: 4,                // at least 1
+		ProcessWait:            10 * time.Second, // above 0
+		IdleTimeout:            time.Minute,      // above 0
+		MaxPushSize:            64 << 20,         // at least 1
+		Reconcile:              5 * time.Minute,  // negative: never reconcile
+		Logger:                 slog.Default(),
+	}
+}
+
+// Validate names each field out of its range, a malformed branch
+// pattern or polecat name; New calls it once zero fields have their
+// defaults.
+func (c Config) Validate() error {
+	errs := []error{
+		settings.Required("Town", c.Town),
+		settings.Required("HooksDir", c.HooksDir),
+		settings.Required("TempDir", c.TempDir),
+		settings.Positive("RefreshTimeout", c.RefreshTimeout),
+		settings.Positive("MaxProcesses", c.MaxProcesses),
+		settings.Positive("MaxProcessesPerPolecat", c.MaxProcessesPerPolecat),
+		settings.Positive("ProcessWait", c.ProcessWait),
+		settings.Positive("IdleTimeout", c.IdleTimeout),
+		settings.Positive("MaxPushSize", c.MaxPushSize),
+	}
+	for rig, list := range c.Branches {
+		if _, err := ParseBranchPatterns(list); err != nil {
+			errs = append(errs, fmt.Errorf("Branches of rig %s: %w", rig, err))
+		}
+	}
+	for rig, names := range c.Polecats {
+		for _, n := range names {
+			if err := (wire.Identity{Rig: rig, Name: n}).Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("Polecats of rig %s: %w", rig, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Upstream is what the service needs of the upstream queue
@@ -112,50 +152,12 @@ type Service struct {
 type idKey struct{}
 
 // New prepares the hooks directory (pre-receive and post-receive as links
-// to this hostd binary) and the service.
+// to this hostd binary) and the service; zero Config fields take
+// DefaultConfig's.
 func New(cfg Config) (*Service, error) {
-	d := DefaultConfig()
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
-	}
-	if cfg.RefreshAge == 0 {
-		cfg.RefreshAge = d.RefreshAge
-	}
-	if cfg.RefreshTimeout <= 0 {
-		cfg.RefreshTimeout = d.RefreshTimeout
-	}
-	if cfg.MaxProcesses <= 0 {
-		cfg.MaxProcesses = d.MaxProcesses
-	}
-	if cfg.MaxProcessesPerPolecat <= 0 {
-		cfg.MaxProcessesPerPolecat = d.MaxProcessesPerPolecat
-	}
-	if cfg.ProcessWait <= 0 {
-		cfg.ProcessWait = d.ProcessWait
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = d.IdleTimeout
-	}
-	if cfg.MaxPushSize <= 0 {
-		cfg.MaxPushSize = d.MaxPushSize
-	}
-	if cfg.Reconcile == 0 {
-		cfg.Reconcile = d.Reconcile
-	}
-	if cfg.TempDir == "" {
-		return nil, errors.New("git: Config.TempDir is required")
-	}
-	for rig, list := range cfg.Branches {
-		if _, err := ParseBranchPatterns(list); err != nil {
-			return nil, fmt.Errorf("git branches of rig %s: %w", rig, err)
-		}
-	}
-	for rig, names := range cfg.Polecats {
-		for _, n := range names {
-			if err := (wire.Identity{Rig: rig, Name: n}).Validate(); err != nil {
-				return nil, fmt.Errorf("git polecats of rig %s: %w", rig, err)
-			}
-		}
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("git: %w", err)
 	}
 	if err := installHooks(cfg.HooksDir); err != nil {
 		return nil, err

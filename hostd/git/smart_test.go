@@ -1,8 +1,12 @@
 package git
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
 func TestProtocolEnv(t *testing.T) {
@@ -17,4 +21,31 @@ func TestProtocolEnv(t *testing.T) {
 			t.Errorf("%q accepted", h)
 		}
 	}
+}
+
+// TestConfig: New takes zero fields as the defaults and refuses a field
+// out of its range, a malformed branch pattern or polecat name, naming it.
+// A negative RefreshAge or Reconcile means never.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Town, c.HooksDir, c.TempDir, c.Logger = t.TempDir(), t.TempDir(), t.TempDir(), slog.New(slog.DiscardHandler)
+		return c
+	}
+	settingstest.Run(t, valid, func(c Config) error { _, err := New(c); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Town: c.Town, HooksDir: c.HooksDir, TempDir: c.TempDir} }},
+		{Name: "never refresh nor reconcile", Set: func(c *Config) { c.RefreshAge, c.Reconcile = -time.Second, -time.Second }},
+		{Name: "no town", Set: func(c *Config) { c.Town = "" }, Want: "git: Town is required"},
+		{Name: "no hooks", Set: func(c *Config) { c.HooksDir = "" }, Want: "HooksDir is required"},
+		{Name: "no temp dir", Set: func(c *Config) { c.TempDir = "" }, Want: "TempDir is required"},
+		{Name: "negative refresh timeout", Set: func(c *Config) { c.RefreshTimeout = -time.Second }, Want: "RefreshTimeout is -1s: it must be above 0"},
+		{Name: "negative processes", Set: func(c *Config) { c.MaxProcesses = -1 }, Want: "MaxProcesses is -1: it must be above 0"},
+		{Name: "negative per polecat", Set: func(c *Config) { c.MaxProcessesPerPolecat = -1 }, Want: "MaxProcessesPerPolecat is -1: it must be above 0"},
+		{Name: "negative wait", Set: func(c *Config) { c.ProcessWait = -time.Second }, Want: "ProcessWait is -1s: it must be above 0"},
+		{Name: "negative idle", Set: func(c *Config) { c.IdleTimeout = -time.Second }, Want: "IdleTimeout is -1s: it must be above 0"},
+		{Name: "negative push size", Set: func(c *Config) { c.MaxPushSize = -1 }, Want: "MaxPushSize is -1: it must be above 0"},
+		{Name: "malformed pattern", Set: func(c *Config) { c.Branches = map[string][]string{"gastown": {"polecat/*"}} }, Want: "Branches of rig gastown"},
+		{Name: "malformed polecat", Set: func(c *Config) { c.Polecats = map[string][]string{"gastown": {"no/slash"}} }, Want: "Polecats of rig gastown"},
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -43,9 +44,28 @@ type Config struct {
 }
 
 // DefaultConfig judges by heartbeat.DefaultThresholds every second and
-// logs at most 20 state changes per polecat per minute.
+// logs at most 20 state changes per polecat per minute. Path has no
+// default: states are not kept.
 func DefaultConfig() Config {
-	return Config{Thresholds: heartbeat.DefaultThresholds(), Tick: time.Second, StateLogs: 20, Logger: slog.Default()}
+	return Config{
+		Thresholds: heartbeat.DefaultThresholds(), // each field above 0
+		Tick:       time.Second,                   // above 0
+		StateLogs:  20,                            // at least 1
+		Logger:     slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("Thresholds.Interval", c.Thresholds.Interval),
+		settings.Positive("Thresholds.StaleBeats", c.Thresholds.StaleBeats),
+		settings.Positive("Thresholds.IdleAfter", c.Thresholds.IdleAfter),
+		settings.Positive("Thresholds.Grace", c.Thresholds.Grace),
+		settings.Positive("Tick", c.Tick),
+		settings.Positive("StateLogs", c.StateLogs),
+	)
 }
 
 // Service is safe for concurrent use.
@@ -62,17 +82,14 @@ type Service struct {
 }
 
 // New restores the states kept at cfg.Path and subscribes to reg's
-// connects and disconnects; zero Config fields take DefaultConfig's.
+// connects and disconnects; zero Config fields (and zero Thresholds
+// fields) take DefaultConfig's.
 func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	d := DefaultConfig()
-	if cfg.Tick <= 0 {
-		cfg.Tick = d.Tick
-	}
-	if cfg.StateLogs <= 0 {
-		cfg.StateLogs = d.StateLogs
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+	settings.FillZero(&cfg, d)
+	settings.FillZero(&cfg.Thresholds, d.Thresholds)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("liveness: %w", err)
 	}
 	var restored []heartbeat.Record
 	if cfg.Path != "" {

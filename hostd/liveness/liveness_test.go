@@ -13,6 +13,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -21,6 +22,15 @@ import (
 var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func newRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	reg, err := registry.New(registry.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
 
 // connect opens a real tunnel as furiosa; the server side is registered in
 // reg and serves heartbeat streams with s.
@@ -63,7 +73,7 @@ func waitState(t *testing.T, s *Service, want heartbeat.State) {
 
 func TestBeatsConnectsAndPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "liveness.json")
-	reg := registry.New(registry.Config{Logger: quiet()})
+	reg := newRegistry(t)
 	s, err := New(Config{Path: path, Logger: quiet()}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +111,7 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 	s.Flush()
 
 	// A new service restores the last known state from the file.
-	again, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	again, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +126,7 @@ func TestCorruptStateRefused(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`[{"identity":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Config{Path: path, Logger: quiet()}, registry.New(registry.Config{Logger: quiet()}))
+	_, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v, want a CorruptError naming %s", err, path)
@@ -124,4 +134,26 @@ func TestCorruptStateRefused(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != `[{"identity":` {
 		t.Error("the corrupt file was changed")
 	}
+}
+
+// TestConfig: New takes zero fields (the Thresholds' too) as the defaults
+// and refuses a field out of its range, naming it.
+func TestConfig(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Logger = quiet()
+		return c
+	}
+	check := func(c Config) error { _, err := New(c, newRegistry(t)); return err }
+	settingstest.Run(t, valid, check, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{} }},
+		{Name: "one threshold given", Set: func(c *Config) { c.Thresholds = heartbeat.Thresholds{Grace: time.Minute} }},
+		{Name: "negative interval", Set: func(c *Config) { c.Thresholds.Interval = -time.Second }, Want: "liveness: Thresholds.Interval is -1s: it must be above 0"},
+		{Name: "negative stale beats", Set: func(c *Config) { c.Thresholds.StaleBeats = -1 }, Want: "Thresholds.StaleBeats is -1: it must be above 0"},
+		{Name: "negative idle after", Set: func(c *Config) { c.Thresholds.IdleAfter = -time.Second }, Want: "Thresholds.IdleAfter is -1s: it must be above 0"},
+		{Name: "negative grace", Set: func(c *Config) { c.Thresholds.Grace = -time.Second }, Want: "Thresholds.Grace is -1s: it must be above 0"},
+		{Name: "negative tick", Set: func(c *Config) { c.Tick = -time.Second }, Want: "Tick is -1s: it must be above 0"},
+		{Name: "negative state logs", Set: func(c *Config) { c.StateLogs = -1 }, Want: "StateLogs is -1: it must be above 0"},
+	})
 }

@@ -21,9 +21,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -49,8 +49,29 @@ type Config struct {
 
 // DefaultConfig is Gas Town's: 30 minutes for a normal nudge, 2 hours for
 // an urgent one, 50 queued per polecat; an attempt waits up to a minute.
+// Path has no default.
 func DefaultConfig() Config {
-	return Config{TTL: 30 * time.Minute, UrgentTTL: 2 * time.Hour, Depth: 50, Attempt: time.Minute, Retry: 2 * time.Second, Logger: slog.Default()}
+	return Config{
+		TTL:       30 * time.Minute, // above 0
+		UrgentTTL: 2 * time.Hour,    // above 0
+		Depth:     50,               // at least 1
+		Attempt:   time.Minute,      // above 0
+		Retry:     2 * time.Second,  // above 0
+		Logger:    slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Required("Path", c.Path),
+		settings.Positive("TTL", c.TTL),
+		settings.Positive("UrgentTTL", c.UrgentTTL),
+		settings.Positive("Depth", c.Depth),
+		settings.Positive("Attempt", c.Attempt),
+		settings.Positive("Retry", c.Retry),
+	)
 }
 
 // Priorities.
@@ -99,27 +120,9 @@ const maxOutcomes = 1000
 
 // New loads the queue; zero Config fields take DefaultConfig's.
 func New(cfg Config, reg *registry.Registry) (*Service, error) {
-	d := DefaultConfig()
-	if cfg.TTL <= 0 {
-		cfg.TTL = d.TTL
-	}
-	if cfg.UrgentTTL <= 0 {
-		cfg.UrgentTTL = d.UrgentTTL
-	}
-	if cfg.Depth <= 0 {
-		cfg.Depth = d.Depth
-	}
-	if cfg.Attempt <= 0 {
-		cfg.Attempt = d.Attempt
-	}
-	if cfg.Retry <= 0 {
-		cfg.Retry = d.Retry
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
-	}
-	if cfg.Path == "" {
-		return nil, errors.New("nudge: Config.Path is required")
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("nudge: %w", err)
 	}
 	s := &Service{cfg: cfg, reg: reg, log: cfg.Logger, metrics: newMetrics(), queues: map[wire.Identity][]*Item{},
 		running: map[wire.Identity]*deliverer{}, outcomes: map[string]Outcome{}, waiters: map[string][]chan Outcome{}}

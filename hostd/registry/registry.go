@@ -7,6 +7,7 @@ package registry
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -37,7 +39,20 @@ type Config struct {
 // open streams (a long git push, a long relayed command), and two tunnels
 // per polecat: the current one and one draining.
 func DefaultConfig() Config {
-	return Config{SupersededDrain: 10 * time.Minute, MaxTunnels: 2, Logger: slog.Default()}
+	return Config{
+		SupersededDrain: 10 * time.Minute, // above 0
+		MaxTunnels:      2,                // at least 1
+		Logger:          slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("SupersededDrain", c.SupersededDrain),
+		settings.Positive("MaxTunnels", c.MaxTunnels),
+	)
 }
 
 // Event is a polecat connecting, or its current session ending. The end of
@@ -64,19 +79,13 @@ type Registry struct {
 }
 
 // New returns an empty registry; zero Config fields take DefaultConfig's.
-func New(cfg Config) *Registry {
-	d := DefaultConfig()
-	if cfg.SupersededDrain <= 0 {
-		cfg.SupersededDrain = d.SupersededDrain
-	}
-	if cfg.MaxTunnels <= 0 {
-		cfg.MaxTunnels = d.MaxTunnels
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+func New(cfg Config) (*Registry, error) {
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	return &Registry{cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
-		current: map[wire.Identity]*Conn{}, all: map[*tunnel.Session]*Conn{}}
+		current: map[wire.Identity]*Conn{}, all: map[*tunnel.Session]*Conn{}}, nil
 }
 
 // Subscribe calls f after every Event, in order, on the goroutine that

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -74,7 +75,10 @@ func (r *recorder) got() []Event {
 }
 
 func newRegistry(t *testing.T, drain time.Duration) (*Registry, *recorder) {
-	r := New(Config{SupersededDrain: drain, Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(Config{SupersededDrain: drain, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	r.Subscribe(rec.add)
 	return r, rec
@@ -180,7 +184,10 @@ func TestCloseIfAndExpiry(t *testing.T) {
 // MaxTunnels; the newest always gets in.
 func TestTunnelLimit(t *testing.T) {
 	f := newFixture(t)
-	r := New(Config{SupersededDrain: time.Hour, MaxTunnels: 2, Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(Config{SupersededDrain: time.Hour, MaxTunnels: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sessions []*tunnel.Session
 	for range 5 {
 		cli, srv := f.connect(t, furiosa, time.Now().Add(time.Hour))
@@ -209,4 +216,15 @@ func TestTunnelLimit(t *testing.T) {
 			t.Errorf("tunnel %d of 5: closed %v, want %v (the newest two kept)", i+1, closed, want)
 		}
 	}
+}
+
+// TestConfig: New takes a zero Config as the defaults and refuses a field
+// out of its range, naming it.
+func TestConfig(t *testing.T) {
+	settingstest.Run(t, DefaultConfig, func(c Config) error { _, err := New(c); return err }, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{} }},
+		{Name: "negative drain", Set: func(c *Config) { c.SupersededDrain = -time.Second }, Want: "registry: SupersededDrain is -1s: it must be above 0"},
+		{Name: "negative tunnels", Set: func(c *Config) { c.MaxTunnels = -1 }, Want: "registry: MaxTunnels is -1: it must be above 0"},
+	})
 }

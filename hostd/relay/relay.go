@@ -16,6 +16,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -61,8 +62,32 @@ type Config struct {
 // reading a full buffer. Binaries and Env are found at start when empty
 // (see New).
 func DefaultConfig() Config {
-	return Config{Policy: Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, MaxConcurrent: 8, QueueWait: 10 * time.Second,
-		MaxStdinBuffer: 1 << 20, StdinStall: 10 * time.Second, Logger: slog.Default()}
+	return Config{
+		Policy:         Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, // Allow not empty
+		MaxConcurrent:  8,                                                      // at least 1
+		QueueWait:      10 * time.Second,                                       // above 0
+		Timeout:        0,                                                      // no limit; 0 or above
+		MaxStdinBuffer: 1 << 20,                                                // at least 1
+		StdinStall:     10 * time.Second,                                       // above 0
+		Logger:         slog.Default(),
+	}
+}
+
+// Validate names each field out of its range; New calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	var allow error
+	if len(c.Policy.Allow) == 0 {
+		allow = errors.New("Policy.Allow is empty: it must allow at least one command (unset, it is DefaultAllow)")
+	}
+	return errors.Join(
+		allow,
+		settings.Positive("MaxConcurrent", c.MaxConcurrent),
+		settings.Positive("QueueWait", c.QueueWait),
+		settings.AtLeast("Timeout", c.Timeout, 0),
+		settings.Positive("MaxStdinBuffer", c.MaxStdinBuffer),
+		settings.Positive("StdinStall", c.StdinStall),
+	)
 }
 
 // Service serves relay streams.
@@ -86,29 +111,14 @@ var allowedSignals = map[syscall.Signal]bool{syscall.SIGINT: true, syscall.SIGTE
 // exits, for grandchildren that hold its stdout.
 const outputGrace = 2 * time.Second
 
-// New resolves the binaries; zero Config fields take DefaultConfig's.
-func New(cfg Config) *Service {
+// New resolves the binaries; zero Config fields (and a zero Policy.Allow
+// or Policy.EnvAllow) take DefaultConfig's.
+func New(cfg Config) (*Service, error) {
 	d := DefaultConfig()
-	if len(cfg.Policy.Allow) == 0 {
-		cfg.Policy.Allow = d.Policy.Allow
-	}
-	if len(cfg.Policy.EnvAllow) == 0 {
-		cfg.Policy.EnvAllow = d.Policy.EnvAllow
-	}
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = d.MaxConcurrent
-	}
-	if cfg.QueueWait <= 0 {
-		cfg.QueueWait = d.QueueWait
-	}
-	if cfg.MaxStdinBuffer <= 0 {
-		cfg.MaxStdinBuffer = d.MaxStdinBuffer
-	}
-	if cfg.StdinStall <= 0 {
-		cfg.StdinStall = d.StdinStall
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = d.Logger
+	settings.FillZero(&cfg, d)
+	settings.FillZero(&cfg.Policy, d.Policy)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
 	}
 	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent), metrics: newMetrics(),
 		logLimit: logging.NewLimiter(30, time.Minute)}
@@ -131,7 +141,7 @@ func New(cfg Config) *Service {
 		s.log.Info("relay: command available", "command", cmd, "binary", path)
 	}
 	s.base = baseEnv(dirs, cfg.Env)
-	return s
+	return s, nil
 }
 
 // ServeStream runs one relayed command.

@@ -28,6 +28,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -74,7 +75,7 @@ type Config struct {
 }
 
 // DefaultConfig is every service's defaults, listening on Gas Town's
-// proxy port, pushing upstream.
+// proxy port, pushing upstream. Town and MetricsListen have no default.
 func DefaultConfig() Config {
 	return Config{
 		Listen:         fmt.Sprintf(":%d", wire.DefaultPort),
@@ -87,11 +88,24 @@ func DefaultConfig() Config {
 		Git:            git.DefaultConfig(),
 		Data:           data.DefaultConfig(),
 		Nudge:          nudge.DefaultConfig(),
-		Upstream:       true,
+		Upstream:       true, // for the flag only: New takes a false Upstream as off
 		UpstreamConfig: upstream.DefaultConfig(),
 		Version:        "dev",
 		Logger:         slog.Default(),
 	}
+}
+
+// Validate names a missing Town or a Tunnel field out of its range; New calls it once zero fields (the Tunnel's too) have their
+// defaults. Each service's New checks its own Config.
+func (c Config) Validate() error {
+	var tun error
+	if err := c.Tunnel.Validate(); err != nil {
+		tun = fmt.Errorf("Tunnel: %w", err)
+	}
+	return errors.Join(
+		settings.Required("Town", c.Town),
+		tun,
+	)
 }
 
 // Server is a running hostd.
@@ -115,13 +129,16 @@ type Server struct {
 	ln      atomic.Pointer[tunnel.Listener]
 }
 
-// New opens the CA and builds the services; Run starts them.
+// New opens the CA and builds the services; Run starts them. Zero Config
+// fields (and zero Tunnel fields) take DefaultConfig's, except Upstream:
+// false is off.
 func New(cfg Config) (*Server, error) {
-	if cfg.Listen == "" {
-		cfg.Listen = DefaultConfig().Listen
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	def := DefaultConfig()
+	def.Upstream = false // FillZero cannot tell a false Upstream from an unset one
+	settings.FillZero(&cfg, def)
+	settings.FillZero(&cfg.Tunnel, def.Tunnel)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	ca, err := pki.Open(pki.Dir(cfg.Town), cfg.TrustDomain)
 	if err != nil {
@@ -129,7 +146,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, dir: state.For(cfg.Town), started: time.Now()}
 	cfg.Registry.Logger = cfg.Logger
-	s.reg = registry.New(cfg.Registry)
+	if s.reg, err = registry.New(cfg.Registry); err != nil {
+		return nil, err
+	}
 	cfg.Liveness.Path, cfg.Liveness.Logger = s.dir.Liveness(), cfg.Logger
 	if s.live, err = liveness.New(cfg.Liveness, s.reg); err != nil {
 		return nil, err
@@ -153,7 +172,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
-	rel := relay.New(cfg.Relay)
+	rel, err := relay.New(cfg.Relay)
+	if err != nil {
+		return nil, err
+	}
 	cfg.Data.Town, cfg.Data.Dir, cfg.Data.Logger = cfg.Town, s.dir.Data(), cfg.Logger
 	if s.data, err = data.New(cfg.Data, s.reg); err != nil {
 		return nil, err

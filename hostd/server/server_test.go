@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -189,4 +191,34 @@ func TestJoinHostile(t *testing.T) {
 	if resp.Error != "" || resp.Cert == nil {
 		t.Fatalf("valid join after hostile attempts: %+v", resp)
 	}
+}
+
+// TestConfig: New takes zero fields (the Tunnel's too) as the defaults,
+// a false Upstream as off, and refuses a field out of its range, naming
+// it.
+func TestConfig(t *testing.T) {
+	town := t.TempDir()
+	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+		t.Fatal(err)
+	}
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Town, c.Logger = town, slog.New(slog.DiscardHandler)
+		return c
+	}
+	check := func(c Config) error {
+		s, err := New(c)
+		if err == nil && (s.queue != nil) != c.Upstream {
+			return fmt.Errorf("Upstream %v, but the upstream queue is %v", c.Upstream, s.queue)
+		}
+		return err
+	}
+	settingstest.Run(t, valid, check, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default, upstream off", Set: func(c *Config) { *c = Config{Town: c.Town, Logger: c.Logger} }},
+		{Name: "one tunnel field given", Set: func(c *Config) { c.Tunnel = tunnel.Config{IdleTimeout: time.Second} }},
+		{Name: "no town", Set: func(c *Config) { c.Town = "" }, Want: "server: Town is required"},
+		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.KeepAlive = -time.Second }, Want: "server: Tunnel: KeepAlive is -1s: it must be above 0"},
+		{Name: "a service's field out of range", Set: func(c *Config) { c.Nudge.Depth = -1 }, Want: "nudge: Depth is -1: it must be above 0"},
+	})
 }

@@ -8,6 +8,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
 // Queue is the persisted queue of branches to push from a rig's
@@ -61,30 +63,37 @@ type Config struct {
 // 5 min, gives one push 5 min, pushes 20 branches of a polecat per turn
 // and queues at most 1000 per polecat.
 func DefaultConfig() Config {
-	return Config{MinBackoff: time.Second, MaxBackoff: 5 * time.Minute, Timeout: 5 * time.Minute, Batch: 20, MaxPerPolecat: 1000}
+	return Config{
+		MinBackoff:    time.Second,     // above 0
+		MaxBackoff:    5 * time.Minute, // at least MinBackoff
+		Timeout:       5 * time.Minute, // above 0
+		Batch:         20,              // at least 1
+		MaxPerPolecat: 1000,            // at least 1
+	}
 }
 
-// Open loads the queue kept in file (created on first use).
+// Validate names each field out of its range; Open calls it once zero
+// fields have their defaults.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Positive("MinBackoff", c.MinBackoff),
+		settings.AtLeast("MaxBackoff", c.MaxBackoff, c.MinBackoff),
+		settings.Positive("Timeout", c.Timeout),
+		settings.Positive("Batch", c.Batch),
+		settings.Positive("MaxPerPolecat", c.MaxPerPolecat),
+	)
+}
+
+// Open loads the queue kept in file (created on first use); zero Config
+// fields take DefaultConfig's.
 func Open(town, file string, cfg Config, log *slog.Logger) (*Queue, error) {
+	settings.FillZero(&cfg, DefaultConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
 	u := &Queue{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
 		batch: cfg.Batch, perPolecat: cfg.MaxPerPolecat, logLimit: logging.NewLimiter(5, time.Minute),
 		items: map[string]*api.UpstreamItem{}, wake: make(chan struct{}, 1)}
-	d := DefaultConfig()
-	if u.minBackoff <= 0 {
-		u.minBackoff = d.MinBackoff
-	}
-	if u.maxBackoff <= 0 {
-		u.maxBackoff = d.MaxBackoff
-	}
-	if u.timeout <= 0 {
-		u.timeout = d.Timeout
-	}
-	if u.batch <= 0 {
-		u.batch = d.Batch
-	}
-	if u.perPolecat <= 0 {
-		u.perPolecat = d.MaxPerPolecat
-	}
 	var list []*api.UpstreamItem
 	if err := state.Load(file, &list); err != nil {
 		return nil, fmt.Errorf("upstream queue: %w", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
 // rigRepos makes <town>/<rig>/.repo.git with a branch polecat/nux, and an
@@ -164,4 +166,22 @@ func TestReconcile(t *testing.T) {
 	if _, err := q.Reconcile(context.Background(), "gastown", filepath.Join(town, "nowhere.git"), owner); err == nil {
 		t.Error("reconciling a missing repository: no error")
 	}
+}
+
+// TestConfig: Open takes zero fields as the defaults and refuses a field
+// out of its range, naming it.
+func TestConfig(t *testing.T) {
+	open := func(c Config) error {
+		_, err := Open(t.TempDir(), filepath.Join(t.TempDir(), "upstream.json"), c, slog.New(slog.DiscardHandler))
+		return err
+	}
+	settingstest.Run(t, DefaultConfig, open, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "zero is the default", Set: func(c *Config) { *c = Config{} }},
+		{Name: "negative min backoff", Set: func(c *Config) { c.MinBackoff = -time.Second }, Want: "upstream: MinBackoff is -1s: it must be above 0"},
+		{Name: "max backoff below min", Set: func(c *Config) { c.MinBackoff = 10 * time.Minute }, Want: "MaxBackoff is 5m0s: it must be at least 10m0s"},
+		{Name: "negative timeout", Set: func(c *Config) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be above 0"},
+		{Name: "negative batch", Set: func(c *Config) { c.Batch = -1 }, Want: "Batch is -1: it must be above 0"},
+		{Name: "negative queue", Set: func(c *Config) { c.MaxPerPolecat = -1 }, Want: "MaxPerPolecat is -1: it must be above 0"},
+	})
 }

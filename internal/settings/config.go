@@ -15,9 +15,11 @@ import (
 //		}
 //
 // A zero field means "the default"; a field set out of its range is an
-// error that names the field and the range (AtLeast, InRange, Required),
-// never silently replaced. A boolean whose default is true cannot be
-// told apart from one left zero, so Config booleans default to false.
+// error that names the field and the range (AtLeast, Positive, InRange,
+// Required), never silently replaced. A boolean whose default is true
+// cannot be told apart from one left zero, so Config booleans default to
+// false. Likewise a nil slice or map takes the default, an empty one
+// stays empty.
 
 // FillZero sets every exported field of *cfg that holds its type's zero
 // value to the same field of def.
@@ -37,6 +39,16 @@ func FillZero[T any](cfg *T, def T) {
 func AtLeast[N cmp.Ordered](field string, v, lowest N) error {
 	if v < lowest {
 		return fmt.Errorf("%s is %v: it must be at least %v", field, v, lowest)
+	}
+	return nil
+}
+
+// Positive is an error naming field unless v > 0: a duration, or a count
+// of at least one.
+func Positive[N cmp.Ordered](field string, v N) error {
+	var zero N
+	if v <= zero {
+		return fmt.Errorf("%s is %v: it must be above 0", field, v)
 	}
 	return nil
 }
