@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // half-close: CloseWrite ends this direction while the other still reads.
 // Read and Write may be used from different goroutines.
 type Stream struct {
-	raw     rawStream
+	raw     connection.Stream
 	sess    *Session
 	hdr     wire.Header
 	opener  bool
@@ -117,7 +118,7 @@ func (st *Stream) CloseWrite() error {
 	if _, _, err := st.sendPreamble(nil); err != nil {
 		return err
 	}
-	return st.raw.closeWrite()
+	return st.raw.CloseWrite()
 }
 
 // Close ends the stream in both directions. It is safe to call more than
@@ -128,7 +129,7 @@ func (st *Stream) Close() error {
 	}
 	st.release()
 	_, _, _ = st.sendPreamble(nil)
-	return st.raw.close()
+	return st.raw.Close()
 }
 
 // Reject refuses an accepted stream with a reason the opener sees, and
@@ -152,8 +153,8 @@ func (st *Stream) Reject(reason string) error {
 		return err
 	}
 	st.release()
-	_ = st.raw.closeWrite()
-	return errors.Join(err, st.raw.close())
+	_ = st.raw.CloseWrite()
+	return errors.Join(err, st.raw.Close())
 }
 
 // SetDeadline sets the read and write deadlines.
