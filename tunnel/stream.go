@@ -53,6 +53,22 @@ func (st *Stream) DecodeMeta(v any) error {
 	return nil
 }
 
+// DecodeRequest is how a handler begins: it decodes st's metadata as a T
+// (see DecodeMeta) and checks it with validate, when not nil. If either
+// fails it refuses st with the error, which the opener reads as the
+// reason, and ok is false.
+func DecodeRequest[T any](st *Stream, validate func(T) error) (req T, ok bool) {
+	err := st.DecodeMeta(&req)
+	if err == nil && validate != nil {
+		err = validate(req)
+	}
+	if err != nil {
+		_ = st.Reject(err.Error())
+		return req, false
+	}
+	return req, true
+}
+
 // Session is the session the stream belongs to (for the peer's identity).
 func (st *Stream) Session() *Session { return st.sess }
 

@@ -59,13 +59,8 @@ func New(cfg Config) *Service {
 
 // ServeStream serves one peek or attach.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	var req wire.PaneRequest
-	err := st.DecodeMeta(&req)
-	if err == nil {
-		err = req.Validate()
-	}
-	if err != nil {
-		_ = st.Reject(err.Error())
+	req, ok := tunnel.DecodeRequest(st, wire.PaneRequest.Validate)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
