@@ -61,7 +61,7 @@ func (p *peerBudgets) attach(s *Session) {
 	b.sessions++
 	p.mu.Unlock()
 	s.budget = b
-	s.t.afterDone(func() {
+	s.t.AfterDone(func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if b.sessions--; b.sessions == 0 {

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/settings"
-	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
-	"github.com/quic-go/quic-go"
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 )
 
 // Config tunes a tunnel. The zero value of any field means its default;
@@ -105,40 +104,14 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-func (c Config) quic() *quic.Config {
-	return &quic.Config{
-		HandshakeIdleTimeout:           c.HandshakeTimeout,
-		MaxIdleTimeout:                 c.IdleTimeout,
-		KeepAlivePeriod:                c.KeepAlive,
-		MaxIncomingStreams:             int64(c.MaxStreams),
-		MaxIncomingUniStreams:          4, // the welcome only
-		InitialStreamReceiveWindow:     1 << 20,
-		MaxStreamReceiveWindow:         uint64(c.StreamWindow),
-		InitialConnectionReceiveWindow: 2 << 20,
-		MaxConnectionReceiveWindow:     uint64(c.ConnWindow),
-		Allow0RTT:                      false,
+// transport is what the transports take of c.
+func (c Config) transport() connection.Config {
+	return connection.Config{
+		HandshakeTimeout: c.HandshakeTimeout,
+		KeepAlive:        c.KeepAlive,
+		IdleTimeout:      c.IdleTimeout,
+		MaxStreams:       c.MaxStreams,
+		StreamWindow:     c.StreamWindow,
+		ConnWindow:       c.ConnWindow,
 	}
 }
-
-func (c Config) yamux() *yamux.Config {
-	y := yamux.DefaultConfig()
-	y.AcceptBacklog = c.MaxStreams
-	y.EnableKeepAlive = false // Session pings itself, to measure RTT too
-	y.ConnectionWriteTimeout = c.IdleTimeout
-	y.StreamOpenTimeout = c.IdleTimeout
-	// A stream we closed whose peer never closes its side is reclaimed
-	// after this, not yamux's 5 minutes: a hostile peer could otherwise
-	// hold every closed stream's buffer that long.
-	y.StreamCloseTimeout = 30 * time.Second
-	y.MaxStreamWindowSize = uint32(c.StreamWindow)
-	y.LogOutput = nil
-	y.Logger = discardLogger{}
-	return y
-}
-
-// discardLogger silences yamux, whose errors surface through Session.Err.
-type discardLogger struct{}
-
-func (discardLogger) Print(...any)          {}
-func (discardLogger) Printf(string, ...any) {}
-func (discardLogger) Println(...any)        {}

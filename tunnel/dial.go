@@ -6,15 +6,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 )
 
 // Transport names, as shown by hostd status and Session.Transport, and
 // the choices for ClientConfig.Transport.
 const (
 	// TransportQUIC is QUIC over UDP.
-	TransportQUIC = "quic"
+	TransportQUIC = connection.NameQUIC
 	// TransportTCP is TLS 1.3 with yamux over TCP, the fallback.
-	TransportTCP = "tcp"
+	TransportTCP = connection.NameTCP
 	// TransportAuto tries QUIC and falls back to TCP.
 	TransportAuto = "auto"
 )
@@ -46,7 +48,7 @@ func Dial(ctx context.Context, addr string, cc ClientConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	tlsConf := cc.clientTLS()
+	tlsConf := connection.ClientTLS(cc.GetClientCertificate, cc.RootCAs, cc.ServerName)
 	switch cc.Transport {
 	case TransportQUIC:
 		return dialQUIC(ctx, addr, tlsConf, cfg)

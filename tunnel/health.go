@@ -49,13 +49,6 @@ func (l *loopHealth) get() ListenerHealth {
 	return l.h
 }
 
-// acceptBackoff is the wait after the n-th consecutive failed accept: 5 ms
-// doubling to 1 s, as net/http does, so that a listener out of file
-// descriptors recovers as soon as some are closed without spinning.
-func acceptBackoff(n int) time.Duration {
-	return min(5*time.Millisecond<<min(n, 8), time.Second)
-}
-
 // handshakeGate bounds the handshakes in progress, in all and per source
 // address, so that connections that never finish a handshake cannot use
 // up hostd's file descriptors or keep everyone else out.

@@ -59,8 +59,10 @@ type Listener struct {
 	udp      net.PacketConn
 	qtr      *quic.Transport
 	sessions chan *Session
-	closed   chan struct{}
-	once     sync.Once
+	// ctx ends when Close is called.
+	ctx  context.Context
+	stop context.CancelFunc
+	once sync.Once
 
 	budgets          *peerBudgets
 	gate             *handshakeGate
@@ -82,13 +84,13 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 		cfg:       cfg,
 		log:       sc.Logger,
 		sessions:  make(chan *Session),
-		closed:    make(chan struct{}),
 		gate:      newHandshakeGate(cfg.MaxHandshakes, cfg.MaxHandshakesPerSource),
 		tcpHealth: newLoopHealth(TransportTCP),
 	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
+	l.ctx, l.stop = context.WithCancel(context.Background())
 	l.budgets = newPeerBudgets(l.cfg.MaxStreams, l.log)
 	l.sc.Config = l.cfg
 	if err := l.bind(addr); err != nil {
@@ -99,7 +101,7 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 		// The server sends no keepalives of its own on QUIC: the client's
 		// keep the connection alive, and the idle timeout still notices a
 		// silent client. It halves the packets an idle tunnel costs hostd.
-		qc := l.cfg.quic()
+		qc := l.cfg.transport().QUIC()
 		qc.KeepAlivePeriod = 0
 		ql, err := l.qtr.Listen(l.sc.serverTLS(l.log), qc)
 		if err != nil {
@@ -155,7 +157,7 @@ func (l *Listener) Accept(ctx context.Context) (*Session, error) {
 	select {
 	case s := <-l.sessions:
 		return s, nil
-	case <-l.closed:
+	case <-l.ctx.Done():
 		return nil, net.ErrClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -168,7 +170,7 @@ func (l *Listener) deliver(s *Session) {
 	l.budgets.attach(s)
 	select {
 	case l.sessions <- s:
-	case <-l.closed:
+	case <-l.ctx.Done():
 		_ = s.CloseWithReason("server shutting down")
 	}
 }
@@ -189,14 +191,7 @@ func (l *Listener) Health() []ListenerHealth {
 func (l *Listener) StreamsRefused() uint64 { return l.budgets.refused.Load() }
 
 // isClosed reports whether Close was called.
-func (l *Listener) isClosed() bool {
-	select {
-	case <-l.closed:
-		return true
-	default:
-		return false
-	}
-}
+func (l *Listener) isClosed() bool { return l.ctx.Err() != nil }
 
 // loopStopped marks an accept loop down; unless the Listener was closed it
 // says so loudly: that transport now refuses every tunnel.
@@ -215,7 +210,7 @@ func (l *Listener) loopStopped(h *loopHealth, err error) {
 func (l *Listener) Close() error {
 	var err error
 	l.once.Do(func() {
-		close(l.closed)
+		l.stop()
 		err = l.tcp.Close()
 		if l.qtr != nil {
 			err = errors.Join(err, l.qtr.Close())

@@ -5,55 +5,40 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // ErrStreamLimit is returned by OpenStream when this side already has
 // Config.MaxStreams streams open in the session, and is the reason given
 // to a peer that opens more than that.
-var ErrStreamLimit = errors.New("tunnel: stream limit reached; close finished streams or raise max_streams")
+var ErrStreamLimit = connection.ErrStreamLimit
 
 // ErrSessionClosed is returned for operations on a session that has ended.
 var ErrSessionClosed = errors.New("tunnel: session closed")
 
-// transport is what a Session needs from QUIC or TLS+yamux. It is the only
-// place the two differ.
+// transport is what a Session needs from QUIC or TLS+yamux, the two
+// implementations in package connection. It is the only place the two
+// differ.
 type transport interface {
-	open(ctx context.Context) (rawStream, error)
-	accept(ctx context.Context) (rawStream, error)
-	close(reason string) error
-	// peerClosed ends the session on the peer's goodbye (wire.KindClose).
-	peerClosed(reason string)
-	done() <-chan struct{}
-	// afterDone runs f once the session has ended (at once if it has),
+	Open(ctx context.Context) (connection.Stream, error)
+	Accept(ctx context.Context) (connection.Stream, error)
+	Close(reason string) error
+	// PeerClosed ends the session on the peer's goodbye (wire.KindClose).
+	PeerClosed(reason string)
+	Done() <-chan struct{}
+	// AfterDone runs f once the session has ended (at once if it has),
 	// without a goroutine of its own.
-	afterDone(f func())
-	err() error
-	rtt() time.Duration
-	localAddr() net.Addr
-	remoteAddr() net.Addr
-	name() string
-}
-
-// rawStream is one transport stream with half-close.
-type rawStream interface {
-	io.ReadWriter
-	// closeWrite ends our direction; the peer reads EOF.
-	closeWrite() error
-	// close ends our direction and stops reading.
-	close() error
-	// discard throws away what the peer sends, for at most d, so that a
-	// stream we will not read holds no buffer.
-	discard(d time.Duration)
-	SetDeadline(time.Time) error
-	SetReadDeadline(time.Time) error
-	SetWriteDeadline(time.Time) error
+	AfterDone(f func())
+	Err() error
+	RTT() time.Duration
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+	Name() string
 }
 
 // Session is one established tunnel: a single connection carrying many
@@ -84,36 +69,36 @@ func (s *Session) Peer() wire.Identity { return s.peer }
 // only; nil on the client).
 func (s *Session) PeerCertificate() *x509.Certificate { return s.cert }
 
-// wire.Welcome is what the server said when the session was established (client
-// side only).
+// Welcome is what the server said when the session was established
+// (client side only).
 func (s *Session) Welcome() wire.Welcome { return s.welcome }
 
 // Transport names the transport in use: TransportQUIC or TransportTCP.
-func (s *Session) Transport() string { return s.t.name() }
+func (s *Session) Transport() string { return s.t.Name() }
 
 // RTT is the latest smoothed round-trip time to the peer.
-func (s *Session) RTT() time.Duration { return s.t.rtt() }
+func (s *Session) RTT() time.Duration { return s.t.RTT() }
 
 // Since is when the session was established.
 func (s *Session) Since() time.Time { return s.since }
 
 // LocalAddr is this side's network address.
-func (s *Session) LocalAddr() net.Addr { return s.t.localAddr() }
+func (s *Session) LocalAddr() net.Addr { return s.t.LocalAddr() }
 
 // RemoteAddr is the peer's network address.
-func (s *Session) RemoteAddr() net.Addr { return s.t.remoteAddr() }
+func (s *Session) RemoteAddr() net.Addr { return s.t.RemoteAddr() }
 
 // Streams is how many streams are open now, opened by either side.
 func (s *Session) Streams() int { return int(s.out.Load() + s.in.Load()) }
 
 // Done is closed when the session has ended, for whatever reason.
-func (s *Session) Done() <-chan struct{} { return s.t.done() }
+func (s *Session) Done() <-chan struct{} { return s.t.Done() }
 
 // Err says why the session ended; nil while it is up.
 func (s *Session) Err() error {
 	select {
-	case <-s.t.done():
-		if err := s.t.err(); err != nil {
+	case <-s.t.Done():
+		if err := s.t.Err(); err != nil {
 			return err
 		}
 		return ErrSessionClosed
@@ -127,7 +112,7 @@ func (s *Session) Close() error { return s.CloseWithReason("closed") }
 
 // CloseWithReason ends the session, telling the peer why where the
 // transport can carry it (QUIC).
-func (s *Session) CloseWithReason(reason string) error { return s.t.close(reason) }
+func (s *Session) CloseWithReason(reason string) error { return s.t.Close(reason) }
 
 // CloseWhenIdle closes the session with reason once no stream is open on
 // it, or when limit has passed, whichever comes first; it returns at once
@@ -167,7 +152,7 @@ func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Strea
 		s.out.Add(-1)
 		return nil, fmt.Errorf("opening %s stream: %w (%d open)", kind, ErrStreamLimit, s.cfg.MaxStreams)
 	}
-	raw, err := s.t.open(ctx)
+	raw, err := s.t.Open(ctx)
 	if err != nil {
 		s.out.Add(-1)
 		if e := s.Err(); e != nil {
@@ -194,8 +179,8 @@ func (s *Session) AcceptStream(ctx context.Context) (*Stream, error) {
 	return s.readHeader(raw, release)
 }
 
-func (s *Session) acceptRaw(ctx context.Context) (rawStream, error) {
-	raw, err := s.t.accept(ctx)
+func (s *Session) acceptRaw(ctx context.Context) (connection.Stream, error) {
+	raw, err := s.t.Accept(ctx)
 	if err != nil {
 		if e := s.Err(); e != nil {
 			return nil, e
@@ -210,7 +195,7 @@ func (s *Session) acceptRaw(ctx context.Context) (rawStream, error) {
 // header: the reason goes out as the verdict and whatever the peer sent is
 // discarded as it arrives, the stream counting until then; a peer far past
 // a limit loses the session.
-func (s *Session) admitOrRefuse(raw rawStream) (func(), error) {
+func (s *Session) admitOrRefuse(raw connection.Stream) (func(), error) {
 	release, abusive, err := s.admit()
 	if err == nil {
 		return release, nil
@@ -229,9 +214,9 @@ func (s *Session) admitOrRefuse(raw rawStream) (func(), error) {
 		defer release()
 		_ = raw.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 		_ = wire.WriteVerdict(raw, ErrStreamLimit.Error())
-		_ = raw.closeWrite()
-		raw.discard(s.cfg.HandshakeTimeout)
-		_ = raw.close()
+		_ = raw.CloseWrite()
+		raw.Discard(s.cfg.HandshakeTimeout)
+		_ = raw.Close()
 	}()
 	return nil, err
 }
@@ -241,7 +226,7 @@ func (s *Session) Refused() uint64 { return s.refused.Load() }
 
 // readHeader reads the header of an admitted stream within the handshake
 // timeout.
-func (s *Session) readHeader(raw rawStream, release func()) (*Stream, error) {
+func (s *Session) readHeader(raw connection.Stream, release func()) (*Stream, error) {
 	st := &Stream{raw: raw, sess: s, release: release}
 	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	h, err := wire.ReadHeader(raw)
@@ -260,18 +245,10 @@ func (s *Session) readHeader(raw rawStream, release func()) (*Stream, error) {
 		var bye wire.Goodbye
 		_ = st.DecodeMeta(&bye)
 		_ = st.Close()
-		s.t.peerClosed(truncateReason(bye.Reason))
+		s.t.PeerClosed(wire.TruncateReason(bye.Reason))
 		return nil, s.Err()
 	}
 	return st, nil
-}
-
-// truncateReason bounds a close reason, which may come from the peer.
-func truncateReason(r string) string {
-	if len(r) > wire.MaxReasonLen {
-		r = r[:wire.MaxReasonLen]
-	}
-	return strings.ToValidUTF8(r, "?")
 }
 
 func (s *Session) peerName() string {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // half-close: CloseWrite ends this direction while the other still reads.
 // Read and Write may be used from different goroutines.
 type Stream struct {
-	raw     rawStream
+	raw     connection.Stream
 	sess    *Session
 	hdr     wire.Header
 	opener  bool
@@ -50,6 +51,22 @@ func (st *Stream) DecodeMeta(v any) error {
 		return fmt.Errorf("tunnel: %s stream metadata: %w", st.hdr.Kind, err)
 	}
 	return nil
+}
+
+// DecodeRequest is how a handler begins: it decodes st's metadata as a T
+// (see DecodeMeta) and checks it with validate, when not nil. If either
+// fails it refuses st with the error, which the opener reads as the
+// reason, and ok is false.
+func DecodeRequest[T any](st *Stream, validate func(T) error) (req T, ok bool) {
+	err := st.DecodeMeta(&req)
+	if err == nil && validate != nil {
+		err = validate(req)
+	}
+	if err != nil {
+		_ = st.Reject(err.Error())
+		return req, false
+	}
+	return req, true
 }
 
 // Session is the session the stream belongs to (for the peer's identity).
@@ -117,7 +134,7 @@ func (st *Stream) CloseWrite() error {
 	if _, _, err := st.sendPreamble(nil); err != nil {
 		return err
 	}
-	return st.raw.closeWrite()
+	return st.raw.CloseWrite()
 }
 
 // Close ends the stream in both directions. It is safe to call more than
@@ -128,7 +145,7 @@ func (st *Stream) Close() error {
 	}
 	st.release()
 	_, _, _ = st.sendPreamble(nil)
-	return st.raw.close()
+	return st.raw.Close()
 }
 
 // Reject refuses an accepted stream with a reason the opener sees, and
@@ -152,8 +169,8 @@ func (st *Stream) Reject(reason string) error {
 		return err
 	}
 	st.release()
-	_ = st.raw.closeWrite()
-	return errors.Join(err, st.raw.close())
+	_ = st.raw.CloseWrite()
+	return errors.Join(err, st.raw.Close())
 }
 
 // SetDeadline sets the read and write deadlines.

@@ -106,19 +106,19 @@ func (s *Service) lock(ctx context.Context) (unlock func(), err error) {
 	}
 }
 
+// policy is hostd's policy in a push or pull request.
+func policy(r wire.SyncRequest) datasync.Policy {
+	return datasync.Policy{Include: r.Include, Exclude: r.Exclude}
+}
+
 // ServeStream serves hostd's push (install its archive) and pull (send
 // ours).
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	var req wire.SyncRequest
-	if err := st.DecodeMeta(&req); err != nil {
-		_ = st.Reject(err.Error())
+	req, ok := tunnel.DecodeRequest(st, func(r wire.SyncRequest) error { return policy(r).Validate() })
+	if !ok {
 		return
 	}
-	p := datasync.Policy{Include: req.Include, Exclude: req.Exclude}
-	if err := p.Validate(); err != nil {
-		_ = st.Reject(err.Error())
-		return
-	}
+	p := policy(req)
 	switch req.Op {
 	case wire.SyncPush:
 		s.install(ctx, st, p)

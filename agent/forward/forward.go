@@ -6,13 +6,13 @@ package forward
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/accept"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
@@ -52,20 +52,9 @@ func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 	if f.Logger == nil {
 		f.Logger = slog.Default()
 	}
-	go func() { <-ctx.Done(); ln.Close() }()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			continue
-		}
-		go f.forward(ctx, c)
-	}
+	context.AfterFunc(ctx, func() { ln.Close() })
+	loop := accept.Loop{Name: "forward", Logger: f.Logger.With("kind", f.Kind)}
+	return loop.Serve(ctx, ln, func(c net.Conn) { go f.forward(ctx, c) })
 }
 
 // forward opens a stream for c and copies both ways until either side

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/accept"
 )
 
 // Claude Code's hook events that say whether the polecat is busy: the
@@ -92,29 +94,26 @@ func (h *Hooks) Record(event string) error {
 // Serve takes events from ln, one line each ("<event>\n") per connection,
 // until ctx ends.
 func (h *Hooks) Serve(ctx context.Context, ln net.Listener) error {
-	go func() { <-ctx.Done(); ln.Close() }()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("hook socket: %w", err)
-		}
-		go func() {
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			line, err := bufio.NewReader(&limitedConn{c, 64}).ReadString('\n')
-			if err != nil {
-				return
-			}
-			if err := h.Record(strings.TrimSpace(line)); err != nil {
-				fmt.Fprintln(c, err)
-				return
-			}
-			fmt.Fprintln(c, "ok")
-		}()
+	context.AfterFunc(ctx, func() { ln.Close() })
+	if err := (accept.Loop{Name: "hook socket"}).Serve(ctx, ln, func(c net.Conn) { go h.serveConn(c) }); err != nil {
+		return fmt.Errorf("hook socket: %w", err)
 	}
+	return nil
+}
+
+// serveConn takes one event from c and answers "ok" or why not.
+func (h *Hooks) serveConn(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	line, err := bufio.NewReader(&limitedConn{c, 64}).ReadString('\n')
+	if err != nil {
+		return
+	}
+	if err := h.Record(strings.TrimSpace(line)); err != nil {
+		fmt.Fprintln(c, err)
+		return
+	}
+	fmt.Fprintln(c, "ok")
 }
 
 // limitedConn reads at most n bytes of a connection.

@@ -128,13 +128,8 @@ func New(cfg Config, hooks *Hooks) (*Service, error) {
 
 // ServeStream delivers the nudge on st and answers with its outcome.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	var req wire.NudgeRequest
-	err := st.DecodeMeta(&req)
-	if err == nil {
-		err = req.Validate()
-	}
-	if err != nil {
-		_ = st.Reject(err.Error())
+	req, ok := tunnel.DecodeRequest(st, wire.NudgeRequest.Validate)
+	if !ok {
 		return
 	}
 	text, err := wire.ReadNudgeText(st, req)

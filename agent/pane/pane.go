@@ -1,21 +1,17 @@
 // Package pane is gt-agent's half of the pane channel (hostd peek and
 // hostd attach): it captures the polecat's tmux pane as text, follows
-// what is added to it, and runs a tmux client on the session in a
-// terminal of its own whose output it streams to hostd and whose keys and
-// size hostd sends.
+// what is added to it, and has agent/tmux attach a client to the session
+// on a terminal of its own, whose output it streams to hostd and whose
+// keys and size hostd sends.
 package pane
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -64,13 +60,8 @@ func New(cfg Config) (*Service, error) {
 
 // ServeStream serves one peek or attach.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	var req wire.PaneRequest
-	err := st.DecodeMeta(&req)
-	if err == nil {
-		err = req.Validate()
-	}
-	if err != nil {
-		_ = st.Reject(err.Error())
+	req, ok := tunnel.DecodeRequest(st, wire.PaneRequest.Validate)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -172,29 +163,11 @@ func equal(a, b []string) bool {
 // attach runs tmux attach on the session in a new terminal, copying its
 // output to st and st's frames to it, until either side ends.
 func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRequest) error {
-	master, slave, err := openPTY()
+	cmd, master, err := s.cfg.Tmux.Attach(s.cfg.Session, req.Write, req.Cols, req.Rows)
 	if err != nil {
 		return err
 	}
 	defer master.Close()
-	if err := setSize(master, req.Cols, req.Rows); err != nil {
-		slave.Close()
-		return err
-	}
-	args := append(append([]string{}, s.cfg.Tmux.Args...), "attach-session")
-	if !req.Write {
-		args = append(args, "-r")
-	}
-	args = append(args, "-t", "="+s.cfg.Session)
-	cmd := exec.Command("tmux", args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		slave.Close()
-		return fmt.Errorf("starting tmux attach: %w", err)
-	}
-	slave.Close()
 	s.cfg.Logger.Info("pane: operator attached", "session", s.cfg.Session, "write", req.Write)
 	exited := make(chan struct{})
 	go func() {
@@ -228,7 +201,7 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 		case wire.PaneInput:
 			_, _ = master.Write(payload)
 		case wire.PaneResize:
-			_ = setSize(master, cols, rows)
+			_ = tmux.SetSize(master, cols, rows)
 		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGHUP)
@@ -241,38 +214,5 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 		_ = cmd.Process.Kill()
 	}
 	s.cfg.Logger.Info("pane: operator detached", "session", s.cfg.Session)
-	return nil
-}
-
-// openPTY opens a new pseudo-terminal: its master, and its slave for the
-// child.
-func openPTY() (master, slave *os.File, err error) {
-	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening a terminal for attach: %w", err)
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlocking the terminal: %w", err)
-	}
-	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("naming the terminal: %w", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("opening the terminal's other end: %w", err)
-	}
-	return master, slave, nil
-}
-
-// setSize sets the terminal's size; the tmux client hears SIGWINCH.
-func setSize(master *os.File, cols, rows uint16) error {
-	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows}); err != nil {
-		return fmt.Errorf("sizing the terminal: %w", err)
-	}
 	return nil
 }

@@ -2,11 +2,13 @@
 // to the agent's unix socket, sends the command line, its allowed
 // environment and working directory, streams stdin, stdout and stderr,
 // forwards signals, and exits with the host command's status. It needs
-// only the standard library and tunnel/wire, and of those neither net nor
-// encoding/json (the socket is two system calls, the request and exit
-// status are written and read by hand in tunnel/wire), so the gt program
-// built from it (agent/gt) starts as fast as a Go program can; gt-agent
-// uses it too when invoked as gt or bd, and for gt-agent exec.
+// only the standard library and tunnel/wire, and of those not net, nor
+// encoding/json's encoder and decoder (the socket is two system calls, the
+// request and exit status are written and read by hand in tunnel/wire;
+// encoding/json's initialisation is linked all the same, through
+// tunnel/wire's other messages), so the gt program built from it
+// (agent/gt) starts as fast as a Go program can; gt-agent uses it too when
+// invoked as gt or bd, and for gt-agent exec.
 package shim
 
 import (

@@ -1,6 +1,7 @@
 // Package tmux is every tmux operation gt-agent does: starting the
 // polecat's session, reading its pane for beats, pasting nudges and
-// pressing Enter, and capturing the screen for nudges and peek.
+// pressing Enter, capturing the screen for nudges and peek, and attaching
+// a client on a terminal of its own for hostd attach (attach.go).
 package tmux
 
 import (

@@ -214,13 +214,13 @@ func (s *Service) baseDir(id wire.Identity) string {
 // ServeStream serves the agent's sync streams: fetch (it has no data yet)
 // and upload (teardown, checkpoint).
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	var req wire.SyncRequest
-	err := st.DecodeMeta(&req)
-	if err == nil && req.Op != wire.SyncFetch && req.Op != wire.SyncUpload {
-		err = fmt.Errorf("sync operation %q is not one an agent opens (fetch, upload)", req.Op)
-	}
-	if err != nil {
-		_ = st.Reject(err.Error())
+	req, ok := tunnel.DecodeRequest(st, func(r wire.SyncRequest) error {
+		if r.Op != wire.SyncFetch && r.Op != wire.SyncUpload {
+			return fmt.Errorf("sync operation %q is not one an agent opens (fetch, upload)", r.Op)
+		}
+		return nil
+	})
+	if !ok {
 		return
 	}
 	id := st.Session().Peer()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -145,14 +146,20 @@ func WriteVerdict(w io.Writer, reason string) error {
 		_, err := w.Write([]byte{VerdictAccepted})
 		return err
 	}
-	if len(reason) > MaxReasonLen {
-		reason = reason[:MaxReasonLen]
-	}
-	reason = string(bytes.ToValidUTF8([]byte(reason), []byte("?")))
+	reason = TruncateReason(reason)
 	b := []byte{VerdictRejected}
 	b = binary.BigEndian.AppendUint16(b, uint16(len(reason)))
 	_, err := w.Write(append(b, reason...))
 	return err
+}
+
+// TruncateReason bounds a reason (a refusal's, a session's close), which
+// may come from the peer, to MaxReasonLen bytes of valid UTF-8.
+func TruncateReason(r string) string {
+	if len(r) > MaxReasonLen {
+		r = r[:MaxReasonLen]
+	}
+	return strings.ToValidUTF8(r, "?")
 }
 
 // ReadVerdict reads the acceptor's verdict: nil when accepted, a

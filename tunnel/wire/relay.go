@@ -173,8 +173,11 @@ func (fr *RelayFrameReader) Next() (typ byte, payload []byte, err error) {
 }
 
 // EncodeRelayRequest validates and encodes a request for RelayFrameRequest:
-// the JSON encoding/json gives, written without reflection, so the shim
-// links none of encoding/json (appendJSON; the tests hold the two equal).
+// the JSON encoding/json gives, written without reflection (appendJSON;
+// the tests hold the two equal), so that the shim calls nothing of
+// encoding/json. The shim still links that package's initialisation and a
+// few of its types, imported by this package's other messages; the linker
+// leaves out its encoder and decoder.
 func EncodeRelayRequest(req RelayRequest) ([]byte, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
