@@ -30,6 +30,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -93,7 +95,7 @@ const DefaultRoot = "<town>/<rig>/polecats/{name}"
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
 	return Config{Include: datasync.DefaultInclude, MaxBytes: int(l.MaxBytes), MaxFiles: l.MaxFiles, MaxFileSize: int(l.MaxFileSize),
-		MaxRatio: int(l.MaxRatio), MaxManifestBytes: int(l.MaxManifest), MaxStoredBytes: 2 << 30, MaxConflicts: datasync.DefaultMaxBothChanged,
+		MaxRatio: int(l.MaxRatio), MaxManifestBytes: int(l.MaxManifest), MaxStoredBytes: 2 << 30, MaxConflicts: merge.DefaultMaxBothChanged,
 		MaxDeleteShare: 0.5, MergeProcesses: 2, Timeout: 10 * time.Minute, AgentTransfersPerHour: 30, Logger: slog.Default()}
 }
 
@@ -276,7 +278,7 @@ func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(api.
 // have that base, it asks again for everything.
 func (s *Service) Pull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	res, err := s.pull(ctx, id, o, false, progress)
-	if errors.Is(err, datasync.ErrBaseMismatch) {
+	if errors.Is(err, archive.ErrBaseMismatch) {
 		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
 		res, err = s.pull(ctx, id, o, true, progress)
 	}
@@ -342,13 +344,13 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
-	var opts []datasync.PackOption
+	var opts []archive.PackOption
 	if progress != nil {
-		files, total, err := datasync.Size(root, s.policy)
+		files, total, err := archive.Size(root, s.policy)
 		if err != nil {
 			return fail(fmt.Errorf("sizing %s: %w", root, err))
 		}
-		opts = append(opts, datasync.WithProgress(func(f int, b int64) {
+		opts = append(opts, archive.WithProgress(func(f int, b int64) {
 			progress(api.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
 		}))
 	}
@@ -359,7 +361,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 		return fail(err)
 	}
 	defer os.Remove(kept.Name())
-	m, skipped, err := datasync.Pack(ctx, root, s.policy, st, append(opts, datasync.KeepContents(kept))...)
+	m, skipped, err := archive.Pack(ctx, root, s.policy, st, append(opts, archive.KeepContents(kept))...)
 	if err = errors.Join(err, kept.Close()); err != nil {
 		return fail(fmt.Errorf("packing %s: %w", root, err))
 	}
@@ -411,7 +413,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 
 // receiveLocked does receive's work; changes are all the merge did, which
 // res may list only in part (summarise).
-func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]datasync.Change, wire.SyncResult, error) {
+func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]merge.Change, wire.SyncResult, error) {
 	root := s.Root(id)
 	base, contents := s.loadBase(id)
 	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
@@ -419,7 +421,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		defer contents.Close()
 		baseFS = contents
 	}
-	in, err := datasync.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
+	in, err := merge.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
 	var re *wire.RemoteError
 	if errors.As(err, &re) {
 		err = &agentRefusal{id: id, re: re} // not an archive hostd refused: the agent sent none
@@ -432,7 +434,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	theirs := in.Manifest
 	res := wire.SyncResult{}
 	res.Files, res.Bytes = theirs.Files()
-	plan, err := in.Plan(ctx, base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
+	plan, err := in.Plan(ctx, base, merge.Options{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
 	var next hold
 	if err == nil {
@@ -456,7 +458,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	defer os.Remove(kept.Name())
-	if err := errors.Join(datasync.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
+	if err := errors.Join(archive.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	if err := plan.Apply(); err != nil {
@@ -484,10 +486,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // hostd last confirmed than the delete share lets, without the operator's
 // word (hold.go). Nothing has changed yet when it refuses. It returns the
 // hold state the merge leaves.
-func (s *Service) admit(id wire.Identity, plan *datasync.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
+func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
 	var manifest countingWriter // the new base.json, as state.Save will write it
 	_ = json.NewEncoder(&manifest).Encode(theirs)
-	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs) + manifest.n
+	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs) + manifest.n
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return hold{}, fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+
@@ -540,10 +542,10 @@ func (e *agentRefusal) Unwrap() error { return e.re }
 const maxConflictLines = 10
 
 // logConflicts logs a merge's conflicts, at most maxConflictLines of them.
-func (s *Service) logConflicts(id wire.Identity, changes []datasync.Change) {
+func (s *Service) logConflicts(id wire.Identity, changes []merge.Change) {
 	n := 0
 	for _, c := range changes {
-		if c.Action != datasync.Conflicted {
+		if c.Action != merge.Conflicted {
 			continue
 		}
 		if n++; n <= maxConflictLines {
@@ -569,7 +571,7 @@ const maxResultBytes = wire.MaxSyncResult / 2
 // summarise is as many changes as fit a SyncResult, and how many more
 // there were: a merge that changed more than the wire can carry still
 // says it succeeded.
-func summarise(changes []datasync.Change) (out []wire.SyncChange, more int) {
+func summarise(changes []merge.Change) (out []wire.SyncChange, more int) {
 	size := 0
 	for i, c := range changes {
 		b, _ := json.Marshal(wire.SyncChange(c)) // escaped as it goes out: a path of control characters grows six-fold
