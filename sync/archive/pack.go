@@ -32,11 +32,11 @@ import (
 // Pack writes the whitelisted contents of root to w as a tar+zstd archive,
 // in a stable order (sorted, so the same tree gives the same archive),
 // with the manifest last, and returns the manifest. It walks the tree
-// itself through a Tree, so a symlink swapped in during the walk cannot
-// lead it out of root and none is followed; a symlink is kept only if,
-// followed through every link in its chain, it leads to a path that
+// itself through a tree.Tree, so a symlink swapped in during the walk
+// cannot lead it out of root and none is followed; a symlink is kept only
+// if, followed through every link in its chain, it leads to a path that
 // crosses; others are left out and listed in skipped, as is anything not
-// a file, directory or symlink.
+// a file, directory or symlink, and a name that is not UTF-8.
 func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...PackOption) (m *sync.Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err

@@ -180,7 +180,7 @@ func (t *Tree) Open(rel string) (*os.File, error) {
 	return t.OpenAs(rel, fi)
 }
 
-// OpenAs opens the regular file at rel that a listing (ReadDirInfo)
+// OpenAs opens the regular file at rel that a listing (a Walk)
 // described as fi: the file opened must be that one.
 func (t *Tree) OpenAs(rel string, fi fs.FileInfo) (*os.File, error) {
 	if !fi.Mode().IsRegular() {
@@ -207,7 +207,7 @@ func (t *Tree) Readlink(rel string) (string, error) {
 
 // ReadDir lists a directory's names, sorted.
 func (t *Tree) ReadDir(rel string) ([]string, error) {
-	infos, err := t.ReadDirInfo(rel)
+	infos, err := t.readDirInfo(rel)
 	names := make([]string, len(infos))
 	for i, fi := range infos {
 		names[i] = fi.Name()
@@ -215,12 +215,12 @@ func (t *Tree) ReadDir(rel string) ([]string, error) {
 	return names, err
 }
 
-// ReadDirInfo describes what a directory holds, sorted by name, each
+// readDirInfo describes what a directory holds, sorted by name, each
 // entry as Lstat would (a symlink not followed): the directory is opened
 // once, through the root, and its entries are looked at relative to it
 // (fstatat on its descriptor), so a walk costs one path resolution a
 // directory, not one a file.
-func (t *Tree) ReadDirInfo(rel string) ([]fs.FileInfo, error) {
+func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
 	fi, err := t.Lstat(rel)
 	if err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (w *walker) walkInfo(rel string, fi fs.FileInfo) error {
 	if !fi.IsDir() {
 		return nil
 	}
-	infos, err := w.t.ReadDirInfo(rel)
+	infos, err := w.t.readDirInfo(rel)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (t *Tree) walkAll(rel string, fi fs.FileInfo, visit func(string, fs.FileInf
 	if !fi.IsDir() {
 		return nil
 	}
-	infos, err := t.ReadDirInfo(rel)
+	infos, err := t.readDirInfo(rel)
 	if err != nil {
 		return err
 	}
