@@ -1,9 +1,15 @@
-// Package sync moves whitelisted data between a polecat's data root on the
-// host and in its container, as tar+zstd archives: the policy (a whitelist
-// of paths, and a blacklist of secrets that is always excluded), packing a
-// tree into an archive with a manifest, and extracting an archive without
-// trusting it. It is pure: no tunnel, no CLI. Callers that also need the
-// standard library's sync import it as datasync.
+// Package sync is what both sides of the data channel agree on when they
+// move whitelisted data between a polecat's data root on the host and in
+// its container, as tar+zstd archives: the policy (a whitelist of paths,
+// and a blacklist of secrets that is always excluded), the manifest that
+// describes an archive, the limits an archive must stay within, and how a
+// symlink is judged by where it leads. It imports nothing of the product:
+// its subpackages do the work, each importing it. tree opens a data root
+// so that nothing leads outside it (os.Root, no symlink followed); archive
+// packs a tree and extracts an archive without trusting it; merge takes a
+// container's archive into a host root by a three-way merge. None of them
+// knows the tunnel or the CLI. Callers that also need the standard
+// library's sync import this package as datasync.
 //
 // An archive is a zstd stream of a tar stream whose last member is the
 // manifest (ManifestName): every entry before it, with its size, mode,

@@ -1,9 +1,7 @@
 package sync
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 )
@@ -20,8 +18,9 @@ import (
 // MAXSYMLINKS: more is a loop.
 const maxLinkHops = 40
 
-// linkView says whether a symlink is at rel in some tree, and its target.
-type linkView func(rel string) (target string, isLink bool)
+// LinkView says whether a symlink is at rel in some tree, and its target:
+// the tree a manifest describes (ManifestView), or one on disk.
+type LinkView func(rel string) (target string, isLink bool)
 
 // resolveLink is where a symlink at rel pointing to target leads in the
 // tree view describes: the path inside the root where the walk ends ("."
@@ -30,7 +29,7 @@ type linkView func(rel string) (target string, isLink bool)
 // empty target, or follows more than maxLinkHops links. A component that
 // does not exist is walked as if it were a directory: what is missing now
 // may be made later, and is judged again then.
-func resolveLink(view linkView, rel, target string) (to string, via []string, ok bool) {
+func resolveLink(view LinkView, rel, target string) (to string, via []string, ok bool) {
 	if target == "" || path.IsAbs(target) {
 		return "", nil, false
 	}
@@ -92,11 +91,11 @@ func (e *LinkError) Error() string {
 	return fmt.Sprintf("symlink %s -> %s leads %s%s", e.Path, e.Target, where, via)
 }
 
-// judgeLink refuses a symlink at rel pointing to target unless, resolved
+// JudgeLink refuses a symlink at rel pointing to target unless, resolved
 // through view, it leads to a path the policy lets cross (or a directory
 // leading to one), so nothing can be reached through it that the policy
 // keeps out.
-func (p Policy) judgeLink(view linkView, rel, target string) error {
+func (p Policy) JudgeLink(view LinkView, rel, target string) error {
 	to, via, ok := resolveLink(view, rel, target)
 	if !ok {
 		return &LinkError{Path: rel, Target: target, Via: via}
@@ -107,56 +106,12 @@ func (p Policy) judgeLink(view linkView, rel, target string) error {
 	return nil
 }
 
-// manifestView is the tree a manifest describes.
-func manifestView(idx map[string]*Entry) linkView {
+// ManifestView is the tree a manifest describes, by path (Manifest.Index).
+func ManifestView(idx map[string]*Entry) LinkView {
 	return func(rel string) (string, bool) {
 		if e := idx[rel]; e != nil && e.Type == TypeSymlink {
 			return e.Target, true
 		}
 		return "", false
 	}
-}
-
-// treeView is the tree on disk. The walk only asks about paths whose
-// parents it has already walked as directories, so os.Root's own
-// resolution of parents never follows a link here.
-func treeView(t *Tree) linkView {
-	return func(rel string) (string, bool) {
-		fi, err := t.root.Lstat(rel)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return "", false
-		}
-		target, err := t.root.Readlink(rel)
-		return target, err == nil
-	}
-}
-
-// EscapingLinks lists the symlinks under the paths p lets cross in the
-// data root dir that lead outside it, or to a path that does not cross,
-// through every link in the chain: the links Pack leaves out (hostd sync
-// status shows them).
-func EscapingLinks(dir string, p Policy) ([]*LinkError, error) {
-	t, err := openTreeRead(dir)
-	if err != nil || t == nil {
-		return nil, err
-	}
-	defer t.Close()
-	var bad []*LinkError
-	pk := &packer{root: t, policy: p}
-	pk.visit = func(rel string, fi fs.FileInfo) error {
-		pk.done[rel] = true
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return nil
-		}
-		target, err := t.Readlink(rel)
-		if err != nil {
-			return err
-		}
-		var le *LinkError
-		if errors.As(p.judgeLink(treeView(t), rel, target), &le) {
-			bad = append(bad, le)
-		}
-		return nil
-	}
-	return bad, pk.walkIncludes()
 }

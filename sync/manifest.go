@@ -2,6 +2,7 @@ package sync
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -45,8 +46,9 @@ type Entry struct {
 	// Target is a symlink's target, relative and inside the root.
 	Target string `json:"target,omitempty"`
 	// Unchanged marks a file the archive leaves out because it is as in
-	// the base both sides share (Pack with Since); the receiver takes it from
-	// its base, or refuses the archive (ErrBaseMismatch).
+	// the base both sides share (archive.Pack with archive.Since); the
+	// receiver takes it from its base, or refuses the archive
+	// (archive.ErrBaseMismatch).
 	Unchanged bool `json:"unchanged,omitempty"`
 }
 
@@ -62,8 +64,9 @@ type Manifest struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
-// manifestVersion is the manifest format this package writes and reads.
-const manifestVersion = 1
+// ManifestVersion is the manifest format archive.Pack writes and
+// DecodeManifest reads.
+const ManifestVersion = 1
 
 // Resolved is m without the Unchanged marks (and what was skipped): the
 // tree it describes.
@@ -87,25 +90,38 @@ func (m *Manifest) Files() (n int, bytes int64) {
 	return n, bytes
 }
 
+// Index maps m's paths to its entries (none for a nil m).
+func (m *Manifest) Index() map[string]*Entry {
+	out := map[string]*Entry{}
+	if m == nil {
+		return out
+	}
+	for i := range m.Entries {
+		out[m.Entries[i].Path] = &m.Entries[i]
+	}
+	return out
+}
+
 // DecodeManifest parses a manifest from outside and checks it: the
 // version, every path valid and unique, known types, permission bits only,
 // sizes not negative, hashes well-formed, symlink targets inside the root.
 func DecodeManifest(b []byte) (*Manifest, error) {
-	return readManifest(bytes.NewReader(b), 0)
+	return ReadManifest(bytes.NewReader(b), 0)
 }
 
-// maxPathLen bounds a path or a symlink's target in a manifest: Linux's
+// MaxPathLen bounds a path or a symlink's target in a manifest: Linux's
 // PATH_MAX.
-const maxPathLen = 4096
+const MaxPathLen = 4096
 
-// maxDepth bounds how many elements a path has: deeper trees cost every
+// MaxDepth bounds how many elements a path has: deeper trees cost every
 // operation on them a walk of every level.
-const maxDepth = 256
+const MaxDepth = 256
 
-// readManifest decodes a manifest from r one entry at a time, checking
+// ReadManifest decodes a manifest from r one entry at a time, checking
 // each as DecodeManifest does, and refuses more than maxEntries entries
-// (no limit when zero) before decoding the one past it.
-func readManifest(r io.Reader, maxEntries int) (*Manifest, error) {
+// (no limit when zero) before decoding the one past it, so a hostile
+// manifest costs no more memory than a real one of that many entries.
+func ReadManifest(r io.Reader, maxEntries int) (*Manifest, error) {
 	d := json.NewDecoder(r)
 	d.DisallowUnknownFields()
 	if err := expectDelim(d, '{'); err != nil {
@@ -142,8 +158,8 @@ func readManifest(r io.Reader, maxEntries int) (*Manifest, error) {
 	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("manifest: data after the JSON object")
 	}
-	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, ManifestVersion)
 	}
 	return m, nil
 }
@@ -195,7 +211,7 @@ func readSkipped(d *json.Decoder, m *Manifest, maxEntries int) error {
 		if err := d.Decode(&p); err != nil {
 			return fmt.Errorf("manifest: %w", err)
 		}
-		if len(p) > maxPathLen || !validRel(p) {
+		if len(p) > MaxPathLen || !ValidRel(p) {
 			return fmt.Errorf("manifest: skipped path %q is not a clean path inside the data root", p)
 		}
 		m.Skipped = append(m.Skipped, p)
@@ -216,11 +232,11 @@ func expectDelim(d *json.Decoder, want json.Delim) error {
 }
 
 func (e Entry) validate() error {
-	if len(e.Path) > maxPathLen || len(e.Target) > maxPathLen || strings.Count(e.Path, "/") >= maxDepth {
+	if len(e.Path) > MaxPathLen || len(e.Target) > MaxPathLen || strings.Count(e.Path, "/") >= MaxDepth {
 		return fmt.Errorf("a path or target of %d bytes or %d levels is longer than %d bytes or deeper than %d",
-			max(len(e.Path), len(e.Target)), strings.Count(e.Path, "/")+1, maxPathLen, maxDepth)
+			max(len(e.Path), len(e.Target)), strings.Count(e.Path, "/")+1, MaxPathLen, MaxDepth)
 	}
-	if !validRel(e.Path) || reserved(e.Path) {
+	if !ValidRel(e.Path) || reserved(e.Path) {
 		return fmt.Errorf("path %q is not a clean path inside the data root", e.Path)
 	}
 	if e.Mode&^fs.ModePerm != 0 {
@@ -239,11 +255,26 @@ func (e Entry) validate() error {
 		}
 	case TypeDir:
 	case TypeSymlink:
-		if !symlinkInside(e.Path, e.Target) {
+		if !SymlinkInside(e.Path, e.Target) {
 			return fmt.Errorf("%s: symlink target %q leaves the data root", e.Path, e.Target)
 		}
 	default:
 		return fmt.Errorf("%s: unknown type %q", e.Path, e.Type)
 	}
 	return nil
+}
+
+// Hash is the hex SHA-256 of what r holds: an Entry's SHA256.
+func Hash(r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// HashBytes is Hash of b.
+func HashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -38,12 +38,12 @@ func DefaultPolicy() Policy { return Policy{Include: DefaultInclude} }
 
 // Validate checks the policy's paths and patterns.
 func (p Policy) Validate() error {
-	for _, inc := range p.include() {
-		if !validRel(inc) {
+	for _, inc := range p.Includes() {
+		if !ValidRel(inc) {
 			return fmt.Errorf("sync policy: include %q: want a path relative to the data root, like .claude/hooks", inc)
 		}
 		if reserved(inc) {
-			return fmt.Errorf("sync policy: include %q: names starting %s are the data channel's own and never cross", inc, reservedPrefix)
+			return fmt.Errorf("sync policy: include %q: names starting %s are the data channel's own and never cross", inc, ReservedPrefix)
 		}
 	}
 	for _, pat := range p.Exclude {
@@ -56,7 +56,9 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-func (p Policy) include() []string {
+// Includes is the paths that cross: Include, or DefaultInclude when it is
+// empty.
+func (p Policy) Includes() []string {
 	if len(p.Include) == 0 {
 		return DefaultInclude
 	}
@@ -67,10 +69,10 @@ func (p Policy) include() []string {
 // and neither it nor any directory above it matches the blacklist or an
 // excluded pattern. The manifest's own name never crosses as data.
 func (p Policy) Allowed(rel string) bool {
-	if !validRel(rel) || reserved(rel) || p.Excluded(rel) {
+	if !ValidRel(rel) || reserved(rel) || p.Excluded(rel) {
 		return false
 	}
-	for _, inc := range p.include() {
+	for _, inc := range p.Includes() {
 		if rel == inc || strings.HasPrefix(rel, inc+"/") {
 			return true
 		}
@@ -82,10 +84,10 @@ func (p Policy) Allowed(rel string) bool {
 // which a walk must enter (and an archive may hold) without it crossing as
 // a whole.
 func (p Policy) Leads(rel string) bool {
-	if !validRel(rel) || p.Excluded(rel) {
+	if !ValidRel(rel) || p.Excluded(rel) {
 		return false
 	}
-	for _, inc := range p.include() {
+	for _, inc := range p.Includes() {
 		if strings.HasPrefix(inc, rel+"/") {
 			return true
 		}
@@ -107,12 +109,12 @@ func (p Policy) Excluded(rel string) bool {
 	return false
 }
 
-// allowedChild is Allowed for name in a directory dir that Allowed (or,
+// AllowedChild is Allowed for name in a directory dir that Allowed (or,
 // for an include's own path, the include) already let through: only what
 // the new element adds is checked (the runs of the blacklist and excluded
 // patterns that end at it), so a walk pays for one element a path, not
 // for all of them.
-func (p Policy) allowedChild(dir, name string) bool {
+func (p Policy) AllowedChild(dir, name string) bool {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
 		return false
 	}
@@ -166,26 +168,30 @@ func matchRun(pat, els []string) bool {
 	return false
 }
 
-// validRel is a clean, relative, slash-separated path inside the root.
-func validRel(rel string) bool {
+// ValidRel is a clean, relative, slash-separated path inside the root.
+func ValidRel(rel string) bool {
 	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." &&
 		!strings.HasPrefix(rel, "../") && !strings.ContainsRune(rel, 0) && !strings.Contains(rel, "\\")
 }
+
+// ReservedPrefix starts every name the data channel keeps for itself in a
+// data root (the manifest, staging directories): none crosses as data.
+const ReservedPrefix = ".sidecar-"
 
 // reserved says whether rel is, or is under, a name the data channel keeps
 // for itself at the top of a data root (the manifest, staging
 // directories): such paths never cross.
 func reserved(rel string) bool {
-	return strings.HasPrefix(rel, reservedPrefix)
+	return strings.HasPrefix(rel, ReservedPrefix)
 }
 
-// symlinkInside says whether a symlink at rel pointing to target stays
+// SymlinkInside says whether a symlink at rel pointing to target stays
 // inside the root by its text alone: target relative, and rel's directory
-// joined with it still a path inside. It is only a first check: judgeLink
+// joined with it still a path inside. It is only a first check: JudgeLink
 // follows the links on the way.
-func symlinkInside(rel, target string) bool {
+func SymlinkInside(rel, target string) bool {
 	if target == "" || path.IsAbs(target) {
 		return false
 	}
-	return validRel(path.Join(path.Dir(rel), target))
+	return ValidRel(path.Join(path.Dir(rel), target))
 }

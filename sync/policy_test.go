@@ -65,7 +65,7 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 // TestAllowedChild: for a path whose directory Allowed lets through,
-// allowedChild says what Allowed says of the whole path, checking only its
+// AllowedChild says what Allowed says of the whole path, checking only its
 // last element: every combination of a vocabulary of names (the
 // blacklist's, an excluded pattern's, ordinary ones) three levels deep.
 func TestAllowedChild(t *testing.T) {
@@ -79,8 +79,8 @@ func TestAllowedChild(t *testing.T) {
 		}
 		for _, n := range names {
 			child := dir + "/" + n
-			if got, want := p.allowedChild(dir, n), p.Allowed(child); got != want {
-				t.Errorf("allowedChild(%q, %q) = %v, Allowed(%q) = %v", dir, n, got, child, want)
+			if got, want := p.AllowedChild(dir, n), p.Allowed(child); got != want {
+				t.Errorf("AllowedChild(%q, %q) = %v, Allowed(%q) = %v", dir, n, got, child, want)
 			}
 			checked++
 			if p.Allowed(child) {

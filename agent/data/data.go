@@ -24,6 +24,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -150,7 +151,7 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 	}
 	defer unlock()
 	var res wire.SyncResult
-	m, err := datasync.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
+	m, err := archive.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
 	if err == nil {
 		res.Files, res.Bytes = m.Files()
 		s.exchanged(m)
@@ -176,7 +177,7 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 	if delta {
 		prev = s.last
 	}
-	m, _, err := datasync.Pack(ctx, s.cfg.Root, p, st, datasync.Since(prev))
+	m, _, err := archive.Pack(ctx, s.cfg.Root, p, st, archive.Since(prev))
 	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("packing %s: %w", s.cfg.Root, err)
 	}
@@ -186,8 +187,8 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 	res, err := wire.ReadSyncResult(st)
 	switch {
 	case err != nil:
-	case res.Error == datasync.ErrBaseMismatch.Error():
-		err = datasync.ErrBaseMismatch
+	case res.Error == archive.ErrBaseMismatch.Error():
+		err = archive.ErrBaseMismatch
 	case res.Error != "":
 		err = errors.New("hostd refused it: " + res.Error)
 	default:
@@ -209,7 +210,7 @@ func (s *Service) upload(ctx context.Context, reason string) (wire.SyncResult, e
 		return wire.SyncResult{}, err
 	}
 	res, err := s.uploadOnce(ctx, reason, true)
-	if errors.Is(err, datasync.ErrBaseMismatch) {
+	if errors.Is(err, archive.ErrBaseMismatch) {
 		res, err = s.uploadOnce(ctx, reason, false)
 	}
 	return res, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
 
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -143,7 +144,7 @@ func checkRoot(root, id string, p datasync.Policy, base *datasync.Manifest) erro
 		return nil
 	}
 	if want, _ := base.Files(); want > 0 {
-		files, _, err := datasync.Size(root, p)
+		files, _, err := archive.Size(root, p)
 		if err != nil {
 			return &noDataError{root, "cannot be read: " + err.Error()}
 		}

@@ -9,24 +9,27 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // A polecat's base is what the host last sent it or took from it: the
 // manifest (base.json) and the contents a three-way merge needs
-// (base.tar, datasync.Contents: one file however many the tree holds).
+// (base.tar, archive.Contents: one file however many the tree holds).
 
 // loadBase is the polecat's base manifest and its kept contents (close
 // them), or nil and nil if there is none yet (everything the container
 // has then counts as new). A manifest whose contents are missing or
 // unreadable comes with none: its paths changed on both sides conflict
 // rather than merge.
-func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, *datasync.Contents) {
+func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, *archive.Contents) {
 	var m *datasync.Manifest
 	if err := state.Load(filepath.Join(s.baseDir(id), "base.json"), &m); err != nil || m == nil {
 		return nil, nil
 	}
-	c, err := datasync.OpenContents(filepath.Join(s.baseDir(id), "base.tar"))
+	c, err := archive.OpenContents(filepath.Join(s.baseDir(id), "base.tar"))
 	if err != nil {
 		s.log.Warn("sync: the base's contents are unreadable; files changed on both sides will conflict rather than merge", "polecat", id, "err", err)
 		return m, nil
@@ -77,9 +80,9 @@ func (s *Service) baseSize(id wire.Identity) int64 {
 // Stored is what hostd stores for the polecat, as sync.max_stored_bytes
 // counts it: the paths of its data root that cross (a shared root counts
 // all of its polecats' files), the conflict copies beside them
-// (datasync.Survey: every entry at least a block), and its base.
+// (merge.Survey: every entry at least a block), and its base.
 func (s *Service) Stored(id wire.Identity) (int64, error) {
-	sv, err := datasync.SurveyRoot(s.Root(id), s.policy)
+	sv, err := merge.SurveyRoot(s.Root(id), s.policy)
 	if err != nil {
 		return 0, fmt.Errorf("measuring what is stored for %s: %w", id, err)
 	}
@@ -91,7 +94,7 @@ func (s *Service) Stored(id wire.Identity) (int64, error) {
 // way: hostd never sends them into a container, and the operator should
 // mend them.
 func (s *Service) EscapingLinks(id wire.Identity) ([]string, error) {
-	bad, err := datasync.EscapingLinks(s.Root(id), s.policy)
+	bad, err := archive.EscapingLinks(s.Root(id), s.policy)
 	out := make([]string, len(bad))
 	for i, le := range bad {
 		out[i] = le.Error()
@@ -115,7 +118,7 @@ func (s *Service) removeLeftovers() {
 			for _, f := range tmp {
 				_ = os.Remove(f)
 			}
-			staged, err := datasync.RemoveStaging(s.Root(id), id.Name)
+			staged, err := tree.RemoveStaging(s.Root(id), id.Name)
 			if err != nil {
 				s.log.Warn("sync: could not remove what a cut-short transfer left", "polecat", id, "err", err)
 			}

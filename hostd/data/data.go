@@ -25,6 +25,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -89,18 +91,18 @@ const DefaultRoot = "<town>/<rig>/polecats/{name}"
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
 	return Config{
-		Include:               datasync.DefaultInclude,        // relative paths
-		MaxBytes:              int(l.MaxBytes),                // at least 1
-		MaxFiles:              l.MaxFiles,                     // at least 1
-		MaxFileSize:           int(l.MaxFileSize),             // at least 1
-		MaxRatio:              int(l.MaxRatio),                // at least 1
-		MaxManifestBytes:      int(l.MaxManifest),             // at least 1
-		MaxStoredBytes:        2 << 30,                        // at least 1
-		MaxConflicts:          datasync.DefaultMaxBothChanged, // at least 1
-		MaxDeleteShare:        0.5,                            // from 0 to 1; 1 turns the hold off
-		MergeProcesses:        2,                              // at least 1
-		Timeout:               10 * time.Minute,               // above 0
-		AgentTransfersPerHour: 30,                             // at least 1
+		Include:               datasync.DefaultInclude,     // relative paths
+		MaxBytes:              int(l.MaxBytes),             // at least 1
+		MaxFiles:              l.MaxFiles,                  // at least 1
+		MaxFileSize:           int(l.MaxFileSize),          // at least 1
+		MaxRatio:              int(l.MaxRatio),             // at least 1
+		MaxManifestBytes:      int(l.MaxManifest),          // at least 1
+		MaxStoredBytes:        2 << 30,                     // at least 1
+		MaxConflicts:          merge.DefaultMaxBothChanged, // at least 1
+		MaxDeleteShare:        0.5,                         // from 0 to 1; 1 turns the hold off
+		MergeProcesses:        2,                           // at least 1
+		Timeout:               10 * time.Minute,            // above 0
+		AgentTransfersPerHour: 30,                          // at least 1
 		Logger:                slog.Default(),
 	}
 }
@@ -268,7 +270,7 @@ func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(api.
 // have that base, it asks again for everything.
 func (s *Service) Pull(ctx context.Context, id wire.Identity, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	res, err := s.pull(ctx, id, o, false, progress)
-	if errors.Is(err, datasync.ErrBaseMismatch) {
+	if errors.Is(err, archive.ErrBaseMismatch) {
 		s.log.Info("sync: the agent's changes refer to a base hostd does not have; asking for everything", "polecat", id)
 		res, err = s.pull(ctx, id, o, true, progress)
 	}

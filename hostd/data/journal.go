@@ -42,21 +42,21 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
-	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 )
 
 // count adds one change to r's tally.
 func count(r *api.SyncRecord, action string) {
 	switch action {
-	case datasync.Applied:
+	case merge.Applied:
 		r.Applied++
-	case datasync.Merged:
+	case merge.Merged:
 		r.Merged++
-	case datasync.Conflicted:
+	case merge.Conflicted:
 		r.Conflict++
-	case datasync.Deleted:
+	case merge.Deleted:
 		r.Deleted++
-	case datasync.Kept:
+	case merge.Kept:
 		r.Kept++
 	}
 }

@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	datasync "github.com/polecat-sidecar/sidecar/sync"
-
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -52,13 +51,13 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
-	var opts []datasync.PackOption
+	var opts []archive.PackOption
 	if progress != nil {
-		files, total, err := datasync.Size(root, s.policy)
+		files, total, err := archive.Size(root, s.policy)
 		if err != nil {
 			return fail(fmt.Errorf("sizing %s: %w", root, err))
 		}
-		opts = append(opts, datasync.WithProgress(func(f int, b int64) {
+		opts = append(opts, archive.WithProgress(func(f int, b int64) {
 			progress(api.SyncProgress{Files: f, Bytes: b, TotalFiles: files, TotalBytes: total})
 		}))
 	}
@@ -69,7 +68,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 		return fail(err)
 	}
 	defer os.Remove(kept.Name())
-	m, skipped, err := datasync.Pack(ctx, root, s.policy, st, append(opts, datasync.KeepContents(kept))...)
+	m, skipped, err := archive.Pack(ctx, root, s.policy, st, append(opts, archive.KeepContents(kept))...)
 	if err = errors.Join(err, kept.Close()); err != nil {
 		return fail(fmt.Errorf("packing %s: %w", root, err))
 	}

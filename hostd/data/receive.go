@@ -11,6 +11,8 @@ import (
 	"time"
 
 	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
@@ -43,7 +45,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 
 // receiveLocked does receive's work; changes are all the merge did, which
 // res may list only in part (summarise).
-func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]datasync.Change, wire.SyncResult, error) {
+func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]merge.Change, wire.SyncResult, error) {
 	root := s.Root(id)
 	base, contents := s.loadBase(id)
 	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
@@ -51,7 +53,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		defer contents.Close()
 		baseFS = contents
 	}
-	in, err := datasync.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
+	in, err := merge.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
 	var re *wire.RemoteError
 	if errors.As(err, &re) {
 		err = &agentRefusal{id: id, re: re} // not an archive hostd refused: the agent sent none
@@ -64,7 +66,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	theirs := in.Manifest
 	res := wire.SyncResult{}
 	res.Files, res.Bytes = theirs.Files()
-	plan, err := in.Plan(ctx, base, datasync.MergeOptions{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
+	plan, err := in.Plan(ctx, base, merge.Options{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
 	var next hold
 	if err == nil {
@@ -88,7 +90,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	defer os.Remove(kept.Name())
-	if err := errors.Join(datasync.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
+	if err := errors.Join(archive.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	if err := plan.Apply(); err != nil {
@@ -116,10 +118,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // hostd last confirmed than the delete share lets, without the operator's
 // word (hold.go). Nothing has changed yet when it refuses. It returns the
 // hold state the merge leaves.
-func (s *Service) admit(id wire.Identity, plan *datasync.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
+func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
 	var manifest countingWriter // the new base.json, as state.Save will write it
 	_ = json.NewEncoder(&manifest).Encode(theirs)
-	after := plan.Stored + plan.Growth + datasync.ContentsSize(theirs) + manifest.n
+	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs) + manifest.n
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return hold{}, fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	datasync "github.com/polecat-sidecar/sidecar/sync"
-
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -36,10 +35,10 @@ func (e *agentRefusal) Unwrap() error { return e.re }
 const maxConflictLines = 10
 
 // logConflicts logs a merge's conflicts, at most maxConflictLines of them.
-func (s *Service) logConflicts(id wire.Identity, changes []datasync.Change) {
+func (s *Service) logConflicts(id wire.Identity, changes []merge.Change) {
 	n := 0
 	for _, c := range changes {
-		if c.Action != datasync.Conflicted {
+		if c.Action != merge.Conflicted {
 			continue
 		}
 		if n++; n <= maxConflictLines {
@@ -65,7 +64,7 @@ const maxResultBytes = wire.MaxSyncResult / 2
 // summarise is as many changes as fit a SyncResult, and how many more
 // there were: a merge that changed more than the wire can carry still
 // says it succeeded.
-func summarise(changes []datasync.Change) (out []wire.SyncChange, more int) {
+func summarise(changes []merge.Change) (out []wire.SyncChange, more int) {
 	size := 0
 	for i, c := range changes {
 		b, _ := json.Marshal(wire.SyncChange(c)) // escaped as it goes out: a path of control characters grows six-fold

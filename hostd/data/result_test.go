@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/merge"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -12,16 +12,16 @@ import (
 // limit and counts the rest, so a merge of many changes still reads as
 // done; whatever the paths, the result fits.
 func TestSummarise(t *testing.T) {
-	many := func(n, pathLen int) []datasync.Change {
-		out := make([]datasync.Change, n)
+	many := func(n, pathLen int) []merge.Change {
+		out := make([]merge.Change, n)
 		for i := range out {
-			out[i] = datasync.Change{Path: strings.Repeat("p", pathLen), Action: datasync.Conflicted, Copy: strings.Repeat("c", pathLen)}
+			out[i] = merge.Change{Path: strings.Repeat("p", pathLen), Action: merge.Conflicted, Copy: strings.Repeat("c", pathLen)}
 		}
 		return out
 	}
 	cases := []struct {
 		name     string
-		changes  []datasync.Change
+		changes  []merge.Change
 		wantAll  bool
 		wantMore bool
 	}{
@@ -29,7 +29,7 @@ func TestSummarise(t *testing.T) {
 		{"a few", many(3, 20), true, false},
 		{"20,000 conflicts", many(20_000, 40), false, true},
 		{"long paths", many(1_000, 4096), false, true},
-		{"paths of control characters, escaped six-fold", func() []datasync.Change {
+		{"paths of control characters, escaped six-fold", func() []merge.Change {
 			out := many(1_000, 4096)
 			for i := range out {
 				out[i].Path = strings.Repeat("\x01", 4096)

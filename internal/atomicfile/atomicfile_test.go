@@ -71,3 +71,55 @@ func TestWriteFails(t *testing.T) {
 		t.Errorf("%d entries left in the directory, want 2 (no temporaries)", len(entries))
 	}
 }
+
+// TestWriteIn: inside a root, a file is replaced as Write does it, and a
+// name leading out of the root, by its text or through a symlink, writes
+// nothing outside it.
+func TestWriteIn(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "root")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "up")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	cases := []struct {
+		name    string
+		ok      bool
+		entries int // in the file's directory afterwards: no temporaries
+	}{
+		{"sub/a.json", true, 1},
+		{"b.json", true, 3}, // sub, up and b.json
+		{"../escape.json", false, 0},
+		{"up/escape.json", false, 0},
+	}
+	for _, c := range cases {
+		err := WriteIn(root, c.name, []byte("new"), 0o640)
+		if (err == nil) != c.ok {
+			t.Fatalf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+		if !c.ok {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(c.name))
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != "new" {
+			t.Errorf("%s: content %q, %v", c.name, b, err)
+		}
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mode %v, want 0640", c.name, st.Mode().Perm())
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(p)); len(entries) != c.entries {
+			t.Errorf("%s: %d entries in its directory, want %d (no temporaries)", c.name, len(entries), c.entries)
+		}
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("written outside the root: %v", entries)
+	}
+}

@@ -1,8 +1,7 @@
-package sync
+package archive
 
 import (
 	"archive/tar"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,87 +16,16 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/mholt/archives"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
-
-// Limits bound what one archive may make its receiver write. Each refusal
-// names the limit and the setting that raises it.
-type Limits struct {
-	// MaxBytes bounds the files' total size (sync.max_bytes).
-	MaxBytes int64
-	// MaxFiles bounds the number of entries (sync.max_files).
-	MaxFiles int
-	// MaxFileSize bounds one file (sync.max_file_size).
-	MaxFileSize int64
-	// MaxRatio bounds decompressed bytes per compressed byte
-	// (sync.max_ratio), against decompression bombs.
-	MaxRatio int64
-	// MaxManifest bounds the manifest's size in bytes
-	// (sync.max_manifest_bytes); its entries are bounded by MaxFiles.
-	MaxManifest int64
-	// DecoderMemory bounds the zstd decoder's window and memory.
-	DecoderMemory uint64
-}
-
-// DefaultLimits take 1 GiB of files, 100,000 entries, 512 MiB in one file,
-// a compression ratio of 1000, a 32 MiB manifest (100,000 entries of a
-// typical path take about 20 MiB) and 64 MiB of decoder memory.
-func DefaultLimits() Limits {
-	return Limits{MaxBytes: 1 << 30, MaxFiles: 100_000, MaxFileSize: 512 << 20, MaxRatio: 1000, MaxManifest: 32 << 20, DecoderMemory: 64 << 20}
-}
-
-// LimitError is an archive over one of the Limits.
-type LimitError struct {
-	// Limit names what was exceeded, Setting the setting that raises it.
-	Limit, Setting string
-	// Max is the limit's value.
-	Max int64
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("archive refused: over the %s limit of %d (%s)", e.Limit, e.Max, e.Setting)
-}
-
-// Extract reads an archive made by Pack from r and installs it under dst,
-// trusting nothing in it. Every name must be a clean local path that the
-// policy allows; only files, directories and symlinks are taken (no
-// devices, fifos, hard links, setuid or setgid bits), and a symlink only
-// if, followed through every link in the tree the archive describes, it
-// leads to a path that crosses; sizes and counts stay within lim;
-// duplicates are refused; every member must match the manifest, which must
-// come last. Everything is written to a staging directory inside dst
-// first, through a Tree; only a complete, valid archive is moved into
-// place, each file replacing its old version by a rename and nothing
-// written through a symlink already in dst, so a broken, truncated or
-// malicious archive changes nothing in dst. Paths in dst the archive does
-// not name are left alone.
-func Extract(ctx context.Context, r io.Reader, dst string, p Policy, lim Limits) (*Manifest, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	t, err := OpenTree(dst)
-	if err != nil {
-		return nil, err
-	}
-	defer t.Close()
-	staging, m, err := t.stage(ctx, r, extractSender, p, lim, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer t.RemoveAll(staging)
-	if err := install(t, path.Join(staging, "tree"), m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// extractSender names Extract's staging directories (the sender is hostd).
-const extractSender = "hostd"
 
 // Unpack extracts and verifies an archive into dir, which it creates if
 // need be and which should be empty (Extract's first half: every check,
 // nothing installed). On error dir may hold part of the archive; the
 // caller removes it.
-func Unpack(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits) (*Manifest, error) {
+func Unpack(ctx context.Context, r io.Reader, dir string, p sync.Policy, lim sync.Limits) (*sync.Manifest, error) {
 	return UnpackSince(ctx, r, dir, p, lim, nil)
 }
 
@@ -109,9 +37,9 @@ var ErrBaseMismatch = errors.New("archive refused: it leaves out files as unchan
 // the files it leaves out must be in base, as the manifest says, and are
 // not written (the caller has them). The tree the manifest describes,
 // unchanged files included, must be within lim as a whole.
-func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Limits, base *Manifest) (*Manifest, error) {
-	lim = lim.orDefaults()
-	root, err := OpenTree(dir)
+func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, lim sync.Limits, base *sync.Manifest) (*sync.Manifest, error) {
+	lim = lim.WithDefaults()
+	root, err := tree.Open(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -133,28 +61,16 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p Policy, lim Lim
 	if x.manifest == nil {
 		return nil, errors.New("archive refused: it ends before its manifest (truncated, or not made by Pack)")
 	}
-	if err := x.verify(index(base)); err != nil {
+	if err := x.verify(base.Index()); err != nil {
 		return nil, err
 	}
 	return x.manifest, nil
 }
 
-// orDefaults fills lim's zero fields from DefaultLimits.
-func (lim Limits) orDefaults() Limits {
-	d := DefaultLimits()
-	lim.MaxBytes = cmp.Or(lim.MaxBytes, d.MaxBytes)
-	lim.MaxFiles = cmp.Or(lim.MaxFiles, d.MaxFiles)
-	lim.MaxFileSize = cmp.Or(lim.MaxFileSize, d.MaxFileSize)
-	lim.MaxRatio = cmp.Or(lim.MaxRatio, d.MaxRatio)
-	lim.MaxManifest = cmp.Or(lim.MaxManifest, d.MaxManifest)
-	lim.DecoderMemory = cmp.Or(lim.DecoderMemory, d.DecoderMemory)
-	return lim
-}
-
 // refusal says an error from reading the archive refused it, keeping a
 // LimitError's message as it is.
 func refusal(err error) error {
-	var le *LimitError
+	var le *sync.LimitError
 	if errors.As(err, &le) || strings.HasPrefix(err.Error(), "archive refused") {
 		return err
 	}
@@ -163,13 +79,13 @@ func refusal(err error) error {
 
 // extractor takes members one at a time.
 type extractor struct {
-	root     *Tree
-	policy   Policy
-	lim      Limits
+	root     *tree.Tree
+	policy   sync.Policy
+	lim      sync.Limits
 	seen     map[string]string // path -> type, in archive order
-	order    []Entry
+	order    []sync.Entry
 	bytes    int64
-	manifest *Manifest
+	manifest *sync.Manifest
 	refused  error // why take refused a member
 }
 
@@ -192,19 +108,19 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 		return errors.New("archive refused: members after the manifest")
 	}
 	name := strings.TrimSuffix(hdr.Name, "/")
-	if len(name) > maxPathLen || strings.Count(name, "/") >= maxDepth {
-		return fmt.Errorf("archive refused: a path of %d bytes and %d levels is longer than %d bytes or deeper than %d", len(name), strings.Count(name, "/")+1, maxPathLen, maxDepth)
+	if len(name) > sync.MaxPathLen || strings.Count(name, "/") >= sync.MaxDepth {
+		return fmt.Errorf("archive refused: a path of %d bytes and %d levels is longer than %d bytes or deeper than %d", len(name), strings.Count(name, "/")+1, sync.MaxPathLen, sync.MaxDepth)
 	}
-	if !filepath.IsLocal(name) || !validRel(name) {
+	if !filepath.IsLocal(name) || !sync.ValidRel(name) {
 		return fmt.Errorf("archive refused: %q is not a clean path inside the data root", hdr.Name)
 	}
 	if _, dup := x.seen[name]; dup {
 		return fmt.Errorf("archive refused: %q appears twice", name)
 	}
 	if len(x.seen) >= x.lim.MaxFiles {
-		return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(x.lim.MaxFiles)}
+		return &sync.LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(x.lim.MaxFiles)}
 	}
-	if name == ManifestName {
+	if name == sync.ManifestName {
 		return x.readManifest(hdr, f)
 	}
 	if !x.policy.Allowed(name) && !(hdr.Typeflag == tar.TypeDir && x.policy.Leads(name)) {
@@ -213,20 +129,20 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 	if hdr.Mode&^int64(fs.ModePerm) != 0 {
 		return fmt.Errorf("archive refused: %q has mode %o (setuid, setgid and sticky bits are refused)", name, hdr.Mode)
 	}
-	e := Entry{Path: name, Mode: fs.FileMode(hdr.Mode).Perm(), MTime: hdr.ModTime.Truncate(time.Second).UTC()}
+	e := sync.Entry{Path: name, Mode: fs.FileMode(hdr.Mode).Perm(), MTime: hdr.ModTime.Truncate(time.Second).UTC()}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		e.Type = TypeDir
+		e.Type = sync.TypeDir
 		if err := x.root.MkdirAll(name, 0o700); err != nil {
 			return fmt.Errorf("creating directory %s: %w", name, err)
 		}
 	case tar.TypeSymlink:
 		// Judged here by its text, and again in verify through every link
 		// of the tree the manifest describes.
-		if !symlinkInside(name, hdr.Linkname) {
+		if !sync.SymlinkInside(name, hdr.Linkname) {
 			return fmt.Errorf("archive refused: symlink %q points to %q, outside the data root", name, hdr.Linkname)
 		}
-		e.Type, e.Target, e.MTime, e.Mode = TypeSymlink, hdr.Linkname, time.Time{}, 0o777
+		e.Type, e.Target, e.MTime, e.Mode = sync.TypeSymlink, hdr.Linkname, time.Time{}, 0o777
 		if err := x.parent(name); err != nil {
 			return err
 		}
@@ -247,12 +163,12 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 
 // file writes one regular file, no longer than declared and within the
 // limits, and hashes it.
-func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
+func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) error {
 	if hdr.Size > x.lim.MaxFileSize {
-		return &LimitError{Limit: "file size", Setting: "sync.max_file_size", Max: x.lim.MaxFileSize}
+		return &sync.LimitError{Limit: "file size", Setting: "sync.max_file_size", Max: x.lim.MaxFileSize}
 	}
 	if x.bytes += hdr.Size; x.bytes > x.lim.MaxBytes {
-		return &LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
+		return &sync.LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
 	}
 	if err := x.parent(e.Path); err != nil {
 		return err
@@ -281,7 +197,7 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *Entry) error {
 	if n != hdr.Size {
 		return fmt.Errorf("archive refused: %s declared %d bytes, %d arrived", e.Path, hdr.Size, n)
 	}
-	e.Type, e.Size, e.SHA256 = TypeFile, n, hex.EncodeToString(h.Sum(nil))
+	e.Type, e.Size, e.SHA256 = sync.TypeFile, n, hex.EncodeToString(h.Sum(nil))
 	return nil
 }
 
@@ -294,7 +210,7 @@ func (x *extractor) parent(name string) error {
 		return nil
 	}
 	switch x.seen[dir] {
-	case TypeDir:
+	case sync.TypeDir:
 		return nil
 	case "":
 		return fmt.Errorf("archive refused: %q comes before its directory %q", name, dir)
@@ -305,23 +221,22 @@ func (x *extractor) parent(name string) error {
 
 // readManifest takes the manifest member: its size is checked before it
 // is read, and it is decoded one entry at a time, no more than the entry
-// limit, so a hostile manifest costs no more memory than a real one of
-// that many entries.
+// limit (sync.ReadManifest).
 func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 	if hdr.Typeflag != tar.TypeReg {
 		return errors.New("archive refused: the manifest is not a file")
 	}
 	if hdr.Size > x.lim.MaxManifest {
-		return &LimitError{Limit: "manifest size", Setting: "sync.max_manifest_bytes", Max: x.lim.MaxManifest}
+		return &sync.LimitError{Limit: "manifest size", Setting: "sync.max_manifest_bytes", Max: x.lim.MaxManifest}
 	}
 	src, err := f.Open()
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	m, err := readManifest(io.LimitReader(src, hdr.Size), x.lim.MaxFiles)
+	m, err := sync.ReadManifest(io.LimitReader(src, hdr.Size), x.lim.MaxFiles)
 	if err != nil {
-		var le *LimitError
+		var le *sync.LimitError
 		if errors.As(err, &le) {
 			return err
 		}
@@ -333,21 +248,21 @@ func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 
 // verify compares what arrived with the manifest, member by member, and
 // sets the modes and times it gives.
-func (x *extractor) verify(base map[string]*Entry) error {
+func (x *extractor) verify(base map[string]*sync.Entry) error {
 	got := x.order
-	var want []Entry
+	var want []sync.Entry
 	var total int64
 	for _, e := range x.manifest.Entries {
 		if total += e.Size; total > x.lim.MaxBytes {
 			// Files left out as unchanged count too: the tree the receiver
 			// keeps is the whole manifest, not what this archive carried.
-			return &LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
+			return &sync.LimitError{Limit: "total size", Setting: "sync.max_bytes", Max: x.lim.MaxBytes}
 		}
 		if !e.Unchanged {
 			want = append(want, e)
 			continue
 		}
-		if b := base[e.Path]; b == nil || b.Type != TypeFile || b.SHA256 != e.SHA256 || b.Size != e.Size {
+		if b := base[e.Path]; b == nil || b.Type != sync.TypeFile || b.SHA256 != e.SHA256 || b.Size != e.Size {
 			return ErrBaseMismatch
 		}
 		if !x.policy.Allowed(e.Path) {
@@ -362,10 +277,10 @@ func (x *extractor) verify(base map[string]*Entry) error {
 			return fmt.Errorf("archive refused: member %q differs from its manifest entry", got[i].Path)
 		}
 	}
-	view := manifestView(index(x.manifest))
+	view := sync.ManifestView(x.manifest.Index())
 	for _, e := range got {
-		if e.Type == TypeSymlink {
-			if err := x.policy.judgeLink(view, e.Path, e.Target); err != nil {
+		if e.Type == sync.TypeSymlink {
+			if err := x.policy.JudgeLink(view, e.Path, e.Target); err != nil {
 				return fmt.Errorf("archive refused: %w", err)
 			}
 		}
@@ -374,7 +289,7 @@ func (x *extractor) verify(base map[string]*Entry) error {
 	// move its directory's time, and a read-only directory is filled first.
 	for i := len(got) - 1; i >= 0; i-- {
 		e := got[i]
-		if e.Type == TypeSymlink {
+		if e.Type == sync.TypeSymlink {
 			continue
 		}
 		// The owner keeps the right to read, write and enter what is
@@ -382,56 +297,11 @@ func (x *extractor) verify(base map[string]*Entry) error {
 		// kept as the base and removed: a read-only directory would stop
 		// a merge half-way and stay behind.
 		mode := e.Mode | 0o600
-		if e.Type == TypeDir {
+		if e.Type == sync.TypeDir {
 			mode |= 0o700
 		}
 		if err := x.root.SetMeta(e.Path, mode, e.MTime); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// install moves a verified staging tree (staging, in t) into place:
-// directories made where missing, files and symlinks renamed over what
-// was there, a file or symlink replaced by a directory or the reverse.
-// Nothing is installed through a symlink in t (the Tree refuses it); the
-// whole archive is checked for that before anything moves.
-func install(t *Tree, staging string, m *Manifest) error {
-	for _, e := range m.Entries {
-		if err := t.parents(e.Path); err != nil {
-			return err
-		}
-	}
-	for _, e := range m.Entries {
-		fi, err := t.Lstat(e.Path)
-		isDir := err == nil && fi.IsDir()
-		if e.Type == TypeDir {
-			if isDir {
-				continue
-			}
-			if err == nil {
-				if err := t.Remove(e.Path); err != nil { // a file or symlink where a directory now goes
-					return fmt.Errorf("installing %s: %w", e.Path, err)
-				}
-			}
-			if err := t.MkdirAll(e.Path, 0o700); err != nil {
-				return fmt.Errorf("installing %s: %w", e.Path, err)
-			}
-			continue
-		}
-		if isDir {
-			if err := t.RemoveAll(e.Path); err != nil {
-				return fmt.Errorf("installing %s over a directory: %w", e.Path, err)
-			}
-		}
-		if err := t.Rename(path.Join(staging, e.Path), e.Path); err != nil {
-			return fmt.Errorf("installing %s: %w", e.Path, err)
-		}
-	}
-	for i := len(m.Entries) - 1; i >= 0; i-- {
-		if e := m.Entries[i]; e.Type == TypeDir {
-			_ = t.SetMeta(e.Path, e.Mode, e.MTime)
 		}
 	}
 	return nil
@@ -479,7 +349,7 @@ func (r *ratioReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.n += int64(n)
 	if r.n > 1<<20 && r.n > r.max*r.in.n {
-		return n, &LimitError{Limit: "compression ratio", Setting: "sync.max_ratio", Max: r.max}
+		return n, &sync.LimitError{Limit: "compression ratio", Setting: "sync.max_ratio", Max: r.max}
 	}
 	return n, err
 }

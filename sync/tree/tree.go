@@ -1,24 +1,30 @@
-package sync
+// Package tree opens a data root for what the data channel does to it: one
+// Tree, the only way the sync packages touch a data root on behalf of what
+// a polecat sent. Every operation goes through os.Root and none follows a
+// symlink, so nothing an archive or a merge does leads outside the root
+// whatever the root holds. It also walks the paths a policy lets cross,
+// keeps the staging directories transfers unpack into, and locks a root
+// for one merge at a time.
+package tree
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+	"github.com/polecat-sidecar/sidecar/sync"
 )
 
 // Tree is a data root opened for the changes a transfer makes: the one
 // place that touches a data root on behalf of what a polecat sent, used by
-// Extract and by merges alike. Every operation goes through os.Root, so the
-// kernel refuses a path that leads outside the root whatever the tree
-// holds; and none follows a symlink: a path any of whose parent
+// archive.Extract and by merges alike. Every operation goes through
+// os.Root, so the kernel refuses a path that leads outside the root
+// whatever the tree holds; and none follows a symlink: a path any of whose parent
 // directories is a symlink (or not a directory) is refused, naming it, and
 // a symlink at the path itself is removed, replaced or read, never
 // written through. A Tree is not safe for concurrent use: a transfer owns
@@ -32,12 +38,8 @@ type Tree struct {
 	dirs map[string]bool
 }
 
-// reservedPrefix starts every name the data channel keeps for itself in a
-// data root (the manifest, staging directories): none crosses as data.
-const reservedPrefix = ".sidecar-"
-
-// OpenTree opens dir, creating it if it is missing.
-func OpenTree(dir string) (*Tree, error) {
+// Open opens dir, creating it if it is missing.
+func Open(dir string) (*Tree, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the data root %s: %w", dir, err)
 	}
@@ -48,9 +50,9 @@ func OpenTree(dir string) (*Tree, error) {
 	return &Tree{root: r, dir: dir, dirs: map[string]bool{}}, nil
 }
 
-// openTreeRead opens dir for reading: nil, and no error, when it does not
+// OpenRead opens dir for reading: nil, and no error, when it does not
 // exist.
-func openTreeRead(dir string) (*Tree, error) {
+func OpenRead(dir string) (*Tree, error) {
 	r, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -77,16 +79,16 @@ func (e *PlainPathError) Error() string {
 	return fmt.Sprintf("refusing %s: %s is a %s, and nothing in a data root is reached through one", e.Path, e.Through, e.Is)
 }
 
-// parents checks that every directory above rel is a real directory, or
+// Parents checks that every directory above rel is a real directory, or
 // missing (it will be made, or the operation fails with not-exist). They
 // are checked from the top down, so that each is looked at through
 // directories already known to be real: os.Root would follow a symlink
 // above it (inside the root) and see the directory it points to.
-func (t *Tree) parents(rel string) error {
+func (t *Tree) Parents(rel string) error {
 	if rel == "." {
 		return nil
 	}
-	if !validRel(rel) {
+	if !sync.ValidRel(rel) {
 		return fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
 	}
 	// Start below the deepest directory already checked: those above it
@@ -132,15 +134,15 @@ func (t *Tree) forget(rel string) {
 
 // Lstat describes rel itself (a symlink is not followed).
 func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return nil, err
 	}
 	return t.root.Lstat(rel)
 }
 
-// entryInfo is what the tree holds at rel, as a manifest entry (a file's
+// Entry is what the tree holds at rel, as a manifest entry (a file's
 // content hashed), and what Lstat said of it; nil and nil for nothing.
-func (t *Tree) entryInfo(rel string) (*Entry, fs.FileInfo, error) {
+func (t *Tree) Entry(rel string) (*sync.Entry, fs.FileInfo, error) {
 	fi, err := t.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -148,18 +150,18 @@ func (t *Tree) entryInfo(rel string) (*Entry, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
+	e := &sync.Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
 	switch {
 	case fi.IsDir():
-		e.Type = TypeDir
+		e.Type = sync.TypeDir
 	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Type, e.Mode, e.MTime = TypeSymlink, 0o777, time.Time{}
+		e.Type, e.Mode, e.MTime = sync.TypeSymlink, 0o777, time.Time{}
 		e.Target, err = t.root.Readlink(rel)
 	case fi.Mode().IsRegular():
-		e.Type, e.Size = TypeFile, fi.Size()
+		e.Type, e.Size = sync.TypeFile, fi.Size()
 		var f *os.File
 		if f, err = t.Open(rel); err == nil {
-			e.SHA256, err = hashReader(f)
+			e.SHA256, err = sync.Hash(f)
 			f.Close()
 		}
 	default:
@@ -175,12 +177,12 @@ func (t *Tree) Open(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.openAs(rel, fi)
+	return t.OpenAs(rel, fi)
 }
 
-// openAs opens the regular file at rel that a listing described as fi:
-// the file opened must be that one.
-func (t *Tree) openAs(rel string, fi fs.FileInfo) (*os.File, error) {
+// OpenAs opens the regular file at rel that a listing (a Walk)
+// described as fi: the file opened must be that one.
+func (t *Tree) OpenAs(rel string, fi fs.FileInfo) (*os.File, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("refusing to open %s: not a regular file", rel)
 	}
@@ -197,7 +199,7 @@ func (t *Tree) openAs(rel string, fi fs.FileInfo) (*os.File, error) {
 
 // Readlink is a symlink's target.
 func (t *Tree) Readlink(rel string) (string, error) {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return "", err
 	}
 	return t.root.Readlink(rel)
@@ -248,7 +250,7 @@ func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
 // MkdirAll makes rel and the directories above it, each a real directory:
 // a symlink or file on the way is refused.
 func (t *Tree) MkdirAll(rel string, mode fs.FileMode) error {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return err
 	}
 	for i := 0; i <= len(rel); i++ {
@@ -279,7 +281,7 @@ func (t *Tree) MkdirAll(rel string, mode fs.FileMode) error {
 // Remove removes rel: a file, a symlink (not its target) or an empty
 // directory.
 func (t *Tree) Remove(rel string) error {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return err
 	}
 	t.forget(rel)
@@ -289,7 +291,7 @@ func (t *Tree) Remove(rel string) error {
 // RemoveAll removes rel and everything under it; symlinks under it are
 // removed, not followed.
 func (t *Tree) RemoveAll(rel string) error {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return err
 	}
 	t.forget(rel)
@@ -299,7 +301,7 @@ func (t *Tree) RemoveAll(rel string) error {
 // Rename moves from to to, both inside the tree, replacing a file or
 // symlink at to.
 func (t *Tree) Rename(from, to string) error {
-	if err := errors.Join(t.parents(from), t.parents(to)); err != nil {
+	if err := errors.Join(t.Parents(from), t.Parents(to)); err != nil {
 		return err
 	}
 	t.forget(from)
@@ -308,7 +310,7 @@ func (t *Tree) Rename(from, to string) error {
 
 // Symlink makes a symlink at rel pointing to target.
 func (t *Tree) Symlink(target, rel string) error {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return err
 	}
 	return t.root.Symlink(target, rel)
@@ -316,10 +318,20 @@ func (t *Tree) Symlink(target, rel string) error {
 
 // Create makes a new file at rel (it must not exist) for writing.
 func (t *Tree) Create(rel string, mode fs.FileMode) (*os.File, error) {
-	if err := t.parents(rel); err != nil {
+	if err := t.Parents(rel); err != nil {
 		return nil, err
 	}
 	return t.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+}
+
+// WriteFile writes data to a new or existing file at rel with mode, as
+// atomicfile.WriteIn does inside the root: a reader, or the next start
+// after a crash, sees the old content or the new, never a mix.
+func (t *Tree) WriteFile(rel string, data []byte, mode fs.FileMode) error {
+	if err := t.Parents(rel); err != nil {
+		return err
+	}
+	return atomicfile.WriteIn(t.root, rel, data, mode)
 }
 
 // SetMeta sets the mode and modification time of the file or directory at
@@ -343,56 +355,6 @@ func (t *Tree) SetMeta(rel string, mode fs.FileMode, mtime time.Time) error {
 	return nil
 }
 
-// Staging makes a new, empty directory for one transfer's incoming tree at
-// the top of the tree, named for who is sending (a polecat's name, or
-// "hostd"), and returns its name in the tree. Being inside the root, what
-// is staged moves into place by a rename within it. Its name starts with
-// the reserved prefix, which no policy lets cross.
-func (t *Tree) Staging(who string) (string, error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := stagingPrefix + who + "." + hex.EncodeToString(b)
-	if err := t.root.Mkdir(name, 0o700); err != nil {
-		return "", fmt.Errorf("creating a staging directory in %s: %w", t.dir, err)
-	}
-	t.dirs[name] = true
-	return name, nil
-}
-
-// stagingPrefix starts a staging directory's name; a '.' ends the sender's
-// name in it, which polecat names lack, so nux's never matches nux-2's.
-const stagingPrefix = reservedPrefix + "incoming-"
-
-// RemoveStaging removes the staging directories who left (a transfer cut
-// short by a killed process), returning how many there were.
-func (t *Tree) RemoveStaging(who string) (int, error) {
-	names, err := t.ReadDir(".")
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range names {
-		if strings.HasPrefix(name, stagingPrefix+who+".") {
-			n++
-			if err := t.RemoveAll(name); err != nil {
-				return n, fmt.Errorf("removing the leftover staging directory %s: %w", name, err)
-			}
-		}
-	}
-	return n, nil
-}
-
-// RemoveStaging removes the staging directories who left in the data root
-// dir (see Tree.RemoveStaging); a missing dir has none.
-func RemoveStaging(dir, who string) (int, error) {
-	t, err := openTreeRead(dir)
-	if err != nil || t == nil {
-		return 0, err
-	}
-	defer t.Close()
-	return t.RemoveStaging(who)
-}
-
 // kindOf names what a non-directory is, for a refusal.
 func kindOf(fi fs.FileInfo) string {
 	switch {
@@ -403,13 +365,4 @@ func kindOf(fi fs.FileInfo) string {
 	default:
 		return "special file"
 	}
-}
-
-// hashReader is the hex SHA-256 of what r holds.
-func hashReader(r io.Reader) (string, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -1,4 +1,4 @@
-package sync
+package archive
 
 import (
 	"bytes"
@@ -11,7 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/internal/fixture"
 )
+
+// keepPolicy lets cross what these tests keep.
+var keepPolicy = sync.Policy{Include: []string{"results", "notes.md"}}
+
+const lines = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
 
 // TestKeepContents: what Pack sends of files up to MaxKept is kept, byte
 // for byte, in one file; bigger files, directories and symlinks are not.
@@ -19,7 +27,7 @@ func TestKeepContents(t *testing.T) {
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
 	big := strings.Repeat("x", MaxKept+1)
-	writeTree(t, root, map[string]string{
+	fixture.WriteTree(t, root, map[string]string{
 		"notes.md":          lines,
 		"results/a.txt":     "a",
 		"results/empty.txt": "",
@@ -53,14 +61,14 @@ func TestKeepContents(t *testing.T) {
 
 // keepTo packs root as a push does, keeping its contents in a file under
 // dir, and opens them.
-func keepTo(t *testing.T, root, dir string) (*Contents, *Manifest) {
+func keepTo(t *testing.T, root, dir string) (*Contents, *sync.Manifest) {
 	t.Helper()
 	kept := filepath.Join(dir, "kept.tar")
 	f, err := os.Create(kept)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := Pack(context.Background(), root, mergePolicy, io.Discard, KeepContents(f))
+	m, _, err := Pack(context.Background(), root, keepPolicy, io.Discard, KeepContents(f))
 	if err = errors.Join(err, f.Close()); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +86,7 @@ func keepTo(t *testing.T, root, dir string) (*Contents, *Manifest) {
 func TestWriteContents(t *testing.T) {
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
-	writeTree(t, root, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", "results/lost.txt": "lost"})
+	fixture.WriteTree(t, root, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", "results/lost.txt": "lost"})
 	hourAgo := time.Now().Add(-time.Hour)
 	for _, f := range []string{"same.txt", "changed.txt", "lost.txt"} {
 		_ = os.Chtimes(filepath.Join(root, "results", f), hourAgo, hourAgo) // older than Since's two seconds
@@ -86,13 +94,13 @@ func TestWriteContents(t *testing.T) {
 	old, base := keepTo(t, root, work)
 
 	// The container changes one file and sends a delta against the base.
-	writeTree(t, root, map[string]string{"results/changed.txt": "new", "results/added.txt": "added"})
+	fixture.WriteTree(t, root, map[string]string{"results/changed.txt": "new", "results/added.txt": "added"})
 	var archive bytes.Buffer
-	if _, _, err := Pack(context.Background(), root, mergePolicy, &archive, Since(base)); err != nil {
+	if _, _, err := Pack(context.Background(), root, keepPolicy, &archive, Since(base)); err != nil {
 		t.Fatal(err)
 	}
 	tree := filepath.Join(work, "tree")
-	theirs, err := UnpackSince(context.Background(), &archive, tree, mergePolicy, Limits{}, base)
+	theirs, err := UnpackSince(context.Background(), &archive, tree, keepPolicy, sync.Limits{}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +149,7 @@ func (f fsWithout) Open(name string) (fs.File, error) {
 func TestContentsDamaged(t *testing.T) {
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
-	writeTree(t, root, map[string]string{"notes.md": lines})
+	fixture.WriteTree(t, root, map[string]string{"notes.md": lines})
 	c, m := keepTo(t, root, work)
 	c.Close()
 	good, err := os.ReadFile(filepath.Join(work, "kept.tar"))
@@ -168,8 +176,16 @@ func TestContentsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	e := index(m)["notes.md"]
-	if path, err := baseFile(tc, e); err != nil || path != "" {
-		t.Errorf("a tampered base was used: %q %v", path, err)
+	e := m.Index()["notes.md"]
+	if b, ok := Kept(tc, e); ok {
+		t.Errorf("a tampered base was used: %q", b)
+	}
+	intact, err := OpenContents(filepath.Join(work, "kept.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intact.Close()
+	if b, ok := Kept(intact, e); !ok || string(b) != lines {
+		t.Errorf("the intact base's content: %q, %v", b, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package sync
+package merge
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
 // Incoming is a container's archive received into a host data root and
@@ -16,8 +20,8 @@ import (
 type Incoming struct {
 	// Manifest is the container's tree as the archive gave it (files it
 	// left out as unchanged marked so).
-	Manifest *Manifest
-	tree     *Tree
+	Manifest *sync.Manifest
+	tree     *tree.Tree
 	staging  string
 	unlock   func()
 }
@@ -25,17 +29,17 @@ type Incoming struct {
 // Receive locks the host data root host (creating it if need be),
 // removes what an earlier transfer of who's left there (a killed
 // process's staging directory), and unpacks the archive from r into a new
-// staging directory inside it, with every check Unpack makes. who names
+// staging directory inside it, with every check archive.Unpack makes. who names
 // the sender (a polecat) in staging names.
-func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim Limits, base *Manifest) (_ *Incoming, err error) {
+func Receive(ctx context.Context, r io.Reader, host, who string, p sync.Policy, lim sync.Limits, base *sync.Manifest) (_ *Incoming, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := OpenTree(host)
+	t, err := tree.Open(host)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := t.lock(ctx)
+	unlock, err := t.Lock(ctx)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -46,7 +50,7 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim L
 			in.Close()
 		}
 	}()
-	if in.staging, in.Manifest, err = t.stage(ctx, r, who, p, lim, base); err != nil {
+	if in.staging, in.Manifest, err = archive.Stage(ctx, t, r, who, p, lim, base); err != nil {
 		return nil, err
 	}
 	if err := t.MkdirAll(path.Join(in.staging, "scratch"), 0o700); err != nil {
@@ -55,39 +59,23 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p Policy, lim L
 	return in, nil
 }
 
-// stage removes what an earlier transfer of who's left in t (a killed
-// process's staging directory) and unpacks the archive from r, with every
-// check UnpackSince makes, into the tree directory of a new staging
-// directory, which it returns; on error nothing of it is left. Extract and
-// Receive both start here.
-func (t *Tree) stage(ctx context.Context, r io.Reader, who string, p Policy, lim Limits, base *Manifest) (string, *Manifest, error) {
-	if _, err := t.RemoveStaging(who); err != nil {
-		return "", nil, err
-	}
-	staging, err := t.Staging(who)
-	if err != nil {
-		return "", nil, err
-	}
-	m, err := UnpackSince(ctx, r, filepath.Join(t.dir, filepath.FromSlash(path.Join(staging, "tree"))), p, lim, base)
-	if err != nil {
-		_ = t.RemoveAll(staging)
-		return "", nil, err
-	}
-	return staging, m, nil
-}
-
-// Dir is the unpacked tree on disk (for WriteContents).
+// Dir is the unpacked tree on disk (for archive.WriteContents).
 func (in *Incoming) Dir() string {
 	return filepath.Join(in.tree.Dir(), filepath.FromSlash(path.Join(in.staging, "tree")))
 }
 
 // Plan decides the merge of what came into the host's tree against base,
-// the tree both sides last shared (see PlanMerge).
-func (in *Incoming) Plan(ctx context.Context, base *Manifest, o MergeOptions) (*Plan, error) {
+// the tree both sides last shared, path by path. Only paths in base or in
+// what came are looked at; the rest of the root is left alone, and nothing
+// in it is written before Apply. A merge that would leave a symlink
+// leading out of the root or to a path that does not cross, that changes
+// more paths on both sides than the bound, or whose text merges fail, is
+// refused with the path named.
+func (in *Incoming) Plan(ctx context.Context, base *sync.Manifest, o Options) (*Plan, error) {
 	if in.Manifest == nil {
 		return nil, errors.New("nothing was received to merge")
 	}
-	return PlanMerge(ctx, in.tree, base, in.Manifest, path.Join(in.staging, "tree"), path.Join(in.staging, "scratch"), o)
+	return planMerge(ctx, in.tree, base, in.Manifest, path.Join(in.staging, "tree"), path.Join(in.staging, "scratch"), o)
 }
 
 // Close removes what is still staged and unlocks the root.

@@ -1,4 +1,4 @@
-package sync
+package merge
 
 import (
 	"bytes"
@@ -11,19 +11,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
+	"github.com/polecat-sidecar/sidecar/sync/internal/fixture"
 )
 
-var mergePolicy = Policy{Include: []string{"results", "notes.md"}}
+var mergePolicy = datasync.Policy{Include: []string{"results", "notes.md"}}
 
 // pull packs the container's tree and merges it into host against base,
 // as hostd does with what it receives; with dry, it only plans.
-func pull(t *testing.T, container, host string, base *Manifest, o MergeOptions, dry bool) ([]Change, error) {
+func pull(t *testing.T, container, host string, base *datasync.Manifest, o Options, dry bool) ([]Change, error) {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, _, err := Pack(context.Background(), container, mergePolicy, &buf); err != nil {
+	if _, _, err := archive.Pack(context.Background(), container, mergePolicy, &buf); err != nil {
 		t.Fatal(err)
 	}
-	in, err := Receive(context.Background(), &buf, host, o.Polecat, mergePolicy, Limits{}, nil)
+	in, err := Receive(context.Background(), &buf, host, o.Polecat, mergePolicy, datasync.Limits{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -43,17 +47,17 @@ func pull(t *testing.T, container, host string, base *Manifest, o MergeOptions, 
 
 // keptBase packs src as hostd does a push, keeping its contents in a tar
 // file under parent, and opens them.
-func keptBase(t *testing.T, src, parent string) (*Manifest, *Contents) {
+func keptBase(t *testing.T, src, parent string) (*datasync.Manifest, *archive.Contents) {
 	t.Helper()
 	kept, err := os.Create(filepath.Join(parent, "base.tar"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := Pack(context.Background(), src, mergePolicy, io.Discard, KeepContents(kept))
+	m, _, err := archive.Pack(context.Background(), src, mergePolicy, io.Discard, archive.KeepContents(kept))
 	if err = errors.Join(err, kept.Close()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenContents(kept.Name())
+	c, err := archive.OpenContents(kept.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ const lines = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
 func TestMerge(t *testing.T) {
 	work := t.TempDir()
 	host := filepath.Join(work, "host")
-	writeTree(t, host, map[string]string{
+	fixture.WriteTree(t, host, map[string]string{
 		"notes.md":              lines,
 		"results/container.txt": "base",
 		"results/host.txt":      "base",
@@ -105,7 +109,7 @@ func TestMerge(t *testing.T) {
 	_ = os.Remove(filepath.Join(container, "untracked.txt"))
 
 	// The container's changes.
-	writeTree(t, container, map[string]string{
+	fixture.WriteTree(t, container, map[string]string{
 		"results/container.txt": "container",
 		"results/both.txt":      strings.Replace(lines, "two", "TWO (container)", 1),
 		"results/clash.txt":     strings.Replace(lines, "four", "FOUR (container)", 1),
@@ -116,7 +120,7 @@ func TestMerge(t *testing.T) {
 	_ = os.Remove(filepath.Join(container, "results/gone.txt"))
 	_ = os.Remove(filepath.Join(container, "results/gone-edited"))
 	// The host's, meanwhile.
-	writeTree(t, host, map[string]string{
+	fixture.WriteTree(t, host, map[string]string{
 		"results/host.txt":    "host",
 		"results/both.txt":    strings.Replace(lines, "seven", "SEVEN (host)", 1),
 		"results/clash.txt":   strings.Replace(lines, "four", "FOUR (host)", 1),
@@ -125,7 +129,7 @@ func TestMerge(t *testing.T) {
 		"results/same.txt":    "both",
 	})
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	o := MergeOptions{Polecat: "furiosa", Now: now, Base: kept}
+	o := Options{Polecat: "furiosa", Now: now, Base: kept}
 
 	dry, err := pull(t, container, host, base, o, true)
 	if err != nil {
@@ -190,12 +194,12 @@ func TestMerge(t *testing.T) {
 func TestMergeTwoPolecats(t *testing.T) {
 	work := t.TempDir()
 	host := filepath.Join(work, "host")
-	writeTree(t, host, map[string]string{"notes.md": lines})
+	fixture.WriteTree(t, host, map[string]string{"notes.md": lines})
 	base, kept := keptBase(t, host, work)
 	var containers []string
 	for i, edit := range [][2]string{{"one", "ONE (furiosa)"}, {"eight", "EIGHT (nux)"}} {
 		c := filepath.Join(work, "c"+string(rune('0'+i)))
-		writeTree(t, c, map[string]string{"notes.md": strings.Replace(lines, edit[0], edit[1], 1)})
+		fixture.WriteTree(t, c, map[string]string{"notes.md": strings.Replace(lines, edit[0], edit[1], 1)})
 		containers = append(containers, c)
 	}
 	var wg sync.WaitGroup
@@ -204,7 +208,7 @@ func TestMergeTwoPolecats(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = pull(t, c, host, base, MergeOptions{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), Base: kept}, false)
+			_, errs[i] = pull(t, c, host, base, Options{Polecat: []string{"furiosa", "nux"}[i], Now: time.Now(), Base: kept}, false)
 		}()
 	}
 	wg.Wait()

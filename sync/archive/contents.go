@@ -1,4 +1,4 @@
-package sync
+package archive
 
 import (
 	"archive/tar"
@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/polecat-sidecar/sidecar/sync"
 )
 
 // A base's contents are what a three-way merge needs of the tree both
@@ -19,7 +21,7 @@ import (
 // and WriteContents (from an extracted tree) write one.
 
 // MaxKept is the largest file whose content a base keeps: the largest a
-// three-way text merge is tried on (MergeOptions.MaxTextMerge's default).
+// three-way text merge is tried on (merge.Options.MaxTextMerge's default).
 const MaxKept = 8 << 20
 
 // Contents is a base's kept contents as an fs.FS (read-only, files only,
@@ -55,7 +57,7 @@ func OpenContents(p string) (*Contents, error) {
 			f.Close()
 			return nil, fmt.Errorf("reading kept contents %s: %w", p, err)
 		}
-		if hdr.Typeflag == tar.TypeReg && validRel(hdr.Name) {
+		if hdr.Typeflag == tar.TypeReg && sync.ValidRel(hdr.Name) {
 			c.files[hdr.Name] = contentsMember{off: cr.n, size: hdr.Size, mode: fs.FileMode(hdr.Mode).Perm()}
 		}
 	}
@@ -109,7 +111,7 @@ func KeepContents(w io.Writer) PackOption {
 
 // keepMember starts a kept copy of a file being packed, returning what its
 // bytes go to (io.Discard when it is not kept).
-func (pk *packer) keepMember(e Entry) (io.Writer, error) {
+func (pk *packer) keepMember(e sync.Entry) (io.Writer, error) {
 	if pk.keep == nil || e.Size > MaxKept {
 		return io.Discard, nil
 	}
@@ -120,17 +122,17 @@ func (pk *packer) keepMember(e Entry) (io.Writer, error) {
 }
 
 // contentsHeader is a kept file's tar header.
-func contentsHeader(e Entry) *tar.Header {
+func contentsHeader(e sync.Entry) *tar.Header {
 	return &tar.Header{Typeflag: tar.TypeReg, Name: e.Path, Size: e.Size, Mode: int64(e.Mode), ModTime: e.MTime}
 }
 
 // ContentsSize is at most how many bytes WriteContents writes for m: a
 // header (and a long name's extended header) and the padded content of
 // each file it keeps, and the trailer.
-func ContentsSize(m *Manifest) int64 {
+func ContentsSize(m *sync.Manifest) int64 {
 	n := int64(1024)
 	for _, e := range m.Entries {
-		if e.Type == TypeFile && e.Size <= MaxKept {
+		if e.Type == sync.TypeFile && e.Size <= MaxKept {
 			n += 512 + (e.Size+511)/512*512
 			if len(e.Path) > 100 {
 				n += 1024 + (int64(len(e.Path))+511)/512*512
@@ -146,17 +148,17 @@ func ContentsSize(m *Manifest) int64 {
 // nil) for those it marked unchanged. A file whose content is in neither,
 // or no longer hashes as m says, is left out: a merge of it then keeps
 // both versions rather than guessing.
-func WriteContents(w io.Writer, m *Manifest, dir string, prev fs.FS) error {
+func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error {
 	tw := tar.NewWriter(w)
 	for _, e := range m.Entries {
-		if e.Type != TypeFile || e.Size > MaxKept {
+		if e.Type != sync.TypeFile || e.Size > MaxKept {
 			continue
 		}
 		b, err := readKept(e, dir, prev)
 		if err != nil {
 			return err
 		}
-		if b == nil || hashBytes(b) != e.SHA256 {
+		if b == nil || sync.HashBytes(b) != e.SHA256 {
 			continue
 		}
 		if err := tw.WriteHeader(contentsHeader(e)); err != nil {
@@ -170,7 +172,7 @@ func WriteContents(w io.Writer, m *Manifest, dir string, prev fs.FS) error {
 }
 
 // readKept reads one file for WriteContents: nil when it is not there.
-func readKept(e Entry, dir string, prev fs.FS) ([]byte, error) {
+func readKept(e sync.Entry, dir string, prev fs.FS) ([]byte, error) {
 	if !e.Unchanged {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
 		if err != nil {
@@ -188,25 +190,16 @@ func readKept(e Entry, dir string, prev fs.FS) ([]byte, error) {
 	return b, err
 }
 
-// baseFile writes the kept content of a file in base to a temporary file
-// for git merge-file, which the caller removes; "" when the content is not
-// kept or not intact.
-func baseFile(base fs.FS, e *Entry) (string, error) {
+// Kept is the content base keeps of the file e, when it is there and
+// still hashes as e says: what a three-way merge takes as the base's
+// version of a file, and ok false when it must go without.
+func Kept(base fs.FS, e *sync.Entry) (content []byte, ok bool) {
 	if base == nil {
-		return "", nil
+		return nil, false
 	}
 	b, err := fs.ReadFile(base, e.Path)
-	if err != nil || hashBytes(b) != e.SHA256 {
-		return "", nil
+	if err != nil || sync.HashBytes(b) != e.SHA256 {
+		return nil, false
 	}
-	f, err := os.CreateTemp("", "sync-base-")
-	if err != nil {
-		return "", fmt.Errorf("writing the base of %s for a merge: %w", e.Path, err)
-	}
-	_, err = f.Write(b)
-	if err = errors.Join(err, f.Close()); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("writing the base of %s for a merge: %w", e.Path, err)
-	}
-	return f.Name(), nil
+	return b, true
 }

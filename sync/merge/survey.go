@@ -1,9 +1,12 @@
-package sync
+package merge
 
 import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
 // Survey is what a data root holds for its polecats, as a storage budget
@@ -24,30 +27,30 @@ type Survey struct {
 const entryCost = 4096
 
 // SurveyRoot surveys the data root dir (nothing when it is missing).
-func SurveyRoot(dir string, p Policy) (Survey, error) {
-	t, err := openTreeRead(dir)
+func SurveyRoot(dir string, p sync.Policy) (Survey, error) {
+	t, err := tree.OpenRead(dir)
 	if err != nil || t == nil {
 		return Survey{}, err
 	}
 	defer t.Close()
-	return t.survey(p)
+	return surveyTree(t, p)
 }
 
-// survey walks the paths p lets cross, then the conflict copies in the
-// directories on the way to them.
-func (t *Tree) survey(p Policy) (Survey, error) {
+// surveyTree walks the paths p lets cross in t, then the conflict copies in
+// the directories on the way to them.
+func surveyTree(t *tree.Tree, p sync.Policy) (Survey, error) {
 	var s Survey
-	pk := &packer{root: t, policy: p}
-	pk.visit = func(rel string, fi fs.FileInfo) error {
-		pk.done[rel] = true
+	walked := map[string]bool{}
+	err := t.Walk(p, func(rel string, fi fs.FileInfo) error {
+		walked[rel] = true
 		s.count(rel, fi)
 		return nil
-	}
-	if err := pk.walkIncludes(); err != nil {
+	}, nil)
+	if err != nil {
 		return s, err
 	}
 	dirs := map[string]bool{}
-	for _, inc := range p.include() {
+	for _, inc := range p.Includes() {
 		for d := path.Dir(inc); !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 		}
@@ -59,8 +62,8 @@ func (t *Tree) survey(p Policy) (Survey, error) {
 		}
 		for _, n := range names {
 			rel := path.Join(dir, n)
-			if strings.Contains(n, "."+conflictInfix) && !p.Allowed(rel) && !pk.done[rel] {
-				if err := t.walkAll(rel, s.count); err != nil {
+			if strings.Contains(n, "."+conflictInfix) && !p.Allowed(rel) && !walked[rel] {
+				if err := t.WalkAll(rel, s.count); err != nil {
 					return s, err
 				}
 			}
@@ -78,32 +81,4 @@ func (s *Survey) count(rel string, fi fs.FileInfo) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		s.Links = append(s.Links, rel)
 	}
-}
-
-// walkAll calls visit for rel and everything under it, following no
-// symlink.
-func (t *Tree) walkAll(rel string, visit func(string, fs.FileInfo)) error {
-	fi, err := t.Lstat(rel)
-	if err != nil {
-		return err
-	}
-	return t.walkInfo(rel, fi, visit)
-}
-
-// walkInfo is walkAll for rel as a listing described it.
-func (t *Tree) walkInfo(rel string, fi fs.FileInfo, visit func(string, fs.FileInfo)) error {
-	visit(rel, fi)
-	if !fi.IsDir() {
-		return nil
-	}
-	infos, err := t.readDirInfo(rel)
-	if err != nil {
-		return err
-	}
-	for _, ci := range infos {
-		if err := t.walkInfo(rel+"/"+ci.Name(), ci, visit); err != nil {
-			return err
-		}
-	}
-	return nil
 }

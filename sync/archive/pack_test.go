@@ -1,4 +1,4 @@
-package sync
+package archive
 
 import (
 	"bytes"
@@ -12,35 +12,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/internal/fixture"
 )
 
-// writeTree makes files under root: path -> content ("->target" makes a
-// symlink, a trailing slash a directory).
-func writeTree(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case len(rel) > 0 && rel[len(rel)-1] == '/':
-			_ = os.MkdirAll(p, 0o755)
-		case len(content) > 2 && content[:2] == "->":
-			if err := os.Symlink(content[2:], p); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-// tree lists what is under root: path -> content, mode and mtime for
+// listTree lists what is under root: path -> content, mode and mtime for
 // files, target for symlinks.
-func tree(t *testing.T, root string) map[string]string {
+func listTree(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -64,11 +43,11 @@ func tree(t *testing.T, root string) map[string]string {
 	return out
 }
 
-var testPolicy = Policy{Include: []string{".claude/settings.json", ".claude/hooks", "results"}}
+var testPolicy = sync.Policy{Include: []string{".claude/settings.json", ".claude/hooks", "results"}}
 
 func TestPackExtractRoundTrip(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
-	writeTree(t, src, map[string]string{
+	fixture.WriteTree(t, src, map[string]string{
 		".claude/settings.json":    `{"hooks":{}}`,
 		".claude/credentials.json": "secret",
 		".claude/hooks/stop.sh":    "#!/bin/sh\n",
@@ -99,14 +78,14 @@ func TestPackExtractRoundTrip(t *testing.T) {
 	if _, _, err := Pack(context.Background(), src, testPolicy, &again); err != nil || !bytes.Equal(buf.Bytes(), again.Bytes()) {
 		t.Errorf("packing twice differs (%v)", err)
 	}
-	got, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dst, testPolicy, Limits{})
+	got, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dst, testPolicy, sync.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Entries) != len(m.Entries) {
 		t.Errorf("extracted %d entries, packed %d", len(got.Entries), len(m.Entries))
 	}
-	want, have := tree(t, src), tree(t, dst)
+	want, have := listTree(t, src), listTree(t, dst)
 	for _, gone := range []string{".claude/credentials.json", "results/escape", "results/to-secret", "results/.ssh/", "results/.ssh/id_rsa", "results/server.pem", "unlisted.txt"} {
 		delete(want, gone)
 		if _, ok := have[gone]; ok {
@@ -125,7 +104,7 @@ func TestPackExtractRoundTrip(t *testing.T) {
 	}
 	// Whatever dst already had outside the archive stays.
 	_ = os.WriteFile(filepath.Join(dst, "mine.txt"), []byte("keep"), 0o644)
-	if _, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dst, testPolicy, Limits{}); err != nil {
+	if _, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dst, testPolicy, sync.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "mine.txt")); string(b) != "keep" {
@@ -140,7 +119,7 @@ func TestPackSince(t *testing.T) {
 	src := t.TempDir()
 	big := make([]byte, 100<<10)
 	_, _ = rand.Read(big)
-	writeTree(t, src, map[string]string{"results/a.txt": string(big), "results/b.txt": "b"})
+	fixture.WriteTree(t, src, map[string]string{"results/a.txt": string(big), "results/b.txt": "b"})
 	old := time.Now().Add(-time.Hour)
 	for _, f := range []string{"results/a.txt", "results/b.txt"} {
 		_ = os.Chtimes(filepath.Join(src, f), old, old)
@@ -166,21 +145,21 @@ func TestPackSince(t *testing.T) {
 	if delta.Len() > first.Len()/10 {
 		t.Errorf("the delta (%d bytes) is not smaller than the full archive (%d)", delta.Len(), first.Len())
 	}
-	got, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, Limits{}, base)
+	got, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, sync.Limits{}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if files, _ := got.Resolved().Files(); files != 2 {
 		t.Errorf("resolved manifest lists %d files, want 2", files)
 	}
-	if _, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, Limits{}, nil); !errors.Is(err, ErrBaseMismatch) {
+	if _, err := UnpackSince(context.Background(), bytes.NewReader(delta.Bytes()), t.TempDir(), testPolicy, sync.Limits{}, nil); !errors.Is(err, ErrBaseMismatch) {
 		t.Errorf("without the base: %v, want ErrBaseMismatch", err)
 	}
 }
 
 func TestSizeAndProgress(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"results/a": "aaaa", "results/b/c": "cc", "results/.ssh/k": "secret", "other": "x"})
+	fixture.WriteTree(t, src, map[string]string{"results/a": "aaaa", "results/b/c": "cc", "results/.ssh/k": "secret", "other": "x"})
 	files, bytes, err := Size(src, testPolicy)
 	if err != nil || files != 2 || bytes != 6 {
 		t.Fatalf("Size: %d files, %d bytes, %v; want 2 and 6", files, bytes, err)
@@ -192,5 +171,23 @@ func TestSizeAndProgress(t *testing.T) {
 	}
 	if lastFiles != files || lastBytes != bytes {
 		t.Errorf("progress ended at %d files, %d bytes; Size said %d, %d", lastFiles, lastBytes, files, bytes)
+	}
+}
+
+// TestPackNonUTF8: a name that is not UTF-8 is left out and reported, not
+// sent in an archive its receiver would refuse whole.
+func TestPackNonUTF8(t *testing.T) {
+	root := t.TempDir()
+	fixture.WriteTree(t, root, map[string]string{"results/caf\xe9": "x", "results/ok": "ok"})
+	var buf bytes.Buffer
+	m, skipped, err := Pack(context.Background(), root, testPolicy, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 1 || len(m.Skipped) != 1 {
+		t.Errorf("skipped %v (manifest %v), want the one name", skipped, m.Skipped)
+	}
+	if _, err := Unpack(context.Background(), &buf, t.TempDir(), testPolicy, sync.Limits{}); err != nil {
+		t.Errorf("the receiver refused it: %v", err)
 	}
 }

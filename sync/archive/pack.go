@@ -1,4 +1,9 @@
-package sync
+// Package archive makes and takes the data channel's archives: Pack
+// walks a data root through a tree.Tree and writes what the policy lets
+// cross as tar+zstd with its manifest last; Extract, Unpack and
+// UnpackSince read one without trusting it, within sync.Limits, through a
+// Tree; Contents keeps the base's file contents a three-way merge needs.
+package archive
 
 import (
 	"archive/tar"
@@ -14,28 +19,29 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/mholt/archives"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
 // Pack writes the whitelisted contents of root to w as a tar+zstd archive,
 // in a stable order (sorted, so the same tree gives the same archive),
 // with the manifest last, and returns the manifest. It walks the tree
-// itself through a Tree, so a symlink swapped in during the walk cannot
-// lead it out of root and none is followed; a symlink is kept only if,
-// followed through every link in its chain, it leads to a path that
+// itself through a tree.Tree, so a symlink swapped in during the walk
+// cannot lead it out of root and none is followed; a symlink is kept only
+// if, followed through every link in its chain, it leads to a path that
 // crosses; others are left out and listed in skipped, as is anything not
-// a file, directory or symlink.
-func Pack(ctx context.Context, root string, p Policy, w io.Writer, opts ...PackOption) (m *Manifest, skipped []string, err error) {
+// a file, directory or symlink, and a name that is not UTF-8.
+func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...PackOption) (m *sync.Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
-	r, err := openTreeRead(root)
+	r, err := tree.OpenRead(root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,14 +55,13 @@ func Pack(ctx context.Context, root string, p Policy, w io.Writer, opts ...PackO
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &Manifest{Version: manifestVersion}}
-	pk.visit = pk.add
+	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
 	for _, o := range opts {
 		o(pk)
 	}
 	archived := make(chan error, 1)
 	go func() { archived <- (archives.Tar{Format: 0}).ArchiveAsync(ctx, zw, pk.jobs) }()
-	err = pk.walkIncludes()
+	err = r.Walk(p, pk.add, pk.skip)
 	if err == nil {
 		err = pk.writeManifest()
 	}
@@ -86,7 +91,7 @@ type PackOption func(*packer)
 // the last two seconds (a write within the same second could otherwise go
 // unseen). The manifest still lists them, marked Unchanged, with prev's
 // hash; the receiver takes them from its base.
-func Since(prev *Manifest) PackOption { return func(pk *packer) { pk.prev = index(prev) } }
+func Since(prev *sync.Manifest) PackOption { return func(pk *packer) { pk.prev = prev.Index() } }
 
 // WithProgress calls f after each file packed with the files and bytes
 // packed so far (files left out by Since count too).
@@ -96,40 +101,34 @@ func WithProgress(f func(files int, bytes int64)) PackOption {
 
 // Size counts the files and bytes under root that p lets cross, without
 // reading them (for progress: what Pack will send at most).
-func Size(root string, p Policy) (files int, bytes int64, err error) {
+func Size(root string, p sync.Policy) (files int, bytes int64, err error) {
 	if err := p.Validate(); err != nil {
 		return 0, 0, err
 	}
-	r, err := openTreeRead(root)
+	r, err := tree.OpenRead(root)
 	if err != nil || r == nil {
 		return 0, 0, err
 	}
 	defer r.Close()
-	pk := &packer{root: r, policy: p}
-	pk.visit = func(rel string, fi fs.FileInfo) error {
-		pk.done[rel] = true
+	err = r.Walk(p, func(rel string, fi fs.FileInfo) error {
 		if fi.Mode().IsRegular() {
 			files++
 			bytes += fi.Size()
 		}
 		return nil
-	}
-	err = pk.walkIncludes()
+	}, nil)
 	return files, bytes, err
 }
 
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
 	ctx     context.Context
-	root    *Tree
-	policy  Policy
+	root    *tree.Tree
+	policy  sync.Policy
 	jobs    chan archives.ArchiveAsyncJob
-	m       *Manifest
+	m       *sync.Manifest
 	skipped []string
-	done    map[string]bool
-	prev    map[string]*Entry
-	// visit takes each path the walk finds: add, or a count for Size.
-	visit func(rel string, fi fs.FileInfo) error
+	prev    map[string]*sync.Entry
 	// progress, when set, hears of each file packed.
 	progress func(files int, bytes int64)
 	// keep, when set, receives a copy of what is sent (KeepContents).
@@ -138,107 +137,33 @@ type packer struct {
 	bytes int64
 }
 
-// walkIncludes packs each included path (and the directories leading to
-// it), in sorted order.
-func (pk *packer) walkIncludes() error {
-	pk.done = map[string]bool{}
-	incs := slices.Clone(pk.policy.include())
-	slices.Sort(incs)
-	for _, inc := range incs {
-		if err := pk.leading(path.Dir(inc)); err != nil {
-			return err
-		}
-		if err := pk.walk(inc); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// leading packs the directories above an included path, if they exist.
-func (pk *packer) leading(dir string) error {
-	if dir == "." || pk.done[dir] {
-		return nil
-	}
-	if err := pk.leading(path.Dir(dir)); err != nil {
-		return err
-	}
-	fi, err := pk.root.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return nil // the include is not there; nothing to lead to
-	}
-	return pk.visit(dir, fi)
-}
-
-// walk packs rel and, for a directory, what is under it.
-func (pk *packer) walk(rel string) error {
-	if pk.done[rel] || !pk.policy.Allowed(rel) {
-		return nil
-	}
-	fi, err := pk.root.Lstat(rel)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", rel, err)
-	}
-	return pk.walkInfo(rel, fi)
-}
-
-// walkInfo packs rel, which a listing described as fi, and, for a
-// directory, what is under it, described by its own listing. A name that
-// is not UTF-8 is left out and listed in skipped: the manifest, JSON,
-// could not name it exactly, and the receiver would refuse the archive.
-func (pk *packer) walkInfo(rel string, fi fs.FileInfo) error {
-	if !utf8.ValidString(rel) || strings.Count(rel, "/") >= maxDepth {
-		pk.skipped = append(pk.skipped, strings.ToValidUTF8(rel, "\uFFFD"))
-		return nil
-	}
-	if err := pk.visit(rel, fi); err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return nil
-	}
-	infos, err := pk.root.readDirInfo(rel)
-	if err != nil {
-		return err
-	}
-	for _, ci := range infos {
-		child := rel + "/" + ci.Name()
-		if pk.done[child] || !pk.policy.allowedChild(rel, ci.Name()) {
-			continue
-		}
-		if err := pk.walkInfo(child, ci); err != nil {
-			return err
-		}
-	}
-	return nil
+// skip lists a path the walk left out.
+func (pk *packer) skip(rel string) {
+	pk.skipped = append(pk.skipped, strings.ToValidUTF8(rel, "\uFFFD"))
 }
 
 // add packs one member.
 func (pk *packer) add(rel string, fi fs.FileInfo) error {
-	pk.done[rel] = true
-	e := Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
+	e := sync.Entry{Path: rel, Mode: fi.Mode().Perm(), MTime: fi.ModTime().Truncate(time.Second).UTC()}
 	info := archives.FileInfo{NameInArchive: rel}
 	switch {
 	case fi.IsDir():
-		e.Type = TypeDir
+		e.Type = sync.TypeDir
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeDir | e.Mode, mtime: e.MTime}
 	case fi.Mode()&fs.ModeSymlink != 0:
 		target, err := pk.root.Readlink(rel)
 		if err != nil {
 			return fmt.Errorf("reading symlink %s: %w", rel, err)
 		}
-		if pk.policy.judgeLink(treeView(pk.root), rel, target) != nil {
+		if pk.policy.JudgeLink(pk.root.View(), rel, target) != nil {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
 		}
-		e.Type, e.Target, e.MTime, e.Mode = TypeSymlink, target, time.Time{}, 0o777
+		e.Type, e.Target, e.MTime, e.Mode = sync.TypeSymlink, target, time.Time{}, 0o777
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeSymlink | 0o777}
 		info.LinkTarget = target
 	case fi.Mode().IsRegular():
-		if pe := pk.prev[rel]; pe != nil && pe.Type == TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
+		if pe := pk.prev[rel]; pe != nil && pe.Type == sync.TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
 			pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && time.Since(fi.ModTime()) > 2*time.Second {
 			e := *pe
 			e.Unchanged = true
@@ -246,7 +171,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 			pk.packed(e.Size)
 			return nil
 		}
-		f, err := pk.root.openAs(rel, fi) // the file the listing saw, or a refusal
+		f, err := pk.root.OpenAs(rel, fi) // the file the listing saw, or a refusal
 		if err != nil {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
@@ -256,7 +181,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", rel, err)
 		}
-		e.Type, e.Size, e.Mode, e.MTime = TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
+		e.Type, e.Size, e.Mode, e.MTime = sync.TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
 		h := sha256.New()
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
 		info.Open = func() (fs.File, error) {
@@ -300,8 +225,8 @@ func (pk *packer) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	f := memFile{r: bytes.NewReader(b), info: memberInfo{name: ManifestName, mode: 0o644, size: int64(len(b)), mtime: time.Unix(0, 0).UTC()}}
-	return pk.send(archives.FileInfo{FileInfo: f.info, NameInArchive: ManifestName, Open: func() (fs.File, error) { return f, nil }})
+	f := memFile{r: bytes.NewReader(b), info: memberInfo{name: sync.ManifestName, mode: 0o644, size: int64(len(b)), mtime: time.Unix(0, 0).UTC()}}
+	return pk.send(archives.FileInfo{FileInfo: f.info, NameInArchive: sync.ManifestName, Open: func() (fs.File, error) { return f, nil }})
 }
 
 // send writes one member and waits for it to be written.

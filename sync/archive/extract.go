@@ -1,0 +1,114 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
+)
+
+// Extract reads an archive made by Pack from r and installs it under dst,
+// trusting nothing in it. Every name must be a clean local path that the
+// policy allows; only files, directories and symlinks are taken (no
+// devices, fifos, hard links, setuid or setgid bits), and a symlink only
+// if, followed through every link in the tree the archive describes, it
+// leads to a path that crosses; sizes and counts stay within lim;
+// duplicates are refused; every member must match the manifest, which must
+// come last. Everything is written to a staging directory inside dst
+// first, through a Tree; only a complete, valid archive is moved into
+// place, each file replacing its old version by a rename and nothing
+// written through a symlink already in dst, so a broken, truncated or
+// malicious archive changes nothing in dst. Paths in dst the archive does
+// not name are left alone.
+func Extract(ctx context.Context, r io.Reader, dst string, p sync.Policy, lim sync.Limits) (*sync.Manifest, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t, err := tree.Open(dst)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	staging, m, err := Stage(ctx, t, r, extractSender, p, lim, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer t.RemoveAll(staging)
+	if err := install(t, path.Join(staging, "tree"), m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// extractSender names Extract's staging directories (the sender is hostd).
+const extractSender = "hostd"
+
+// Stage removes what an earlier transfer of who's left in t (a killed
+// process's staging directory) and unpacks the archive from r, with every
+// check UnpackSince makes, into the directory "tree" of a new staging
+// directory in t, whose name it returns; on error nothing of it is left.
+// Extract and merge.Receive both start here.
+func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Policy, lim sync.Limits, base *sync.Manifest) (string, *sync.Manifest, error) {
+	if _, err := t.RemoveStaging(who); err != nil {
+		return "", nil, err
+	}
+	staging, err := t.Staging(who)
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := UnpackSince(ctx, r, filepath.Join(t.Dir(), filepath.FromSlash(path.Join(staging, "tree"))), p, lim, base)
+	if err != nil {
+		_ = t.RemoveAll(staging)
+		return "", nil, err
+	}
+	return staging, m, nil
+}
+
+// install moves a verified staging tree (staging, in t) into place:
+// directories made where missing, files and symlinks renamed over what
+// was there, a file or symlink replaced by a directory or the reverse.
+// Nothing is installed through a symlink in t (the Tree refuses it); the
+// whole archive is checked for that before anything moves.
+func install(t *tree.Tree, staging string, m *sync.Manifest) error {
+	for _, e := range m.Entries {
+		if err := t.Parents(e.Path); err != nil {
+			return err
+		}
+	}
+	for _, e := range m.Entries {
+		fi, err := t.Lstat(e.Path)
+		isDir := err == nil && fi.IsDir()
+		if e.Type == sync.TypeDir {
+			if isDir {
+				continue
+			}
+			if err == nil {
+				if err := t.Remove(e.Path); err != nil { // a file or symlink where a directory now goes
+					return fmt.Errorf("installing %s: %w", e.Path, err)
+				}
+			}
+			if err := t.MkdirAll(e.Path, 0o700); err != nil {
+				return fmt.Errorf("installing %s: %w", e.Path, err)
+			}
+			continue
+		}
+		if isDir {
+			if err := t.RemoveAll(e.Path); err != nil {
+				return fmt.Errorf("installing %s over a directory: %w", e.Path, err)
+			}
+		}
+		if err := t.Rename(path.Join(staging, e.Path), e.Path); err != nil {
+			return fmt.Errorf("installing %s: %w", e.Path, err)
+		}
+	}
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		if e := m.Entries[i]; e.Type == sync.TypeDir {
+			_ = t.SetMeta(e.Path, e.Mode, e.MTime)
+		}
+	}
+	return nil
+}
