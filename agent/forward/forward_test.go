@@ -77,9 +77,9 @@ func exchange(t *testing.T, addr, msg string) string {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte(msg)); err != nil {
-		t.Fatal(err)
-	}
+	// A forwarder that refuses answers at once and closes, maybe before
+	// msg is written: what it said is read all the same.
+	_, _ = c.Write([]byte(msg))
 	_ = c.(*net.UnixConn).CloseWrite()
 	b, _ := io.ReadAll(c)
 	return string(b)
