@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -39,12 +38,7 @@ func (h *host) ServeStream(_ context.Context, st *tunnel.Stream) {
 // listen is a unix listener in a fresh directory.
 func listen(t *testing.T) net.Listener {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "fwd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,12 +68,7 @@ func TestForwarder(t *testing.T) {
 			if tc.down {
 				sessions.S = nil
 			}
-			dir, err := os.MkdirTemp("", "relay")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			ln, err := net.Listen("unix", filepath.Join(dir, "agent.sock"))
+			ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "agent.sock"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,13 +102,13 @@ func TestForwarder(t *testing.T) {
 				}
 				return
 			}
-			if !equal(shim, tc.shim) {
+			if !slices.Equal(shim, tc.shim) {
 				t.Errorf("shim read %q, want %q", shim, tc.shim)
 			}
 			c.Close() // the shim exits
 			select {
 			case got := <-hostGot:
-				if !equal(got, tc.host) {
+				if !slices.Equal(got, tc.host) {
 					t.Errorf("host read %q, want %q", got, tc.host)
 				}
 			case <-time.After(5 * time.Second):
@@ -121,16 +116,4 @@ func TestForwarder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equal(a, b []frame) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

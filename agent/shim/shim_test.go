@@ -23,12 +23,7 @@ type heard struct {
 // connects, reads its request and stdin to their end, then sends frames.
 func agent(t *testing.T, frames ...[]byte) (socket string, got <-chan heard) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "shim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket = filepath.Join(dir, "agent.sock")
+	socket = filepath.Join(t.TempDir(), "agent.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)

@@ -41,14 +41,8 @@ type daemon struct {
 // control socket until the test ends.
 func newDaemon(t *testing.T, routes map[string]http.HandlerFunc) *daemon {
 	t.Helper()
-	// A unix socket path is short; t.TempDir's can be too long for one.
-	town, err := os.MkdirTemp("", "api")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(town) })
-	d := &daemon{town: town}
-	sock := state.For(town).Socket()
+	d := &daemon{town: t.TempDir()}
+	sock := state.For(d.town).Socket()
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		t.Fatal(err)
 	}
