@@ -27,6 +27,13 @@ type nudgeRig struct {
 	env, args           []string
 }
 
+// idleTimeout is the tunnels' idle timeout in tests where a killed agent
+// or hostd must be noticed (shortIdle gives it to hostd and the agent
+// alike): seconds, not the default ten.
+const idleTimeout = 3 * time.Second
+
+var shortIdle = []string{"--idle-timeout", idleTimeout.String()}
+
 func newNudgeRig(t testing.TB, mode string, serve []string, agentFlags ...string) *nudgeRig {
 	t.Helper()
 	dir := t.TempDir()
@@ -245,13 +252,10 @@ func hook(t *testing.T, socket, event string) {
 // SIGKILLed is delivered by the next hostd; each exactly once.
 func TestNudgeSurvivesRestarts(t *testing.T) {
 	t.Parallel()
-	// Both ends with a short idle timeout, so a killed agent is noticed
-	// (and the restarted hostd by the agent) in seconds, not ten.
-	const idle = 3 * time.Second
-	r := newNudgeRig(t, "plain", []string{"--idle-timeout", idle.String()}, "--idle-timeout", idle.String())
+	r := newNudgeRig(t, "plain", shortIdle, shortIdle...)
 	_ = r.agent.Cmd.Process.Kill()
 	_ = r.agent.Exited(t, 5*time.Second)
-	r.tw.WaitStatus(idle+5*time.Second, InState("furiosa", "disconnected")) // a killed agent says nothing: the idle timeout notices
+	r.tw.WaitStatus(idleTimeout+5*time.Second, InState("furiosa", "disconnected")) // a killed agent says nothing: the idle timeout notices
 	o, code := r.nudge(t, "while you were away", "--mode", "queue")
 	if o.Outcome != "queued" || code != 3 {
 		t.Fatalf("queued for a disconnected polecat: %+v (exit %d)", o, code)
@@ -288,7 +292,7 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 // to the restarted agent; hostd reports it failed and says why.
 func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 	t.Parallel()
-	r := newNudgeRig(t, "stuck", nil) // never submits: the agent keeps pressing Enter
+	r := newNudgeRig(t, "stuck", shortIdle, shortIdle...) // never submits: the agent keeps pressing Enter
 	done := make(chan api.NudgeOutcome, 1)
 	go func() {
 		o, _ := r.nudge(t, "only once please", "--wait", "30s")
