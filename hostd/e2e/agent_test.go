@@ -31,6 +31,7 @@ func lines(t *testing.T, path string) int {
 // and hostd shows the polecat working again. A session whose command has
 // exited meanwhile is started afresh.
 func TestAgentRestartAdoptsSession(t *testing.T) {
+	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "starts")
 	lp := newLivePolecat(t, nil, false, "sh", "-c", "echo $$ >> "+marker+"; exec sleep 300")
 	pid := lp.commandPID(t)

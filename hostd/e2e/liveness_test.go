@@ -126,6 +126,7 @@ func TestLivenessAgentFrozen(t *testing.T) {
 }
 
 func TestLivenessTunnelCut(t *testing.T) {
+	t.Parallel()
 	lp := newLivePolecat(t, []string{"--idle-timeout", "2s", "--grace", "3s"}, true)
 	lp.relay.Cut(true)
 	lp.until(t, "disconnected", 5*time.Second)
@@ -137,6 +138,7 @@ func TestLivenessTunnelCut(t *testing.T) {
 }
 
 func TestLivenessRestoredAfterRestart(t *testing.T) {
+	t.Parallel()
 	lp := newLivePolecat(t, nil, false)
 	_ = lp.agent.Cmd.Process.Signal(syscall.SIGSTOP) // the agent cannot come back yet
 	_ = lp.hostd.Cmd.Process.Signal(syscall.SIGTERM)

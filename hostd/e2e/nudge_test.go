@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
-
-	"github.com/polecat-sidecar/sidecar/tunnel"
 )
 
 // nudgeRig is hostd and gastown/furiosa's agent, whose tmux session runs
@@ -28,6 +26,13 @@ type nudgeRig struct {
 	hooks               string // the agent's hook socket
 	env, args           []string
 }
+
+// idleTimeout is the tunnels' idle timeout in tests where a killed agent
+// or hostd must be noticed (shortIdle gives it to hostd and the agent
+// alike): seconds, not the default ten.
+const idleTimeout = 3 * time.Second
+
+var shortIdle = []string{"--idle-timeout", idleTimeout.String()}
 
 func newNudgeRig(t testing.TB, mode string, serve []string, agentFlags ...string) *nudgeRig {
 	t.Helper()
@@ -177,6 +182,7 @@ func TestNudgeClaudeBracketedPaste(t *testing.T) {
 // busy (Claude Code's hooks, its spinner on the screen, a pane that keeps
 // printing, text in the input line) and is delivered once it clears.
 func TestNudgeWaitIdle(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, mode string
 		busy, idle func(t *testing.T, r *nudgeRig)
@@ -202,6 +208,7 @@ func TestNudgeWaitIdle(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := newNudgeRig(t, tc.mode, nil, "--nudge-silence", "1s")
 			tc.busy(t, r)
 			o, code := r.nudge(t, "when you are free", "--wait", "2s")
@@ -244,10 +251,11 @@ func hook(t *testing.T, socket, event string) {
 // delivered once it is back; one accepted by a hostd that is then
 // SIGKILLed is delivered by the next hostd; each exactly once.
 func TestNudgeSurvivesRestarts(t *testing.T) {
-	r := newNudgeRig(t, "plain", nil)
+	t.Parallel()
+	r := newNudgeRig(t, "plain", shortIdle, shortIdle...)
 	_ = r.agent.Cmd.Process.Kill()
 	_ = r.agent.Exited(t, 5*time.Second)
-	r.tw.WaitStatus(tunnel.DefaultConfig().IdleTimeout+5*time.Second, InState("furiosa", "disconnected")) // a killed agent says nothing: the idle timeout notices
+	r.tw.WaitStatus(idleTimeout+5*time.Second, InState("furiosa", "disconnected")) // a killed agent says nothing: the idle timeout notices
 	o, code := r.nudge(t, "while you were away", "--mode", "queue")
 	if o.Outcome != "queued" || code != 3 {
 		t.Fatalf("queued for a disconnected polecat: %+v (exit %d)", o, code)
@@ -283,7 +291,8 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 // but before reporting it does not type it again when hostd offers it
 // to the restarted agent; hostd reports it failed and says why.
 func TestNudgeAgentKilledWhileTyping(t *testing.T) {
-	r := newNudgeRig(t, "stuck", nil) // never submits: the agent keeps pressing Enter
+	t.Parallel()
+	r := newNudgeRig(t, "stuck", shortIdle, shortIdle...) // never submits: the agent keeps pressing Enter
 	done := make(chan api.NudgeOutcome, 1)
 	go func() {
 		o, _ := r.nudge(t, "only once please", "--wait", "30s")
@@ -315,6 +324,7 @@ func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 // after their TTL, and a full queue drops its oldest normal nudge, each
 // reported as such.
 func TestNudgeExpiryAndDepth(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	tw.Serve("--nudge-depth", "2")
 	run := func(flags ...string) (api.NudgeOutcome, int) {

@@ -13,6 +13,7 @@ import (
 // TestPeek: hostd peek shows the pane's last lines, as text and JSON, and
 // --follow prints what the pane adds.
 func TestPeek(t *testing.T) {
+	t.Parallel()
 	r := newNudgeRig(t, "plain", nil)
 	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "-l", "first line")
 	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "Enter")
@@ -67,6 +68,7 @@ func TestPeek(t *testing.T) {
 // its capture-pane shows the polecat's screen; resizing it resizes the
 // polecat's window. A read-only attach types nothing.
 func TestAttach(t *testing.T) {
+	t.Parallel()
 	r := newNudgeRig(t, "plain", nil)
 	host := TmuxSocket(t)
 	hostTmux := func(args ...string) string {

@@ -17,6 +17,7 @@ import (
 // directory and how to give it its own; once the first is killed, the
 // directory is free again.
 func TestStateDirLocked(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve()
 	env := AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour))
@@ -51,6 +52,7 @@ func TestStateDirLocked(t *testing.T) {
 // lets it, it fetches the data, and its checkpoints, a pull and its
 // teardown change nothing on the host.
 func TestStateDirKeptEmptyRoot(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"CLAUDE.md": "prime\n", ".claude/settings.json": `{"hooks":{}}`, "results/report.txt": "report"}
 	tw := NewTown(t)
 	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")

@@ -74,6 +74,7 @@ func TestRevokeClosesLiveTunnel(t *testing.T) {
 }
 
 func TestRevocationSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	certs := tw.Issue("gastown/nux", time.Hour)
 	out := tw.Run("cert", "revoke", "gastown/nux")
@@ -88,6 +89,7 @@ func TestRevocationSurvivesRestart(t *testing.T) {
 }
 
 func TestAgentReconnectsAfterHostdRestart(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	hostd, addr := tw.Serve()
 	env := AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour))
@@ -114,6 +116,7 @@ func TestAgentReconnectsAfterHostdRestart(t *testing.T) {
 }
 
 func TestFallbackToTCPAndBackToQUIC(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve()
 	relay := tunneltest.NewRelay(t, addr)
@@ -131,6 +134,7 @@ func TestFallbackToTCPAndBackToQUIC(t *testing.T) {
 }
 
 func TestJoinToken(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve()
 	_, port, _ := net.SplitHostPort(addr)
@@ -178,6 +182,7 @@ func TestJoinToken(t *testing.T) {
 }
 
 func TestRenewalKeepsSession(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve("--cert-ttl", "1h")
 	certs := tw.Issue("gastown/furiosa", 6*time.Second)
@@ -209,6 +214,7 @@ func TestRenewalKeepsSession(t *testing.T) {
 }
 
 func TestAgentErrors(t *testing.T) {
+	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve()
 	dir := tw.Issue("gastown/furiosa", time.Hour)
@@ -247,6 +253,7 @@ func TestAgentErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p := Start(t, append(append([]string{}, good...), c.env...), "gt-agent", append([]string{"up"}, c.args...)...)
 			err := p.Exited(t, 15*time.Second)
 			if err == nil {

@@ -222,10 +222,11 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 		s.finishLocked(*dropped)
 	}
 	s.metrics.queued.Inc()
+	queued := *it // copied under the lock: its deliverer writes it.Why
 	s.mu.Unlock()
 	s.log.Info("nudge queued", "id", it.ID, "polecat", it.Polecat, "mode", it.Mode, "priority", it.Priority, "bytes", len(it.Text))
 	s.wake(r.Polecat)
-	return *it, dropped, nil
+	return queued, dropped, nil
 }
 
 // Nudge queues an operator's nudge for the polecat id and waits up to
