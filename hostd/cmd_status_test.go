@@ -82,11 +82,7 @@ func TestStatusShowsListenerTrouble(t *testing.T) {
 func TestStatusCommands(t *testing.T) {
 	town, addr := startHostd(t)
 	connect(t, town, addr, wire.Identity{Rig: "gastown", Name: "furiosa"})
-	tests := []struct {
-		args []string
-		code int
-		want string
-	}{
+	runs := []run{
 		{[]string{"alive", "gastown/furiosa"}, 1, "gastown/furiosa: stale (tunnel up, waiting for the first beat)\n"},
 		{[]string{"alive", "gastown/nux"}, 1, "hostd: hostd GET /v1/polecats/gastown/nux: 404 Not Found hostd knows no polecat gastown/nux\n"},
 		{[]string{"status"}, 0, "gastown/furiosa  stale "},
@@ -94,13 +90,8 @@ func TestStatusCommands(t *testing.T) {
 		{[]string{"status", "--json", "--rig", "other"}, 0, `"polecats": null`},
 		{[]string{"status", "gastown/furiosa"}, 0, "gastown/furiosa: stale for 0s: tunnel up, waiting for the first beat\n  tunnel:    "},
 	}
-	if got, _ := runHostd(t, town, "", "alive", "gastown/furiosa"); got != tests[0].want {
+	if got, _ := runHostd(t, town, "", "alive", "gastown/furiosa"); got != runs[0].want {
 		t.Errorf("alive printed %q, want its state line alone", got)
 	}
-	for _, tt := range tests {
-		got, code := runHostd(t, town, "", tt.args...)
-		if code != tt.code || !strings.Contains(got, tt.want) {
-			t.Errorf("hostd %v: exit %d, %q; want %d and %q", tt.args, code, got, tt.code, tt.want)
-		}
-	}
+	checkRuns(t, town, runs)
 }

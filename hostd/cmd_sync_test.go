@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -14,11 +13,7 @@ import (
 func TestSyncCommands(t *testing.T) {
 	town, addr := startHostd(t)
 	connect(t, town, addr, wire.Identity{Rig: "gastown", Name: "furiosa"})
-	tests := []struct {
-		args []string
-		code int
-		want string
-	}{
+	runs := []run{
 		{[]string{"sync", "status"}, 0, "gastown/furiosa  0                       " + town + "/gastown/polecats/furiosa\n"},
 		{[]string{"sync", "status", "--json"}, 0, `"polecat":"gastown/furiosa"`},
 		{[]string{"sync", "log"}, 0, "TIME  POLECAT  OP  FILES  APPLIED  MERGED  CONFLICTED  DELETED  RESULT\n"},
@@ -27,10 +22,5 @@ func TestSyncCommands(t *testing.T) {
 		{[]string{"sync", "push", "gastown/nux", "--json"}, 0, `"error":"gastown/nux is not connected"`}, // JSON carries the refusal
 		{[]string{"sync", "push", "nux"}, 1, `hostd: identity "nux": want <rig>/<name>` + "\n"},
 	}
-	for _, tt := range tests {
-		got, code := runHostd(t, town, "", tt.args...)
-		if code != tt.code || !strings.Contains(got, tt.want) {
-			t.Errorf("hostd %v: exit %d, %q; want %d and %q", tt.args, code, got, tt.code, tt.want)
-		}
-	}
+	checkRuns(t, town, runs)
 }

@@ -36,6 +36,25 @@ func runHostd(t *testing.T, town, stdin string, args ...string) (string, int) {
 	return out.String(), code
 }
 
+// run is one hostd command line and what it answers: its exit status
+// and text its output holds.
+type run struct {
+	args []string
+	code int
+	want string
+}
+
+// checkRuns runs each command line against town.
+func checkRuns(t *testing.T, town string, runs []run) {
+	t.Helper()
+	for _, r := range runs {
+		got, code := runHostd(t, town, "", r.args...)
+		if code != r.code || !strings.Contains(got, r.want) {
+			t.Errorf("hostd %v: exit %d, %q; want %d and %q", r.args, code, got, r.code, r.want)
+		}
+	}
+}
+
 // startHostd makes a town with a CA and runs a hostd server for it, with
 // its control socket, until the test ends. It returns the town and the
 // server's tunnel address.
