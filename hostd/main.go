@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/hostd/git"
@@ -63,7 +64,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           version,
-		PersistentPreRunE: func(*cobra.Command, []string) error { return a.load() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd.Root().PersistentFlags()) },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -73,9 +74,6 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	pf.String("trust-domain", wire.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
 	pf.String("log-format", "text", "log format: text or json")
-	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
-		_ = a.v.BindPFlag(key(k), pf.Lookup(k))
-	}
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
 		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a))
 	return root
@@ -84,13 +82,20 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 // key maps a flag name to its config key (trust-domain -> trust_domain).
 func key(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
 
-// load merges flags, environment and the config file.
-func (a *app) load() error {
+// load merges flags (pf, the root's), environment and the config file.
+func (a *app) load(pf *pflag.FlagSet) error {
 	v := a.v
+	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
+		if err := v.BindPFlag(key(k), pf.Lookup(k)); err != nil {
+			return fmt.Errorf("reading --%s: %w", k, err)
+		}
+	}
 	v.SetEnvPrefix("HOSTD")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
-	_ = v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN")
+	if err := v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN"); err != nil {
+		return fmt.Errorf("reading HOSTD_TOWN and GT_TOWN: %w", err)
+	}
 	if v.GetString("town") == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
