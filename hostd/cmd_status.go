@@ -186,31 +186,42 @@ func printStatus(w io.Writer, st api.Status, colour bool) {
 		fmt.Fprintf(w, "%-16s %-8s %5s %-4s %6s %4s %4s %5s %5s %s\n", "POLECAT", "STATE", "FOR", "LINK", "RTT", "BEAT", "CPU", "RSS", "IDLE", "COMMAND")
 	}
 	for _, p := range st.Polecats {
-		state := fit(p.State, 8)
-		if p.Restored {
-			state = fit(p.State+"?", 8)
-		}
-		padded := fmt.Sprintf("%-8s", state)
-		if colour {
-			padded = stateColour[p.State] + padded + "\033[0m"
-		}
-		link, rtt := "-", "-"
-		if p.Connected {
-			link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
-		}
-		beat, cpu, rss, idle := "-", "-", "-", "-"
-		if !p.LastBeat.IsZero() {
-			beat = short(time.Since(p.LastBeat))
-			if p.SessionState == heartbeat.SessionRunning {
-				cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
-			}
-		}
-		if p.IdleSeconds >= 0 {
-			idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
-		}
-		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
-			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(termsafe.Line(p.Command), 13))
+		fmt.Fprintln(w, statusRow(p, colour))
 	}
+	printStatusNotes(w, st)
+}
+
+// statusRow is one polecat's line of the table.
+func statusRow(p api.Polecat, colour bool) string {
+	state := fit(p.State, 8)
+	if p.Restored {
+		state = fit(p.State+"?", 8)
+	}
+	padded := fmt.Sprintf("%-8s", state)
+	if colour {
+		padded = stateColour[p.State] + padded + "\033[0m"
+	}
+	link, rtt := "-", "-"
+	if p.Connected {
+		link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
+	}
+	beat, cpu, rss, idle := "-", "-", "-", "-"
+	if !p.LastBeat.IsZero() {
+		beat = short(time.Since(p.LastBeat))
+		if p.SessionState == heartbeat.SessionRunning {
+			cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
+		}
+	}
+	if p.IdleSeconds >= 0 {
+		idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
+	}
+	return fmt.Sprintf("%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s", fit(p.Identity.String(), 16), padded,
+		short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(termsafe.Line(p.Command), 13))
+}
+
+// printStatusNotes prints, under the table, the nudges waiting, the data
+// conflicts and the branches waiting to be pushed upstream.
+func printStatusNotes(w io.Writer, st api.Status) {
 	var waiting []string
 	for _, p := range st.Polecats {
 		if p.Nudges > 0 {
@@ -250,23 +261,8 @@ func printDetail(w io.Writer, d api.PolecatDetail, colour bool) {
 	} else {
 		fmt.Fprintln(w, "  tunnel:    not connected")
 	}
-	if b := d.Beat; b != nil {
-		s := b.Session
-		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
-		fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(s.State))
-		if s.ExitCode != nil {
-			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
-		}
-		fmt.Fprintf(w, ", command %q\n", s.Command)
-		if s.State == heartbeat.SessionRunning {
-			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
-			if d.IdleSeconds >= 0 {
-				fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
-			}
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
-		fmt.Fprintf(w, "  agent:     %s, up %s\n", termsafe.Line(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+	if d.Beat != nil {
+		printBeat(w, d)
 	}
 	if d.Nudges > 0 {
 		fmt.Fprintf(w, "  nudges:    %d waiting (hostd nudge %s --list)\n", d.Nudges, d.Identity)
@@ -279,4 +275,26 @@ func printDetail(w io.Writer, d api.PolecatDetail, colour bool) {
 	for _, e := range events {
 		fmt.Fprintf(w, "    %s  %-12s -> %-12s %s\n", e.Time.Local().Format(time.DateTime), orDash(string(e.From)), e.To, termsafe.Line(e.Reason))
 	}
+}
+
+// printBeat prints what the polecat's last beat says of its session,
+// container and agent.
+func printBeat(w io.Writer, d api.PolecatDetail) {
+	b := d.Beat
+	s := b.Session
+	fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
+	fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(s.State))
+	if s.ExitCode != nil {
+		fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
+	}
+	fmt.Fprintf(w, ", command %q\n", s.Command)
+	if s.State == heartbeat.SessionRunning {
+		fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+		if d.IdleSeconds >= 0 {
+			fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
+	fmt.Fprintf(w, "  agent:     %s, up %s\n", termsafe.Line(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
 }
