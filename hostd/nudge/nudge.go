@@ -219,10 +219,11 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 		s.finishLocked(*dropped)
 	}
 	s.metrics.queued.Inc()
+	queued := *it // copied under the lock: its deliverer notes why it waits in it
 	s.mu.Unlock()
-	s.log.Info("nudge queued", "id", it.ID, "polecat", it.Polecat, "mode", it.Mode, "priority", it.Priority, "bytes", len(it.Text))
+	s.log.Info("nudge queued", "id", queued.ID, "polecat", queued.Polecat, "mode", queued.Mode, "priority", queued.Priority, "bytes", len(queued.Text))
 	s.wake(r.Polecat)
-	return *it, dropped, nil
+	return queued, dropped, nil
 }
 
 // Wait waits for a nudge's final outcome until ctx ends; then it answers
