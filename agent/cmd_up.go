@@ -4,39 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/agent/data"
 	"github.com/polecat-sidecar/sidecar/agent/forward"
 	"github.com/polecat-sidecar/sidecar/agent/git"
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
 	"github.com/polecat-sidecar/sidecar/agent/nudge"
-	"github.com/polecat-sidecar/sidecar/agent/pane"
-	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/shim"
 	"github.com/polecat-sidecar/sidecar/agent/statedir"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
-	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func upCmd(v *viper.Viper) *cobra.Command {
+func newUpCmd(v *viper.Viper) *cobra.Command {
 	cfg := defaultUpConfig()
 	table := upSettings(&cfg)
 	cmd := &cobra.Command{
@@ -159,18 +148,21 @@ func upSettings(c *upConfig) []settings.Setting {
 	return s
 }
 
-func runUp(ctx context.Context, c *upConfig, command []string) error {
-	watchers := 0
-	for _, set := range []bool{len(command) > 0, c.Watch.WatchSession != "", c.Watch.WatchProcess != ""} {
-		if set {
-			watchers++
-		}
-	}
-	if watchers > 1 {
+// upRun is one run of gt-agent up: its settings, the command to start
+// in the session, and hostd's address.
+type upRun struct {
+	*upConfig
+	command          []string
+	addr, serverName string
+}
+
+func runUp(ctx context.Context, cfg *upConfig, command []string) error {
+	c := &upRun{upConfig: cfg, command: command}
+	if c.watchers() > 1 {
 		return errors.New("give one of: -- CMD ARGS, --watch-session, --watch-process")
 	}
-	addr, serverName, err := parseProxyURL(c.URL)
-	if err != nil {
+	var err error
+	if c.addr, c.serverName, err = parseProxyURL(c.URL); err != nil {
 		return err
 	}
 	held, err := statedir.Lock(c.StateDir)
@@ -181,220 +173,57 @@ func runUp(ctx context.Context, c *upConfig, command []string) error {
 		return err
 	}
 	defer held.Release()
-	paths := creds.Paths{
-		Cert: orDefault(c.Cert, filepath.Join(c.StateDir, "client.crt")),
-		Key:  orDefault(c.Key, filepath.Join(c.StateDir, "client.key")),
-		CA:   orDefault(c.CA, filepath.Join(c.StateDir, "ca.crt")),
-	}
-	// A signal first gives the data channel its final upload (when it has
-	// anything to send), then stops everything else.
-	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	var dataSvc atomic.Pointer[data.Service]
-	finished, announced := make(chan struct{}), make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-sigCtx.Done():
-			if d := dataSvc.Load(); d != nil && ctx.Err() == nil {
-				d.Teardown()
-			}
-			cancelRun()
-		case <-finished:
-		}
-	}()
-	go stopPromptly(ctx, finished, announced)
+	return runUntilStopped(ctx, c.serve)
+}
 
-	store, err := creds.Load(paths)
-	if err != nil && c.Join == "" && c.JoinFile != "" {
-		b, readErr := os.ReadFile(c.JoinFile)
-		if readErr != nil {
-			return fmt.Errorf("no usable certificate (%v), and the join token file cannot be read: %w", err, readErr)
+// watchers counts the ways given to find the session to watch: its
+// command, --watch-session, --watch-process.
+func (c *upRun) watchers() int {
+	n := 0
+	for _, set := range []bool{len(c.command) > 0, c.Watch.WatchSession != "", c.Watch.WatchProcess != ""} {
+		if set {
+			n++
 		}
-		c.Join = strings.TrimSpace(string(b))
 	}
-	if token := c.Join; err != nil && token != "" {
-		id, idErr := joinIdentity(c.Identity)
-		if idErr != nil {
-			return idErr
-		}
-		slog.Info("no usable certificate; joining with token", "identity", id, "addr", addr, "because", err)
-		store, err = creds.Join(ctx, addr, serverName, paths, token, id)
-		if err != nil {
-			return fmt.Errorf("join: %w", err)
-		}
-		slog.Info("joined; certificate saved", "cert", paths.Cert, "not_after", store.Leaf().NotAfter)
-	} else if err == nil && token != "" {
-		slog.Info("already have a valid certificate; --join not needed", "cert", paths.Cert)
-	}
+	return n
+}
+
+// serve is gt-agent up once its state directory is held: the
+// credentials, the tunnel's supervisor and, over it, the data channel,
+// the gt/bd relay, git, the session's watcher, nudges and beats, until
+// ctx ends or hostd refuses the agent for good. It stores the data
+// service in dataSvc as soon as there is one.
+func (c *upRun) serve(ctx context.Context, dataSvc *atomic.Pointer[data.Service]) error {
+	store, err := c.credentials(ctx)
 	if err != nil {
 		return err
 	}
-
-	scfg := c.Supervisor
-	scfg.Addr, scfg.ServerName, scfg.Creds, scfg.Logger = addr, serverName, store, slog.Default()
 	hostOpened := tunnel.NewServeMux()
-	scfg.Handler = hostOpened
-	sup, err := supervisor.New(scfg)
+	sup, err := c.newSupervisor(store, hostOpened)
 	if err != nil {
 		return err
 	}
-	dcfg := c.Data
-	dcfg.StateDir, dcfg.Logger = c.StateDir, slog.Default()
-	if dcfg.Root == "" {
-		dcfg.Root = c.Watch.WorkDir
-	}
-	dsvc, err := data.New(dcfg, sup)
+	dsvc, err := c.startData(ctx, sup, hostOpened)
 	if err != nil {
 		return err
 	}
-	hostOpened.Handle(wire.KindSync, dsvc)
 	dataSvc.Store(dsvc)
-	go dsvc.Run(ctx)
-	socket := c.Socket
-	relayLn, err := unixsock.Listen(socket)
-	if errors.Is(err, unixsock.ErrInUse) {
-		return fmt.Errorf("another gt-agent already serves %s", socket)
-	}
+	relayLn, err := c.serveRelay(ctx, sup)
 	if err != nil {
-		return fmt.Errorf("gt/bd relay socket: %w", err)
+		return err
 	}
 	defer relayLn.Close()
-	go func() { _ = relay.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, relayLn) }()
-	slog.Info("relaying gt/bd", "socket", socket)
-
-	if addr := c.GitListen; addr != "" {
-		admit, err := gitAdmit(c.GitAllowUIDs)
-		if err != nil {
-			return err
-		}
-		gitLn, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("git listener: %w", err)
-		}
+	gitLn, err := c.serveGit(ctx, sup)
+	if err != nil {
+		return err
+	}
+	if gitLn != nil {
 		defer gitLn.Close()
-		fw := git.NewForwarder(sup, c.RelayWait, slog.Default())
-		fw.Admit = admit
-		go func() { _ = fw.Serve(ctx, gitLn) }()
-		slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
 	}
-
-	wcfg := c.Watch
-	wcfg.Command, wcfg.Logger = command, slog.Default()
-	if c.TmuxSocket != "" {
-		wcfg.TmuxArgs = []string{"-S", c.TmuxSocket}
-	}
-	watcher, err := liveness.Start(ctx, wcfg)
-	if err != nil {
+	if err := c.watch(ctx, sup, hostOpened); err != nil {
 		return err
 	}
-	if watchers == 0 {
-		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
-	}
-	if err := serveNudges(ctx, c, hostOpened); err != nil {
-		return err
-	}
-	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
-
-	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
-	if err == nil && ctx.Err() != nil {
-		<-announced
-	}
-	return err
-}
-
-// serveNudges delivers hostd's nudges into the watched session's pane,
-// hears Claude Code's hooks on the hook socket, and serves hostd peek and
-// attach on that pane.
-func serveNudges(ctx context.Context, c *upConfig, mux *tunnel.ServeMux) error {
-	socket := orDefault(c.HookSocket, nudge.HookSocketPath(c.Socket))
-	hooks := &nudge.Hooks{}
-	if ln, err := unixsock.Listen(socket); err != nil {
-		slog.Warn("no hook socket: Claude Code's hooks cannot reach the agent, so nudges judge idle from the screen", "socket", socket, "err", err)
-	} else {
-		go func() {
-			if err := hooks.Serve(ctx, ln); err != nil {
-				slog.Warn("hook socket stopped; nudges fall back to the screen", "err", err)
-			}
-		}()
-	}
-	ncfg := c.Nudge
-	ncfg.Session = orDefault(c.Watch.WatchSession, c.Watch.Name)
-	ncfg.StateDir, ncfg.Logger = c.StateDir, slog.Default()
-	if c.TmuxSocket != "" {
-		ncfg.Tmux.Args = []string{"-S", c.TmuxSocket}
-	}
-	svc, err := nudge.New(ncfg, hooks)
-	if err != nil {
-		return err
-	}
-	panes, err := pane.New(pane.Config{Session: ncfg.Session, Tmux: ncfg.Tmux, Logger: slog.Default()})
-	if err != nil {
-		return err
-	}
-	mux.Handle(wire.KindNudge, svc)
-	mux.Handle(wire.KindPane, panes)
-	return nil
-}
-
-// shutdownLimit is how long the agent takes at most to stop once told to.
-const shutdownLimit = time.Second
-
-// stopPromptly says what stopping closes once ctx is cancelled by a
-// signal (then closes announced), and ends the process if stopping takes
-// over shutdownLimit. finished is closed when up returns.
-func stopPromptly(ctx context.Context, finished <-chan struct{}, announced chan<- struct{}) {
-	select {
-	case <-ctx.Done():
-	case <-finished:
-		return
-	}
-	select {
-	case <-finished: // up ended on its own and is cancelling ctx on the way out
-		return
-	default:
-	}
-	slog.Info("stopping: closing the tunnel (hostd is told why), the gt/bd socket and the git port; the polecat's tmux session keeps running")
-	close(announced)
-	select {
-	case <-finished:
-	case <-time.After(shutdownLimit):
-		slog.Warn("stopping took longer than " + shutdownLimit.String() + "; exiting now")
-		os.Exit(0)
-	}
-}
-
-// parseProxyURL turns GT_PROXY_URL (https://<host>[:port]) into a dial
-// address and the server name to verify.
-func parseProxyURL(raw string) (addr, serverName string, err error) {
-	if raw == "" {
-		return "", "", errors.New("no hostd URL: set GT_PROXY_URL or --url (https://<host>:9876)")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", "", fmt.Errorf("hostd URL %q: want https://<host>[:port]", raw)
-	}
-	port := u.Port()
-	if port == "" {
-		port = strconv.Itoa(wire.DefaultPort)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", "", fmt.Errorf("hostd URL %q: bad port", raw)
-	}
-	return net.JoinHostPort(u.Hostname(), port), u.Hostname(), nil
-}
-
-func joinIdentity(flag string) (wire.Identity, error) {
-	if flag == "" {
-		rig, name := os.Getenv("GT_RIG"), os.Getenv("GT_POLECAT")
-		if rig == "" || name == "" {
-			return wire.Identity{}, errors.New("joining needs --identity <rig>/<name> (or GT_RIG and GT_POLECAT)")
-		}
-		flag = rig + "/" + name
-	}
-	return wire.ParseIdentity(flag)
+	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
 }
 
 func orDefault(s, def string) string {
@@ -402,21 +231,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// gitAdmit turns --git-allow-uid into the git port's admission check; nil
-// for "any".
-func gitAdmit(list []string) (func(net.Conn) error, error) {
-	var uids []int
-	for _, v := range list {
-		if v == "any" {
-			return nil, nil
-		}
-		uid, err := strconv.Atoi(v)
-		if err != nil || uid < 0 {
-			return nil, fmt.Errorf("--git-allow-uid %q: want a uid, or \"any\"", v)
-		}
-		uids = append(uids, uid)
-	}
-	return git.OnlyUIDs(uids...), nil
 }

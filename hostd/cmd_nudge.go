@@ -1,18 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -24,7 +24,16 @@ const (
 	exitNudgeExpired = 4
 )
 
-func (a *app) nudgeCmd() *cobra.Command {
+// nudgeOptions are hostd nudge's flags.
+type nudgeOptions struct {
+	*app
+	mode, priority, cancel string
+	ttl, wait              time.Duration
+	noWait, json, list     bool
+}
+
+func newNudgeCmd(a *app) *cobra.Command {
+	o := &nudgeOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "nudge <rig>/<name> [MESSAGE...]",
 		Short: "Type a message into a polecat's session, once, and say whether it was submitted",
@@ -48,75 +57,84 @@ back; a hostd restart loses none; a nudge is never typed twice.
 Exit status: 0 submitted, 1 failed (or dropped, cancelled, or the command
 failed), 3 still queued (--no-wait, mode queue, or --wait passed), 4 expired.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := wire.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			c := api.NewClient(a.town())
-			asJSON, _ := cmd.Flags().GetBool("json")
-			out := cmd.OutOrStdout()
-			if list, _ := cmd.Flags().GetBool("list"); list {
-				items, err := c.NudgeList(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(out, items)
-				}
-				printNudgeQueue(out, id, items)
-				return nil
-			}
-			if nid, _ := cmd.Flags().GetString("cancel"); nid != "" {
-				o, err := c.NudgeCancel(cmd.Context(), nid)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(out, o)
-				}
-				fmt.Fprintf(out, "%s: nudge %s cancelled\n", o.Polecat, o.ID)
-				return nil
-			}
-			text, err := nudgeText(args[1:], cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			req := api.NudgeRequest{Text: text}
-			req.Mode, _ = cmd.Flags().GetString("mode")
-			req.Priority, _ = cmd.Flags().GetString("priority")
-			req.TTL, _ = cmd.Flags().GetDuration("ttl")
-			req.Wait, _ = cmd.Flags().GetDuration("wait")
-			if noWait, _ := cmd.Flags().GetBool("no-wait"); noWait {
-				req.Wait = 0
-			}
-			o, err := c.Nudge(cmd.Context(), id, req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := writeJSON(out, o); err != nil {
-					return err
-				}
-			} else {
-				printNudgeOutcome(out, o)
-			}
-			if code := nudgeExit(o.Outcome); code != 0 {
-				os.Exit(code)
-			}
-			return nil
-		},
+		RunE: o.run,
 	}
 	f := cmd.Flags()
-	f.String("mode", wire.NudgeWaitIdle, "immediate, wait-idle or queue")
-	f.String("priority", "normal", "normal or urgent (urgent nudges live longer and are dropped last from a full queue)")
-	f.Duration("ttl", 0, "how long the nudge may wait to be delivered (default: nudge.ttl, or nudge.urgent_ttl when urgent)")
-	f.Duration("wait", 2*time.Minute, "how long to wait for the outcome before answering 'queued'")
-	f.Bool("no-wait", false, "answer as soon as the nudge is stored")
-	f.Bool("json", false, "print the outcome (or the queue) as JSON")
-	f.Bool("list", false, "show the polecat's queued nudges")
-	f.String("cancel", "", "cancel the queued nudge with this id")
+	f.StringVar(&o.mode, "mode", wire.NudgeWaitIdle, "immediate, wait-idle or queue")
+	f.StringVar(&o.priority, "priority", "normal", "normal or urgent (urgent nudges live longer and are dropped last from a full queue)")
+	f.DurationVar(&o.ttl, "ttl", 0, "how long the nudge may wait to be delivered (default: nudge.ttl, or nudge.urgent_ttl when urgent)")
+	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the outcome before answering 'queued'")
+	f.BoolVar(&o.noWait, "no-wait", false, "answer as soon as the nudge is stored")
+	f.BoolVar(&o.json, "json", false, "print the outcome (or the queue) as JSON")
+	f.BoolVar(&o.list, "list", false, "show the polecat's queued nudges")
+	f.StringVar(&o.cancel, "cancel", "", "cancel the queued nudge with this id")
 	return cmd
+}
+
+// run lists the polecat's queue (--list), cancels one nudge (--cancel),
+// or sends one.
+func (o *nudgeOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	c, ctx, out := api.NewClient(o.town()), cmd.Context(), cmd.OutOrStdout()
+	switch {
+	case o.list:
+		return o.showQueue(ctx, out, c, id)
+	case o.cancel != "":
+		return o.cancelOne(ctx, out, c)
+	}
+	text, err := nudgeText(args[1:], cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	return o.send(ctx, out, c, id, text)
+}
+
+func (o *nudgeOptions) showQueue(ctx context.Context, out io.Writer, c *api.Client, id wire.Identity) error {
+	items, err := c.NudgeList(ctx, id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(out, items)
+	}
+	printNudgeQueue(out, id, items)
+	return nil
+}
+
+func (o *nudgeOptions) cancelOne(ctx context.Context, out io.Writer, c *api.Client) error {
+	oc, err := c.NudgeCancel(ctx, o.cancel)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(out, oc)
+	}
+	fmt.Fprintf(out, "%s: nudge %s cancelled\n", oc.Polecat, oc.ID)
+	return nil
+}
+
+// send nudges the polecat with text and ends with the outcome's exit
+// status.
+func (o *nudgeOptions) send(ctx context.Context, out io.Writer, c *api.Client, id wire.Identity, text string) error {
+	req := api.NudgeRequest{Text: text, Mode: o.mode, Priority: o.priority, TTL: o.ttl, Wait: o.wait}
+	if o.noWait {
+		req.Wait = 0
+	}
+	oc, err := c.Nudge(ctx, id, req)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := writeJSON(out, oc); err != nil {
+			return err
+		}
+	} else {
+		printNudgeOutcome(out, oc)
+	}
+	return exit.Status(nudgeExit(oc.Outcome))
 }
 
 // nudgeText is the message: the arguments, or standard input.

@@ -11,16 +11,23 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pane"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func (a *app) peekCmd() *cobra.Command {
+// peekOptions are hostd peek's flags.
+type peekOptions struct {
+	*app
+	lines        int
+	follow, json bool
+}
+
+func newPeekCmd(a *app) *cobra.Command {
+	o := &peekOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "peek <rig>/<name>",
 		Short: "Show the polecat's tmux pane (its last lines, or follow it)",
@@ -31,44 +38,51 @@ longer than 64 KiB is shown in pieces of at most that. Anything that is not
 printable text (control characters, C1, bidirectional controls) is shown
 escaped (\x1b, \u202e), never sent to your terminal, in JSON too.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := wire.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			lines, _ := cmd.Flags().GetInt("lines")
-			follow, _ := cmd.Flags().GetBool("follow")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			out := cmd.OutOrStdout() // escaping (newRoot), text and JSON alike
-			w := &lineWriter{line: func(l []byte) error {
-				_, err := fmt.Fprintf(out, "%s\n", l)
-				return err
-			}}
-			var all []string
-			if asJSON && !follow {
-				w.line = func(l []byte) error { all = append(all, string(l)); return nil }
-			} else if asJSON {
-				enc := json.NewEncoder(out)
-				w.line = func(l []byte) error { return enc.Encode(map[string]string{"line": string(l)}) }
-			}
-			if err := api.NewClient(a.town()).Peek(ctx, id, lines, follow, w); err != nil {
-				return err
-			}
-			if err := w.flush(); err != nil {
-				return err
-			}
-			if asJSON && !follow {
-				return writeJSON(out, map[string]any{"polecat": id, "lines": all})
-			}
-			return nil
-		},
+		RunE: o.run,
 	}
-	cmd.Flags().Int("lines", 50, "how many lines to show (scrollback included)")
-	cmd.Flags().Bool("follow", false, "keep printing what the pane adds")
-	cmd.Flags().Bool("json", false, "print {\"polecat\",\"lines\"} (with --follow, one {\"line\"} object per line)")
+	cmd.Flags().IntVar(&o.lines, "lines", 50, "how many lines to show (scrollback included)")
+	cmd.Flags().BoolVar(&o.follow, "follow", false, "keep printing what the pane adds")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print {\"polecat\",\"lines\"} (with --follow, one {\"line\"} object per line)")
 	return cmd
+}
+
+func (o *peekOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out := cmd.OutOrStdout() // escaping (newRoot), text and JSON alike
+	var all []string
+	w := &lineWriter{line: o.lineFunc(out, &all)}
+	if err := api.NewClient(o.town()).Peek(ctx, id, o.lines, o.follow, w); err != nil {
+		return err
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	if o.json && !o.follow {
+		return writeJSON(out, map[string]any{"polecat": id, "lines": all})
+	}
+	return nil
+}
+
+// lineFunc is what peek does with each line of the pane: print it, as
+// text or (--json --follow) as one JSON object, or (--json alone) keep it
+// in *all for the one object printed at the end.
+func (o *peekOptions) lineFunc(out io.Writer, all *[]string) func([]byte) error {
+	switch {
+	case o.json && !o.follow:
+		return func(l []byte) error { *all = append(*all, string(l)); return nil }
+	case o.json:
+		enc := json.NewEncoder(out)
+		return func(l []byte) error { return enc.Encode(map[string]string{"line": string(l)}) }
+	}
+	return func(l []byte) error {
+		_, err := fmt.Fprintf(out, "%s\n", l)
+		return err
+	}
 }
 
 // maxLine bounds a line peek holds: a longer one is handed on in pieces,
@@ -130,7 +144,14 @@ func (w *lineWriter) flush() error {
 	return w.line(w.buf)
 }
 
-func (a *app) attachCmd() *cobra.Command {
+// attachOptions are hostd attach's flags.
+type attachOptions struct {
+	*app
+	rw bool
+}
+
+func newAttachCmd(a *app) *cobra.Command {
+	o := &attachOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "attach <rig>/<name>",
 		Short: "Attach this terminal to the polecat's tmux session (read-only unless --rw)",
@@ -151,30 +172,28 @@ A host tmux pane running 'hostd attach --rw <rig>/<name>' stands in for a
 local polecat session: Gas Town's send-keys nudges and capture-pane peeks at
 that pane reach the polecat.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := wire.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			rw, _ := cmd.Flags().GetBool("rw")
-			return attach(cmd, a.town(), id, rw)
-		},
+		RunE: o.run,
 	}
-	cmd.Flags().Bool("rw", false, "let this terminal type into the session")
+	cmd.Flags().BoolVar(&o.rw, "rw", false, "let this terminal type into the session")
 	return cmd
 }
 
-// attach runs one attach session on this process's terminal.
-func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
-	in, out := int(os.Stdin.Fd()), int(os.Stdout.Fd())
-	if !term.IsTerminal(in) || !term.IsTerminal(out) {
+// run attaches this process's terminal to the polecat's session until
+// it detaches or the session ends.
+func (o *attachOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
 		return errors.New("attach needs a terminal on standard input and output (use 'hostd peek' from scripts)")
 	}
+	in, out := int(os.Stdin.Fd()), int(os.Stdout.Fd())
 	cols, rows, err := term.GetSize(out)
 	if err != nil {
 		return fmt.Errorf("reading the terminal's size: %w", err)
 	}
-	conn, err := api.NewClient(town).Attach(cmd.Context(), id, rw, uint16(cols), uint16(rows))
+	conn, err := api.NewClient(o.town()).Attach(cmd.Context(), id, o.rw, uint16(cols), uint16(rows))
 	if err != nil {
 		return err
 	}
@@ -184,10 +203,21 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 		return fmt.Errorf("putting the terminal in raw mode: %w", err)
 	}
 	defer term.Restore(in, old)
+	stopResizes := o.forward(conn, out)
+	defer stopResizes()
+	_, _ = io.Copy(pane.NewFilter(os.Stdout), conn)
+	term.Restore(in, old)
+	fmt.Fprintf(cmd.ErrOrStderr(), "\n[detached from %s]\n", id)
+	return nil
+}
+
+// forward sends the session, in frames on conn, the terminal's resizes
+// and, with --rw, its keys; read-only, a detach key closes conn. The
+// function it returns stops watching for resizes.
+func (o *attachOptions) forward(conn io.ReadWriteCloser, out int) (stopResizes func()) {
+	frames := make(chan []byte, 16)
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	frames := make(chan []byte, 16)
 	go func() {
 		for range winch {
 			if c, r, err := term.GetSize(out); err == nil {
@@ -195,23 +225,7 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 			}
 		}
 	}()
-	go func() {
-		buf := make([]byte, wire.MaxPaneFrame)
-		var keys detachKeys
-		for {
-			n, err := os.Stdin.Read(buf)
-			switch {
-			case n > 0 && rw:
-				frames <- append([]byte{wire.PaneInput}, buf[:n]...)
-			case n > 0 && keys.pressed(buf[:n]):
-				conn.Close()
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go o.readKeys(conn, frames)
 	go func() {
 		for f := range frames {
 			if wire.WritePaneFrame(conn, f[0], f[1:]) != nil {
@@ -219,10 +233,27 @@ func attach(cmd *cobra.Command, town string, id wire.Identity, rw bool) error {
 			}
 		}
 	}()
-	_, _ = io.Copy(pane.NewFilter(os.Stdout), conn)
-	term.Restore(in, old)
-	fmt.Fprintf(cmd.ErrOrStderr(), "\n[detached from %s]\n", id)
-	return nil
+	return func() { signal.Stop(winch) }
+}
+
+// readKeys reads this terminal's keys: with --rw each read becomes an
+// input frame; read-only, only a detach key does anything (closes conn).
+func (o *attachOptions) readKeys(conn io.Closer, frames chan<- []byte) {
+	buf := make([]byte, wire.MaxPaneFrame)
+	var keys detachKeys
+	for {
+		n, err := os.Stdin.Read(buf)
+		switch {
+		case n > 0 && o.rw:
+			frames <- append([]byte{wire.PaneInput}, buf[:n]...)
+		case n > 0 && keys.pressed(buf[:n]):
+			conn.Close()
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // detachKeys watches a read-only attach's keys for the operator leaving:

@@ -13,7 +13,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
-func (a *app) serveCmd() *cobra.Command {
+func newServeCmd(a *app) *cobra.Command {
 	cfg := server.DefaultConfig()
 	var gt, bd string
 	table := serveSettings(&cfg, &gt, &bd)

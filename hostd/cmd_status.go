@@ -2,26 +2,32 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func (a *app) statusCmd() *cobra.Command {
+// statusOptions are hostd status's flags.
+type statusOptions struct {
+	*app
+	json, watch bool
+	rig         string
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	o := &statusOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "status [<rig>/<name>]",
 		Short: "Show every polecat's state, tunnel and last heartbeat (or one polecat in detail)",
@@ -31,71 +37,91 @@ its session's CPU, memory and idle time, and its command. With <rig>/<name>,
 one polecat in detail with its recent state changes. States are judged from
 heartbeats: see 'hostd serve --help' for the thresholds.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c := api.NewClient(a.town())
-			asJSON, _ := cmd.Flags().GetBool("json")
-			out := cmd.OutOrStdout()
-			// On a terminal, status is coloured: it is written under the
-			// escaping writer, and printStatus and printDetail escape
-			// every field a polecat sent with termsafe.Line themselves.
-			colour, styled := isTTY(out), out
-			if colour {
-				styled = termsafe.Raw(out)
-			}
-			if len(args) == 1 {
-				id, err := wire.ParseIdentity(args[0])
-				if err != nil {
-					return err
-				}
-				d, err := c.Polecat(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(out, d)
-				}
-				printDetail(styled, d, colour)
-				return nil
-			}
-			rig, _ := cmd.Flags().GetString("rig")
-			watch, _ := cmd.Flags().GetBool("watch")
-			show := func() error {
-				st, err := c.Status(cmd.Context())
-				if err != nil {
-					return err
-				}
-				st.Polecats = filterRig(st.Polecats, rig)
-				if asJSON {
-					return writeJSON(out, st)
-				}
-				printStatus(styled, st, colour)
-				return nil
-			}
-			if !watch {
-				return show()
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			for {
-				fmt.Fprint(termsafe.Raw(out), "\033[H\033[2J")
-				if err := show(); err != nil {
-					fmt.Fprintln(out, err)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-			}
-		},
+		RunE: o.run,
 	}
-	cmd.Flags().Bool("json", false, "print JSON")
-	cmd.Flags().Bool("watch", false, "refresh every second until interrupted")
-	cmd.Flags().String("rig", "", "only this rig's polecats")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.watch, "watch", false, "refresh every second until interrupted")
+	cmd.Flags().StringVar(&o.rig, "rig", "", "only this rig's polecats")
 	return cmd
 }
 
-func (a *app) aliveCmd() *cobra.Command {
+// statusOutput is where status writes: out, the escaping writer, and
+// styled, which is the writer under it on a terminal, where status is
+// coloured (printStatus and printDetail escape every field a polecat
+// sent with termsafe.Line themselves).
+type statusOutput struct {
+	out, styled io.Writer
+	colour      bool
+}
+
+func newStatusOutput(out io.Writer) statusOutput {
+	if isTTY(out) {
+		return statusOutput{out: out, styled: termsafe.Raw(out), colour: true}
+	}
+	return statusOutput{out: out, styled: out}
+}
+
+// run shows one polecat in detail, or every polecat once or (--watch)
+// every second.
+func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
+	c, w := api.NewClient(o.town()), newStatusOutput(cmd.OutOrStdout())
+	switch {
+	case len(args) == 1:
+		return o.showOne(cmd.Context(), w, c, args[0])
+	case o.watch:
+		return o.watchAll(cmd.Context(), w, c)
+	}
+	return o.showAll(cmd.Context(), w, c)
+}
+
+func (o *statusOptions) showOne(ctx context.Context, w statusOutput, c *api.Client, arg string) error {
+	id, err := wire.ParseIdentity(arg)
+	if err != nil {
+		return err
+	}
+	d, err := c.Polecat(ctx, id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(w.out, d)
+	}
+	printDetail(w.styled, d, w.colour)
+	return nil
+}
+
+func (o *statusOptions) showAll(ctx context.Context, w statusOutput, c *api.Client) error {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	st.Polecats = filterRig(st.Polecats, o.rig)
+	if o.json {
+		return writeJSON(w.out, st)
+	}
+	printStatus(w.styled, st, w.colour)
+	return nil
+}
+
+// watchAll clears the screen and shows every polecat, every second
+// until SIGINT or SIGTERM; an error is shown in the table's place.
+func (o *statusOptions) watchAll(ctx context.Context, w statusOutput, c *api.Client) error {
+	stopped, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	for {
+		fmt.Fprint(termsafe.Raw(w.out), "\033[H\033[2J")
+		if err := o.showAll(ctx, w, c); err != nil {
+			fmt.Fprintln(w.out, err)
+		}
+		select {
+		case <-stopped.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func newAliveCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "alive <rig>/<name>",
 		Short: "Exit 0 if the polecat is working or idle, 1 otherwise (for scripts)",
@@ -103,30 +129,28 @@ func (a *app) aliveCmd() *cobra.Command {
 This replaces checking for process names in tmux panes: the state comes from
 heartbeats measured inside the container.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := wire.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			d, err := api.NewClient(a.town()).Polecat(ctx, id)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, termsafe.Line(d.Reason))
-			if !heartbeat.State(d.State).Alive() {
-				os.Exit(1)
-			}
-			return nil
-		},
+		RunE: a.runAlive,
 	}
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// runAlive prints the polecat's state and ends with status 1 unless it
+// is alive.
+func (a *app) runAlive(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	d, err := api.NewClient(a.town()).Polecat(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, termsafe.Line(d.Reason))
+	if !heartbeat.State(d.State).Alive() {
+		return exit.Status(1)
+	}
+	return nil
 }
 
 func filterRig(ps []api.Polecat, rig string) []api.Polecat {
@@ -140,17 +164,6 @@ func filterRig(ps []api.Polecat, rig string) []api.Polecat {
 		}
 	}
 	return out
-}
-
-// isTTY reports whether w, or the writer under it if it is an escaping
-// one, is a terminal (colour and progress only then).
-func isTTY(w io.Writer) bool {
-	f, ok := termsafe.Raw(w).(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 var stateColour = map[string]string{
@@ -173,31 +186,42 @@ func printStatus(w io.Writer, st api.Status, colour bool) {
 		fmt.Fprintf(w, "%-16s %-8s %5s %-4s %6s %4s %4s %5s %5s %s\n", "POLECAT", "STATE", "FOR", "LINK", "RTT", "BEAT", "CPU", "RSS", "IDLE", "COMMAND")
 	}
 	for _, p := range st.Polecats {
-		state := fit(p.State, 8)
-		if p.Restored {
-			state = fit(p.State+"?", 8)
-		}
-		padded := fmt.Sprintf("%-8s", state)
-		if colour {
-			padded = stateColour[p.State] + padded + "\033[0m"
-		}
-		link, rtt := "-", "-"
-		if p.Connected {
-			link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
-		}
-		beat, cpu, rss, idle := "-", "-", "-", "-"
-		if !p.LastBeat.IsZero() {
-			beat = short(time.Since(p.LastBeat))
-			if p.SessionState == heartbeat.SessionRunning {
-				cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
-			}
-		}
-		if p.IdleSeconds >= 0 {
-			idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
-		}
-		fmt.Fprintf(w, "%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s\n", fit(p.Identity.String(), 16), padded,
-			short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(termsafe.Line(p.Command), 13))
+		fmt.Fprintln(w, statusRow(p, colour))
 	}
+	printStatusNotes(w, st)
+}
+
+// statusRow is one polecat's line of the table.
+func statusRow(p api.Polecat, colour bool) string {
+	state := fit(p.State, 8)
+	if p.Restored {
+		state = fit(p.State+"?", 8)
+	}
+	padded := fmt.Sprintf("%-8s", state)
+	if colour {
+		padded = stateColour[p.State] + padded + "\033[0m"
+	}
+	link, rtt := "-", "-"
+	if p.Connected {
+		link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
+	}
+	beat, cpu, rss, idle := "-", "-", "-", "-"
+	if !p.LastBeat.IsZero() {
+		beat = short(time.Since(p.LastBeat))
+		if p.SessionState == heartbeat.SessionRunning {
+			cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
+		}
+	}
+	if p.IdleSeconds >= 0 {
+		idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
+	}
+	return fmt.Sprintf("%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s", fit(p.Identity.String(), 16), padded,
+		short(time.Since(p.StateSince)), fit(link, 4), rtt, beat, cpu, rss, idle, fit(termsafe.Line(p.Command), 13))
+}
+
+// printStatusNotes prints, under the table, the nudges waiting, the data
+// conflicts and the branches waiting to be pushed upstream.
+func printStatusNotes(w io.Writer, st api.Status) {
 	var waiting []string
 	for _, p := range st.Polecats {
 		if p.Nudges > 0 {
@@ -237,23 +261,8 @@ func printDetail(w io.Writer, d api.PolecatDetail, colour bool) {
 	} else {
 		fmt.Fprintln(w, "  tunnel:    not connected")
 	}
-	if b := d.Beat; b != nil {
-		s := b.Session
-		fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
-		fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(s.State))
-		if s.ExitCode != nil {
-			fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
-		}
-		fmt.Fprintf(w, ", command %q\n", s.Command)
-		if s.State == heartbeat.SessionRunning {
-			fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
-			if d.IdleSeconds >= 0 {
-				fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
-			}
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
-		fmt.Fprintf(w, "  agent:     %s, up %s\n", termsafe.Line(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
+	if d.Beat != nil {
+		printBeat(w, d)
 	}
 	if d.Nudges > 0 {
 		fmt.Fprintf(w, "  nudges:    %d waiting (hostd nudge %s --list)\n", d.Nudges, d.Identity)
@@ -268,47 +277,24 @@ func printDetail(w io.Writer, d api.PolecatDetail, colour bool) {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// printBeat prints what the polecat's last beat says of its session,
+// container and agent.
+func printBeat(w io.Writer, d api.PolecatDetail) {
+	b := d.Beat
+	s := b.Session
+	fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
+	fmt.Fprintf(w, "  session:   %s %s", termsafe.Line(s.Name), termsafe.Line(s.State))
+	if s.ExitCode != nil {
+		fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 	}
-	return s
-}
-
-// fit truncates s to n characters, marking the cut.
-func fit(s string, n int) string {
-	if len(s) <= n {
-		return s
+	fmt.Fprintf(w, ", command %q\n", s.Command)
+	if s.State == heartbeat.SessionRunning {
+		fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
+		if d.IdleSeconds >= 0 {
+			fmt.Fprintf(w, ", idle %s", short(time.Duration(d.IdleSeconds*float64(time.Second))))
+		}
+		fmt.Fprintln(w)
 	}
-	return s[:n-1] + "~"
-}
-
-// short renders a duration in at most 5 characters: 45s, 12m, 3h, 2d.
-func short(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
-
-// bytesShort renders a size in at most 5 characters.
-func bytesShort(n uint64) string {
-	switch {
-	case n >= 10<<30:
-		return fmt.Sprintf("%dG", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%dM", n>>20)
-	default:
-		return fmt.Sprintf("%dK", n>>10)
-	}
+	fmt.Fprintf(w, "  container: load %.2f, %s memory available, %s disk free\n", b.Container.Load1, bytesShort(b.Container.MemAvailable), bytesShort(b.Container.DiskFree))
+	fmt.Fprintf(w, "  agent:     %s, up %s\n", termsafe.Line(b.Agent.Version), short(time.Duration(b.Agent.Uptime*float64(time.Second))))
 }

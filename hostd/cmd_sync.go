@@ -1,75 +1,49 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func (a *app) syncCmd() *cobra.Command {
+func newSyncCmd(a *app) *cobra.Command {
 	sc := &cobra.Command{Use: "sync", Short: "Move a polecat's whitelisted data between the host and its container"}
-	transfer := func(use, short, long string, pull bool) *cobra.Command {
-		cmd := &cobra.Command{
-			Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				id, err := wire.ParseIdentity(args[0])
-				if err != nil {
-					return err
-				}
-				asJSON, _ := cmd.Flags().GetBool("json")
-				c := api.NewClient(a.town())
-				start := time.Now()
-				var progress func(api.SyncProgress)
-				if !asJSON && isTTY(cmd.ErrOrStderr()) {
-					bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
-					defer bar.finish()
-					progress = bar.update
-				}
-				var res wire.SyncResult
-				if pull {
-					var o api.PullOptions
-					o.DryRun, _ = cmd.Flags().GetBool("dry-run")
-					o.AllowDeletes, _ = cmd.Flags().GetBool("allow-deletes")
-					res, err = c.SyncPull(cmd.Context(), id, o, progress)
-				} else {
-					res, err = c.SyncPush(cmd.Context(), id, progress)
-				}
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
-				}
-				if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
-					printResult(cmd.OutOrStdout(), id, res, time.Since(start))
-				}
-				if res.Error != "" {
-					return fmt.Errorf("%s", termsafe.Line(res.Error))
-				}
-				return nil
-			},
-		}
-		cmd.Flags().Bool("json", false, "print the result as JSON")
-		return cmd
-	}
-	push := transfer("push <rig>/<name>", "Send the polecat's host data into its container now",
+	sc.AddCommand(newSyncPushCmd(a), newSyncPullCmd(a), newSyncStatusCmd(a), newSyncLogCmd(a))
+	return sc
+}
+
+// syncTransferOptions are hostd sync push's and pull's flags.
+type syncTransferOptions struct {
+	*app
+	pull bool
+	json bool
+	// opts are pull's --dry-run and --allow-deletes.
+	opts api.PullOptions
+}
+
+func newSyncPushCmd(a *app) *cobra.Command {
+	return newSyncTransferCmd(&syncTransferOptions{app: a}, "push <rig>/<name>", "Send the polecat's host data into its container now",
 		`Send the whitelisted contents of the polecat's host data root (see 'hostd sync
 status') into its container, and wait until the agent has installed them. The
 container's changes since the last exchange are pulled and merged first (as
 'hostd sync pull' does), so a push never overwrites them. The agent checks
 everything against the policy itself. What was sent becomes the base later
-pulls merge against.`, false)
-	pull := transfer("pull <rig>/<name>", "Take the polecat's data back from its container and merge it",
+pulls merge against.`)
+}
+
+func newSyncPullCmd(a *app) *cobra.Command {
+	o := &syncTransferOptions{app: a, pull: true}
+	cmd := newSyncTransferCmd(o, "pull <rig>/<name>", "Take the polecat's data back from its container and merge it",
 		`Take the whitelisted contents of the container's data root and merge them into
 the host's, file by file, against what was last sent: changed in the container
 only, applied; changed on the host only, kept; changed on both, merged when
@@ -84,77 +58,115 @@ sync.max_stored_bytes, change more than sync.max_conflicts paths on both
 sides, or leave a symlink that leads out of the data root (followed through
 every link on the way). One that would delete more than sync.max_delete_share
 of the polecat's files is held: run this again with --allow-deletes once you
-know the container really deleted them.`, true)
-	pull.Flags().Bool("dry-run", false, "say what would be applied, merged and conflicted, and change nothing")
-	pull.Flags().Bool("allow-deletes", false, "do a merge that deletes more of the polecat's files than sync.max_delete_share holds (you confirm the container really deleted them)")
+know the container really deleted them.`)
+	cmd.Flags().BoolVar(&o.opts.DryRun, "dry-run", false, "say what would be applied, merged and conflicted, and change nothing")
+	cmd.Flags().BoolVar(&o.opts.AllowDeletes, "allow-deletes", false, "do a merge that deletes more of the polecat's files than sync.max_delete_share holds (you confirm the container really deleted them)")
+	return cmd
+}
 
-	status := &cobra.Command{
+// newSyncTransferCmd is the command that runs o: push or pull.
+func newSyncTransferCmd(o *syncTransferOptions, use, short, long string) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1), RunE: o.run}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// run moves the data and prints what moved; a transfer hostd refused is
+// the command's error.
+func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := o.transfer(cmd, id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+	}
+	if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
+		printResult(cmd.OutOrStdout(), id, res, time.Since(start))
+	}
+	if res.Error != "" {
+		return fmt.Errorf("%s", termsafe.Line(res.Error))
+	}
+	return nil
+}
+
+// transfer pushes or pulls, drawing its progress when stderr is a
+// terminal and the output is not JSON.
+func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (wire.SyncResult, error) {
+	var progress func(api.SyncProgress)
+	if !o.json && isTTY(cmd.ErrOrStderr()) {
+		bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
+		defer bar.finish()
+		progress = bar.update
+	}
+	c := api.NewClient(o.town())
+	if o.pull {
+		return c.SyncPull(cmd.Context(), id, o.opts, progress)
+	}
+	return c.SyncPush(cmd.Context(), id, progress)
+}
+
+func newSyncStatusCmd(a *app) *cobra.Command {
+	return showCmd(&cobra.Command{
 		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := api.NewClient(a.town()).SyncStatus(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "crosses: %v\nnever crosses: the built-in secrets blacklist", st.Include)
-			if len(st.Exclude) > 0 {
-				fmt.Fprintf(w, " and %v", st.Exclude)
-			}
-			fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\n", st.MaxStoredBytes)
-			for _, r := range st.Roots {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Polecat, r.StoredBytes, r.Host)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, r := range st.Roots {
-				for _, l := range r.EscapingLinks {
-					fmt.Fprintf(w, "warning: %s: %s; it is never sent into the container: mend or remove it\n", r.Polecat, termsafe.Line(l))
-				}
-			}
-			return nil
-		},
-	}
-	status.Flags().Bool("json", false, "print JSON")
+	}, func(ctx context.Context) (api.SyncStatus, error) { return api.NewClient(a.town()).SyncStatus(ctx) }, printSyncStatus, encodeJSON)
+}
 
-	log := &cobra.Command{
-		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			recs, err := api.NewClient(a.town()).SyncLog(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(recs)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tPOLECAT\tOP\tFILES\tAPPLIED\tMERGED\tCONFLICTED\tDELETED\tRESULT")
-			for _, r := range recs {
-				op := r.Op
-				if r.Reason != "" {
-					op += " (" + r.Reason + ")"
-				}
-				if r.DryRun {
-					op += " dry run"
-				}
-				result := "ok"
-				if r.Error != "" {
-					result = termsafe.Line(r.Error)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.Polecat, op,
-					r.Files, r.Applied, r.Merged, r.Conflict, r.Deleted, result)
-			}
-			return tw.Flush()
-		},
+// printSyncStatus prints the policy, each polecat's data root, and the
+// links there that lead out of it.
+func printSyncStatus(w io.Writer, st api.SyncStatus) error {
+	fmt.Fprintf(w, "crosses: %v\nnever crosses: the built-in secrets blacklist", st.Include)
+	if len(st.Exclude) > 0 {
+		fmt.Fprintf(w, " and %v", st.Exclude)
 	}
-	log.Flags().Bool("json", false, "print JSON")
-	sc.AddCommand(push, pull, status, log)
-	return sc
+	fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\n", st.MaxStoredBytes)
+	for _, r := range st.Roots {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Polecat, r.StoredBytes, r.Host)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range st.Roots {
+		for _, l := range r.EscapingLinks {
+			fmt.Fprintf(w, "warning: %s: %s; it is never sent into the container: mend or remove it\n", r.Polecat, termsafe.Line(l))
+		}
+	}
+	return nil
+}
+
+func newSyncLogCmd(a *app) *cobra.Command {
+	return showCmd(&cobra.Command{
+		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
+	}, func(ctx context.Context) ([]api.SyncRecord, error) { return api.NewClient(a.town()).SyncLog(ctx) }, printSyncLog, encodeJSON)
+}
+
+// printSyncLog prints the transfers as a table.
+func printSyncLog(w io.Writer, recs []api.SyncRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tPOLECAT\tOP\tFILES\tAPPLIED\tMERGED\tCONFLICTED\tDELETED\tRESULT")
+	for _, r := range recs {
+		op := r.Op
+		if r.Reason != "" {
+			op += " (" + r.Reason + ")"
+		}
+		if r.DryRun {
+			op += " dry run"
+		}
+		result := "ok"
+		if r.Error != "" {
+			result = termsafe.Line(r.Error)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.Polecat, op,
+			r.Files, r.Applied, r.Merged, r.Conflict, r.Deleted, result)
+	}
+	return tw.Flush()
 }
 
 // printResult prints a transfer's summary and each change; paths come from

@@ -10,11 +10,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -35,15 +37,14 @@ func main() {
 	case git.PostReceive:
 		os.Exit(git.RunPostReceive(os.Stdin))
 	}
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(stderr, "hostd:", err)
-		os.Exit(1)
-	}
+	os.Exit(exit.Code(newRoot().Execute(), "hostd", stderr))
 }
 
 // app holds what every subcommand shares: the merged configuration.
 type app struct {
 	v *viper.Viper
+	// config is --config, the file merged under flags and environment.
+	config string
 }
 
 func newRoot() *cobra.Command {
@@ -60,38 +61,41 @@ Configuration comes from flags, then HOSTD_* environment variables (e.g.
 HOSTD_LISTEN), then a YAML config file (--config, or
 <town>/.runtime/hostd/config.yaml when present). The town root is --town,
 else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return a.load(cmd)
-		},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd.Root().PersistentFlags()) },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
-	pf.String("config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
+	pf.StringVar(&a.config, "config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
 	pf.String("trust-domain", wire.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
 	pf.String("log-format", "text", "log format: text or json")
-	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
-		_ = a.v.BindPFlag(key(k), pf.Lookup(k))
-	}
-	root.AddCommand(a.serveCmd(), a.caCmd(), a.certCmd(), a.tokenCmd(), a.statusCmd(), a.aliveCmd(), a.syncCmd(), a.nudgeCmd(), a.peekCmd(), a.attachCmd())
+	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a))
 	return root
 }
 
 // key maps a flag name to its config key (trust-domain -> trust_domain).
 func key(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
 
-// load merges flags, environment and the config file.
-func (a *app) load(cmd *cobra.Command) error {
+// load merges flags (pf, the root's), environment and the config file.
+func (a *app) load(pf *pflag.FlagSet) error {
 	v := a.v
+	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
+		if err := v.BindPFlag(key(k), pf.Lookup(k)); err != nil {
+			return fmt.Errorf("reading --%s: %w", k, err)
+		}
+	}
 	v.SetEnvPrefix("HOSTD")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
-	_ = v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN")
+	if err := v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN"); err != nil {
+		return fmt.Errorf("reading HOSTD_TOWN and GT_TOWN: %w", err)
+	}
 	if v.GetString("town") == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -99,7 +103,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		}
 		v.SetDefault("town", filepath.Join(home, "gt"))
 	}
-	cfgFile, _ := cmd.Flags().GetString("config")
+	cfgFile := a.config
 	if cfgFile == "" {
 		if p := state.For(a.town()).Config(); fileExists(p) {
 			cfgFile = p
@@ -122,6 +126,17 @@ func (a *app) town() string {
 // openCA opens the town's CA with the configured trust domain.
 func (a *app) openCA() (*pki.CA, error) {
 	return pki.Open(pki.Dir(a.town()), a.v.GetString("trust_domain"))
+}
+
+// openCAFor parses arg as a polecat's <rig>/<name> and opens the CA that
+// is to certify it.
+func (a *app) openCAFor(arg string) (wire.Identity, *pki.CA, error) {
+	id, err := wire.ParseIdentity(arg)
+	if err != nil {
+		return wire.Identity{}, nil, err
+	}
+	c, err := a.openCA()
+	return id, c, err
 }
 
 func fileExists(p string) bool {

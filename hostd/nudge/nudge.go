@@ -224,7 +224,7 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 	s.metrics.queued.Inc()
 	queued := *it // copied under the lock: its deliverer writes it.Why
 	s.mu.Unlock()
-	s.log.Info("nudge queued", "id", it.ID, "polecat", it.Polecat, "mode", it.Mode, "priority", it.Priority, "bytes", len(it.Text))
+	s.log.Info("nudge queued", "id", queued.ID, "polecat", queued.Polecat, "mode", queued.Mode, "priority", queued.Priority, "bytes", len(queued.Text))
 	s.wake(r.Polecat)
 	return queued, dropped, nil
 }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/data"
+	"github.com/polecat-sidecar/sidecar/agent/git"
+	"github.com/polecat-sidecar/sidecar/agent/liveness"
+	"github.com/polecat-sidecar/sidecar/agent/nudge"
+	"github.com/polecat-sidecar/sidecar/agent/pane"
+	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// newSupervisor is the supervisor that holds the tunnel to hostd with
+// store's certificate; hostOpened takes the streams hostd opens.
+func (c *upRun) newSupervisor(store *creds.Store, hostOpened *tunnel.ServeMux) (*supervisor.Supervisor, error) {
+	scfg := c.Supervisor
+	scfg.Addr, scfg.ServerName, scfg.Creds, scfg.Logger = c.addr, c.serverName, store, slog.Default()
+	scfg.Handler = hostOpened
+	return supervisor.New(scfg)
+}
+
+// startData runs the data channel: it answers hostd's transfers and
+// uploads the data root at each checkpoint.
+func (c *upRun) startData(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*data.Service, error) {
+	dcfg := c.Data
+	dcfg.StateDir, dcfg.Logger = c.StateDir, slog.Default()
+	if dcfg.Root == "" {
+		dcfg.Root = c.Watch.WorkDir
+	}
+	dsvc, err := data.New(dcfg, sup)
+	if err != nil {
+		return nil, err
+	}
+	hostOpened.Handle(wire.KindSync, dsvc)
+	go dsvc.Run(ctx)
+	return dsvc, nil
+}
+
+// serveRelay relays the gt/bd shims' commands from --socket to hostd.
+func (c *upRun) serveRelay(ctx context.Context, sup *supervisor.Supervisor) (net.Listener, error) {
+	socket := c.Socket
+	relayLn, err := unixsock.Listen(socket)
+	if errors.Is(err, unixsock.ErrInUse) {
+		return nil, fmt.Errorf("another gt-agent already serves %s", socket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gt/bd relay socket: %w", err)
+	}
+	go func() { _ = relay.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, relayLn) }()
+	slog.Info("relaying gt/bd", "socket", socket)
+	return relayLn, nil
+}
+
+// serveGit serves the rig's repository to git on --git-listen; no
+// listener when that is empty.
+func (c *upRun) serveGit(ctx context.Context, sup *supervisor.Supervisor) (net.Listener, error) {
+	addr := c.GitListen
+	if addr == "" {
+		return nil, nil
+	}
+	admit, err := gitAdmit(c.GitAllowUIDs)
+	if err != nil {
+		return nil, err
+	}
+	gitLn, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("git listener: %w", err)
+	}
+	fw := git.NewForwarder(sup, c.RelayWait, slog.Default())
+	fw.Admit = admit
+	go func() { _ = fw.Serve(ctx, gitLn) }()
+	slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
+	return gitLn, nil
+}
+
+// gitAdmit turns --git-allow-uid into the git port's admission check; nil
+// for "any".
+func gitAdmit(list []string) (func(net.Conn) error, error) {
+	var uids []int
+	for _, v := range list {
+		if v == "any" {
+			return nil, nil
+		}
+		uid, err := strconv.Atoi(v)
+		if err != nil || uid < 0 {
+			return nil, fmt.Errorf("--git-allow-uid %q: want a uid, or \"any\"", v)
+		}
+		uids = append(uids, uid)
+	}
+	return git.OnlyUIDs(uids...), nil
+}
+
+// watch starts watching the polecat's session (starting it when given
+// its command), serves nudges and the pane on it, and sends hostd beats.
+func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) error {
+	wcfg := c.Watch
+	wcfg.Command, wcfg.Logger = c.command, slog.Default()
+	if c.TmuxSocket != "" {
+		wcfg.TmuxArgs = []string{"-S", c.TmuxSocket}
+	}
+	watcher, err := liveness.Start(ctx, wcfg)
+	if err != nil {
+		return err
+	}
+	if c.watchers() == 0 {
+		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
+	}
+	if err := serveNudges(ctx, c.upConfig, hostOpened); err != nil {
+		return err
+	}
+	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
+	return nil
+}
+
+// serveNudges delivers hostd's nudges into the watched session's pane,
+// hears Claude Code's hooks on the hook socket, and serves hostd peek and
+// attach on that pane.
+func serveNudges(ctx context.Context, c *upConfig, mux *tunnel.ServeMux) error {
+	socket := orDefault(c.HookSocket, nudge.HookSocketPath(c.Socket))
+	hooks := &nudge.Hooks{}
+	if ln, err := unixsock.Listen(socket); err != nil {
+		slog.Warn("no hook socket: Claude Code's hooks cannot reach the agent, so nudges judge idle from the screen", "socket", socket, "err", err)
+	} else {
+		go func() {
+			if err := hooks.Serve(ctx, ln); err != nil {
+				slog.Warn("hook socket stopped; nudges fall back to the screen", "err", err)
+			}
+		}()
+	}
+	ncfg := c.Nudge
+	ncfg.Session = orDefault(c.Watch.WatchSession, c.Watch.Name)
+	ncfg.StateDir, ncfg.Logger = c.StateDir, slog.Default()
+	if c.TmuxSocket != "" {
+		ncfg.Tmux.Args = []string{"-S", c.TmuxSocket}
+	}
+	svc, err := nudge.New(ncfg, hooks)
+	if err != nil {
+		return err
+	}
+	panes, err := pane.New(pane.Config{Session: ncfg.Session, Tmux: ncfg.Tmux, Logger: slog.Default()})
+	if err != nil {
+		return err
+	}
+	mux.Handle(wire.KindNudge, svc)
+	mux.Handle(wire.KindPane, panes)
+	return nil
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+)
+
+func newTokenCmd(a *app) *cobra.Command {
+	tok := &cobra.Command{Use: "token", Short: "One-time join tokens for fresh containers"}
+	tok.AddCommand(newTokenCreateCmd(a))
+	return tok
+}
+
+// tokenCreateOptions are hostd token create's flags.
+type tokenCreateOptions struct {
+	*app
+	ttl time.Duration
+}
+
+func newTokenCreateCmd(a *app) *cobra.Command {
+	o := &tokenCreateOptions{app: a}
+	cmd := &cobra.Command{
+		Use:   "create <rig>/<name>",
+		Short: "Print a one-time join token bound to one polecat",
+		Long: `Print a join token for one polecat. In the container,
+'gt-agent up --join <token>' makes a key locally and exchanges the token for
+its first certificate, so no private key is ever copied. A token works
+once, only for that rig/name, and expires (default 15m). It carries the CA's
+fingerprint, so the container needs no ca.crt to verify hostd.`,
+		Args: cobra.ExactArgs(1),
+		RunE: o.run,
+	}
+	cmd.Flags().DurationVar(&o.ttl, "ttl", pki.DefaultTokenTTL, "how long the token stays usable")
+	return cmd
+}
+
+func (o *tokenCreateOptions) run(cmd *cobra.Command, args []string) error {
+	id, c, err := o.openCAFor(args[0])
+	if err != nil {
+		return err
+	}
+	t, err := c.CreateToken(id, o.ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), t)
+	return nil
+}

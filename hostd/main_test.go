@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/internal/exit"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// runHostd runs hostd's command tree in this process, as main does, with
+// --town town, stdin as standard input, and returns what it printed
+// (stdout and stderr) and its exit status.
+func runHostd(t *testing.T, town, stdin string, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRoot()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(append([]string{"--town", town, "--log-level", "error"}, args...))
+	code := exit.Code(root.Execute(), "hostd", &out)
+	return out.String(), code
+}
+
+// run is one hostd command line and what it answers: its exit status
+// and text its output holds.
+type run struct {
+	args []string
+	code int
+	want string
+}
+
+// checkRuns runs each command line against town.
+func checkRuns(t *testing.T, town string, runs []run) {
+	t.Helper()
+	for _, r := range runs {
+		got, code := runHostd(t, town, "", r.args...)
+		if code != r.code || !strings.Contains(got, r.want) {
+			t.Errorf("hostd %v: exit %d, %q; want %d and %q", r.args, code, got, r.code, r.want)
+		}
+	}
+}
+
+// startHostd makes a town with a CA and runs a hostd server for it, with
+// its control socket, until the test ends. It returns the town and the
+// server's tunnel address.
+func startHostd(t *testing.T) (town, addr string) {
+	t.Helper()
+	town, addr = t.TempDir(), tunneltest.FreeAddr(t)
+	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Config{Town: town, Listen: addr, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for range 250 {
+		if _, err := api.NewClient(town).Status(ctx); err == nil {
+			return town, addr
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("hostd's control socket did not come up")
+	return "", ""
+}
+
+// connect holds a tunnel to the hostd at addr as the polecat id, with a
+// certificate from town's CA, until the test ends; it sends no beat.
+func connect(t *testing.T, town, addr string, id wire.Identity) {
+	t.Helper()
+	ca, err := pki.Open(pki.Dir(town), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.IssueClient(id, key.Public(), time.Hour, pki.SourceIssue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
+	s, err := tunnel.Dial(context.Background(), addr, tunnel.ClientConfig{
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &tc, nil },
+		RootCAs:              ca.Pool(),
+		ServerName:           "localhost",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+}
+
+// TestExitStatus: an error ends hostd with status 1 and one line saying
+// what went wrong, whether cobra, a flag, an argument or the daemon
+// refused.
+func TestExitStatus(t *testing.T) {
+	town := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"bogus"}, `hostd: unknown command "bogus" for "hostd"`},
+		{"unknown flag", []string{"status", "--bogus"}, "hostd: unknown flag: --bogus"},
+		{"bad flag value", []string{"cert", "issue", "gastown/furiosa", "--ttl", "soon"}, `hostd: invalid argument "soon" for "--ttl" flag`},
+		{"too many arguments", []string{"alive", "gastown/furiosa", "gastown/nux"}, "hostd: accepts 1 arg(s), received 2"},
+		{"bad identity", []string{"nudge", "furiosa", "hello"}, `hostd: identity "furiosa": want <rig>/<name>`},
+		{"no CA", []string{"token", "create", "gastown/furiosa"}, "hostd: no CA at " + town},
+		{"hostd not running", []string{"alive", "gastown/furiosa"}, "hostd: hostd is not running"},
+		{"unreadable config", []string{"--config", town + "/none.yaml", "status"}, "hostd: reading config " + town + "/none.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runHostd(t, town, "", tt.args...)
+			if code != 1 || !strings.HasPrefix(out, tt.want) || strings.Count(out, "hostd: ") != 1 {
+				t.Fatalf("hostd %v: exit %d, output %q; want 1 and one line %q...", tt.args, code, out, tt.want)
+			}
+		})
+	}
+}
