@@ -82,7 +82,11 @@ func TestAttach(t *testing.T) {
 	attachIn := func(session string, flags ...string) {
 		t.Helper()
 		argv := append([]string{filepath.Join(BinDir, "hostd"), "--town", r.tw.Dir, "attach", "gastown/furiosa"}, flags...)
-		hostTmux(append([]string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", "--"}, argv...)...)
+		// exit-empty off: killing the first session must not end the server
+		// while the second one's start-server races its exit ("server
+		// exited unexpectedly").
+		hostTmux(append([]string{"start-server", ";", "set-option", "-s", "exit-empty", "off", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+			"new-session", "-d", "-s", session, "-x", "120", "-y", "40", "--"}, argv...)...)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			if strings.Contains(hostTmux("capture-pane", "-p", "-t", "="+session+":"), ">") { // the prompt (capture-pane trims its space)
 				return
