@@ -49,8 +49,10 @@ func TestTreeSampler(t *testing.T) {
 	if err != nil || !found {
 		t.Fatal(err)
 	}
-	if st.CPUPercent < 30 || st.CPUPercent > 250 {
-		t.Errorf("CPU%% of a tree with one busy loop: %.1f, want about 100", st.CPUPercent)
+	// About 100 alone; make test runs this beside hostd/e2e's parallel
+	// tests on two cores, where the loop got 13% (an idle tree gets 0).
+	if st.CPUPercent < 5 || st.CPUPercent > 250 {
+		t.Errorf("CPU%% of a tree with one busy loop: %.1f, want about 100 (at least 5 on a loaded machine)", st.CPUPercent)
 	}
 	if st.RSSBytes == 0 || st.Threads < 4 || st.CPUSeconds <= 0 {
 		t.Errorf("stats: %+v", st)
