@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/render"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -195,7 +196,7 @@ func printNudgeQueue(w io.Writer, id wire.Identity, items []api.NudgeItem) {
 	fmt.Fprintln(tw, "ID\tAGE\tMODE\tPRIORITY\tEXPIRES\tTRIES\tWHY WAITING\tTEXT")
 	for _, it := range items {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, time.Since(it.Created).Round(time.Second), it.Mode, it.Priority,
-			it.Expires.Local().Format("15:04:05"), it.Attempts, fit(termsafe.Line(orDash(it.Why)), 50), fit(termsafe.Line(it.Text), 40))
+			it.Expires.Local().Format("15:04:05"), it.Attempts, render.Fit(termsafe.Line(render.OrDash(it.Why)), 50), render.Fit(termsafe.Line(it.Text), 40))
 	}
 	_ = tw.Flush()
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/render"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -87,7 +87,7 @@ func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 	}
 	if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
-		printResult(cmd.OutOrStdout(), id, res, time.Since(start))
+		render.SyncResult(cmd.OutOrStdout(), id, res, time.Since(start))
 	}
 	if res.Error != "" {
 		return fmt.Errorf("%s", termsafe.Line(res.Error))
@@ -114,78 +114,13 @@ func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (wi
 func newSyncStatusCmd(a *app) *cobra.Command {
 	return showCmd(&cobra.Command{
 		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
-	}, func(ctx context.Context) (api.SyncStatus, error) { return api.NewClient(a.town()).SyncStatus(ctx) }, printSyncStatus, encodeJSON)
-}
-
-// printSyncStatus prints the policy, each polecat's data root, and the
-// links there that lead out of it.
-func printSyncStatus(w io.Writer, st api.SyncStatus) error {
-	fmt.Fprintf(w, "crosses: %v\nnever crosses: the built-in secrets blacklist", st.Include)
-	if len(st.Exclude) > 0 {
-		fmt.Fprintf(w, " and %v", st.Exclude)
-	}
-	fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\n", st.MaxStoredBytes)
-	for _, r := range st.Roots {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Polecat, r.StoredBytes, r.Host)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, r := range st.Roots {
-		for _, l := range r.EscapingLinks {
-			fmt.Fprintf(w, "warning: %s: %s; it is never sent into the container: mend or remove it\n", r.Polecat, termsafe.Line(l))
-		}
-	}
-	return nil
+	}, func(ctx context.Context) (api.SyncStatus, error) { return api.NewClient(a.town()).SyncStatus(ctx) }, render.SyncStatus, encodeJSON)
 }
 
 func newSyncLogCmd(a *app) *cobra.Command {
 	return showCmd(&cobra.Command{
 		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
-	}, func(ctx context.Context) ([]api.SyncRecord, error) { return api.NewClient(a.town()).SyncLog(ctx) }, printSyncLog, encodeJSON)
-}
-
-// printSyncLog prints the transfers as a table.
-func printSyncLog(w io.Writer, recs []api.SyncRecord) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tPOLECAT\tOP\tFILES\tAPPLIED\tMERGED\tCONFLICTED\tDELETED\tRESULT")
-	for _, r := range recs {
-		op := r.Op
-		if r.Reason != "" {
-			op += " (" + r.Reason + ")"
-		}
-		if r.DryRun {
-			op += " dry run"
-		}
-		result := "ok"
-		if r.Error != "" {
-			result = termsafe.Line(r.Error)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.Polecat, op,
-			r.Files, r.Applied, r.Merged, r.Conflict, r.Deleted, result)
-	}
-	return tw.Flush()
-}
-
-// printResult prints a transfer's summary and each change; paths come from
-// the container and are escaped.
-func printResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.Duration) {
-	fmt.Fprintf(w, "%s: %d file(s), %d bytes, in %s\n", id, res.Files, res.Bytes, took.Round(time.Millisecond))
-	for _, c := range res.Changes {
-		line := fmt.Sprintf("  %-10s %s", c.Action, termsafe.Line(c.Path))
-		if c.Copy != "" {
-			line += "  (container's version saved as " + termsafe.Line(c.Copy) + ")"
-		}
-		fmt.Fprintln(w, line)
-	}
-	for _, p := range res.Skipped {
-		fmt.Fprintf(w, "  not sent   %s  (the container left it out: a symlink leading outside its data root or to a path that does not cross, or not a file)\n", termsafe.Line(p))
-	}
-	if res.More > 0 {
-		fmt.Fprintf(w, "  and %d more change(s): 'hostd sync log' counts them all\n", res.More)
-	}
+	}, func(ctx context.Context) ([]api.SyncRecord, error) { return api.NewClient(a.town()).SyncLog(ctx) }, render.SyncLog, encodeJSON)
 }
 
 // transferProgress draws a transfer's progress: bytes, files, rate, and
