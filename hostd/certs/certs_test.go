@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/registry/registrytest"
+
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -29,16 +31,6 @@ var (
 )
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// newRegistry is an empty registry of live sessions.
-func newRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	reg, err := registry.New(registry.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
 
 // revocation is one call of Config.Revoked.
 type revocation struct {
@@ -64,7 +56,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{ca: ca, reg: newRegistry(t)}
+	f := &fixture{ca: ca, reg: registrytest.New(t)}
 	cfg.Logger = quiet()
 	cfg.Revoked = func(id wire.Identity, validFrom time.Time) {
 		f.mu.Lock()
@@ -284,7 +276,7 @@ func TestAdmitted(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.id.Name, func(t *testing.T) {
 			_, server := tunneltest.Pair(t, tc.id)
-			f.s.Admitted(newRegistry(t).Add(server))
+			f.s.Admitted(registrytest.New(t).Add(server))
 			if !tc.closed {
 				time.Sleep(50 * time.Millisecond)
 				if server.Err() != nil {
@@ -344,10 +336,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(registry.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.New(t)
 	valid := func() Config {
 		c := DefaultConfig()
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/registry/registrytest"
 )
 
 // TestGetCertificate: hostd's server certificate is of the town's CA,
@@ -18,7 +19,7 @@ func TestGetCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ca, newRegistry(t), Config{ServerNames: []string{"hostd.example", "10.9.8.7", ""}, Logger: quiet()})
+	s, err := New(ca, registrytest.New(t), Config{ServerNames: []string{"hostd.example", "10.9.8.7", ""}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

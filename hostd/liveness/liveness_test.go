@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/registry/registrytest"
+
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -22,15 +24,6 @@ import (
 var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-func newRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	reg, err := registry.New(registry.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
 
 // connect opens a real tunnel as furiosa; the server side is registered in
 // reg and serves heartbeat streams with s.
@@ -73,7 +66,7 @@ func waitState(t *testing.T, s *Service, want heartbeat.State) {
 
 func TestBeatsConnectsAndPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "liveness.json")
-	reg := newRegistry(t)
+	reg := registrytest.New(t)
 	s, err := New(Config{Path: path, Logger: quiet()}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +104,7 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 	s.Flush()
 
 	// A new service restores the last known state from the file.
-	again, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
+	again, err := New(Config{Path: path, Logger: quiet()}, registrytest.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +119,7 @@ func TestCorruptStateRefused(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`[{"identity":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Config{Path: path, Logger: quiet()}, newRegistry(t))
+	_, err := New(Config{Path: path, Logger: quiet()}, registrytest.New(t))
 	var ce *state.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v, want a CorruptError naming %s", err, path)
@@ -144,7 +137,7 @@ func TestConfig(t *testing.T) {
 		c.Logger = quiet()
 		return c
 	}
-	check := func(c Config) error { _, err := New(c, newRegistry(t)); return err }
+	check := func(c Config) error { _, err := New(c, registrytest.New(t)); return err }
 	settingstest.Run(t, valid, check, []settingstest.Case[Config]{
 		{Name: "defaults"},
 		{Name: "zero is the default", Set: func(c *Config) { *c = Config{} }},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/registry/registrytest"
+
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -22,16 +24,6 @@ var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// newRegistry is an empty registry of live sessions.
-func newRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	reg, err := registry.New(registry.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
-
 // newService is a queue persisted in a fresh directory, with cfg's
 // non-zero fields.
 func newService(t *testing.T, cfg Config) (*Service, *registry.Registry) {
@@ -40,7 +32,7 @@ func newService(t *testing.T, cfg Config) (*Service, *registry.Registry) {
 		cfg.Path = filepath.Join(t.TempDir(), "nudges.json")
 	}
 	cfg.Logger = quiet()
-	reg := newRegistry(t)
+	reg := registrytest.New(t)
 	s, err := New(cfg, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +67,7 @@ func TestNewRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Config{Path: tc.path, Logger: quiet()}, newRegistry(t))
+			_, err := New(Config{Path: tc.path, Logger: quiet()}, registrytest.New(t))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error saying %q", err, tc.want)
 			}
