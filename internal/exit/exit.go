@@ -18,6 +18,7 @@ type Error struct {
 	Err  error
 }
 
+// Error is Err's text, or the exit status when there is none.
 func (e *Error) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("exit status %d", e.Code)
@@ -25,6 +26,7 @@ func (e *Error) Error() string {
 	return e.Err.Error()
 }
 
+// Unwrap is Err, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Status is the error that ends a command with code and prints nothing
