@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // The admin API of Gas Town's gt-proxy-server (its 127.0.0.1:9877
 // listener), served on hostd's control socket with the same paths and
 // JSON, so operators' scripts keep working with
-// 'curl --unix-socket <town>/.runtime/hostd/hostd.sock http://hostd/v1/admin/...'.
+// 'curl --unix-socket <town>/.runtime/hostd/hostd.sock http://hostd/v1/admin/...',
+// and, when admin_listen is set, over plain HTTP on a loopback address, as
+// Gas Town's own admin client calls it.
 // Unlike gt-proxy-server's in-memory deny list, revocation here is
 // persisted and closes live tunnels.
 
@@ -35,6 +38,45 @@ type Certs interface {
 	// ReloadRevocations re-reads the revocation records and closes the
 	// live tunnels of revoked certificates, returning how many it closed.
 	ReloadRevocations() (int, error)
+}
+
+// AdminHandler serves the admin API alone, for the opt-in TCP listener
+// (ListenAdmin) at the address Gas Town's admin client targets.
+func AdminHandler(c Certs) http.Handler {
+	mux := http.NewServeMux()
+	adminHandlers(mux, c)
+	return mux
+}
+
+// CheckLoopback refuses an admin address whose host is not a loopback IP
+// or "localhost": the admin API issues certificates to whoever asks, so
+// it must not be reachable from another machine (or a container).
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:9877): %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q is not a loopback address: the admin API issues certificates to whoever reaches it, so it listens on 127.0.0.1, ::1 or localhost only", addr)
+	}
+	return nil
+}
+
+// ListenAdmin opens the admin API's TCP listener on addr, which must be
+// on loopback (CheckLoopback), and checks the address it got.
+func ListenAdmin(addr string) (net.Listener, error) {
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("admin listener: %s resolved to %s, not a loopback address", addr, ln.Addr())
+	}
+	return ln, nil
 }
 
 func adminHandlers(mux *http.ServeMux, b Certs) {

@@ -81,3 +81,60 @@ func FuzzAdminBody(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckLoopback: the admin API listens on loopback only.
+func TestCheckLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:9877", true},
+		{"127.0.0.2:9877", true},
+		{"[::1]:9877", true},
+		{"localhost:9877", true},
+		{"0.0.0.0:9877", false},
+		{":9877", false},
+		{"[::]:9877", false},
+		{"10.0.0.1:9877", false},
+		{"hostd.example:9877", false},
+		{"127.0.0.1", false},
+	} {
+		if err := CheckLoopback(tc.addr); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.addr, err, tc.ok)
+		}
+	}
+	if _, err := ListenAdmin("0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("ListenAdmin on every address: %v", err)
+	}
+	ln, err := ListenAdmin("localhost:0")
+	if err != nil {
+		t.Fatalf("ListenAdmin on localhost: %v", err)
+	}
+	ln.Close()
+}
+
+// TestAdminHandler: the admin listener's handler answers the admin paths
+// and nothing else of the control API.
+func TestAdminHandler(t *testing.T) {
+	d := &fakeDaemon{}
+	h := AdminHandler(d)
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"GET", "/v1/admin/health", "", http.StatusOK},
+		{"POST", "/v1/admin/issue-cert", `{"rig":"gastown","name":"nux"}`, http.StatusOK},
+		{"GET", "/v1/status", "", http.StatusNotFound},
+		{"POST", "/v1/revocations/reload", "", http.StatusNotFound},
+		{"POST", "/v1/nudges/gastown/nux", `{"text":"x"}`, http.StatusNotFound},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body)))
+		if rec.Code != tc.code {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.code)
+		}
+	}
+	if d.reloads != 0 || len(d.nudges) != 0 || len(d.issued) != 1 {
+		t.Errorf("the admin listener reached more than the admin API: %+v", d)
+	}
+}

@@ -68,6 +68,10 @@ type Config struct {
 	UpstreamConfig upstream.Config
 	// MetricsListen, when set, is where Prometheus metrics are served.
 	MetricsListen string
+	// AdminListen, when set, is a loopback address where gt-proxy-server's
+	// admin API (issue-cert, deny-cert, health) is also served over plain
+	// HTTP, for Gas Town's admin client (127.0.0.1:9877); off when empty.
+	AdminListen string
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -75,7 +79,8 @@ type Config struct {
 }
 
 // DefaultConfig is every service's defaults, listening on Gas Town's
-// proxy port, pushing upstream. Town and MetricsListen have no default.
+// proxy port, pushing upstream. Town, MetricsListen and AdminListen have
+// no default.
 func DefaultConfig() Config {
 	return Config{
 		Listen:         fmt.Sprintf(":%d", wire.DefaultPort),
@@ -102,9 +107,16 @@ func (c Config) Validate() error {
 	if err := c.Tunnel.Validate(); err != nil {
 		tun = fmt.Errorf("Tunnel: %w", err)
 	}
+	var admin error
+	if c.AdminListen != "" {
+		if err := control.CheckLoopback(c.AdminListen); err != nil {
+			admin = fmt.Errorf("AdminListen: %w", err)
+		}
+	}
 	return errors.Join(
 		settings.Required("Town", c.Town),
 		tun,
+		admin,
 	)
 }
 
@@ -230,6 +242,16 @@ func (s *Server) Run(ctx context.Context) error {
 	ctl := &http.Server{Handler: control.Handler(s.services(ln)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = ctl.Serve(ctlLn) }()
 	defer ctl.Close()
+	if s.cfg.AdminListen != "" {
+		adminLn, err := control.ListenAdmin(s.cfg.AdminListen)
+		if err != nil {
+			return err
+		}
+		admin := &http.Server{Handler: control.AdminHandler(s.certs), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = admin.Serve(adminLn) }()
+		defer admin.Close()
+		s.log.Warn("serving the admin API over plain HTTP: any local user can issue certificates there", "addr", adminLn.Addr().String())
+	}
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.live.Run(ctx)
 	go s.nudge.Run(ctx)

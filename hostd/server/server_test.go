@@ -7,14 +7,17 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -220,5 +223,54 @@ func TestConfig(t *testing.T) {
 		{Name: "no town", Set: func(c *Config) { c.Town = "" }, Want: "server: Town is required"},
 		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.KeepAlive = -time.Second }, Want: "server: Tunnel: KeepAlive is -1s: it must be above 0"},
 		{Name: "a service's field out of range", Set: func(c *Config) { c.Nudge.Depth = -1 }, Want: "nudge: Depth is -1: it must be above 0"},
+		{Name: "admin API on loopback", Set: func(c *Config) { c.AdminListen = "127.0.0.1:9877" }},
+		{Name: "admin API on every address", Set: func(c *Config) { c.AdminListen = "0.0.0.0:9877" }, Want: "server: AdminListen: \"0.0.0.0:9877\" is not a loopback address"},
 	})
+}
+
+// TestAdminListen: with AdminListen set, gt-proxy-server's admin calls
+// work over plain HTTP as Gas Town's admin client makes them: health, and
+// issue-cert answering a certificate of the town's CA for the polecat.
+func TestAdminListen(t *testing.T) {
+	town := t.TempDir()
+	ca, _, err := pki.Init(pki.Dir(town), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := tunneltest.FreeAddr(t)
+	s, err := New(Config{Town: town, Listen: tunneltest.FreeAddr(t), AdminListen: admin, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var health *http.Response
+	for range 100 {
+		if health, err = http.Get("http://" + admin + "/v1/admin/health"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || health.StatusCode != http.StatusOK {
+		t.Fatalf("health: %v %v", health, err)
+	}
+	health.Body.Close()
+	res, err := http.Post("http://"+admin+"/v1/admin/issue-cert", "application/json", strings.NewReader(`{"rig":"gastown","name":"furiosa","ttl":"1h"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var issued api.IssuedCert
+	if err := json.NewDecoder(res.Body).Decode(&issued); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("issue-cert: %d, %v", res.StatusCode, err)
+	}
+	cert, err := pki.ParseCertPEM([]byte(issued.Cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || issued.CN != furiosa.CommonName() {
+		t.Errorf("issued %s: %v", issued.CN, err)
+	}
 }
