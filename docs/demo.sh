@@ -31,7 +31,7 @@ git -C "$TOWN/seed" add README
 git -C "$TOWN/seed" -c user.name=operator -c user.email=op@example.com commit -q -m "first commit"
 git clone -q --bare "$TOWN/seed" "$TOWN/origin.git"
 git clone -q --bare "$TOWN/origin.git" "$TOWN/gastown/.repo.git"
-hostd ca init
+hostd ca init --new   # a throw-away town: never a copy of your gt-proxy-server's CA
 
 # The operator's real gt is not needed: a stand-in shows what a relayed
 # command receives on the host.

@@ -15,6 +15,7 @@ import (
 // cert revoke in turn on one town, with hostd stopped and running, and
 // checks what they print and write.
 func TestCertCommands(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no gt-proxy-server CA to adopt
 	town, out := t.TempDir(), filepath.Join(t.TempDir(), "creds")
 	steps := []struct {
 		name string

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+)
+
+// TestCAInit: a town without a CA adopts gt-proxy-server's from where it
+// keeps it, or from --from; with --new, or with none to adopt, it gets a
+// new one and is told where hostd looked.
+func TestCAInit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		proxyCA   bool
+		args      []string
+		code      int
+		want      string
+		sameAsGas bool
+	}{
+		{"adopts gt-proxy-server's", true, nil, 0, "adopted the CA of ", true},
+		{"--new ignores it", true, []string{"--new"}, 0, "created CA Gas Town polecat CA", false},
+		{"--from another directory", false, []string{"--from", "FROM"}, 0, "adopted the CA of ", true},
+		{"--from without a CA", false, []string{"--from", "EMPTY"}, 1, "no CA at ", false},
+		{"none to adopt", false, nil, 0, "created CA (none in the town, nor gt-proxy-server's at HOME/gt/.runtime/ca", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, town := t.TempDir(), t.TempDir()
+			t.Setenv("HOME", home)
+			gas := filepath.Join(home, "gt", ".runtime", "ca")
+			if !tc.proxyCA {
+				gas = filepath.Join(t.TempDir(), "elsewhere")
+			}
+			if _, _, err := pki.Init(gas, ""); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"ca", "init"}
+			for _, a := range tc.args {
+				a = strings.NewReplacer("FROM", gas, "EMPTY", t.TempDir()).Replace(a)
+				args = append(args, a)
+			}
+			out, code := runHostd(t, town, "", args...)
+			if want := strings.ReplaceAll(tc.want, "HOME", home); code != tc.code || !strings.Contains(out, want) {
+				t.Fatalf("exit %d, %q; want %d and %q", code, out, tc.code, want)
+			}
+			if code != 0 {
+				return
+			}
+			mine, _ := os.ReadFile(filepath.Join(pki.Dir(town), pki.CertFile))
+			theirs, _ := os.ReadFile(filepath.Join(gas, pki.CertFile))
+			if same := string(mine) == string(theirs); same != tc.sameAsGas {
+				t.Errorf("the town's CA is gt-proxy-server's: %v, want %v", same, tc.sameAsGas)
+			}
+		})
+	}
+}
