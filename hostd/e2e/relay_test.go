@@ -120,8 +120,16 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 			t.Errorf("host environment contains %q:\n%s", bad, env)
 		}
 	}
-	if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != r.tw.Dir {
-		t.Errorf("command ran in %q, want the town root %q", res.stdout, r.tw.Dir)
+	// It runs in the polecat's worktree, else its rig's directory, else
+	// the town.
+	rig := filepath.Join(r.tw.Dir, "gastown")
+	for _, dir := range []string{r.tw.Dir, rig, filepath.Join(rig, "polecats", "furiosa", "gastown")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != dir {
+			t.Errorf("command ran in %q, want %q", res.stdout, dir)
+		}
 	}
 
 	for _, c := range []struct {
@@ -157,7 +165,7 @@ func TestRelayThroughGtAgent(t *testing.T) {
 
 // TestRelayEnvIsAPolecatSession: the host command's whole environment is
 // a Gas Town host polecat session's, relay.env added to it, the shim's
-// terminal variables, and nothing else.
+// terminal variables, and nothing else; it runs in the polecat's worktree.
 func TestRelayEnvIsAPolecatSession(t *testing.T) {
 	fake, err := filepath.Abs("testdata/fake-gt.sh")
 	if err != nil {
@@ -169,6 +177,13 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(state.For(tw.Dir).Config(), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	worktree := filepath.Join(tw.Dir, "gastown", "polecats", "bullet-farmer", "gastown")
+	if err := os.MkdirAll(worktree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tw.Dir, "rigs.json"), []byte(`{"rigs":{"gastown":{"beads":{"prefix":"ga"}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, addr := tw.Serve()
@@ -191,19 +206,26 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 		"BD_BACKUP_ENABLED=false",
 		"BD_DOLT_AUTO_COMMIT=off",
 		"BEADS_AGENT_NAME=gastown/bullet-farmer",
+		"BEADS_DOLT_AUTO_START=0",
+		"CLAUDECODE=",
 		"DOLT_HOST=db.local", // relay.env
 		"GIT_AUTHOR_NAME=bullet-farmer",
 		"GIT_CEILING_DIRECTORIES=" + tw.Dir,
 		"GT_POLECAT=bullet-farmer",
+		"GT_POLECAT_PATH=" + worktree,
 		"GT_PROXY_CWD=" + cwd,
 		"GT_PROXY_IDENTITY=gastown/bullet-farmer",
 		"GT_RIG=gastown",
 		"GT_ROLE=gastown/polecats/bullet-farmer",
 		"GT_ROOT=" + tw.Dir,
+		"GT_SESSION=ga-bullet-farmer", // the rig's prefix in rigs.json
+		"GT_TOWN_ROOT=" + tw.Dir,
 		"HOME=" + home,
 		"LANG=C.UTF-8", // relay.env
+		"NODE_OPTIONS=",
 		"PATH=" + filepath.Dir(fake) + ":/usr/local/bin:/usr/bin:/bin",
-		"PWD=" + tw.Dir, // set by the stand-in's shell
+		"POLECAT_SLOT=0",
+		"PWD=" + worktree, // set by the stand-in's shell
 		"TERM=xterm-test",
 	}
 	if !slices.Equal(got, want) {

@@ -1,9 +1,10 @@
 // Package relay is hostd's side of the gt/bd relay: it checks a relayed
 // command against the allowlist and the identity rules, runs the real
-// binary in the town root under the polecat's identity (taken only from
-// its certificate), streams stdin, stdout and stderr, forwards signals to
-// the process group, and kills that group when the stream or the tunnel
-// dies.
+// binary where a host polecat's would run (its worktree, else its rig,
+// else the town) in a Gas Town host polecat session's environment (the
+// identity taken only from its certificate), streams stdin, stdout and
+// stderr, forwards signals to the process group, and kills that group when
+// the stream or the tunnel dies.
 package relay
 
 import (
@@ -33,7 +34,7 @@ var identityFlags = []string{"actor", "identity", "address"}
 
 // identityEnv are set by hostd from the certificate and refused from the
 // container.
-var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "BEADS_AGENT_NAME", "GT_PROXY_IDENTITY", "GT_PROXY_CWD"}
+var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "GIT_AUTHOR_NAME", "BEADS_AGENT_NAME", "GT_PROXY_IDENTITY", "GT_PROXY_CWD"}
 
 // Policy decides which relayed commands may run.
 type Policy struct {

@@ -51,6 +51,7 @@ func TestPolicyCheck(t *testing.T) {
 		{req([]string{"GT_ROLE=mayor"}, "gt", "prime"), `"GT_ROLE" is refused`},
 		{req([]string{"GT_RIG=x"}, "gt", "prime"), `"GT_RIG" is refused`},
 		{req([]string{"BD_ACTOR=x"}, "bd", "ready"), `"BD_ACTOR" is refused`},
+		{req([]string{"GIT_AUTHOR_NAME=mayor"}, "bd", "ready"), `"GIT_AUTHOR_NAME" is refused`},
 		{req([]string{"BEADS_DIR=/etc"}, "bd", "ready"), `"BEADS_DIR" is refused`},
 		{req([]string{"GT_PROXY_IDENTITY=x"}, "gt", "prime"), "refused"},
 		{req([]string{"LD_PRELOAD=/tmp/x"}, "gt", "prime"), "not relayed"},

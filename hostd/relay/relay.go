@@ -23,7 +23,9 @@ import (
 
 // Config configures the relay service.
 type Config struct {
-	// Town is the Gas Town root: relayed commands run there.
+	// Town is the Gas Town root. A relayed command runs in the polecat's
+	// worktree there, else its rig's directory, else the town (see
+	// workDir).
 	Town string
 	// Binaries maps a command to its binary. A missing or relative entry is
 	// looked up in hostd's PATH when the service starts; the absolute path
@@ -35,7 +37,7 @@ type Config struct {
 	// Env are KEY=VALUE entries added to, or replacing, the base
 	// environment of relayed commands: PATH (the binaries' directories and
 	// the system ones) and HOME. hostd's own environment is not passed on,
-	// and the polecat's identity variables cannot be replaced.
+	// and the polecat's session variables (PolecatEnv) cannot be replaced.
 	Env []string
 	// MaxConcurrent bounds the commands one polecat runs at once.
 	MaxConcurrent int
@@ -222,7 +224,7 @@ func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin strin
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	p, err := startProcess(bin, argv, s.cfg.Town, s.commandEnv(id, req))
+	p, err := startProcess(bin, argv, workDir(s.cfg.Town, id), s.commandEnv(id, req))
 	if err != nil {
 		return wire.RelayExit{}, err
 	}

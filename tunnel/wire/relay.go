@@ -65,7 +65,8 @@ type RelayRequest struct {
 	// Argv is the command line; Argv[0] is "gt" or "bd".
 	Argv [][]byte `json:"argv"`
 	// Cwd is the shim's working directory in the container (informational:
-	// the command runs in the town root on the host).
+	// on the host the command runs in the polecat's worktree, else its
+	// rig's directory, else the town).
 	Cwd []byte `json:"cwd,omitempty"`
 	// Env holds KEY=VALUE entries from the shim's environment allowlist.
 	Env [][]byte `json:"env,omitempty"`
