@@ -381,3 +381,48 @@ func TestGitHostileRequests(t *testing.T) {
 		t.Errorf("unknown rig: %v %s", err, out)
 	}
 }
+
+// TestGitPushUpdatesHostWorktree: Gas Town checks a polecat's branch out
+// in its host worktree (a linked worktree of .repo.git). A push of that
+// branch from the container lands (git would otherwise refuse: "branch is
+// currently checked out") and brings the host worktree to it, so a
+// relayed 'gt done' reading git state there sees the container's commits;
+// with changes of the host's own in that worktree, the push is refused
+// and the changes stay.
+func TestGitPushUpdatesHostWorktree(t *testing.T) {
+	t.Parallel()
+	g := NewGitTown(t, "--git-upstream=false")
+	url := g.Polecat(t, "furiosa")
+	host := filepath.Join(g.Dir, "gastown", "polecats", "furiosa", "gastown")
+	const branch = "polecat/furiosa-mk3x9a"
+	g.Git(t, g.Repo, "worktree", "add", "-q", "-b", branch, host, "main")
+	work := filepath.Join(t.TempDir(), "w")
+	g.Git(t, "", "clone", "-q", "--branch", branch, url, work)
+
+	want := g.Commit(t, work, "work", 100)
+	g.Git(t, work, "push", "-q", "origin", "HEAD:"+branch)
+	if got := strings.TrimSpace(g.Git(t, host, "rev-parse", "HEAD")); got != want {
+		t.Fatalf("host worktree at %s after the push, want %s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(host, "work.bin")); err != nil {
+		t.Fatalf("the pushed file is not in the host worktree: %v", err)
+	}
+	if st := g.Git(t, host, "status", "--porcelain"); st != "" {
+		t.Errorf("host worktree not clean after the push:\n%s", st)
+	}
+
+	// The host's own edit in the worktree: the next push is refused and
+	// the edit stays.
+	_ = os.WriteFile(filepath.Join(host, "README"), []byte("the operator's edit\n"), 0o644)
+	g.Commit(t, work, "more", 100)
+	out, err := g.TryGit(work, "push", "origin", "HEAD:"+branch)
+	if err == nil || !strings.Contains(out, "unstaged changes") {
+		t.Fatalf("push over a host worktree with changes: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "README")); string(b) != "the operator's edit\n" {
+		t.Errorf("the host's edit became %q", b)
+	}
+	if got := strings.TrimSpace(g.Git(t, g.Repo, "rev-parse", branch)); got != want {
+		t.Errorf("the refused push moved %s to %s", branch, got)
+	}
+}
