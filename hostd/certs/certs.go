@@ -21,6 +21,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
+	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -134,10 +135,19 @@ func (s *Service) Admitted(c *registry.Conn) {
 	rev := s.revoked.Load()
 	if c.StandsOn(func(cert *x509.Certificate) bool { return rev.Revoked(c.Identity(), cert) }) {
 		s.log.Warn("closing tunnel: certificate revoked", "polecat", c.Identity())
-		_ = c.Session().CloseWithReason("certificate revoked")
-		if s.cfg.Revoked != nil {
-			s.cfg.Revoked(c.Identity(), time.Time{})
-		}
+		s.closeRevoked(c.Session(), c.Identity())
+	}
+}
+
+// closeRevoked closes a tunnel that stands on a revoked certificate and
+// tells Revoked, so that liveness shows the polecat revoked rather than
+// disconnected: the revocation may be on disk before this hostd reloads it
+// (a renewal refused under the CA's lock finds it first), and then no
+// reload closes the tunnel or tells anyone.
+func (s *Service) closeRevoked(sess *tunnel.Session, id wire.Identity) {
+	_ = sess.CloseWithReason("certificate revoked")
+	if s.cfg.Revoked != nil {
+		s.cfg.Revoked(id, time.Time{})
 	}
 }
 

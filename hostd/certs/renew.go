@@ -43,7 +43,7 @@ func (s *Service) ServeStream(_ context.Context, st *tunnel.Stream) {
 	if err != nil {
 		s.refuseRenewal(st, id, err.Error())
 		if errors.Is(err, pki.ErrRevoked) {
-			_ = sess.CloseWithReason("certificate revoked")
+			s.closeRevoked(sess, id)
 		}
 		return
 	}

@@ -82,3 +82,29 @@ func TestRenew(t *testing.T) {
 		t.Errorf("the session ended: %v", s.Err())
 	}
 }
+
+// TestRenewRevoked: a renewal refused because the certificate was revoked
+// on disk before this hostd reloaded the revocations closes the tunnel
+// and tells Revoked, so liveness shows the polecat revoked, not merely
+// disconnected (TestHostileRevocationRace saw it disconnected).
+func TestRenewRevoked(t *testing.T) {
+	f := newFixture(t, Config{})
+	s, err := f.dial(t, f.issue(t, furiosa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ca.Revoke(furiosa.String()); err != nil { // as 'hostd cert revoke' does, untold
+		t.Fatal(err)
+	}
+	_, csr := newCSR(t)
+	if body, err := renew(t, s, csr); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("renewal of a revoked certificate answered %q, %v", body, err)
+	}
+	if err := closed(t, s); err == nil || !strings.Contains(err.Error(), "certificate revoked") {
+		t.Errorf("the tunnel ended with %v", err)
+	}
+	told := f.told()
+	if len(told) != 1 || told[0].id != furiosa || !told[0].validFrom.IsZero() {
+		t.Errorf("Revoked heard %+v, want %s revoked whatever it did", told, furiosa)
+	}
+}
