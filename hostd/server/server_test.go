@@ -33,7 +33,9 @@ type fixture struct {
 	addr string
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts hostd with the Config of a fresh town, changed by
+// each of adjust.
+func newFixture(t *testing.T, adjust ...func(*Config)) *fixture {
 	t.Helper()
 	town := t.TempDir()
 	ca, _, err := pki.Init(pki.Dir(town), "")
@@ -41,7 +43,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	addr := tunneltest.FreeAddr(t)
-	s, err := New(Config{Town: town, Listen: addr, Logger: slog.New(slog.DiscardHandler)})
+	cfg := Config{Town: town, Listen: addr, Logger: slog.New(slog.DiscardHandler)}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,21 +238,10 @@ func TestConfig(t *testing.T) {
 // work over plain HTTP as Gas Town's admin client makes them: health, and
 // issue-cert answering a certificate of the town's CA for the polecat.
 func TestAdminListen(t *testing.T) {
-	town := t.TempDir()
-	ca, _, err := pki.Init(pki.Dir(town), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	admin := tunneltest.FreeAddr(t)
-	s, err := New(Config{Town: town, Listen: tunneltest.FreeAddr(t), AdminListen: admin, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f := newFixture(t, func(c *Config) { c.AdminListen = admin })
 	var health *http.Response
+	var err error
 	for range 100 {
 		if health, err = http.Get("http://" + admin + "/v1/admin/health"); err == nil {
 			break
@@ -270,7 +265,7 @@ func TestAdminListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || issued.CN != furiosa.CommonName() {
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: f.ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || issued.CN != furiosa.CommonName() {
 		t.Errorf("issued %s: %v", issued.CN, err)
 	}
 }
