@@ -173,13 +173,6 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 
 // receive runs receive-pack with hostd's hooks and the identity, then
 // queues what landed for upstream.
-//
-// A branch Gas Town checked out in the polecat's host worktree
-// (<town>/<rig>/polecats/<name>/<rig>, a linked worktree of .repo.git) is
-// updated there too (receive.denyCurrentBranch=updateInstead), so that a
-// relayed 'gt done', which reads git state in that worktree, sees the
-// container's commits; git refuses the push instead when that worktree
-// has changes of its own, and loses none of them.
 func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
 	landed, err := os.CreateTemp(s.cfg.TempDir, "landed-*")
 	if err != nil {
@@ -193,7 +186,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	}
 	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name())
 	env = append(env, penv...)
-	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir, "-c", "receive.denyCurrentBranch=updateInstead",
+	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir,
 		"-c", fmt.Sprintf("receive.maxInputSize=%d", s.cfg.MaxPushSize), "receive-pack", "--stateless-rpc", repo); err != nil {
 		if strings.Contains(err.Error(), "pack exceeds maximum allowed size") {
 			limits.Hit(limits.GitPushSize)
