@@ -101,7 +101,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "nudge.urgent_ttl", Flag: "nudge-urgent-ttl", Usage: "how long an urgent nudge may wait to be delivered", Value: &cfg.Nudge.UrgentTTL},
 		{Key: "nudge.depth", Flag: "nudge-depth", Usage: "nudges queued per polecat; past it the oldest normal one is dropped", Value: &cfg.Nudge.Depth},
 		{Key: "nudge.attempt", Flag: "nudge-attempt", Usage: "how long one delivery attempt waits for the polecat to be idle before hostd offers the nudge again", Value: &cfg.Nudge.Attempt},
-		{Key: "admin_listen", Flag: "admin-listen", Usage: "also serve gt-proxy-server's admin API (issue-cert, deny-cert, health) over plain HTTP at this loopback address, where Gas Town's admin client calls it (127.0.0.1:9877); any local user can issue certificates there (off when empty)", Value: &cfg.AdminListen},
+		{Key: "admin_listen", Flag: "admin-listen", Usage: "also serve gt-proxy-server's admin API (issue-cert, deny-cert, health) over plain HTTP at this loopback address, where Gas Town's admin client calls it (127.0.0.1:9877); any local user, and on Docker Desktop any container, can issue certificates there (off when empty)", Value: &cfg.AdminListen},
 		{Key: "metrics_listen", Flag: "metrics-listen", Usage: "serve Prometheus metrics at http://<addr>/metrics and Go profiles at /debug/pprof/ (off when empty)", Value: &cfg.MetricsListen},
 		{Key: "liveness.beat_interval", Flag: "beat-interval", Usage: "how often agents beat (set the agents' --beat-interval to match)", Value: &cfg.Liveness.Thresholds.Interval},
 		{Key: "liveness.stale_beats", Flag: "stale-beats", Usage: "intervals without a beat, tunnel up, before a polecat is stale", Value: &cfg.Liveness.Thresholds.StaleBeats},

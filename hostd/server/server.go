@@ -250,7 +250,7 @@ func (s *Server) Run(ctx context.Context) error {
 		admin := &http.Server{Handler: control.AdminHandler(s.certs), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = admin.Serve(adminLn) }()
 		defer admin.Close()
-		s.log.Warn("serving the admin API over plain HTTP: any local user can issue certificates there", "addr", adminLn.Addr().String())
+		s.log.Warn("serving the admin API over plain HTTP: any local user, and on Docker Desktop any container (host.docker.internal reaches the host's loopback), can issue certificates there", "addr", adminLn.Addr().String())
 	}
 	go func() { _ = s.git.Serve(ctx) }()
 	go s.live.Run(ctx)
