@@ -21,9 +21,11 @@ build: ## build static bin/hostd, bin/gt-agent and the shim bin/gt, with bin/bd 
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gt ./agent/gt
 	ln -sf gt $(BIN)/bd
 
-test: ## run every test (real sockets, real binaries)
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /tunnel/internal/yamux)
+test: ## run every test (real sockets, real binaries); make lint vets
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /tunnel/internal/yamux -e '/hostd/e2e$$')
+	@# the process-level suite alone: its timing-sensitive tests (an agent's goodbye reaching hostd,
+	@# revocation racing renewal) failed 2 CI runs in 6 when they shared the two cores with tunnel's bulk tests.
+	$(GO) test -race -count=1 -timeout 15m ./hostd/e2e
 	@# yamux's own suite (kept from upstream) alone and -short, as upstream runs it under the race
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux

@@ -33,7 +33,11 @@ func (s *Service) wake(id wire.Identity) {
 	if d == nil && len(s.queues[id]) > 0 && s.ctx != nil {
 		d = &deliverer{s: s, id: id, wake: make(chan struct{}, 1)}
 		s.running[id] = d
-		go d.run(s.ctx)
+		s.delivering.Add(1)
+		go func() {
+			defer s.delivering.Done()
+			d.run(s.ctx)
+		}()
 	}
 	s.mu.Unlock()
 	if d != nil {

@@ -106,13 +106,14 @@ type Service struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu       sync.Mutex
-	ctx      context.Context // Run's: deliverers live as long as it; nil before Run
-	queues   map[wire.Identity][]*Item
-	running  map[wire.Identity]*deliverer
-	outcomes map[string]Outcome // recent final outcomes, for Wait
-	waiters  map[string][]chan Outcome
-	recent   []string // outcome ids, oldest first, to bound outcomes
+	mu         sync.Mutex
+	ctx        context.Context // Run's: deliverers live as long as it; nil before Run
+	queues     map[wire.Identity][]*Item
+	running    map[wire.Identity]*deliverer
+	delivering sync.WaitGroup     // the deliverers Run waits for
+	outcomes   map[string]Outcome // recent final outcomes, for Wait
+	waiters    map[string][]chan Outcome
+	recent     []string // outcome ids, oldest first, to bound outcomes
 }
 
 // maxOutcomes bounds the final outcomes kept for late waiters.
@@ -137,7 +138,7 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 }
 
 // Run delivers queued nudges to connected polecats, and to each polecat as
-// it connects, until ctx ends.
+// it connects, until ctx ends; it returns once its deliverers have.
 func (s *Service) Run(ctx context.Context) {
 	s.reg.Subscribe(func(ev registry.Event) {
 		if ev.Connected {
@@ -155,6 +156,7 @@ func (s *Service) Run(ctx context.Context) {
 		s.wake(id)
 	}
 	<-ctx.Done()
+	s.delivering.Wait() // none writes the queue's file once Run has returned
 }
 
 // Enqueue validates and persists a nudge and starts its delivery. It
