@@ -79,6 +79,7 @@ func TestGitKillHostdMidPush(t *testing.T) {
 	push.Dir, push.Env = work, GitEnv(g.Home)
 	var out bytes.Buffer
 	push.Stdout, push.Stderr = &out, &out
+	push.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := push.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +89,11 @@ func TestGitKillHostdMidPush(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	_ = g.Hostd.Cmd.Process.Kill()
+	// The client is not under test (over QUIC it learns of the loss only at
+	// the idle timeout): end it and its git-remote-http.
+	_ = syscall.Kill(-push.Process.Pid, syscall.SIGKILL)
 	_ = push.Wait()
-	time.Sleep(500 * time.Millisecond) // receive-pack notices its input is gone
+	time.Sleep(500 * time.Millisecond) // receive-pack, hostd's child, is gone
 	if o, err := g.TryGit(g.Repo, "fsck", "--strict"); err != nil {
 		t.Fatalf("fsck after hostd died mid-push: %v\n%s", err, o)
 	}
