@@ -143,12 +143,13 @@ func (s *Service) Admitted(c *registry.Conn) {
 // tells Revoked, so that liveness shows the polecat revoked rather than
 // disconnected: the revocation may be on disk before this hostd reloads it
 // (a renewal refused under the CA's lock finds it first), and then no
-// reload closes the tunnel or tells anyone.
+// reload closes the tunnel or tells anyone. Revoked is told first, so that
+// whoever sees the tunnel end already finds the polecat revoked.
 func (s *Service) closeRevoked(sess *tunnel.Session, id wire.Identity) {
-	_ = sess.CloseWithReason("certificate revoked")
 	if s.cfg.Revoked != nil {
 		s.cfg.Revoked(id, time.Time{})
 	}
+	_ = sess.CloseWithReason("certificate revoked")
 }
 
 // Watch picks up revocations written by another process (hostd cert
