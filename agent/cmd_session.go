@@ -1,26 +1,147 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
+	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 )
 
-// newSessionRunCmd is the wrapper gt-agent up starts in the tmux session:
-// it runs the polecat's command and records its exit status.
+// newSessionRunCmd is the wrapper gt-agent starts in the tmux session: it
+// runs the polecat's command and records its exit status.
 func newSessionRunCmd() *cobra.Command {
-	var statusFile string
+	var statusFile, dir, envFile string
 	cmd := &cobra.Command{
-		Use:    "session-run --status-file FILE -- CMD ARGS...",
-		Short:  "Run the session's command and record its exit status (started by 'gt-agent up')",
+		Use:    "session-run --status-file FILE [--dir DIR] [--env-file FILE] -- CMD ARGS...",
+		Short:  "Run the session's command and record its exit status (started by 'gt-agent up' and 'gt-agent session start')",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return exit.Status(liveness.RunAndRecord(statusFile, args))
+			var env []string
+			if envFile != "" {
+				var err error
+				if env, err = liveness.ReadEnvFile(envFile); err != nil {
+					return err
+				}
+			}
+			return exit.Status(liveness.RunAndRecord(statusFile, dir, env, args))
 		},
 	}
 	cmd.Flags().StringVar(&statusFile, "status-file", "", "where to write the exit status")
+	cmd.Flags().StringVar(&dir, "dir", "", "the command's working directory")
+	cmd.Flags().StringVar(&envFile, "env-file", "", "NUL-separated NAME=value pairs to add to the command's environment (the file is removed)")
 	_ = cmd.MarkFlagRequired("status-file")
 	return cmd
+}
+
+// sessionOptions are the flags gt-agent session's subcommands share.
+type sessionOptions struct {
+	name, tmuxSocket string
+}
+
+// server is the tmux server the sessions are on.
+func (o *sessionOptions) server() tmux.Server {
+	if o.tmuxSocket != "" {
+		return tmux.Server{Args: []string{"-S", o.tmuxSocket}}
+	}
+	return tmux.Server{}
+}
+
+// newSessionCmd is 'gt-agent session': starting and ending the polecat's
+// sessions in a sandbox, a container that outlives them ('hostd run').
+func newSessionCmd() *cobra.Command {
+	o := &sessionOptions{}
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Start and end the polecat's sessions in a sandbox container (what 'hostd run' calls)",
+		Long: `In a sandbox, the container 'hostd run' keeps for a polecat across its
+sessions, gt-agent up runs with --watch-session and no command, and each
+session Gas Town starts is started here, in the watched tmux session:
+nudges, peek, attach and the beats follow it.`,
+	}
+	cmd.PersistentFlags().StringVar(&o.name, "session", "polecat", "the tmux session (the one gt-agent up --watch-session watches)")
+	cmd.PersistentFlags().StringVar(&o.tmuxSocket, "tmux-socket", "", "tmux server socket path (default: tmux's own)")
+	cmd.AddCommand(newSessionStartCmd(o), newSessionStopCmd(o))
+	return cmd
+}
+
+// sessionStartOptions are gt-agent session start's flags.
+type sessionStartOptions struct {
+	*sessionOptions
+	dir    string
+	env    []string
+	attach bool
+}
+
+func newSessionStartCmd(so *sessionOptions) *cobra.Command {
+	o := &sessionStartOptions{sessionOptions: so}
+	cmd := &cobra.Command{
+		Use:   "start [--attach] [--dir DIR] [--env NAME]... -- CMD ARGS...",
+		Short: "Start the polecat's command in the session, replacing what ran there",
+		Long: `Start CMD in the tmux session (a new one, or in place of the command
+running there: the session before is over), and with --attach show it on
+this terminal until the command exits, then exit with its status. Without
+--attach, wait for it all the same. If this command is killed, the session
+runs on: end it with 'gt-agent session stop'.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: o.run,
+	}
+	cmd.Flags().StringVar(&o.dir, "dir", "", "the command's working directory")
+	cmd.Flags().StringSliceVar(&o.env, "env", nil, "pass this variable of this command's environment on to the session's command (repeatable)")
+	cmd.Flags().BoolVar(&o.attach, "attach", false, "show the session on this terminal (keys in, screen out) while it runs")
+	return cmd
+}
+
+func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	var env []string
+	for _, name := range o.env {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	srv := o.server()
+	status, err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env})
+	if err != nil {
+		return err
+	}
+	attached := make(chan error, 1)
+	if o.attach && term.IsTerminal(int(os.Stdin.Fd())) {
+		client := srv.AttachHere(context.WithoutCancel(ctx), o.name)
+		if err := client.Start(); err != nil {
+			return fmt.Errorf("attaching to the session: %w", err)
+		}
+		go func() { attached <- client.Wait() }()
+		defer func() { _ = srv.DetachAll(context.WithoutCancel(ctx), o.name); <-attached }()
+	}
+	code, err := liveness.WaitSession(ctx, srv, o.name, status, 100*time.Millisecond)
+	if errors.Is(err, context.Canceled) {
+		return exit.Status(128 + int(syscall.SIGTERM))
+	}
+	if err != nil {
+		return err
+	}
+	return exit.Status(code)
+}
+
+func newSessionStopCmd(o *sessionOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "End the session and its command (the sandbox stays)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.server().Kill(cmd.Context(), o.name)
+		},
+	}
 }

@@ -65,7 +65,7 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newHookCmd())
+	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd())
 	return root
 }
 

@@ -26,6 +26,7 @@ socket <town>/.runtime/hostd/hostd.sock. The CA must exist ('hostd ca init').
 Stop it with SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			settings.Bind(cmd.Flags(), a.v, table) // sandbox.runtime is shared
 			if err := settings.Load(a.v, table); err != nil {
 				return err
 			}
@@ -101,6 +102,8 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "nudge.urgent_ttl", Flag: "nudge-urgent-ttl", Usage: "how long an urgent nudge may wait to be delivered", Value: &cfg.Nudge.UrgentTTL},
 		{Key: "nudge.depth", Flag: "nudge-depth", Usage: "nudges queued per polecat; past it the oldest normal one is dropped", Value: &cfg.Nudge.Depth},
 		{Key: "nudge.attempt", Flag: "nudge-attempt", Usage: "how long one delivery attempt waits for the polecat to be idle before hostd offers the nudge again", Value: &cfg.Nudge.Attempt},
+		{Key: "sandbox.runtime", Flag: "sandbox-runtime", Usage: "container runtime of the sandboxes 'hostd run' makes (docker, podman)", Value: &cfg.SandboxRuntime},
+		{Key: "sandbox.reap", Flag: "sandbox-reap", Usage: "how often to remove the sandboxes of polecats Gas Town has nuked (their directory gone), revoking their certificates (0: never)", Value: &cfg.SandboxReap},
 		{Key: "admin_listen", Flag: "admin-listen", Usage: "also serve gt-proxy-server's admin API (issue-cert, deny-cert, health) over plain HTTP at this loopback address, where Gas Town's admin client calls it (127.0.0.1:9877); any local user, and on Docker Desktop any container, can issue certificates there (off when empty)", Value: &cfg.AdminListen},
 		{Key: "metrics_listen", Flag: "metrics-listen", Usage: "serve Prometheus metrics at http://<addr>/metrics and Go profiles at /debug/pprof/ (off when empty)", Value: &cfg.MetricsListen},
 		{Key: "liveness.beat_interval", Flag: "beat-interval", Usage: "how often agents beat (set the agents' --beat-interval to match)", Value: &cfg.Liveness.Thresholds.Interval},

@@ -75,7 +75,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
 	pf.String("log-format", "text", "log format: text or json")
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
-		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a))
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a))
 	return root
 }
 

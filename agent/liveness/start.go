@@ -2,9 +2,6 @@ package liveness
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -66,15 +63,8 @@ func (w *Watcher) startOrAdopt(ctx context.Context) error {
 // session-run' which records the exit status, and the session options
 // that say where.
 func (w *Watcher) wrapped() (argv []string, opts map[string]string, err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("finding gt-agent's own binary: %w", err)
-	}
-	status := filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), w.cfg.Name))
-	_ = os.Remove(status)
-	w.status = status
-	argv = append([]string{self, "session-run", "--status-file", status, "--"}, w.cfg.Command...)
-	return argv, map[string]string{statusOption: status}, nil
+	argv, opts, w.status, err = wrap(w.cfg.Name, w.cfg.Command)
+	return argv, opts, err
 }
 
 // logExisting says what --watch-session found at start.

@@ -127,7 +127,11 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 	}
 	if p.Dead {
 		s.State, s.ExitCode = heartbeat.SessionExited, p.ExitCode
-		if code, ok := readStatus(w.status); ok {
+		status := w.status
+		if status == "" { // a session started by 'gt-agent session start'
+			status, _ = w.tmux.Option(ctx, w.cfg.WatchSession, statusOption)
+		}
+		if code, ok := readStatus(status); ok {
 			s.ExitCode = &code
 		}
 		return s

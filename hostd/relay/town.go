@@ -150,3 +150,11 @@ func polecatSlot(town string, id wire.Identity) int {
 	}
 	return slot
 }
+
+// Worktree is id's git worktree on the host and whether it is there, each
+// path component a directory as workDir checks (hostd run reads the
+// polecat's branch from it).
+func Worktree(town string, id wire.Identity) (string, bool) {
+	dir := workDir(town, id)
+	return dir, dir == worktree(town, id)
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -72,6 +73,12 @@ type Config struct {
 	// admin API (issue-cert, deny-cert, health) is also served over plain
 	// HTTP, for Gas Town's admin client (127.0.0.1:9877); off when empty.
 	AdminListen string
+	// SandboxRuntime is the container runtime (docker, podman) whose
+	// sandboxes of this town ('hostd run') are removed once Gas Town has
+	// nuked their polecat; SandboxReap is how often that is checked (0:
+	// never).
+	SandboxRuntime string
+	SandboxReap    time.Duration
 	// Version is reported to agents and by status.
 	Version string
 	// Logger receives structured logs.
@@ -95,6 +102,8 @@ func DefaultConfig() Config {
 		Nudge:          nudge.DefaultConfig(),
 		Upstream:       true, // for the flag only: New takes a false Upstream as off
 		UpstreamConfig: upstream.DefaultConfig(),
+		SandboxRuntime: "docker",
+		SandboxReap:    30 * time.Second,
 		Version:        "dev",
 		Logger:         slog.Default(),
 	}
@@ -266,6 +275,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.queue != nil {
 		go s.queue.Run(ctx)
+	}
+	if s.cfg.SandboxReap > 0 {
+		r := &sandbox.Reaper{Town: s.cfg.Town, Runtime: sandbox.Runtime{Bin: s.cfg.SandboxRuntime}, Interval: s.cfg.SandboxReap, Logger: s.log,
+			Revoke: func(id wire.Identity) error { _, err := s.certs.Revoke(id.String()); return err }}
+		go r.Run(ctx)
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", s.dir.Socket(), "ca", s.certs.CA().Dir)
 

@@ -99,7 +99,7 @@ func newRig(t *testing.T) *rig {
 	r.metrics = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
 	r.serve = []string{"--server-name", r.gateway, "--relay-gt", r.fakeGT, "--relay-bd", r.fakeGT,
 		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "5s",
-		"--metrics-listen", r.metrics}
+		"--metrics-listen", r.metrics, "--sandbox-reap", "1s"}
 	r.startHostd()
 	return r
 }

@@ -59,6 +59,18 @@ func Register(fs *pflag.FlagSet, v *viper.Viper, list []Setting) {
 	}
 }
 
+// Bind binds each setting's key to its flag on fs again: when two
+// commands share a key (hostd serve's sandbox.runtime and hostd run's),
+// the command that runs calls it before Load, so that its own flag, not
+// the one registered last, is the one read.
+func Bind(fs *pflag.FlagSet, v *viper.Viper, list []Setting) {
+	for _, s := range list {
+		if s.Flag != "" {
+			_ = v.BindPFlag(s.Key, fs.Lookup(s.Flag))
+		}
+	}
+}
+
 // Load reads every setting from v (flags, then environment, then config
 // file) into its Value. A value of the wrong kind is an error naming the
 // setting, never a silent zero.

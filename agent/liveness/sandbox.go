@@ -1,0 +1,136 @@
+package liveness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/agent/tmux"
+)
+
+// A sandbox holds one polecat's sessions one after another: the container
+// 'hostd run' keeps for the polecat runs 'gt-agent up --watch-session'
+// with no command, and each session Gas Town starts (a first start, a
+// handoff, a respawn) is started in it with StartSession, waited for with
+// WaitSession and, when Gas Town ends it, ended with tmux.Server.Kill. The
+// container's files (uncommitted work, the branch) outlive every session.
+
+// SessionSpec is one session for StartSession.
+type SessionSpec struct {
+	// Name is the tmux session, the one the agent watches.
+	Name string
+	// Command is what runs in it.
+	Command []string
+	// Dir is the command's working directory ("" for the tmux server's).
+	Dir string
+	// Env is added to the command's environment (NAME=value each). It is
+	// handed over in a file only the session reads, never on a command
+	// line, which the pane and the beats show.
+	Env []string
+}
+
+// StartSession starts spec's command in its tmux session under 'gt-agent
+// session-run' (which records its exit status), in a new session or, when
+// the session exists, in place of whatever runs there: a session Gas Town
+// starts replaces the one before. It returns where the status will be
+// recorded.
+func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) (string, error) {
+	argv, opts, status, err := wrap(spec.Name, spec.Command)
+	if err != nil {
+		return "", err
+	}
+	if spec.Dir != "" {
+		argv = append(argv[:2:2], append([]string{"--dir", spec.Dir}, argv[2:]...)...)
+	}
+	if len(spec.Env) > 0 {
+		envFile := status + ".env"
+		if err := os.WriteFile(envFile, []byte(strings.Join(spec.Env, "\x00")), 0o600); err != nil {
+			return "", fmt.Errorf("handing the session its environment: %w", err)
+		}
+		argv = append(argv[:2:2], append([]string{"--env-file", envFile}, argv[2:]...)...)
+	}
+	_, found, err := srv.ReadPane(ctx, spec.Name)
+	if err != nil {
+		return "", err
+	}
+	if found {
+		err = srv.Respawn(ctx, spec.Name, argv, opts)
+	} else {
+		// No status line: the session is shown inside Gas Town's own tmux
+		// pane, which has one.
+		opts["status"] = "off"
+		err = srv.NewSession(ctx, spec.Name, argv, opts)
+	}
+	return status, err
+}
+
+// ReadEnvFile reads and removes the environment StartSession handed over.
+func ReadEnvFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the session's environment: %w", err)
+	}
+	_ = os.Remove(path)
+	var env []string
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if len(kv) > 0 {
+			env = append(env, string(kv))
+		}
+	}
+	return env, nil
+}
+
+// ErrSessionGone is WaitSession's answer when the session went away (tmux
+// killed it, or its server) before its command's status was recorded.
+var ErrSessionGone = errors.New("the session ended without an exit status (killed from outside)")
+
+// WaitSession waits, polling every poll, until the command in session
+// name has exited, and returns its exit status: from status (where
+// StartSession said it is recorded), else from tmux.
+func WaitSession(ctx context.Context, srv tmux.Server, name, status string, poll time.Duration) (int, error) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		p, found, err := srv.ReadPane(ctx, name)
+		switch {
+		case err != nil:
+			return 0, err
+		case !found:
+			if code, ok := readStatus(status); ok {
+				return code, nil
+			}
+			return 0, ErrSessionGone
+		case p.Dead:
+			if code, ok := readStatus(status); ok {
+				return code, nil
+			}
+			if p.ExitCode != nil {
+				return *p.ExitCode, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// wrap is the command line run in session name, under 'gt-agent
+// session-run' which records the exit status, the session options that
+// say where, and that place.
+func wrap(name string, command []string) (argv []string, opts map[string]string, status string, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("finding gt-agent's own binary: %w", err)
+	}
+	status = filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
+	_ = os.Remove(status)
+	argv = append([]string{self, "session-run", "--status-file", status, "--"}, command...)
+	return argv, map[string]string{statusOption: status}, status, nil
+}

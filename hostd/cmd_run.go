@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/relay"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/exit"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// runOptions are hostd run's settings.
+type runOptions struct {
+	*app
+	runtime string
+	spec    sandbox.Spec
+}
+
+// runSettings is every setting of hostd run (and its key under sandbox.
+// in config.yaml, shared with hostd nuke and serve's reaper).
+func runSettings(o *runOptions) []settings.Setting {
+	return []settings.Setting{
+		{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime},
+		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required)", Value: &o.spec.Image},
+		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>)", Value: &o.spec.URL},
+		{Key: "sandbox.network", Flag: "network", Usage: "the container's network (default: the runtime's)", Value: &o.spec.Network},
+		{Key: "sandbox.mounts", Flag: "mount", Usage: "a volume for the container, SRC:DST[:ro] as the runtime's -v (repeatable)", Value: &o.spec.Mounts},
+		{Key: "sandbox.cpus", Flag: "cpus", Usage: "the container's CPU limit, as the runtime's --cpus", Value: &o.spec.CPUs},
+		{Key: "sandbox.memory", Flag: "memory", Usage: "the container's memory limit, as the runtime's --memory", Value: &o.spec.Memory},
+		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
+		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
+		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
+	}
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	o := &runOptions{app: a, runtime: "docker", spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
+	table := runSettings(o)
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD ARGS...",
+		Short: "Run a polecat's session in its container: Gas Town's runtime.exec_wrapper",
+		Long: `Run one session of the polecat named by $GT_RIG and $GT_POLECAT (Gas Town
+sets both) in the polecat's sandbox, a container that outlives its sessions,
+and show it on this terminal: keys in, screen out. Gas Town's exec wrapper:
+
+  <town>/<rig>/settings/config.json: {"runtime": {"exec_wrapper": ["hostd", "run", "--"]}}
+
+with the image and other settings in <town>/.runtime/hostd/config.yaml
+(sandbox.image, ...). Gas Town's tmux pane then runs hostd run, so gt nudge
+and gt peek reach the container's session, and hostd adds itself to the
+pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
+
+The first session makes the sandbox: a one-time join token, gt-agent up in
+the container (watching the session), and a clone of the rig on the
+polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
+Every later session (gt handoff, a respawn) starts in the same container,
+with its files, uncommitted work and branch as they were, replacing the
+session before. The command runs with the variables Gas Town set (GT_*,
+BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
+(the host's claude) is looked up on the container's PATH by its name.
+
+hostd run exits with the session's exit status. Killed (SIGHUP when Gas Town
+kills its tmux session, SIGTERM), it ends the session; the sandbox stays
+until Gas Town nukes the polecat ('hostd serve' removes it when the polecat's
+directory goes, or 'hostd nuke').`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			settings.Bind(cmd.Flags(), a.v, table) // sandbox.runtime is shared
+			if err := settings.Load(a.v, table); err != nil {
+				return err
+			}
+			return o.run(cmd, args)
+		},
+	}
+	settings.Register(cmd.Flags(), a.v, table)
+	return cmd
+}
+
+// forwarded are the prefixes of the variables Gas Town sets for a session
+// that pass into the container; the container's own settings
+// (GT_PROXY_*, GT_AGENT_*) do not.
+var forwarded = []string{"GT_", "BD_", "BEADS_", "CLAUDE", "ANTHROPIC_"}
+
+// sessionEnv is the names of environ's variables a session gets: those
+// under forwarded, and extra.
+func sessionEnv(environ, extra []string) []string {
+	names := slices.Clone(extra)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GT_PROXY_") || strings.HasPrefix(name, "GT_AGENT_") {
+			continue
+		}
+		for _, p := range forwarded {
+			if strings.HasPrefix(name, p) && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+func (o *runOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(os.Getenv("GT_RIG") + "/" + os.Getenv("GT_POLECAT"))
+	if err != nil {
+		return fmt.Errorf("hostd run runs the polecat named by $GT_RIG and $GT_POLECAT, which Gas Town sets: %w", err)
+	}
+	if o.spec.Image == "" {
+		return errors.New("no image: give --image or set sandbox.image in " + o.configPath())
+	}
+	if o.spec.URL == "" {
+		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
+	}
+	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
+	rt := sandbox.Runtime{Bin: o.runtime}
+	ctx := cmd.Context()
+	progress := cmd.ErrOrStderr()
+	if err := o.ensure(ctx, rt, id, progress); err != nil {
+		return err
+	}
+	if err := markLiveness(ctx); err != nil {
+		fmt.Fprintf(progress, "hostd run: Gas Town's liveness will not see this session: %v\n", err)
+	}
+	return o.session(ctx, rt, id, args)
+}
+
+// ensure makes id's sandbox when it has none, starts it when stopped, and
+// clones the rig into it when it has no clone.
+func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
+	name, town := sandbox.Name(id), o.town()
+	info, err := rt.Inspect(ctx, name)
+	switch {
+	case err != nil:
+		return err
+	case info.Exists && info.Town != town:
+		return fmt.Errorf("container %s is not this town's sandbox of %s (its town: %q): remove it ('%s rm -f %s') or run this town's polecat elsewhere", name, id, info.Town, o.runtime, name)
+	case !info.Exists:
+		fmt.Fprintf(progress, "hostd run: making the sandbox of %s (%s, image %s)\n", id, name, o.spec.Image)
+		ca, err := o.openCA()
+		if err != nil {
+			return err
+		}
+		token, err := ca.CreateToken(id, pki.DefaultTokenTTL)
+		if err != nil {
+			return err
+		}
+		if err := rt.Create(ctx, o.spec, town, id, token); err != nil {
+			return err
+		}
+	case !info.Running:
+		fmt.Fprintf(progress, "hostd run: starting the stopped sandbox of %s (%s)\n", id, name)
+		if err := rt.Start(ctx, name); err != nil {
+			return err
+		}
+	}
+	branch := ""
+	if wt, ok := relay.Worktree(town, id); ok {
+		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
+			branch = strings.TrimSpace(string(out))
+		}
+	}
+	cloned, err := rt.Clone(ctx, id, branch)
+	if err != nil {
+		return fmt.Errorf("cloning %s into the sandbox (is hostd serve running and reachable at %s?): %w", id.Rig, o.spec.URL, err)
+	}
+	if cloned {
+		fmt.Fprintf(progress, "hostd run: cloned %s into %s on %s\n", id.Rig, sandbox.WorkDir(id), branchOrDefault(branch))
+	}
+	return nil
+}
+
+func branchOrDefault(b string) string {
+	if b == "" {
+		return "the default branch"
+	}
+	return b
+}
+
+// session runs one session in the sandbox on this terminal and exits with
+// its status; a signal ends the session (the sandbox stays).
+func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Identity, args []string) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	tty := term.IsTerminal(int(os.Stdin.Fd()))
+	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, tty, args)
+	if err != nil {
+		return err
+	}
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("starting the session in %s: %w", sandbox.Name(id), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var code int
+	select {
+	case err = <-done:
+		code = c.ProcessState.ExitCode()
+	case s := <-sigs:
+		_ = c.Process.Kill()
+		<-done
+		code, err = 128+int(s.(syscall.Signal)), nil
+	}
+	// The session is over for Gas Town whichever way it ended.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if serr := rt.Stop(stopCtx, o.spec, id); serr != nil {
+		fmt.Fprintf(os.Stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), serr)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("running the session in %s: %w", sandbox.Name(id), err)
+	}
+	return exit.Status(code)
+}
+
+// markLiveness adds hostd to GT_PROCESS_NAMES of the tmux session this
+// runs in, which Gas Town reads to tell a live agent's pane from a
+// zombie's: the pane's process is hostd run, not claude. Outside tmux it
+// does nothing.
+func markLiveness(ctx context.Context) error {
+	pane := os.Getenv("TMUX_PANE")
+	if os.Getenv("TMUX") == "" || pane == "" {
+		return nil
+	}
+	out, _ := exec.CommandContext(ctx, "tmux", "show-environment", "-t", pane, "GT_PROCESS_NAMES").Output()
+	names := strings.TrimPrefix(strings.TrimSpace(string(out)), "GT_PROCESS_NAMES=")
+	if strings.HasPrefix(names, "-") {
+		names = ""
+	}
+	list := strings.FieldsFunc(names, func(r rune) bool { return r == ',' })
+	if slices.Contains(list, "hostd") {
+		return nil
+	}
+	if len(list) == 0 {
+		list = []string{"claude", "node"} // Gas Town's defaults for Claude
+	}
+	list = append(list, "hostd")
+	if out, err := exec.CommandContext(ctx, "tmux", "set-environment", "-t", pane, "GT_PROCESS_NAMES", strings.Join(list, ",")).CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux set-environment GT_PROCESS_NAMES: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// listenPort is the port of hostd serve's listen setting.
+func (o *runOptions) listenPort() string {
+	if _, port, err := net.SplitHostPort(o.v.GetString("listen")); err == nil && port != "" {
+		return port
+	}
+	return fmt.Sprint(wire.DefaultPort)
+}
+
+// configPath is the config file hostd reads (or would).
+func (o *runOptions) configPath() string {
+	if o.config != "" {
+		return o.config
+	}
+	return state.For(o.town()).Config()
+}

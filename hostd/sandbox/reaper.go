@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Reaper removes the sandboxes of polecats Gas Town has nuked. Gas Town
+// removes a polecat's directory <town>/<rig>/polecats/<name> when it
+// nukes it (gt done's self-nuke, gt polecat nuke) and at no other time;
+// a session cycle leaves it. So a sandbox whose polecat directory has
+// been missing on two passes in a row is removed, and its polecat's
+// certificates revoked.
+type Reaper struct {
+	// Town is the Gas Town root.
+	Town string
+	// Runtime lists and removes the sandboxes.
+	Runtime Runtime
+	// Interval is the time between passes.
+	Interval time.Duration
+	// Revoke revokes the polecat's certificates and closes its tunnels.
+	Revoke func(wire.Identity) error
+	// Logger receives what the reaper does.
+	Logger *slog.Logger
+
+	missing map[string]bool // sandboxes whose polecat was missing last pass
+}
+
+// Run makes a pass every Interval until ctx ends. Without the runtime's
+// CLI it says so once and stops.
+func (r *Reaper) Run(ctx context.Context) {
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.Pass(ctx); errors.Is(err, ErrNoRuntime) {
+			r.Logger.Info("no container runtime: sandboxes of nuked polecats are not removed", "runtime", r.Runtime.Bin)
+			return
+		} else if err != nil && ctx.Err() == nil {
+			r.Logger.Warn("looking for the sandboxes of nuked polecats failed", "err", err)
+		}
+	}
+}
+
+// Pass removes the sandboxes whose polecat directory is missing now and
+// was on the pass before.
+func (r *Reaper) Pass(ctx context.Context) error {
+	list, err := r.Runtime.List(ctx, r.Town)
+	if err != nil {
+		return err
+	}
+	missing := map[string]bool{}
+	for _, sb := range list {
+		if r.polecatExists(sb.Polecat) {
+			continue
+		}
+		if !r.missing[sb.Name] {
+			missing[sb.Name] = true
+			continue
+		}
+		if err := Nuke(ctx, r.Runtime, sb.Name, sb.Polecat, r.Revoke); err != nil {
+			r.Logger.Warn("removing the sandbox of a nuked polecat failed", "polecat", sb.Polecat, "container", sb.Name, "err", err)
+			missing[sb.Name] = true
+			continue
+		}
+		r.Logger.Info("removed the sandbox of a nuked polecat and revoked its certificates", "polecat", sb.Polecat, "container", sb.Name)
+	}
+	r.missing = missing
+	return nil
+}
+
+// polecatExists says whether Gas Town's directory of the polecat is
+// there; an error other than its absence counts as there.
+func (r *Reaper) polecatExists(id wire.Identity) bool {
+	_, err := os.Lstat(filepath.Join(r.Town, id.Rig, "polecats", id.Name))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// Nuke revokes a polecat's certificates, so that nothing it kept can
+// reach hostd again, and removes its sandbox (container name).
+func Nuke(ctx context.Context, rt Runtime, name string, id wire.Identity, revoke func(wire.Identity) error) error {
+	if err := revoke(id); err != nil {
+		return fmt.Errorf("revoking the certificates of %s: %w", id, err)
+	}
+	if err := rt.Remove(ctx, name); err != nil {
+		return fmt.Errorf("removing the sandbox of %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+// Package sandbox is the container a polecat runs in when Gas Town starts
+// it through 'hostd run' (its runtime.exec_wrapper). Gas Town's polecat
+// has three layers: the session (Claude, which cycles often), the sandbox
+// (which persists through every cycle) and the slot. The container is the
+// sandbox: the first session of a polecat creates it, every later one
+// starts in it, and it goes only when Gas Town nukes the polecat (the
+// Reaper sees the polecat's directory gone, or 'hostd nuke').
+//
+// The container runtime is a CLI, docker or podman, driven by argv (never
+// a shell): this package names the container, creates, starts, lists and
+// removes it, and builds the argv that runs a session in it.
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// Labels every sandbox carries: the town it belongs to (its root's
+// absolute path) and the polecat.
+const (
+	TownLabel    = "polecat-sidecar.town"
+	PolecatLabel = "polecat-sidecar.polecat"
+)
+
+// SessionName is the tmux session in the container that holds the
+// polecat's sessions, the one its agent watches.
+const SessionName = "polecat"
+
+// Name is the container of polecat id: gt-<rig>-<name>, the name Gas Town
+// gives the polecat's certificate and its Daytona workspace.
+func Name(id wire.Identity) string { return "gt-" + id.Rig + "-" + id.Name }
+
+// WorkDir is where the polecat's clone of its rig lives in the container.
+func WorkDir(id wire.Identity) string { return "/work/" + id.Rig }
+
+// Runtime is the container runtime's CLI.
+type Runtime struct {
+	// Bin is the CLI: docker or podman (a name on PATH or a path).
+	Bin string
+}
+
+// Info is what Inspect found.
+type Info struct {
+	// Exists is false when there is no such container.
+	Exists bool
+	// Running is true while it runs.
+	Running bool
+	// Town and Polecat are its labels.
+	Town, Polecat string
+}
+
+// ErrNoRuntime is returned when the runtime's CLI is not installed.
+var ErrNoRuntime = errors.New("container runtime not found")
+
+// Command is the runtime run with args, for a caller that wires its
+// input and output itself.
+func (r Runtime) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	if _, err := exec.LookPath(r.Bin); err != nil {
+		return nil, fmt.Errorf("%w: %s (install it, or give --runtime)", ErrNoRuntime, r.Bin)
+	}
+	return exec.CommandContext(ctx, r.Bin, args...), nil
+}
+
+// run runs the runtime with args (and env added to its environment) and
+// returns its standard output; an error carries its standard error.
+func (r Runtime) run(ctx context.Context, env []string, args ...string) (string, error) {
+	cmd, err := r.Command(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", r.Bin, args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// Inspect says whether container name exists, runs, and whose it is.
+func (r Runtime) Inspect(ctx context.Context, name string) (Info, error) {
+	out, err := r.run(ctx, nil, "container", "inspect", "-f",
+		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}`, name)
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "no such") {
+			return Info{}, nil
+		}
+		return Info{}, err
+	}
+	f := strings.SplitN(strings.TrimSpace(out), "\t", 3)
+	for len(f) < 3 {
+		f = append(f, "")
+	}
+	return Info{Exists: true, Running: f[0] == "true", Town: f[1], Polecat: f[2]}, nil
+}
+
+// Start starts a stopped container.
+func (r Runtime) Start(ctx context.Context, name string) error {
+	_, err := r.run(ctx, nil, "start", name)
+	return err
+}
+
+// Remove removes a container, running or not, and its anonymous volumes;
+// no such container is not an error.
+func (r Runtime) Remove(ctx context.Context, name string) error {
+	_, err := r.run(ctx, nil, "rm", "-f", "-v", name)
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such") {
+		return nil
+	}
+	return err
+}
+
+// Sandbox is one container found by List.
+type Sandbox struct {
+	// Name is the container's.
+	Name string
+	// Polecat is its polecat.
+	Polecat wire.Identity
+}
+
+// List is every sandbox of town, running or not.
+func (r Runtime) List(ctx context.Context, town string) ([]Sandbox, error) {
+	out, err := r.run(ctx, nil, "ps", "-a", "--filter", "label="+TownLabel+"="+town,
+		"--format", `{{.Names}}{{"\t"}}{{.Label "`+PolecatLabel+`"}}`)
+	if err != nil {
+		return nil, err
+	}
+	var list []Sandbox
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, polecat, ok := strings.Cut(line, "\t")
+		if !ok {
+			continue
+		}
+		id, err := wire.ParseIdentity(polecat)
+		if err != nil {
+			continue // not one of ours, whatever its label says
+		}
+		list = append(list, Sandbox{Name: name, Polecat: id})
+	}
+	return list, nil
+}
+
+// Spec is how a sandbox is made and its sessions run: hostd run's
+// settings.
+type Spec struct {
+	// Image is the polecat image (gt-agent, the gt/bd shims, git, tmux).
+	Image string
+	// URL is hostd as the container reaches it, https://<host>:<port>.
+	URL string
+	// Network is the container's network ("" for the runtime's default).
+	Network string
+	// Mounts are the runtime's -v arguments, SRC:DST[:OPTS] each.
+	Mounts []string
+	// CPUs and Memory are the runtime's --cpus and --memory ("" for none).
+	CPUs, Memory string
+	// PidsLimit is the runtime's --pids-limit (0 for none).
+	PidsLimit int
+	// Agent is gt-agent's path in the image.
+	Agent string
+	// Env are the names of the variables of hostd run's environment
+	// (those Gas Town set for the session) passed to each session.
+	Env []string
+}
+
+// Create creates and starts polecat id's sandbox in town, joining hostd
+// with token.
+func (r Runtime) Create(ctx context.Context, s Spec, town string, id wire.Identity, token string) error {
+	_, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id)...)
+	return err
+}
+
+// createArgs is the argv (after the runtime's name) that creates and
+// starts polecat id's sandbox in town: the image's gt-agent up, joining
+// with the token given in GT_AGENT_JOIN (in the runtime's environment, not
+// on its command line), watching the session the sessions start in.
+func (s Spec) createArgs(town string, id wire.Identity) []string {
+	args := []string{"run", "-d", "--init", "--name", Name(id), "--hostname", id.Name,
+		"--label", TownLabel + "=" + town, "--label", PolecatLabel + "=" + id.String(),
+		"-e", "GT_PROXY_URL=" + s.URL, "-e", "GT_AGENT_JOIN", "-e", "GT_AGENT_IDENTITY=" + id.String(),
+		"-e", "GT_RIG=" + id.Rig, "-e", "GT_POLECAT=" + id.Name}
+	if strings.Contains(s.URL, "//host.docker.internal") {
+		args = append(args, "--add-host", "host.docker.internal:host-gateway")
+	}
+	if s.Network != "" {
+		args = append(args, "--network", s.Network)
+	}
+	for _, m := range s.Mounts {
+		args = append(args, "-v", m)
+	}
+	if s.CPUs != "" {
+		args = append(args, "--cpus", s.CPUs)
+	}
+	if s.Memory != "" {
+		args = append(args, "--memory", s.Memory)
+	}
+	if s.PidsLimit > 0 {
+		args = append(args, "--pids-limit", fmt.Sprint(s.PidsLimit))
+	}
+	return append(args, "--entrypoint", s.Agent, s.Image, "up", "--watch-session", SessionName)
+}
+
+// Session is the runtime running one session of polecat id in its
+// sandbox (see sessionArgs); the caller wires its terminal and waits. Its
+// exit status is the session's.
+func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, tty bool, command []string) (*exec.Cmd, error) {
+	return r.Command(ctx, s.sessionArgs(id, tty, command)...)
+}
+
+// sessionArgs is the argv (after the runtime's name) that runs one session
+// of polecat id in its sandbox, in its clone, with the variables of Env
+// passed on, attached to this terminal when tty. An absolute command path
+// (the host's claude) becomes its base name, found on the container's
+// PATH.
+func (s Spec) sessionArgs(id wire.Identity, tty bool, command []string) []string {
+	args := []string{"exec", "-i"}
+	if tty {
+		args = append(args, "-t")
+	}
+	for _, name := range s.Env {
+		args = append(args, "-e", name)
+	}
+	args = append(args, Name(id), s.Agent, "session", "start", "--dir", WorkDir(id))
+	if tty {
+		args = append(args, "--attach")
+	}
+	for _, name := range s.Env {
+		args = append(args, "--env", name)
+	}
+	command = append([]string(nil), command...)
+	if strings.HasPrefix(command[0], "/") {
+		command[0] = command[0][strings.LastIndex(command[0], "/")+1:]
+	}
+	return append(append(args, "--"), command...)
+}
+
+// Stop ends the session running in polecat id's sandbox, if any; the
+// sandbox stays.
+func (r Runtime) Stop(ctx context.Context, s Spec, id wire.Identity) error {
+	_, err := r.run(ctx, nil, "exec", Name(id), s.Agent, "session", "stop")
+	return err
+}
+
+// Clone clones the rig into polecat id's sandbox, through its agent's git
+// port, on branch when given (the polecat's branch, which Gas Town made in
+// the rig's repository), unless a clone is there already. It reports
+// whether it cloned.
+func (r Runtime) Clone(ctx context.Context, id wire.Identity, branch string) (bool, error) {
+	if _, err := r.run(ctx, nil, "exec", Name(id), "test", "-e", WorkDir(id)+"/.git"); err == nil {
+		return false, nil
+	}
+	args := []string{"exec", Name(id), "git", "clone", "-q"}
+	if branch != "" {
+		args = append(args, "-b", branch)
+	}
+	_, err := r.run(ctx, nil, append(args, "http://"+agentGit+wire.GitPathPrefix+id.Rig, WorkDir(id))...)
+	return err == nil, err
+}
+
+// agentGit is where gt-agent serves git in the container (its default
+// --git-listen).
+const agentGit = "127.0.0.1:9878"
