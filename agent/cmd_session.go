@@ -116,16 +116,19 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	attached := make(chan error, 1)
+	var attached chan error
 	if o.attach && term.IsTerminal(int(os.Stdin.Fd())) {
 		client := srv.AttachHere(context.WithoutCancel(ctx), o.name)
 		if err := client.Start(); err != nil {
 			return fmt.Errorf("attaching to the session: %w", err)
 		}
+		attached = make(chan error, 1)
 		go func() { attached <- client.Wait() }()
-		defer func() { _ = srv.DetachAll(context.WithoutCancel(ctx), o.name); <-attached }()
 	}
 	code, err := liveness.WaitSession(ctx, srv, o.name, status, 100*time.Millisecond)
+	if attached != nil {
+		o.detach(context.WithoutCancel(ctx), srv, attached)
+	}
 	if errors.Is(err, context.Canceled) {
 		return exit.Status(128 + int(syscall.SIGTERM))
 	}
@@ -133,6 +136,25 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	return exit.Status(code)
+}
+
+// detach ends the tmux client on this terminal and, since leaving tmux
+// restores the screen from before, prints the session's last screen
+// (plain text) so that it stays in view.
+func (o *sessionStartOptions) detach(ctx context.Context, srv tmux.Server, attached <-chan error) {
+	_ = srv.DetachAll(ctx, o.name)
+	<-attached
+	sc, err := srv.Capture(ctx, o.name)
+	if err != nil {
+		return
+	}
+	lines := sc.Lines
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for _, l := range lines {
+		fmt.Println(l)
+	}
 }
 
 func newSessionStopCmd(o *sessionOptions) *cobra.Command {

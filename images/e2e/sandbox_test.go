@@ -47,7 +47,7 @@ func TestSandbox(t *testing.T) {
 	session := func(name, script string) {
 		t.Helper()
 		line := "exec env GT_RIG=gastown GT_POLECAT=toast GT_PROCESS_NAMES=claude,node E2E_SECRET=s3cr3t " +
-			hostd + " --town " + r.git.Dir + " run --image " + r.image + " --network " + r.net +
+			hostd + " --town " + r.git.Dir + " run --image " + r.image + " --network " + r.net + " --env E2E_SECRET" +
 			" --url https://" + r.addr + " -- /usr/bin/sh -c '" + script + "'"
 		if out, err := tmux("-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "120", "-y", "30", line, ";",
 			"set-option", "-t", name, "remain-on-exit", "on"); err != nil {
@@ -55,8 +55,16 @@ func TestSandbox(t *testing.T) {
 		}
 	}
 	screen := func(name string) string { out, _ := tmux("capture-pane", "-p", "-t", name); return out }
+	// Each step needs the one before: the first to fail ends the test.
+	step := func(name string, f func(t *testing.T)) {
+		r.check(name, f)
+		if t.Failed() {
+			logs, _ := tryDocker("logs", "--tail", "30", container)
+			t.Fatalf("the host panes:\n%s\n%s\nthe sandbox's log:\n%s", screen("gastown-toast"), screen("gastown-toast-2"), logs)
+		}
+	}
 
-	r.check("the first session makes the sandbox, clones the polecat's branch and shows on the host pane", func(t *testing.T) {
+	step("the first session makes the sandbox, clones the polecat's branch and shows on the host pane", func(t *testing.T) {
 		session("gastown-toast", `echo wip > /work/gastown/uncommitted.txt; echo "session one: $GT_POLECAT $E2E_SECRET on $(git branch --show-current)"; read line; echo "typed: $line"; sleep 600`)
 		eventually(t, 90*time.Second, "the session's first line on the host pane", func() bool {
 			return strings.Contains(screen("gastown-toast"), "session one: toast s3cr3t on polecat/toast-1")
@@ -64,7 +72,7 @@ func TestSandbox(t *testing.T) {
 		r.wait(30*time.Second, "toast connected", harness.Connected("toast", ""))
 	})
 
-	r.check("keys typed into the host pane reach the session (gt nudge), its screen shows there (gt peek)", func(t *testing.T) {
+	step("keys typed into the host pane reach the session (gt nudge), its screen shows there (gt peek)", func(t *testing.T) {
 		if out, err := tmux("send-keys", "-t", "gastown-toast", "-l", "hello from gas town"); err != nil {
 			t.Fatal(err, out)
 		}
@@ -76,7 +84,7 @@ func TestSandbox(t *testing.T) {
 		})
 	})
 
-	r.check("Gas Town's liveness sees the pane: its command is hostd, listed in GT_PROCESS_NAMES", func(t *testing.T) {
+	step("Gas Town's liveness sees the pane: its command is hostd, listed in GT_PROCESS_NAMES", func(t *testing.T) {
 		out, _ := tmux("display-message", "-p", "-t", "gastown-toast", "#{pane_current_command}")
 		names, _ := tmux("show-environment", "-t", "gastown-toast", "GT_PROCESS_NAMES")
 		if strings.TrimSpace(out) != "hostd" || strings.TrimSpace(names) != "GT_PROCESS_NAMES=claude,node,hostd" {
@@ -85,7 +93,7 @@ func TestSandbox(t *testing.T) {
 	})
 
 	var id string
-	r.check("killing the host session ends the session; the sandbox and its uncommitted work stay", func(t *testing.T) {
+	step("killing the host session ends the session; the sandbox and its uncommitted work stay", func(t *testing.T) {
 		id = strings.TrimSpace(r.docker("inspect", "-f", "{{.Id}}", container))
 		if out, err := tmux("kill-session", "-t", "gastown-toast"); err != nil {
 			t.Fatal(err, out)
@@ -99,21 +107,21 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 
-	r.check("the next session starts in the same sandbox, and its exit status is the pane's", func(t *testing.T) {
-		session("gastown-toast-2", `echo "session two sees: $(cat /work/gastown/uncommitted.txt)"; sleep 1; exit 7`)
+	step("the next session starts in the same sandbox, and its exit status is the pane's", func(t *testing.T) {
+		session("gastown-toast-2", `echo "session two sees: $(cat /work/gastown/uncommitted.txt)"; sleep 3; exit 7`)
+		eventually(t, 30*time.Second, "the second session's first line on the host pane", func() bool {
+			return strings.Contains(screen("gastown-toast-2"), "session two sees: wip")
+		})
 		eventually(t, 30*time.Second, "the second session's pane dead with status 7", func() bool {
 			out, _ := tmux("display-message", "-p", "-t", "gastown-toast-2", "#{pane_dead} #{pane_dead_status}")
 			return strings.TrimSpace(out) == "1 7"
 		})
-		if !strings.Contains(screen("gastown-toast-2"), "session two sees: wip") {
-			t.Errorf("the second session did not see the first's uncommitted work:\n%s", screen("gastown-toast-2"))
-		}
 		if now := strings.TrimSpace(r.docker("inspect", "-f", "{{.Id}}", container)); now != id {
 			t.Errorf("the second session ran in container %s, the first in %s", now, id)
 		}
 	})
 
-	r.check("removing the polecat's directory (gt polecat nuke) removes the sandbox and revokes the polecat", func(t *testing.T) {
+	step("removing the polecat's directory (gt polecat nuke) removes the sandbox and revokes the polecat", func(t *testing.T) {
 		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", filepath.Join(polecatDir, "gastown"))
 		if err := os.RemoveAll(polecatDir); err != nil {
 			t.Fatal(err)
