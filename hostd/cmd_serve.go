@@ -85,6 +85,8 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "git.process_wait", Flag: "git-process-wait", Usage: "how long a git request over those limits waits before it is refused (503)", Value: &cfg.Git.ProcessWait},
 		{Key: "git.idle_timeout", Flag: "git-idle-timeout", Usage: "end a git request whose upload or download makes no progress this long", Value: &cfg.Git.IdleTimeout},
 		{Key: "git.max_push_size", Flag: "git-max-push-size", Usage: "largest pack one push may send, bytes (receive.maxInputSize)", Value: &cfg.Git.MaxPushSize},
+		{Key: "git.max_checkout_size", Flag: "git-max-checkout-size", Usage: "most bytes a push may make git write into a host worktree where its branch is checked out (the new tree's blob sizes, times what its .gitattributes may grow them)", Value: &cfg.Git.MaxCheckoutSize},
+		{Key: "git.max_checkout_files", Flag: "git-max-checkout-files", Usage: "most files, links and directories in the tree a push makes git check out into a host worktree", Value: &cfg.Git.MaxCheckoutFiles},
 		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat; without {name} the rig's polecats share one root (default <town>/<rig>/polecats/{name})", Value: &cfg.Data.Roots},
 		{Key: "sync.include", Usage: "paths under a data root that cross between host and container", Value: &cfg.Data.Include},
 		{Key: "sync.exclude", Usage: "patterns never to cross, beside the built-in blacklist of secrets", Value: &cfg.Data.Exclude},

@@ -381,3 +381,86 @@ func TestGitHostileRequests(t *testing.T) {
 		t.Errorf("unknown rig: %v %s", err, out)
 	}
 }
+
+// TestGitPushUpdatesHostWorktree: Gas Town checks a polecat's branch out
+// in its host worktree (a linked worktree of .repo.git). A push of that
+// branch from the container lands (git would otherwise refuse: "branch is
+// currently checked out") and brings the host worktree to it, so a
+// relayed 'gt done' reading git state there sees the container's commits.
+// A push whose checkout there would go over git.max_checkout_size (here
+// 1 MiB) is refused with the setting named, among them 32 MiB of zeros
+// whose pack is some 32 KiB; with changes of the host's own in that
+// worktree, the push is refused and the changes stay. Neither refusal
+// moves the branch or writes into the worktree.
+func TestGitPushUpdatesHostWorktree(t *testing.T) {
+	t.Parallel()
+	g := NewGitTown(t, "--git-upstream=false", "--git-max-checkout-size", "1048576")
+	url := g.Polecat(t, "furiosa")
+	host := filepath.Join(g.Dir, "gastown", "polecats", "furiosa", "gastown")
+	const branch = "polecat/furiosa-mk3x9a"
+	g.Git(t, g.Repo, "worktree", "add", "-q", "-b", branch, host, "main")
+	work := filepath.Join(t.TempDir(), "w")
+	g.Git(t, "", "clone", "-q", "--branch", branch, url, work)
+
+	want := g.Commit(t, work, "work", 100)
+	g.Git(t, work, "push", "-q", "origin", "HEAD:"+branch)
+	if got := strings.TrimSpace(g.Git(t, host, "rev-parse", "HEAD")); got != want {
+		t.Fatalf("host worktree at %s after the push, want %s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(host, "work.bin")); err != nil {
+		t.Fatalf("the pushed file is not in the host worktree: %v", err)
+	}
+	if st := g.Git(t, host, "status", "--porcelain"); st != "" {
+		t.Errorf("host worktree not clean after the push:\n%s", st)
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		if got := strings.TrimSpace(g.Git(t, g.Repo, "rev-parse", branch)); got != want {
+			t.Errorf("%s: the refused push moved %s to %s", what, branch, got)
+		}
+		if got := strings.TrimSpace(g.Git(t, host, "rev-parse", "HEAD")); got != want {
+			t.Errorf("%s: the refused push moved the host worktree to %s", what, got)
+		}
+	}
+
+	// Over git.max_checkout_size: 2 MiB of random bytes, then 32 MiB of
+	// zeros. The zeros are made with plumbing: the polecat need not write
+	// them to its own disk either.
+	g.Commit(t, work, "big", 2<<20)
+	out, err := g.TryGit(work, "push", "origin", "HEAD:"+branch)
+	if err == nil || !strings.Contains(out, "git.max_checkout_size") {
+		t.Fatalf("push over git.max_checkout_size: %v\n%s", err, out)
+	}
+	unchanged("2 MiB")
+	if _, err := os.Stat(filepath.Join(host, "big.bin")); err == nil {
+		t.Error("the refused push wrote into the host worktree")
+	}
+	g.Git(t, work, "reset", "-q", "--hard", want)
+	cmd := exec.Command("sh", "-c", `blob=$(head -c 33554432 /dev/zero | git hash-object -w --stdin) &&
+		tree=$( (git ls-tree HEAD; printf '100644 blob %s\tzeros.bin\n' "$blob") | git mktree) &&
+		git commit-tree -p HEAD -m zeros "$tree"`)
+	cmd.Dir, cmd.Env = work, GitEnv(g.Home)
+	bomb, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("making the zeros: %v", err)
+	}
+	out, err = g.TryGit(work, "push", "origin", strings.TrimSpace(string(bomb))+":refs/heads/"+branch)
+	if err == nil || !strings.Contains(out, "git.max_checkout_size") {
+		t.Fatalf("32 MiB of zeros into the host worktree: %v\n%s", err, out)
+	}
+	unchanged("zeros")
+	t.Logf("refused:\n%s", out)
+
+	// The host's own edit in the worktree: the next push is refused and
+	// the edit stays.
+	_ = os.WriteFile(filepath.Join(host, "README"), []byte("the operator's edit\n"), 0o644)
+	g.Commit(t, work, "more", 100)
+	out, err = g.TryGit(work, "push", "origin", "HEAD:"+branch)
+	if err == nil || !strings.Contains(out, "unstaged changes") {
+		t.Fatalf("push over a host worktree with changes: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "README")); string(b) != "the operator's edit\n" {
+		t.Errorf("the host's edit became %q", b)
+	}
+	unchanged("host's edit")
+}

@@ -29,12 +29,23 @@ const (
 	PolecatsEnv = "SIDECAR_RIG_POLECATS"
 	// PatternsEnv lists, comma-separated, the rig's branch patterns.
 	PatternsEnv = "SIDECAR_BRANCH_PATTERNS"
+	// MaxCheckoutSizeEnv and MaxCheckoutFilesEnv carry git.max_checkout_size
+	// and git.max_checkout_files: what a push may make git write into a
+	// worktree where the pushed branch is checked out.
+	MaxCheckoutSizeEnv  = "SIDECAR_MAX_CHECKOUT_SIZE"
+	MaxCheckoutFilesEnv = "SIDECAR_MAX_CHECKOUT_FILES"
+	// LimitEnv names the file pre-receive writes the setting to when it
+	// refuses a push for going over one, for hostd to count.
+	LimitEnv = "SIDECAR_LIMIT_FILE"
 )
 
 // RunPreReceive is the pre-receive hook: it refuses the whole push unless
 // every updated ref is one of the pushing polecat's own branches (see
 // BranchPolicy) and none is a symbolic ref (pushing through a symref that
-// points at main would move main). Without an identity or the rig's branch
+// points at main would move main), and then unless each of those checked
+// out in a worktree of the repository, which the push would update
+// (receive.denyCurrentBranch=updateInstead), has a tree within the checkout
+// bounds (see checkCheckouts). Without an identity or the rig's branch
 // patterns it refuses everything. It returns the exit status.
 func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	id, err := wire.ParseIdentity(os.Getenv(IdentityEnv))
@@ -50,6 +61,7 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	}
 	known := splitList(os.Getenv(PolecatsEnv))
 	refused := 0
+	var updates []update
 	sc := bufio.NewScanner(stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -58,6 +70,7 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 			return 1
 		}
 		ref := f[2]
+		updates = append(updates, update{newID: f[1], ref: ref})
 		ok, why := policy.Allowed(id, ref, known)
 		if target, sym := symbolicRef(ref); ok && sym {
 			ok, why = false, "it is a symbolic ref to "+target
@@ -75,7 +88,66 @@ func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "push refused: %d ref(s) not allowed; nothing was changed\n", refused)
 		return 1
 	}
+	return checkCheckouts(updates, stderr)
+}
+
+// update is one line of what pre-receive reads: a ref and its new value.
+type update struct {
+	newID, ref string
+}
+
+// checkCheckouts refuses the push when one of updates is to a branch
+// checked out in a worktree of the repository (Gas Town's
+// <town>/<rig>/polecats/<name>/<rig> is one of .repo.git) whose new tree
+// is over the bounds hostd passed: git would write that tree there once
+// this hook accepts, and max_push_size bounds only the compressed pack (a
+// 64 MiB pack of zeros checks out to some 64 GiB). Refs checked out
+// nowhere, and deletions (git refuses to delete a checked-out branch), are
+// not listed. It returns the exit status.
+func checkCheckouts(updates []update, stderr io.Writer) int {
+	gitDir := os.Getenv("GIT_DIR") // the hook runs in the repository, and git sets it
+	if gitDir == "" {
+		gitDir = "."
+	}
+	checked, err := checkedOutBranches(gitDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "push refused: %v\n", err)
+		return 1
+	}
+	var bounds *checkoutBounds
+	for _, u := range updates {
+		if !checked[u.ref] || strings.Trim(u.newID, "0") == "" {
+			continue
+		}
+		if bounds == nil {
+			b, err := checkoutBoundsFromEnv()
+			if err != nil {
+				fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree and hostd gave no valid bounds for it (%v)\n", u.ref, err)
+				return 1
+			}
+			bounds = &b
+		}
+		setting, why, err := bounds.over(u.newID)
+		if err != nil {
+			fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree: %v\n", u.ref, err)
+			return 1
+		}
+		if setting != "" {
+			fmt.Fprintf(stderr, "refusing %s: it is checked out in a host worktree, which this push would update, and %s, over %s\n", u.ref, why, setting)
+			fmt.Fprintf(stderr, "push refused: over %s; nothing was changed\n", setting)
+			recordLimit(setting)
+			return 1
+		}
+	}
 	return 0
+}
+
+// recordLimit writes the setting a push went over to the file hostd named,
+// if it named one.
+func recordLimit(setting string) {
+	if path := os.Getenv(LimitEnv); path != "" {
+		_ = os.WriteFile(path, []byte(setting+"\n"), 0o600)
+	}
 }
 
 // splitList splits a comma-separated list, dropping empty entries.

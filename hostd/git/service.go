@@ -64,6 +64,14 @@ type Config struct {
 	// MaxPushSize is receive.maxInputSize: the largest pack one push may
 	// send.
 	MaxPushSize int
+	// MaxCheckoutSize bounds the bytes a push may make git write into a
+	// host worktree where the pushed branch is checked out (the branch's
+	// new tree, receive.denyCurrentBranch=updateInstead): the sum of its
+	// blobs' sizes, times the growth its .gitattributes allow at worst.
+	// MaxCheckoutFiles bounds that tree's files, links and directories.
+	// The pre-receive hook refuses a push over either before anything is
+	// written; pushes of branches checked out nowhere are not counted.
+	MaxCheckoutSize, MaxCheckoutFiles int
 	// TempDir holds each push's record of landed refs; it is emptied at
 	// start.
 	TempDir string
@@ -78,7 +86,9 @@ type Config struct {
 // DefaultConfig refreshes a repository older than a minute before a
 // fetch, giving up after 30 s; runs at most 32 git processes, 4 per
 // polecat, a request over waiting 10 s; ends requests idle for a minute;
-// takes pushes up to 64 MiB; reconciles with origin every 5 minutes.
+// takes pushes up to 64 MiB, and into a host worktree a checkout of up to
+// 1 GiB in 250,000 files and directories (three times the Linux kernel's
+// tree); reconciles with origin every 5 minutes.
 // Town, HooksDir, TempDir, Upstream, Branches, Polecats and KnownPolecats
 // have no default.
 func DefaultConfig() Config {
@@ -90,6 +100,8 @@ func DefaultConfig() Config {
 		ProcessWait:            10 * time.Second, // above 0
 		IdleTimeout:            time.Minute,      // above 0
 		MaxPushSize:            64 << 20,         // at least 1
+		MaxCheckoutSize:        1 << 30,          // at least 1
+		MaxCheckoutFiles:       250_000,          // at least 1
 		Reconcile:              5 * time.Minute,  // negative: never reconcile
 		Logger:                 slog.Default(),
 	}
@@ -109,6 +121,8 @@ func (c Config) Validate() error {
 		settings.Positive("ProcessWait", c.ProcessWait),
 		settings.Positive("IdleTimeout", c.IdleTimeout),
 		settings.Positive("MaxPushSize", c.MaxPushSize),
+		settings.Positive("MaxCheckoutSize", c.MaxCheckoutSize),
+		settings.Positive("MaxCheckoutFiles", c.MaxCheckoutFiles),
 	}
 	for rig, list := range c.Branches {
 		if _, err := ParseBranchPatterns(list); err != nil {

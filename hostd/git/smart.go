@@ -153,6 +153,14 @@ func uploadPack(repo string, advertise bool) []string {
 	return append(args, repo)
 }
 
+// receivePack is the receive-pack command line: hostd's hooks, pushes up
+// to maxPushSize, and a branch checked out in a worktree of repo updated
+// there.
+func receivePack(repo, hooksDir string, maxPushSize int) []string {
+	return []string{"-c", "core.hooksPath=" + hooksDir, "-c", "receive.denyCurrentBranch=updateInstead",
+		"-c", fmt.Sprintf("receive.maxInputSize=%d", maxPushSize), "receive-pack", "--stateless-rpc", repo}
+}
+
 // advertise answers info/refs: the service line (protocol v0/v1 only) and
 // the ref advertisement.
 func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, service string, env []string) error {
@@ -173,6 +181,15 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 
 // receive runs receive-pack with hostd's hooks and the identity, then
 // queues what landed for upstream.
+//
+// A branch Gas Town checked out in the polecat's host worktree
+// (<town>/<rig>/polecats/<name>/<rig>, a linked worktree of .repo.git) is
+// updated there too (receive.denyCurrentBranch=updateInstead), so that a
+// relayed 'gt done', which reads git state in that worktree, sees the
+// container's commits. The pre-receive hook first refuses a push whose
+// checkout there would be over git.max_checkout_size or
+// git.max_checkout_files; git then refuses one into a worktree with
+// changes of its own, and loses none of them.
 func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
 	landed, err := os.CreateTemp(s.cfg.TempDir, "landed-*")
 	if err != nil {
@@ -180,14 +197,21 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	}
 	landed.Close()
 	defer os.Remove(landed.Name())
+	limit := landed.Name() + ".limit"
+	defer os.Remove(limit)
 	penv, err := s.policyEnv(rig)
 	if err != nil {
 		return err
 	}
-	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name())
+	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name(), LimitEnv+"="+limit,
+		fmt.Sprintf("%s=%d", MaxCheckoutSizeEnv, s.cfg.MaxCheckoutSize), fmt.Sprintf("%s=%d", MaxCheckoutFilesEnv, s.cfg.MaxCheckoutFiles))
 	env = append(env, penv...)
-	if err := s.run(ctx, env, body, w, "-c", "core.hooksPath="+s.cfg.HooksDir,
-		"-c", fmt.Sprintf("receive.maxInputSize=%d", s.cfg.MaxPushSize), "receive-pack", "--stateless-rpc", repo); err != nil {
+	err = s.run(ctx, env, body, w, receivePack(repo, s.cfg.HooksDir, s.cfg.MaxPushSize)...)
+	if b, rerr := os.ReadFile(limit); rerr == nil {
+		limits.Hit(limits.GitCheckout)
+		s.log.Warn("push refused: its checkout in a host worktree would be over a bound", "polecat", id, "rig", rig, "setting", strings.TrimSpace(string(b)))
+	}
+	if err != nil {
 		if strings.Contains(err.Error(), "pack exceeds maximum allowed size") {
 			limits.Hit(limits.GitPushSize)
 			return fmt.Errorf("push larger than git.max_push_size (%d bytes): %w", s.cfg.MaxPushSize, err)

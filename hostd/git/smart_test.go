@@ -45,6 +45,8 @@ func TestConfig(t *testing.T) {
 		{Name: "negative wait", Set: func(c *Config) { c.ProcessWait = -time.Second }, Want: "ProcessWait is -1s: it must be above 0"},
 		{Name: "negative idle", Set: func(c *Config) { c.IdleTimeout = -time.Second }, Want: "IdleTimeout is -1s: it must be above 0"},
 		{Name: "negative push size", Set: func(c *Config) { c.MaxPushSize = -1 }, Want: "MaxPushSize is -1: it must be above 0"},
+		{Name: "negative checkout size", Set: func(c *Config) { c.MaxCheckoutSize = -1 }, Want: "MaxCheckoutSize is -1: it must be above 0"},
+		{Name: "negative checkout files", Set: func(c *Config) { c.MaxCheckoutFiles = -1 }, Want: "MaxCheckoutFiles is -1: it must be above 0"},
 		{Name: "malformed pattern", Set: func(c *Config) { c.Branches = map[string][]string{"gastown": {"polecat/*"}} }, Want: "Branches of rig gastown"},
 		{Name: "malformed polecat", Set: func(c *Config) { c.Polecats = map[string][]string{"gastown": {"no/slash"}} }, Want: "Polecats of rig gastown"},
 	})

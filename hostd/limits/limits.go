@@ -16,6 +16,7 @@ const (
 	Beats        = "beats"          // beats less than 100 ms apart
 	GitProcesses = "git_processes"  // git.max_processes, git.max_processes_per_polecat
 	GitPushSize  = "git_push_size"  // git.max_push_size
+	GitCheckout  = "git_checkout"   // git.max_checkout_size, git.max_checkout_files
 	RelayStdin   = "relay_stdin"    // relay.max_stdin_buffer, relay.stdin_stall
 	Upstream     = "upstream"       // git.upstream_max_per_polecat
 	Sync         = "sync"           // sync.agent_transfers_per_hour
