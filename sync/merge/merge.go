@@ -127,9 +127,9 @@ type planner struct {
 // theirs is the container's manifest and theirTree the directory in t
 // where archive.Stage left it (files move from it); scratch is an empty
 // directory in t for merged files. Only paths in base (those o.Policy
-// still lets cross) or theirs are looked at; the rest of t is left alone. Nothing under t is written but
-// theirTree and scratch,
-// and nothing is followed through a symlink. A merge that would leave a
+// still lets cross) or theirs are looked at; the rest of t is left alone.
+// Nothing under t is written but theirTree and scratch, and nothing is
+// followed through a symlink. A merge that would leave a
 // symlink leading out of the root or to a path that does not cross, that
 // changes more paths on both sides than the bound, or whose text merges
 // fail, is refused with the path named.
