@@ -192,7 +192,7 @@ type Service struct {
 	policy    datasync.Policy // a polecat's own data
 	rigPolicy datasync.Policy // its rig's read-only files
 	reg       *registry.Registry
-	log    *slog.Logger
+	log       *slog.Logger
 
 	metrics    *metrics
 	conflicts  atomic.Int64     // conflicts since hostd started, for status
