@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
@@ -84,9 +85,9 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "git.process_wait", Flag: "git-process-wait", Usage: "how long a git request over those limits waits before it is refused (503)", Value: &cfg.Git.ProcessWait},
 		{Key: "git.idle_timeout", Flag: "git-idle-timeout", Usage: "end a git request whose upload or download makes no progress this long", Value: &cfg.Git.IdleTimeout},
 		{Key: "git.max_push_size", Flag: "git-max-push-size", Usage: "largest pack one push may send, bytes (receive.maxInputSize)", Value: &cfg.Git.MaxPushSize},
-		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat; without {name} the rig's polecats share one root (default <town>/<rig>/polecats/{name})", Value: &cfg.Data.Roots},
+		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat; without {name} the rig's polecats share one root (default " + data.DefaultRoot + ")", Value: &cfg.Data.Roots},
 		{Key: "sync.include", Usage: "paths under a data root that cross between host and container", Value: &cfg.Data.Include},
-		{Key: "sync.rig_roots", Usage: "map of rig to the directory on the host whose files all its polecats share, read-only (default <town>/<rig>/polecats)", Value: &cfg.Data.RigRoots},
+		{Key: "sync.rig_roots", Usage: "map of rig to the directory on the host whose files all its polecats share, read-only (default " + data.DefaultRigRoot + ")", Value: &cfg.Data.RigRoots},
 		{Key: "sync.rig_include", Usage: "paths under a rig's root that go into each of its polecats' containers and never come back (none may meet sync.include)", Value: &cfg.Data.RigInclude},
 		{Key: "sync.exclude", Usage: "patterns never to cross, beside the built-in blacklist of secrets", Value: &cfg.Data.Exclude},
 		{Key: "sync.agent_transfers_per_hour", Flag: "sync-agent-transfers-per-hour", Usage: "data transfers (fetches, uploads) one polecat's agent may start per hour", Value: &cfg.Data.AgentTransfersPerHour},
