@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
@@ -87,8 +88,10 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "git.max_push_size", Flag: "git-max-push-size", Usage: "largest pack one push may send, bytes (receive.maxInputSize)", Value: &cfg.Git.MaxPushSize},
 		{Key: "git.max_checkout_size", Flag: "git-max-checkout-size", Usage: "most bytes a push may make git write into a host worktree where its branch is checked out (the new tree's blob sizes, times what its .gitattributes may grow them)", Value: &cfg.Git.MaxCheckoutSize},
 		{Key: "git.max_checkout_files", Flag: "git-max-checkout-files", Usage: "most files, links and directories in the tree a push makes git check out into a host worktree", Value: &cfg.Git.MaxCheckoutFiles},
-		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat; without {name} the rig's polecats share one root (default <town>/<rig>/polecats/{name})", Value: &cfg.Data.Roots},
+		{Key: "sync.roots", Usage: "map of rig to its polecats' data root on the host, {name} for the polecat; without {name} the rig's polecats share one root (default " + data.DefaultRoot + ")", Value: &cfg.Data.Roots},
 		{Key: "sync.include", Usage: "paths under a data root that cross between host and container", Value: &cfg.Data.Include},
+		{Key: "sync.rig_roots", Usage: "map of rig to the directory on the host whose files all its polecats share, read-only (default " + data.DefaultRigRoot + ")", Value: &cfg.Data.RigRoots},
+		{Key: "sync.rig_include", Usage: "paths under a rig's root that go into each of its polecats' containers and never come back (none may meet sync.include)", Value: &cfg.Data.RigInclude},
 		{Key: "sync.exclude", Usage: "patterns never to cross, beside the built-in blacklist of secrets", Value: &cfg.Data.Exclude},
 		{Key: "sync.agent_transfers_per_hour", Flag: "sync-agent-transfers-per-hour", Usage: "data transfers (fetches, uploads) one polecat's agent may start per hour", Value: &cfg.Data.AgentTransfersPerHour},
 		{Key: "sync.max_bytes", Flag: "sync-max-bytes", Usage: "largest total of files one archive from a container may hold", Value: &cfg.Data.MaxBytes},

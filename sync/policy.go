@@ -16,12 +16,16 @@ var Blacklist = []string{
 	".cache", ".npm", ".pki", ".git-credentials", "*.pem", "*.key", "id_*",
 }
 
-// DefaultInclude suits a polecat's data root (its directory in the rig):
-// Claude Code's settings, hooks and commands, the prime and overlay files
-// an agent reads at start, and a results directory for what it produces.
-var DefaultInclude = []string{
-	".claude/settings.json", ".claude/hooks", ".claude/commands", "CLAUDE.md", "AGENTS.md", "results",
-}
+// DefaultInclude suits a polecat's own data root (its directory in the
+// rig), whose paths cross both ways: the prime and overlay files an agent
+// reads at start, and a results directory for what it produces.
+var DefaultInclude = []string{"CLAUDE.md", "AGENTS.md", "results"}
+
+// DefaultRigInclude suits the directory a rig's polecats share (Gas
+// Town's <rig>/polecats): Claude Code's settings, commands and hooks, which
+// Gas Town keeps in its .claude for every polecat of the rig. They go into
+// each container and never come back.
+var DefaultRigInclude = []string{".claude/settings.json", ".claude/commands", ".claude/hooks"}
 
 // Policy says which paths under a data root cross. Paths are relative to
 // the root, slash-separated.
@@ -78,6 +82,20 @@ func (p Policy) Allowed(rel string) bool {
 		}
 	}
 	return false
+}
+
+// Overlap finds an include of p and one of q that name the same path, or
+// one a path under the other (ok false when there is none): a path is
+// either a polecat's own or its rig's, never both.
+func (p Policy) Overlap(q Policy) (a, b string, ok bool) {
+	for _, a := range p.Includes() {
+		for _, b := range q.Includes() {
+			if a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") {
+				return a, b, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // Leads says whether rel is a directory on the way to an included path,

@@ -96,3 +96,28 @@ func TestAllowedChild(t *testing.T) {
 		t.Fatalf("checked %d paths", checked)
 	}
 }
+
+// TestPolicyOverlap: two policies overlap when an include of one is, or
+// is above or under, an include of the other; the defaults do not.
+func TestPolicyOverlap(t *testing.T) {
+	tests := []struct {
+		name string
+		p, q []string
+		want bool
+	}{
+		{"defaults", DefaultInclude, DefaultRigInclude, false},
+		{"same path", []string{"results", ".claude/settings.json"}, []string{".claude/settings.json"}, true},
+		{"own above the rig's", []string{".claude"}, []string{".claude/settings.json"}, true},
+		{"own under the rig's", []string{".claude/commands/mine.md"}, []string{".claude/commands"}, true},
+		{"siblings", []string{".claude/settings.local.json"}, []string{".claude/settings.json"}, false},
+		{"a prefix that is not a directory", []string{".claude/commandsx"}, []string{".claude/commands"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b, ok := Policy{Include: tt.p}.Overlap(Policy{Include: tt.q})
+			if ok != tt.want {
+				t.Fatalf("Overlap = %q, %q, %v; want %v", a, b, ok, tt.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,12 @@
 // sends the container's back when hostd pulls, on a checkpoint, and at
 // teardown. Packing, checking and extracting are package sync's.
 //
+// Beside the polecat's own data hostd sends its rig's read-only files
+// (push-rig: Claude Code's settings, commands and hooks, which Gas Town
+// gives all of a rig's polecats). They go into the same data root but are
+// no part of the base: nothing the agent sends covers them (hostd's
+// policies keep the two apart), so they never come back.
+//
 // What the agent sends back is read against its base, the tree last
 // exchanged with hostd: a file of the base missing from the root is a
 // deletion. So the base is bound to the root it was taken from: installing
@@ -121,8 +127,8 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 	p := policy(req)
 	switch req.Op {
-	case wire.SyncPush:
-		s.install(ctx, st, p)
+	case wire.SyncPush, wire.SyncPushRig:
+		s.install(ctx, st, req.Op, p)
 	case wire.SyncPull:
 		unlock, err := s.lock(ctx)
 		if err != nil {
@@ -138,12 +144,14 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		res, err := s.send(ctx, st, p, !req.Full)
 		s.logResult("pulled by hostd", res, err)
 	default:
-		_ = st.Reject(fmt.Sprintf("sync operation %q is not one hostd opens (push, pull)", req.Op))
+		_ = st.Reject(fmt.Sprintf("sync operation %q is not one hostd opens (push, push-rig, pull)", req.Op))
 	}
 }
 
-// install extracts hostd's archive into the data root and answers.
-func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Policy) {
+// install extracts hostd's archive into the data root and answers. The
+// polecat's own data (push) becomes the base, and the root is bound to
+// it; its rig's read-only files (push-rig) are only installed.
+func (s *Service) install(ctx context.Context, st *tunnel.Stream, op string, p datasync.Policy) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		_ = st.Reject(err.Error())
@@ -154,9 +162,13 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, p datasync.Pol
 	m, err := archive.Extract(ctx, st, s.cfg.Root, p, s.cfg.Limits)
 	if err == nil {
 		res.Files, res.Bytes = m.Files()
-		s.exchanged(m)
-		s.bind(p)
-		s.cfg.Logger.Info("sync: installed hostd's data", "root", s.cfg.Root, "files", res.Files, "bytes", res.Bytes)
+		what := "the rig's read-only files"
+		if op == wire.SyncPush {
+			s.exchanged(m)
+			s.bind(p)
+			what = "hostd's data"
+		}
+		s.cfg.Logger.Info("sync: installed "+what, "root", s.cfg.Root, "files", res.Files, "bytes", res.Bytes)
 	} else {
 		res.Error = err.Error()
 		s.cfg.Logger.Warn("sync: refused hostd's archive; nothing changed", "err", err)

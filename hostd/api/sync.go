@@ -51,6 +51,8 @@ type SyncLine struct {
 type SyncRoot struct {
 	Polecat wire.Identity `json:"polecat"`
 	Host    string        `json:"host"`
+	// Rig is the directory its rig's read-only files come from.
+	Rig string `json:"rig"`
 	// StoredBytes is what hostd stores for it (sync.max_stored_bytes
 	// counts it).
 	StoredBytes int64 `json:"stored_bytes"`
@@ -64,6 +66,9 @@ type SyncRoot struct {
 type SyncStatus struct {
 	Include []string `json:"include"`
 	Exclude []string `json:"exclude,omitempty"`
+	// RigInclude is what goes into containers from their rig's root,
+	// read-only.
+	RigInclude []string `json:"rig_include"`
 	// MaxStoredBytes is sync.max_stored_bytes.
 	MaxStoredBytes int64      `json:"max_stored_bytes"`
 	Roots          []SyncRoot `json:"roots"`

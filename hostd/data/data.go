@@ -5,6 +5,14 @@
 // merges it into the host's tree against what it last sent (package sync
 // does the packing, the checks and the merge), keeps that base per
 // polecat, and journals every transfer.
+//
+// After each push it also sends the files the polecat's rig shares with
+// all its polecats (its rig root, Gas Town's <rig>/polecats: Claude Code's
+// settings, commands and hooks in .claude), read-only: Claude Code
+// settings go with their hook commands rewritten to run the container's
+// gt and bd (package sync/claude), and nothing from a container is ever
+// written there, since those files run as hooks in every polecat of the
+// rig, on the host too.
 package data
 
 import (
@@ -40,9 +48,18 @@ type Config struct {
 	// without {name} is shared by the rig's polecats: each merges into it
 	// against its own base, one at a time.
 	Roots map[string]string
-	// Include and Exclude are the policy (datasync.DefaultInclude and the
-	// blacklist alone when empty).
+	// RigRoots maps a rig to the directory on the host whose files its
+	// polecats share (DefaultRigRoot for rigs not listed): the paths of
+	// RigInclude there go into each of its polecats' containers after the
+	// polecat's own data, and never come back.
+	RigRoots map[string]string
+	// Include and Exclude are the policy of a polecat's own data
+	// (datasync.DefaultInclude and the blacklist alone when empty).
 	Include, Exclude []string
+	// RigInclude is the paths under a rig root that go into containers,
+	// read-only (datasync.DefaultRigInclude when empty; Exclude applies
+	// too). None may be, or be above or under, a path of Include.
+	RigInclude []string
 	// MaxBytes, MaxFiles, MaxFileSize and MaxRatio bound what one archive
 	// from a container may write (datasync.Limits; its defaults when zero).
 	MaxBytes, MaxFiles, MaxFileSize, MaxRatio int
@@ -83,15 +100,22 @@ type Config struct {
 // directory in the rig, as Gas Town lays it out.
 const DefaultRoot = "<town>/<rig>/polecats/{name}"
 
+// DefaultRigRoot is a rig's root unless RigRoots says otherwise: the
+// directory of its polecats, whose .claude Gas Town gives them all (it
+// starts each with claude --settings <rig>/polecats/.claude/settings.json).
+const DefaultRigRoot = "<town>/<rig>/polecats"
+
 // DefaultConfig is the default policy and limits (datasync.DefaultLimits),
 // 2 GiB stored per polecat, 500 paths changed on both sides per transfer,
 // a hold on transfers deleting more than half a polecat's files, two
 // merge processes at once, 10 minutes a transfer, 30 transfers an agent
-// starts per hour. Town, Roots, Exclude and Dir have no default.
+// starts per hour. Town, Roots, RigRoots, Exclude and Dir have no
+// default.
 func DefaultConfig() Config {
 	l := datasync.DefaultLimits()
 	return Config{
 		Include:               datasync.DefaultInclude,     // relative paths
+		RigInclude:            datasync.DefaultRigInclude,  // relative paths, none meeting Include's
 		MaxBytes:              int(l.MaxBytes),             // at least 1
 		MaxFiles:              l.MaxFiles,                  // at least 1
 		MaxFileSize:           int(l.MaxFileSize),          // at least 1
@@ -107,8 +131,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names each field out of its range, a malformed policy or
-// a relative root; New calls it once zero fields have their defaults.
+// Validate names each field out of its range, a malformed policy, a rig
+// path that is also a polecat's own, or a relative root; New calls it once
+// zero fields have their defaults.
 func (c Config) Validate() error {
 	errs := []error{
 		settings.Required("Dir", c.Dir),
@@ -123,14 +148,33 @@ func (c Config) Validate() error {
 		settings.Positive("MergeProcesses", c.MergeProcesses),
 		settings.Positive("Timeout", c.Timeout),
 		settings.Positive("AgentTransfersPerHour", c.AgentTransfersPerHour),
-		datasync.Policy{Include: c.Include, Exclude: c.Exclude}.Validate(),
+		c.policy().Validate(),
+		c.rigPolicy().Validate(),
+	}
+	if own, rig, ok := c.policy().Overlap(c.rigPolicy()); ok {
+		errs = append(errs, fmt.Errorf("Include %q and RigInclude %q meet: a path is either the polecat's own (it comes back) or its rig's (it never does)", own, rig))
 	}
 	for rig, root := range c.Roots {
 		if !filepath.IsAbs(root) {
 			errs = append(errs, fmt.Errorf("Roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root))
 		}
 	}
+	for rig, root := range c.RigRoots {
+		if !filepath.IsAbs(root) || strings.Contains(root, "{name}") {
+			errs = append(errs, fmt.Errorf("RigRoots: rig %s: %q must be an absolute path, the same for all the rig's polecats (no {name})", rig, root))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// policy is what crosses of a polecat's own data, both ways.
+func (c Config) policy() datasync.Policy {
+	return datasync.Policy{Include: c.Include, Exclude: c.Exclude}
+}
+
+// rigPolicy is what goes of its rig's files into a container.
+func (c Config) rigPolicy() datasync.Policy {
+	return datasync.Policy{Include: c.RigInclude, Exclude: c.Exclude}
 }
 
 // limits is what one archive from a container may write: no more than the
@@ -144,10 +188,11 @@ func (c Config) limits() datasync.Limits {
 
 // Service is safe for concurrent use.
 type Service struct {
-	cfg    Config
-	policy datasync.Policy
-	reg    *registry.Registry
-	log    *slog.Logger
+	cfg       Config
+	policy    datasync.Policy // a polecat's own data
+	rigPolicy datasync.Policy // its rig's read-only files
+	reg       *registry.Registry
+	log       *slog.Logger
 
 	metrics    *metrics
 	conflicts  atomic.Int64     // conflicts since hostd started, for status
@@ -167,8 +212,7 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	p := datasync.Policy{Include: cfg.Include, Exclude: cfg.Exclude}
-	s := &Service{cfg: cfg, policy: p, reg: reg, log: cfg.Logger, locks: map[wire.Identity]chan struct{}{},
+	s := &Service{cfg: cfg, policy: cfg.policy(), rigPolicy: cfg.rigPolicy(), reg: reg, log: cfg.Logger, locks: map[wire.Identity]chan struct{}{},
 		rate: limits.NewRate(cfg.AgentTransfersPerHour, time.Hour), logLimit: logging.NewLimiter(10, time.Minute), metrics: newMetrics(),
 		mergeProcs: limits.NewPool(cfg.MergeProcesses)}
 	s.removeLeftovers()
@@ -177,13 +221,56 @@ func New(cfg Config, reg *registry.Registry) (*Service, error) {
 
 // Root is the polecat's data root on the host.
 func (s *Service) Root(id wire.Identity) string {
-	if t, ok := s.cfg.Roots[id.Rig]; ok {
-		return strings.ReplaceAll(t, "{name}", id.Name)
-	}
-	if t, ok := s.cfg.Roots[strings.ToLower(id.Rig)]; ok {
+	if t, ok := forRig(s.cfg.Roots, id.Rig); ok {
 		return strings.ReplaceAll(t, "{name}", id.Name)
 	}
 	return filepath.Join(s.cfg.Town, id.Rig, "polecats", id.Name)
+}
+
+// RigRoot is the directory on the host whose files the polecat's rig
+// shares with all its polecats.
+func (s *Service) RigRoot(id wire.Identity) string {
+	if t, ok := forRig(s.cfg.RigRoots, id.Rig); ok {
+		return t
+	}
+	return filepath.Join(s.cfg.Town, id.Rig, "polecats")
+}
+
+// forRig is rig's entry in m, or its lower-case name's.
+func forRig(m map[string]string, rig string) (string, bool) {
+	if t, ok := m[rig]; ok {
+		return t, true
+	}
+	t, ok := m[strings.ToLower(rig)]
+	return t, ok
+}
+
+// meetsRig refuses to write into the polecat's data root when a path that
+// crosses there is, or is above or under, a path of its rig's read-only
+// files (Roots and RigRoots set so that they meet): a polecat must never
+// write what its rig's polecats run. Roots that exist are compared with
+// their symlinks resolved.
+func (s *Service) meetsRig(id wire.Identity) error {
+	root, rig := resolved(s.Root(id)), resolved(s.RigRoot(id))
+	for _, own := range s.policy.Includes() {
+		for _, shared := range s.rigPolicy.Includes() {
+			a, b := filepath.Join(root, filepath.FromSlash(own)), filepath.Join(rig, filepath.FromSlash(shared))
+			if a == b || strings.HasPrefix(a, b+string(filepath.Separator)) || strings.HasPrefix(b, a+string(filepath.Separator)) {
+				return fmt.Errorf("refused: %s's own path %s meets its rig's read-only %s (sync.roots and sync.rig_roots overlap); "+
+					"nothing changed: a polecat never writes what its rig's polecats run", id, a, b)
+			}
+		}
+	}
+	return nil
+}
+
+// resolved is p with its symlinks resolved, or p cleaned if it does not
+// exist.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // Conflicts is how many paths merges have left in conflict since hostd

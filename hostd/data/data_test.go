@@ -4,10 +4,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // TestLeftoversRemovedAtStart: what a transfer cut short by a killed hostd
@@ -75,6 +77,12 @@ func TestConfig(t *testing.T) {
 		{Name: "negative transfers", Set: func(c *Config) { c.AgentTransfersPerHour = -1 }, Want: "AgentTransfersPerHour is -1: it must be above 0"},
 		{Name: "malformed include", Set: func(c *Config) { c.Include = []string{"../up"} }, Want: "include \"../up\""},
 		{Name: "relative root", Set: func(c *Config) { c.Roots = map[string]string{"gastown": "data/{name}"} }, Want: "Roots: rig gastown: \"data/{name}\" must be an absolute path"},
+		{Name: "absolute rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "/data/shared"} }},
+		{Name: "relative rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "shared"} }, Want: "RigRoots: rig gastown: \"shared\" must be an absolute path"},
+		{Name: "rig root per polecat", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "/data/{name}"} }, Want: "(no {name})"},
+		{Name: "malformed rig include", Set: func(c *Config) { c.RigInclude = []string{"/etc"} }, Want: "include \"/etc\""},
+		{Name: "own path the rig's", Set: func(c *Config) { c.Include = []string{".claude", "results"} }, Want: "Include \".claude\" and RigInclude \".claude/settings.json\" meet"},
+		{Name: "rig path the own", Set: func(c *Config) { c.RigInclude = []string{"results/shared"} }, Want: "Include \"results\" and RigInclude \"results/shared\" meet"},
 	})
 }
 
@@ -94,6 +102,78 @@ func TestArchiveLimits(t *testing.T) {
 			c := Config{MaxBytes: tt.maxBytes, MaxStoredBytes: int64(tt.store)}
 			if got := c.limits().MaxBytes; got != tt.want {
 				t.Fatalf("limits().MaxBytes = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRoots: a polecat's own root and its rig's come from the settings
+// (the rig's name as given, or in lower case) or Gas Town's layout.
+func TestRoots(t *testing.T) {
+	furiosa := wire.Identity{Rig: "GasTown", Name: "furiosa"}
+	tests := []struct {
+		name            string
+		roots, rigRoots map[string]string
+		own, rig        string
+	}{
+		{"Gas Town's layout", nil, nil, "/town/GasTown/polecats/furiosa", "/town/GasTown/polecats"},
+		{"set for the rig", map[string]string{"GasTown": "/d/{name}/x"}, map[string]string{"GasTown": "/d/shared"}, "/d/furiosa/x", "/d/shared"},
+		{"set in lower case", map[string]string{"gastown": "/d/{name}"}, map[string]string{"gastown": "/d/rig"}, "/d/furiosa", "/d/rig"},
+		{"set for another rig", map[string]string{"other": "/d/{name}"}, map[string]string{"other": "/d/rig"}, "/town/GasTown/polecats/furiosa", "/town/GasTown/polecats"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Service{cfg: Config{Town: "/town", Roots: tt.roots, RigRoots: tt.rigRoots}}
+			if got := s.Root(furiosa); got != tt.own {
+				t.Errorf("Root = %s, want %s", got, tt.own)
+			}
+			if got := s.RigRoot(furiosa); got != tt.rig {
+				t.Errorf("RigRoot = %s, want %s", got, tt.rig)
+			}
+		})
+	}
+}
+
+// TestMeetsRig: nothing is written into a polecat's root when a path that
+// crosses there is, holds, or is under a path of its rig's read-only
+// files, by the roots' names or through a symlink.
+func TestMeetsRig(t *testing.T) {
+	town := t.TempDir()
+	writeTree(t, town, map[string]string{"gastown/polecats/.claude/settings.json": "{}", "gastown/polecats/furiosa/CLAUDE.md": "x"})
+	if err := os.Symlink(filepath.Join(town, "gastown", "polecats"), filepath.Join(town, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	furiosa := wire.Identity{Rig: "gastown", Name: "furiosa"}
+	tests := []struct {
+		name     string
+		roots    map[string]string
+		include  []string
+		rigRoots map[string]string
+		refused  bool
+	}{
+		{"Gas Town's layout", nil, nil, nil, false},
+		{"a shared own root beside the rig's", map[string]string{"gastown": town + "/gastown/shared"}, nil, nil, false},
+		{"own root the rig's", map[string]string{"gastown": town + "/gastown/polecats"}, []string{".claude/settings.json.d"}, nil, false},
+		{"own root above the rig's", map[string]string{"gastown": town + "/gastown"}, []string{"polecats"}, nil, true},
+		{"own path the rig's file", map[string]string{"gastown": town + "/gastown"}, []string{"polecats/.claude/settings.json"}, nil, true},
+		{"own path under the rig's", map[string]string{"gastown": town + "/gastown"}, []string{"polecats/.claude/commands/x.md"}, nil, true},
+		{"rig root inside the polecat's results", nil, nil, map[string]string{"gastown": town + "/gastown/polecats/furiosa/results/rig"}, true},
+		{"through a symlink", map[string]string{"gastown": town + "/alias"}, []string{".claude"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Town, c.Roots, c.RigRoots = town, tt.roots, tt.rigRoots
+			if tt.include != nil {
+				c.Include = tt.include
+			}
+			s := &Service{cfg: c, policy: c.policy(), rigPolicy: c.rigPolicy()}
+			err := s.meetsRig(furiosa)
+			if (err != nil) != tt.refused {
+				t.Fatalf("meetsRig: %v, want refused %v", err, tt.refused)
+			}
+			if err != nil && !strings.Contains(err.Error(), "read-only") {
+				t.Errorf("the refusal does not say why: %v", err)
 			}
 		})
 	}

@@ -22,7 +22,8 @@ import (
 
 // receive reads an archive from r, checks it against the policy and
 // limits, merges it into the host data root against the base, keeps it as
-// the new base and journals it.
+// the new base and journals it. It never writes the rig's read-only files
+// (meetsRig).
 func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op, why string, o api.PullOptions, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	unlock, err := s.lock(ctx, id)
 	if err != nil {
@@ -46,6 +47,10 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 // receiveLocked does receive's work; changes are all the merge did, which
 // res may list only in part (summarise).
 func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Reader, o api.PullOptions) ([]merge.Change, wire.SyncResult, error) {
+	if err := s.meetsRig(id); err != nil {
+		s.refused(id, err)
+		return nil, wire.SyncResult{Error: err.Error()}, err
+	}
 	root := s.Root(id)
 	base, contents := s.loadBase(id)
 	var baseFS fs.FS // nil, not a nil *Contents, when none is kept

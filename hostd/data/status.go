@@ -8,12 +8,12 @@ import (
 )
 
 // Status is the data policy, the storage budget and each connected
-// polecat's host root: where it is, what hostd stores for it and the links
-// in it that lead out.
+// polecat's host root: where it is, its rig's root, what hostd stores for
+// it and the links in it that lead out.
 func (s *Service) Status() api.SyncStatus {
-	st := api.SyncStatus{Include: s.policy.Include, Exclude: s.policy.Exclude, MaxStoredBytes: s.cfg.MaxStoredBytes}
+	st := api.SyncStatus{Include: s.policy.Include, Exclude: s.policy.Exclude, RigInclude: s.rigPolicy.Include, MaxStoredBytes: s.cfg.MaxStoredBytes}
 	for id := range s.reg.Snapshot() {
-		r := api.SyncRoot{Polecat: id, Host: s.Root(id)}
+		r := api.SyncRoot{Polecat: id, Host: s.Root(id), Rig: s.RigRoot(id)}
 		r.StoredBytes, _ = s.Stored(id)
 		r.EscapingLinks, _ = s.EscapingLinks(id)
 		st.Roots = append(st.Roots, r)

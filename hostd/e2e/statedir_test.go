@@ -53,7 +53,7 @@ func TestStateDirLocked(t *testing.T) {
 // teardown change nothing on the host.
 func TestStateDirKeptEmptyRoot(t *testing.T) {
 	t.Parallel()
-	files := map[string]string{"CLAUDE.md": "prime\n", ".claude/settings.json": `{"hooks":{}}`, "results/report.txt": "report"}
+	files := map[string]string{"CLAUDE.md": "prime\n", "AGENTS.md": "agents\n", "results/report.txt": "report"}
 	tw := NewTown(t)
 	host := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa")
 	for rel, content := range files {

@@ -11,18 +11,19 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// SyncStatus prints the policy, each polecat's data root, and the
-// links there that lead out of it.
+// SyncStatus prints the policy, each polecat's data root and its rig's,
+// and the links there that lead out of it.
 func SyncStatus(w io.Writer, st api.SyncStatus) error {
-	fmt.Fprintf(w, "crosses: %v\nnever crosses: the built-in secrets blacklist", st.Include)
+	fmt.Fprintf(w, "crosses: %v\ngoes in from the rig's root, read-only: %v (hook commands naming the host's gt or bd made bare)\n"+
+		"never crosses: the built-in secrets blacklist", st.Include, st.RigInclude)
 	if len(st.Exclude) > 0 {
 		fmt.Fprintf(w, " and %v", st.Exclude)
 	}
 	fmt.Fprintln(w, "\nin the container: each agent's --data-root (default its --work-dir)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\n", st.MaxStoredBytes)
+	fmt.Fprintf(tw, "POLECAT\tSTORED (of %d)\tHOST DATA ROOT\tRIG ROOT\n", st.MaxStoredBytes)
 	for _, r := range st.Roots {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Polecat, r.StoredBytes, r.Host)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Polecat, r.StoredBytes, r.Host, r.Rig)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -14,10 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -93,6 +91,39 @@ type PackOption func(*packer)
 // hash; the receiver takes them from its base.
 func Since(prev *sync.Manifest) PackOption { return func(pk *packer) { pk.prev = prev.Index() } }
 
+// Rewrite packs each file for which match is true as f makes it from its
+// contents (at most MaxRewrite bytes; a larger file, or an error from f,
+// fails the pack) instead of as it is: the manifest describes what is
+// sent, and the file itself is left as it was.
+func Rewrite(match func(rel string) bool, f func([]byte) ([]byte, error)) PackOption {
+	return func(pk *packer) { pk.rewrite = &rewrite{match: match, f: f} }
+}
+
+// MaxRewrite bounds a file Rewrite reads whole to rewrite it.
+const MaxRewrite = 1 << 20
+
+// rewrite is a Rewrite option.
+type rewrite struct {
+	match func(rel string) bool
+	f     func([]byte) ([]byte, error)
+}
+
+// apply reads rel's contents from r and rewrites them.
+func (rw *rewrite) apply(rel string, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxRewrite+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s to rewrite it: %w", rel, err)
+	case len(b) > MaxRewrite:
+		return nil, fmt.Errorf("rewriting %s: it is larger than %d bytes", rel, MaxRewrite)
+	}
+	out, err := rw.f(b)
+	if err != nil {
+		return nil, fmt.Errorf("rewriting %s: %w", rel, err)
+	}
+	return out, nil
+}
+
 // WithProgress calls f after each file packed with the files and bytes
 // packed so far (files left out by Since count too).
 func WithProgress(f func(files int, bytes int64)) PackOption {
@@ -131,6 +162,8 @@ type packer struct {
 	prev    map[string]*sync.Entry
 	// progress, when set, hears of each file packed.
 	progress func(files int, bytes int64)
+	// rewrite, when set, changes some files on their way (Rewrite).
+	rewrite *rewrite
 	// keep, when set, receives a copy of what is sent (KeepContents).
 	keep  *tar.Writer
 	files int // packed so far
@@ -163,41 +196,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		info.FileInfo = memberInfo{name: path.Base(rel), mode: fs.ModeSymlink | 0o777}
 		info.LinkTarget = target
 	case fi.Mode().IsRegular():
-		if pe := pk.prev[rel]; pe != nil && pe.Type == sync.TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
-			pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && time.Since(fi.ModTime()) > 2*time.Second {
-			e := *pe
-			e.Unchanged = true
-			pk.m.Entries = append(pk.m.Entries, e)
-			pk.packed(e.Size)
-			return nil
-		}
-		f, err := pk.root.OpenAs(rel, fi) // the file the listing saw, or a refusal
-		if err != nil {
-			pk.skipped = append(pk.skipped, rel)
-			return nil
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", rel, err)
-		}
-		e.Type, e.Size, e.Mode, e.MTime = sync.TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
-		h := sha256.New()
-		info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
-		info.Open = func() (fs.File, error) {
-			kept, err := pk.keepMember(e)
-			if err != nil {
-				return nil, err
-			}
-			return hashedFile{f: f, r: io.TeeReader(io.LimitReader(f, e.Size), io.MultiWriter(h, kept)), h: h}, nil
-		}
-		if err := pk.send(info); err != nil {
-			return err
-		}
-		e.SHA256 = hex.EncodeToString(h.Sum(nil))
-		pk.m.Entries = append(pk.m.Entries, e)
-		pk.packed(e.Size)
-		return nil
+		return pk.addFile(rel, fi, e, info)
 	default:
 		pk.skipped = append(pk.skipped, rel)
 		return nil
@@ -206,6 +205,55 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		return err
 	}
 	pk.m.Entries = append(pk.m.Entries, e)
+	return nil
+}
+
+// addFile packs one regular file: as the base has it (Since), as it is,
+// or as the rewrite makes it (Rewrite).
+func (pk *packer) addFile(rel string, fi fs.FileInfo, e sync.Entry, info archives.FileInfo) error {
+	rewrite := pk.rewrite != nil && pk.rewrite.match(rel)
+	if pe := pk.prev[rel]; !rewrite && pe != nil && pe.Type == sync.TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
+		pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && time.Since(fi.ModTime()) > 2*time.Second {
+		e := *pe
+		e.Unchanged = true
+		pk.m.Entries = append(pk.m.Entries, e)
+		pk.packed(e.Size)
+		return nil
+	}
+	f, err := pk.root.OpenAs(rel, fi) // the file the listing saw, or a refusal
+	if err != nil {
+		pk.skipped = append(pk.skipped, rel)
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", rel, err)
+	}
+	e.Type, e.Size, e.Mode, e.MTime = sync.TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
+	var body io.Reader = io.LimitReader(f, e.Size)
+	if rewrite {
+		b, err := pk.rewrite.apply(rel, f)
+		if err != nil {
+			return err
+		}
+		e.Size, body = int64(len(b)), bytes.NewReader(b)
+	}
+	h := sha256.New()
+	info.FileInfo = memberInfo{name: path.Base(rel), mode: e.Mode, mtime: e.MTime, size: e.Size}
+	info.Open = func() (fs.File, error) {
+		kept, err := pk.keepMember(e)
+		if err != nil {
+			return nil, err
+		}
+		return hashedFile{r: io.TeeReader(body, io.MultiWriter(h, kept)), info: info.FileInfo}, nil
+	}
+	if err := pk.send(info); err != nil {
+		return err
+	}
+	e.SHA256 = hex.EncodeToString(h.Sum(nil))
+	pk.m.Entries = append(pk.m.Entries, e)
+	pk.packed(e.Size)
 	return nil
 }
 
@@ -259,17 +307,16 @@ func (m memberInfo) ModTime() time.Time { return m.mtime }
 func (m memberInfo) IsDir() bool        { return m.mode.IsDir() }
 func (m memberInfo) Sys() any           { return nil }
 
-// hashedFile is an open file read through the hash, no further than the
-// size it was archived with.
+// hashedFile is a file's contents read through the hash, no further than
+// the size it was archived with.
 type hashedFile struct {
-	f *os.File
-	r io.Reader
-	h hash.Hash
+	r    io.Reader
+	info fs.FileInfo
 }
 
 func (h hashedFile) Read(p []byte) (int, error) { return h.r.Read(p) }
-func (h hashedFile) Stat() (fs.FileInfo, error) { return h.f.Stat() }
-func (h hashedFile) Close() error               { return nil } // add closes it
+func (h hashedFile) Stat() (fs.FileInfo, error) { return h.info, nil }
+func (h hashedFile) Close() error               { return nil } // addFile closes the file
 
 // memFile is the manifest as an fs.File.
 type memFile struct {

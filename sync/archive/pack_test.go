@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,58 @@ func TestPackNonUTF8(t *testing.T) {
 	}
 	if _, err := Unpack(context.Background(), &buf, t.TempDir(), testPolicy, sync.Limits{}); err != nil {
 		t.Errorf("the receiver refused it: %v", err)
+	}
+}
+
+// TestPackRewrite: a file Rewrite matches is sent as its function makes
+// it, its manifest entry (size, hash) describing what was sent, and the
+// file on disk stays as it was; one too large to rewrite, or one the
+// function refuses, fails the pack.
+func TestPackRewrite(t *testing.T) {
+	upper := func(b []byte) ([]byte, error) { return bytes.ToUpper(b), nil }
+	refuse := func([]byte) ([]byte, error) { return nil, errors.New("not this one") }
+	isSettings := func(rel string) bool { return rel == ".claude/settings.json" }
+	tests := []struct {
+		name     string
+		settings string
+		f        func([]byte) ([]byte, error)
+		want     string // the extracted settings, or the pack's error
+		fails    bool
+	}{
+		{"rewritten", "/home/x/gt prime", upper, "/HOME/X/GT PRIME", false},
+		{"grown", "ab", func(b []byte) ([]byte, error) { return bytes.Repeat(b, 1000), nil }, string(bytes.Repeat([]byte("ab"), 1000)), false},
+		{"refused", "{}", refuse, "rewriting .claude/settings.json: not this one", true},
+		{"too large", string(bytes.Repeat([]byte("x"), MaxRewrite+1)), upper, "larger than", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			fixture.WriteTree(t, src, map[string]string{".claude/settings.json": tt.settings, "results/a.txt": "/home/x/gt"})
+			var buf bytes.Buffer
+			m, _, err := Pack(context.Background(), src, testPolicy, &buf, Rewrite(isSettings, tt.f))
+			if tt.fails {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Pack: %v, want an error with %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Extract(context.Background(), &buf, dst, testPolicy, sync.Limits{}); err != nil {
+				t.Fatalf("the receiver refused the rewritten archive: %v", err)
+			}
+			for rel, want := range map[string]string{".claude/settings.json": tt.want, "results/a.txt": "/home/x/gt"} {
+				if b, _ := os.ReadFile(filepath.Join(dst, rel)); string(b) != want {
+					t.Errorf("extracted %s holds %.40q, want %.40q", rel, b, want)
+				}
+			}
+			if e := m.Index()[".claude/settings.json"]; e == nil || e.Size != int64(len(tt.want)) {
+				t.Errorf("manifest entry %+v, want the rewritten size %d", e, len(tt.want))
+			}
+			if b, _ := os.ReadFile(filepath.Join(src, ".claude/settings.json")); string(b) != tt.settings {
+				t.Errorf("the packed tree's file changed to %q", b)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -125,10 +126,10 @@ type planner struct {
 // root t, path by path, against base, the tree both sides last shared.
 // theirs is the container's manifest and theirTree the directory in t
 // where archive.Stage left it (files move from it); scratch is an empty
-// directory in t for merged files. Only paths in base or theirs are looked
-// at; the rest of t is left alone. Nothing under t is written but
-// theirTree and scratch,
-// and nothing is followed through a symlink. A merge that would leave a
+// directory in t for merged files. Only paths in base (those o.Policy
+// still lets cross) or theirs are looked at; the rest of t is left alone.
+// Nothing under t is written but theirTree and scratch, and nothing is
+// followed through a symlink. A merge that would leave a
 // symlink leading out of the root or to a path that does not cross, that
 // changes more paths on both sides than the bound, or whose text merges
 // fail, is refused with the path named.
@@ -143,7 +144,7 @@ func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, t
 	if err != nil {
 		return nil, fmt.Errorf("surveying the data root: %w", err)
 	}
-	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: theirTree, scratch: scratch, base: base.Index(), theirs: theirs.Index(),
+	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: theirTree, scratch: scratch, base: crossing(base.Index(), o.Policy), theirs: theirs.Index(),
 		final: map[string]*sync.Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*sync.Entry{},
 		copies: map[string]string{}, seen: map[string]fs.FileInfo{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
@@ -181,6 +182,17 @@ func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, t
 		pl.guard[m[1]] = pl.seen[m[1]]
 	}
 	return pl.Plan, nil
+}
+
+// crossing is base without the paths p does not let cross (nor, for a
+// directory, lead to): a path the policy has stopped covering since the
+// base was taken is no longer the transfer's, and its absence from the
+// container's tree is not a deletion.
+func crossing(base map[string]*sync.Entry, p sync.Policy) map[string]*sync.Entry {
+	maps.DeleteFunc(base, func(rel string, e *sync.Entry) bool {
+		return !p.Allowed(rel) && (e.Type != sync.TypeDir || !p.Leads(rel))
+	})
+	return base
 }
 
 // distinctTargets refuses a plan that would put two entries at one path

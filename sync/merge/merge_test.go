@@ -222,3 +222,28 @@ func TestMergeTwoPolecats(t *testing.T) {
 		t.Errorf("after both pulls:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestMergeIgnoresWhatNoLongerCrosses: a path of the base that the policy
+// has stopped letting cross (the whitelist shrank since the base was
+// taken) is not deleted on the host for being missing from the
+// container's archive, nor listed as a change.
+func TestMergeIgnoresWhatNoLongerCrosses(t *testing.T) {
+	s := newSandbox(t)
+	before := datasync.Policy{Include: []string{"results", "notes"}}
+	base, _, err := s.transferTo(t, before, time.Unix(1700000000, 0), nil, []fixture.Member{
+		fixture.Dir("results"), fixture.File("results/a", "a"), fixture.Dir("notes"), fixture.File("notes/n", "n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, changes, err := s.transferTo(t, receivePolicy, time.Unix(1700000100, 0), base, []fixture.Member{fixture.Dir("results"), fixture.File("results/a", "a2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0] != (Change{Path: "results/a", Action: Applied}) {
+		t.Errorf("changes %v, want results/a applied alone", changes)
+	}
+	if got := read(t, filepath.Join(s.host, "notes/n")); got != "n" {
+		t.Errorf("notes/n on the host: %q, want it kept", got)
+	}
+}

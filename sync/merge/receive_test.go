@@ -22,7 +22,8 @@ import (
 var receivePolicy = sync.Policy{Include: []string{"results"}}
 
 // sandbox is a host data root with neighbours a polecat must never reach:
-// another polecat's root, a hooks directory, and a directory anywhere.
+// another polecat's root, the settings the rig's polecats share, a hooks
+// directory, and a directory anywhere.
 type sandbox struct {
 	dir, host string
 }
@@ -33,6 +34,7 @@ func newSandbox(t testing.TB) sandbox {
 	fixture.WriteTree(t, dir, map[string]string{
 		"town/rig/polecats/furiosa/results/keep.txt": "furiosa's",
 		"town/rig/polecats/nux/results/victim.txt":   "nux's",
+		"town/rig/polecats/.claude/settings.json":    `{"hooks": {}}`,
 		"town/.runtime/hostd/hooks/README":           "hooks",
 		"outside/victim":                             "anywhere",
 	})

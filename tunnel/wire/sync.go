@@ -19,15 +19,21 @@ import (
 //	push    hostd -> agent: hostd sends its archive (on fetch, hostd sync push)
 //	pull    hostd -> agent: the agent sends its archive (hostd sync pull)
 //	upload  agent -> hostd: the agent sends its archive (teardown, checkpoint)
+//	push-rig hostd -> agent: after a push, the files the polecat's rig
+//	        shares with all its polecats (Gas Town's polecats/.claude),
+//	        read-only: the agent installs them beside the polecat's own
+//	        and never sends them back
 //
 // Each side applies its own policy when it packs and again when it
 // unpacks; the policy in push and pull requests is hostd's, which the
-// agent also packs its uploads with.
+// agent also packs its uploads with. The policy in a push-rig request is
+// the rig's, which the agent only unpacks with.
 const (
-	SyncFetch  = "fetch"
-	SyncPush   = "push"
-	SyncPull   = "pull"
-	SyncUpload = "upload"
+	SyncFetch   = "fetch"
+	SyncPush    = "push"
+	SyncPull    = "pull"
+	SyncUpload  = "upload"
+	SyncPushRig = "push-rig"
 )
 
 // SyncNoData starts the reason an agent refuses a pull with when its
@@ -48,10 +54,10 @@ const MaxSyncResult = 1 << 20
 
 // SyncRequest is a sync stream's metadata.
 type SyncRequest struct {
-	// Op is SyncFetch, SyncPush, SyncPull or SyncUpload.
+	// Op is SyncFetch, SyncPush, SyncPull, SyncUpload or SyncPushRig.
 	Op string `json:"op"`
-	// Include and Exclude are hostd's policy (push, pull), for the agent
-	// to pack and unpack with.
+	// Include and Exclude are hostd's policy (push, pull, push-rig), for
+	// the agent to pack and unpack with.
 	Include []string `json:"include,omitempty"`
 	Exclude []string `json:"exclude,omitempty"`
 	// Reason says why an upload happens: "teardown" or "checkpoint".
