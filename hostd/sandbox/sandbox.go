@@ -234,11 +234,36 @@ func (s Spec) sessionArgs(id wire.Identity, tty bool, command []string) []string
 	for _, name := range s.Env {
 		args = append(args, "--env", name)
 	}
-	command = append([]string(nil), command...)
-	if strings.HasPrefix(command[0], "/") {
-		command[0] = command[0][strings.LastIndex(command[0], "/")+1:]
+	return append(append(args, "--"), containerCommand(command)...)
+}
+
+// RigSettings is where the rig's shared Claude settings are in the
+// container: the data channel installs <town>/<rig>/polecats/.claude
+// under the agent's data root, /work.
+const RigSettings = "/work/.claude/settings.json"
+
+// containerCommand is Gas Town's session command as it runs in the
+// container: an absolute command path (the host's claude) becomes its
+// base name, found on the container's PATH, and Claude's --settings,
+// which Gas Town points at the rig's shared settings on the host, points
+// at their copy in the container.
+func containerCommand(command []string) []string {
+	c := append([]string(nil), command...)
+	if strings.HasPrefix(c[0], "/") {
+		c[0] = c[0][strings.LastIndex(c[0], "/")+1:]
 	}
-	return append(append(args, "--"), command...)
+	for i := 1; i < len(c); i++ {
+		switch {
+		case c[i] == "--":
+			return c
+		case c[i] == "--settings" && i+1 < len(c) && strings.HasPrefix(c[i+1], "/"):
+			c[i+1] = RigSettings
+			i++
+		case strings.HasPrefix(c[i], "--settings=/"):
+			c[i] = "--settings=" + RigSettings
+		}
+	}
+	return c
 }
 
 // Stop ends the session running in polecat id's sandbox, if any; the

@@ -131,3 +131,26 @@ func TestLoadHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestBind: two commands registering the same key each read their own
+// flag once the running one binds again; without Bind the one registered
+// last would be read.
+func TestBind(t *testing.T) {
+	v := viper.New()
+	var serve, run string
+	serveFlags, runFlags := pflag.NewFlagSet("serve", pflag.ContinueOnError), pflag.NewFlagSet("run", pflag.ContinueOnError)
+	serveTable := []Setting{{Key: "sandbox.runtime", Flag: "sandbox-runtime", Value: &serve}}
+	runTable := []Setting{{Key: "sandbox.runtime", Flag: "runtime", Value: &run}}
+	Register(serveFlags, v, serveTable)
+	Register(runFlags, v, runTable)
+	if err := serveFlags.Parse([]string{"--sandbox-runtime", "podman"}); err != nil {
+		t.Fatal(err)
+	}
+	Bind(serveFlags, v, serveTable)
+	if err := Load(v, serveTable); err != nil {
+		t.Fatal(err)
+	}
+	if serve != "podman" {
+		t.Errorf("serve read %q, want its own flag's podman", serve)
+	}
+}

@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+var toast = wire.Identity{Rig: "gastown", Name: "toast"}
+
+// TestContainerCommand: Gas Town's session command runs in the container
+// by its name, with Claude's --settings at the rig's copy; nothing after
+// "--" or that is not a host path changes.
+func TestContainerCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"host claude", []string{"/home/op/.claude/local/claude", "--dangerously-skip-permissions"}, []string{"claude", "--dangerously-skip-permissions"}},
+		{"on PATH", []string{"claude", "prompt"}, []string{"claude", "prompt"}},
+		{"settings", []string{"claude", "--settings", "/home/op/gt/gastown/polecats/.claude/settings.json", "go"}, []string{"claude", "--settings", RigSettings, "go"}},
+		{"settings=", []string{"claude", "--settings=/home/op/gt/x.json"}, []string{"claude", "--settings=" + RigSettings}},
+		{"relative settings kept", []string{"claude", "--settings", "mine.json"}, []string{"claude", "--settings", "mine.json"}},
+		{"settings as the last word", []string{"claude", "--settings"}, []string{"claude", "--settings"}},
+		{"after --", []string{"claude", "--", "--settings", "/x"}, []string{"claude", "--", "--settings", "/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			if got := containerCommand(in); !slices.Equal(got, tt.want) {
+				t.Errorf("containerCommand(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if !slices.Equal(in, tt.in) {
+				t.Errorf("the caller's command changed: %q", in)
+			}
+		})
+	}
+}
+
+// TestSessionArgs: a session runs in the polecat's clone, with the named
+// variables passed by name only (their values stay off the command line),
+// attached only on a terminal.
+func TestSessionArgs(t *testing.T) {
+	s := Spec{Agent: "/usr/local/bin/gt-agent", Env: []string{"GT_RIG", "ANTHROPIC_API_KEY"}}
+	got := strings.Join(s.sessionArgs(toast, true, []string{"claude"}), " ")
+	want := "exec -i -t -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --dir /work/gastown --attach --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
+	if got != want {
+		t.Errorf("with a terminal:\n got %s\nwant %s", got, want)
+	}
+	if got := s.sessionArgs(toast, false, []string{"claude"}); slices.Contains(got, "-t") || slices.Contains(got, "--attach") {
+		t.Errorf("without a terminal: %q", got)
+	}
+}
+
+// TestCreateArgs: the sandbox carries its town and polecat, joins with the
+// token from the environment (never on the command line), reaches the
+// host by host.docker.internal when the URL says so, and takes the
+// limits given.
+func TestCreateArgs(t *testing.T) {
+	tests := []struct {
+		name          string
+		spec          Spec
+		want, notWant []string
+	}{
+		{"defaults", Spec{Image: "polecat:1", URL: "https://host.docker.internal:9876", Agent: "/a"},
+			[]string{"--label polecat-sidecar.town=/t", "--label polecat-sidecar.polecat=gastown/toast", "-e GT_AGENT_JOIN -e", "--add-host host.docker.internal:host-gateway", "--entrypoint /a polecat:1 up --watch-session polecat"},
+			[]string{"--network", "--cpus", "--memory", "--pids-limit"}},
+		{"limits", Spec{Image: "p", URL: "https://10.0.0.1:9876", Network: "n", Mounts: []string{"/a:/b:ro"}, CPUs: "2", Memory: "4g", PidsLimit: 512, Agent: "/a"},
+			[]string{"--network n", "-v /a:/b:ro", "--cpus 2", "--memory 4g", "--pids-limit 512"},
+			[]string{"--add-host"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(tt.spec.createArgs("/t", toast), " ")
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s\nlacks %q", got, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("%s\nhas %q", got, w)
+				}
+			}
+		})
+	}
+}
