@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/polecat-sidecar/sidecar/agent/liveness"
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
@@ -78,27 +76,25 @@ nudges, peek, attach and the beats follow it.`,
 // sessionStartOptions are gt-agent session start's flags.
 type sessionStartOptions struct {
 	*sessionOptions
-	dir    string
-	env    []string
-	attach bool
+	dir string
+	env []string
 }
 
 func newSessionStartCmd(so *sessionOptions) *cobra.Command {
 	o := &sessionStartOptions{sessionOptions: so}
 	cmd := &cobra.Command{
-		Use:   "start [--attach] [--dir DIR] [--env NAME]... -- CMD ARGS...",
-		Short: "Start the polecat's command in the session, replacing what ran there",
+		Use:   "start [--dir DIR] [--env NAME]... -- CMD ARGS...",
+		Short: "Start the polecat's command in the session, replacing what ran there, and wait for it",
 		Long: `Start CMD in the tmux session (a new one, or in place of the command
-running there: the session before is over), and with --attach show it on
-this terminal until the command exits, then exit with its status. Without
---attach, wait for it all the same. If this command is killed, the session
-runs on: end it with 'gt-agent session stop'.`,
+running there: the session before is over), wait until it exits, and exit
+with its status. If this command is killed, the session runs on: end it with
+'gt-agent session stop'. hostd run shows the session meanwhile through
+hostd's pane channel.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: o.run,
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", "", "the command's working directory")
 	cmd.Flags().StringSliceVar(&o.env, "env", nil, "pass this variable of this command's environment on to the session's command (repeatable)")
-	cmd.Flags().BoolVar(&o.attach, "attach", false, "show the session on this terminal (keys in, screen out) while it runs")
 	return cmd
 }
 
@@ -116,19 +112,7 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	var attached chan error
-	if o.attach && term.IsTerminal(int(os.Stdin.Fd())) {
-		client := srv.AttachHere(context.WithoutCancel(ctx), o.name)
-		if err := client.Start(); err != nil {
-			return fmt.Errorf("attaching to the session: %w", err)
-		}
-		attached = make(chan error, 1)
-		go func() { attached <- client.Wait() }()
-	}
 	code, err := liveness.WaitSession(ctx, srv, o.name, status, 100*time.Millisecond)
-	if attached != nil {
-		o.detach(context.WithoutCancel(ctx), srv, attached)
-	}
 	if errors.Is(err, context.Canceled) {
 		return exit.Status(128 + int(syscall.SIGTERM))
 	}
@@ -136,25 +120,6 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	return exit.Status(code)
-}
-
-// detach ends the tmux client on this terminal and, since leaving tmux
-// restores the screen from before, prints the session's last screen
-// (plain text) so that it stays in view.
-func (o *sessionStartOptions) detach(ctx context.Context, srv tmux.Server, attached <-chan error) {
-	_ = srv.DetachAll(ctx, o.name)
-	<-attached
-	sc, err := srv.Capture(ctx, o.name)
-	if err != nil {
-		return
-	}
-	lines := sc.Lines
-	for len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	for _, l := range lines {
-		fmt.Println(l)
-	}
 }
 
 func newSessionStopCmd(o *sessionOptions) *cobra.Command {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -185,6 +187,16 @@ func (o *attachOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := o.attach(cmd.Context(), id, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "\n[detached from %s]\n", id)
+	return nil
+}
+
+// attach shows id's session on this process's terminal, through the
+// escape filter, until it detaches, the session ends or done closes.
+func (o *attachOptions) attach(ctx context.Context, id wire.Identity, done <-chan struct{}) error {
 	if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
 		return errors.New("attach needs a terminal on standard input and output (use 'hostd peek' from scripts)")
 	}
@@ -193,28 +205,28 @@ func (o *attachOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading the terminal's size: %w", err)
 	}
-	conn, err := api.NewClient(o.town()).Attach(cmd.Context(), id, o.rw, uint16(cols), uint16(rows))
+	conn, err := api.NewClient(o.town()).Attach(ctx, id, o.rw, uint16(cols), uint16(rows))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	if done != nil {
+		go func() { <-done; conn.Close() }()
+	}
 	old, err := term.MakeRaw(in)
 	if err != nil {
 		return fmt.Errorf("putting the terminal in raw mode: %w", err)
 	}
 	defer term.Restore(in, old)
-	stopResizes := o.forward(conn, out)
+	stop := make(chan struct{})
+	defer close(stop)
+	stopResizes := o.forward(conn, out, stop)
 	defer stopResizes()
 	_, _ = io.Copy(pane.NewFilter(os.Stdout), conn)
-	term.Restore(in, old)
-	fmt.Fprintf(cmd.ErrOrStderr(), "\n[detached from %s]\n", id)
 	return nil
 }
 
-// forward sends the session, in frames on conn, the terminal's resizes
-// and, with --rw, its keys; read-only, a detach key closes conn. The
-// function it returns stops watching for resizes.
-func (o *attachOptions) forward(conn io.ReadWriteCloser, out int) (stopResizes func()) {
+func (o *attachOptions) forward(conn io.ReadWriteCloser, out int, stop <-chan struct{}) (stopResizes func()) {
 	frames := make(chan []byte, 16)
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
@@ -225,7 +237,7 @@ func (o *attachOptions) forward(conn io.ReadWriteCloser, out int) (stopResizes f
 			}
 		}
 	}()
-	go o.readKeys(conn, frames)
+	go o.readKeys(conn, frames, stop)
 	go func() {
 		for f := range frames {
 			if wire.WritePaneFrame(conn, f[0], f[1:]) != nil {
@@ -236,25 +248,56 @@ func (o *attachOptions) forward(conn io.ReadWriteCloser, out int) (stopResizes f
 	return func() { signal.Stop(winch) }
 }
 
-// readKeys reads this terminal's keys: with --rw each read becomes an
-// input frame; read-only, only a detach key does anything (closes conn).
-func (o *attachOptions) readKeys(conn io.Closer, frames chan<- []byte) {
-	buf := make([]byte, wire.MaxPaneFrame)
+// readKeys reads this terminal's keys until stop closes: with --rw each
+// read becomes an input frame; read-only, only a detach key does anything
+// (closes conn).
+func (o *attachOptions) readKeys(conn io.Closer, frames chan<- []byte, stop <-chan struct{}) {
 	var keys detachKeys
 	for {
-		n, err := os.Stdin.Read(buf)
-		switch {
-		case n > 0 && o.rw:
-			frames <- append([]byte{wire.PaneInput}, buf[:n]...)
-		case n > 0 && keys.pressed(buf[:n]):
-			conn.Close()
+		var b []byte
+		var ok bool
+		select {
+		case b, ok = <-terminalKeys():
+		case <-stop:
 			return
 		}
-		if err != nil {
+		switch {
+		case !ok:
+			return
+		case o.rw:
+			select {
+			case frames <- append([]byte{wire.PaneInput}, b...):
+			case <-stop:
+				return
+			}
+		case keys.pressed(b):
+			conn.Close()
 			return
 		}
 	}
 }
+
+// terminalKeys is what this process's standard input reads, one read
+// each, from a single reader for the process's life: hostd run attaches
+// again after an attach ends, and a reader left behind by the first would
+// take the keys meant for the next.
+var terminalKeys = sync.OnceValue(func() <-chan []byte {
+	ch := make(chan []byte, 16)
+	go func() {
+		defer close(ch)
+		buf := make([]byte, wire.MaxPaneFrame)
+		for {
+			n, err := os.Stdin.Read(buf)
+			if n > 0 {
+				ch <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+})
 
 // detachKeys watches a read-only attach's keys for the operator leaving:
 // Ctrl-C, or tmux's default detach key C-b d (which cannot reach the

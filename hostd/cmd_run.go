@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
@@ -192,43 +192,73 @@ func branchOrDefault(b string) string {
 	return b
 }
 
-// session runs one session in the sandbox on this terminal and exits with
-// its status; a signal ends the session (the sandbox stays).
+// session runs one session in the sandbox and, on a terminal, shows it
+// there through hostd's pane channel (the escape filter of hostd attach;
+// keys in, screen out) until it ends; it exits with the session's status.
+// A signal ends the session (the sandbox stays).
 func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Identity, args []string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	tty := term.IsTerminal(int(os.Stdin.Fd()))
-	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, tty, args)
+	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, args)
 	if err != nil {
 		return err
 	}
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	var errb bytes.Buffer
+	c.Stdout, c.Stderr = io.Discard, &errb
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the session in %s: %w", sandbox.Name(id), err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	var code int
+	done := make(chan struct{})
+	var exited error
+	go func() { exited = c.Wait(); close(done) }()
+	shown := make(chan struct{})
+	if isTTY(os.Stdin) && isTTY(os.Stdout) {
+		go o.show(ctx, id, done, shown)
+	} else {
+		close(shown)
+	}
+	code := 0
 	select {
-	case err = <-done:
+	case <-done:
 		code = c.ProcessState.ExitCode()
 	case s := <-sigs:
 		_ = c.Process.Kill()
 		<-done
-		code, err = 128+int(s.(syscall.Signal)), nil
+		code, exited = 128+int(s.(syscall.Signal)), nil
 	}
+	<-shown
 	// The session is over for Gas Town whichever way it ended.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	if serr := rt.Stop(stopCtx, o.spec, id); serr != nil {
-		fmt.Fprintf(os.Stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), serr)
+	if err := rt.Stop(stopCtx, o.spec, id); err != nil {
+		fmt.Fprintf(os.Stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), err)
 	}
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return fmt.Errorf("running the session in %s: %w", sandbox.Name(id), err)
+	if exited != nil && !errors.As(exited, &ee) {
+		return fmt.Errorf("running the session in %s: %w", sandbox.Name(id), exited)
+	}
+	if code != 0 && errb.Len() > 0 {
+		fmt.Fprintf(os.Stderr, "hostd run: %s", errb.String())
 	}
 	return exit.Status(code)
+}
+
+// show attaches this terminal to id's session, read-write, until done
+// closes: again whenever the attach ends first (the session not started
+// yet, a detach, the tunnel reconnecting). It closes shown when the
+// terminal is back as it was.
+func (o *runOptions) show(ctx context.Context, id wire.Identity, done <-chan struct{}, shown chan<- struct{}) {
+	defer close(shown)
+	ao := &attachOptions{app: o.app, rw: true}
+	for {
+		_ = ao.attach(ctx, id, done)
+		select {
+		case <-done:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // markLiveness adds hostd to GT_PROCESS_NAMES of the tmux session this

@@ -225,24 +225,6 @@ func (t Server) History(ctx context.Context, session string, lines int) (string,
 	return string(out), nil
 }
 
-// AttachHere is a tmux client on session on the caller's own terminal
-// (stdin, stdout and stderr inherited), for 'gt-agent session start
-// --attach', with the server's arguments and UTF-8 locale. The caller
-// starts and waits for it; DetachAll ends it.
-func (t Server) AttachHere(ctx context.Context, session string) *exec.Cmd {
-	cmd := t.command(ctx, "attach-session", "-t", "="+session)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	return cmd
-}
-
-// DetachAll detaches every client attached to session.
-func (t Server) DetachAll(ctx context.Context, session string) error {
-	if out, err := t.command(ctx, "detach-client", "-s", "="+session).CombinedOutput(); err != nil {
-		return fmt.Errorf("detaching the clients of tmux session %q: %v: %s", session, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // Kill ends session and the processes in its panes (SIGHUP); no such
 // session is not an error.
 func (t Server) Kill(ctx context.Context, session string) error {

@@ -208,29 +208,21 @@ func (s Spec) createArgs(town string, id wire.Identity) []string {
 }
 
 // Session is the runtime running one session of polecat id in its
-// sandbox (see sessionArgs); the caller wires its terminal and waits. Its
-// exit status is the session's.
-func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, tty bool, command []string) (*exec.Cmd, error) {
-	return r.Command(ctx, s.sessionArgs(id, tty, command)...)
+// sandbox (see sessionArgs) until it ends; the caller shows it (hostd's
+// pane channel) and waits. Its exit status is the session's.
+func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, command []string) (*exec.Cmd, error) {
+	return r.Command(ctx, s.sessionArgs(id, command)...)
 }
 
 // sessionArgs is the argv (after the runtime's name) that runs one session
 // of polecat id in its sandbox, in its clone, with the variables of Env
-// passed on, attached to this terminal when tty. An absolute command path
-// (the host's claude) becomes its base name, found on the container's
-// PATH.
-func (s Spec) sessionArgs(id wire.Identity, tty bool, command []string) []string {
-	args := []string{"exec", "-i"}
-	if tty {
-		args = append(args, "-t")
-	}
+// passed on by name (their values stay off every command line).
+func (s Spec) sessionArgs(id wire.Identity, command []string) []string {
+	args := []string{"exec"}
 	for _, name := range s.Env {
 		args = append(args, "-e", name)
 	}
 	args = append(args, Name(id), s.Agent, "session", "start", "--dir", WorkDir(id))
-	if tty {
-		args = append(args, "--attach")
-	}
 	for _, name := range s.Env {
 		args = append(args, "--env", name)
 	}

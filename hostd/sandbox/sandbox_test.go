@@ -41,17 +41,13 @@ func TestContainerCommand(t *testing.T) {
 }
 
 // TestSessionArgs: a session runs in the polecat's clone, with the named
-// variables passed by name only (their values stay off the command line),
-// attached only on a terminal.
+// variables passed by name only (their values stay off the command line).
 func TestSessionArgs(t *testing.T) {
 	s := Spec{Agent: "/usr/local/bin/gt-agent", Env: []string{"GT_RIG", "ANTHROPIC_API_KEY"}}
-	got := strings.Join(s.sessionArgs(toast, true, []string{"claude"}), " ")
-	want := "exec -i -t -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --dir /work/gastown --attach --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
+	got := strings.Join(s.sessionArgs(toast, []string{"claude"}), " ")
+	want := "exec -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --dir /work/gastown --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
 	if got != want {
-		t.Errorf("with a terminal:\n got %s\nwant %s", got, want)
-	}
-	if got := s.sessionArgs(toast, false, []string{"claude"}); slices.Contains(got, "-t") || slices.Contains(got, "--attach") {
-		t.Errorf("without a terminal: %q", got)
+		t.Errorf("\n got %s\nwant %s", got, want)
 	}
 }
 
