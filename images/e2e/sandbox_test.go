@@ -42,13 +42,14 @@ func TestSandbox(t *testing.T) {
 		return string(out), err
 	}
 	hostd := filepath.Join(harness.BinDir, "hostd")
+	runLog := filepath.Join(t.TempDir(), "hostd-run.log") // hostd run's own messages, for a failure's report
 	// session starts Gas Town's command line for a session in a new host
 	// tmux session.
 	session := func(name, script string) {
 		t.Helper()
 		line := "exec env GT_RIG=gastown GT_POLECAT=toast GT_PROCESS_NAMES=claude,node E2E_SECRET=s3cr3t " +
 			hostd + " --town " + r.git.Dir + " run --image " + r.image + " --network " + r.net + " --env E2E_SECRET" +
-			" --url https://" + r.addr + " -- /usr/bin/sh -c '" + script + "'"
+			" --url https://" + r.addr + " -- /usr/bin/sh -c '" + script + "' 2>>" + runLog
 		if out, err := tmux("-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "120", "-y", "30", line, ";",
 			"set-option", "-t", name, "remain-on-exit", "on"); err != nil {
 			t.Fatalf("starting the host session: %v %s", err, out)
@@ -59,8 +60,9 @@ func TestSandbox(t *testing.T) {
 	step := func(name string, f func(t *testing.T)) {
 		r.check(name, f)
 		if t.Failed() {
-			logs, _ := tryDocker("logs", "--tail", "30", container)
-			t.Fatalf("the host panes:\n%s\n%s\nthe sandbox's log:\n%s", screen("gastown-toast"), screen("gastown-toast-2"), logs)
+			logs, _ := tryDocker("logs", container)
+			run, _ := os.ReadFile(runLog)
+			t.Fatalf("the host panes:\n%s\n%s\nhostd run's messages:\n%s\nthe sandbox's log:\n%s", screen("gastown-toast"), screen("gastown-toast-2"), run, logs)
 		}
 	}
 
@@ -109,9 +111,13 @@ func TestSandbox(t *testing.T) {
 
 	step("the next session starts in the same sandbox, and its exit status is the pane's", func(t *testing.T) {
 		session("gastown-toast-2", `echo "session two sees: $(cat /work/gastown/uncommitted.txt)"; sleep 3; exit 7`)
-		eventually(t, 30*time.Second, "the second session's first line on the host pane", func() bool {
-			return strings.Contains(screen("gastown-toast-2"), "session two sees: wip")
-		})
+		var last string
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(last, "session two sees: wip"); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the second session's first line never showed on the host pane; it showed:\n%s", last)
+			}
+			last = screen("gastown-toast-2")
+		}
 		eventually(t, 30*time.Second, "the second session's pane dead with status 7", func() bool {
 			out, _ := tmux("display-message", "-p", "-t", "gastown-toast-2", "#{pane_dead} #{pane_dead_status}")
 			return strings.TrimSpace(out) == "1 7"
