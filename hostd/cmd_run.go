@@ -128,6 +128,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
 	}
 	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
+	o.spec.BeatInterval = o.v.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
 	rt := sandbox.Runtime{Bin: o.runtime}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -165,6 +166,10 @@ type Spec struct {
 	PidsLimit int
 	// Agent is gt-agent's path in the image.
 	Agent string
+	// BeatInterval is how often the sandbox's agent beats: hostd serve's
+	// liveness.beat_interval, so that the two agree (0: the agent's
+	// default).
+	BeatInterval time.Duration
 	// Env are the names of the variables of hostd run's environment
 	// (those Gas Town set for the session) passed to each session.
 	Env []string
@@ -203,6 +208,9 @@ func (s Spec) createArgs(town string, id wire.Identity) []string {
 	}
 	if s.PidsLimit > 0 {
 		args = append(args, "--pids-limit", fmt.Sprint(s.PidsLimit))
+	}
+	if s.BeatInterval > 0 {
+		args = append(args, "-e", "GT_AGENT_BEAT_INTERVAL="+s.BeatInterval.String())
 	}
 	return append(args, "--entrypoint", s.Agent, s.Image, "up", "--watch-session", SessionName)
 }

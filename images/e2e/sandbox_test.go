@@ -47,7 +47,7 @@ func TestSandbox(t *testing.T) {
 	// tmux session.
 	session := func(name, script string) {
 		t.Helper()
-		line := "exec env GT_RIG=gastown GT_POLECAT=toast GT_PROCESS_NAMES=claude,node E2E_SECRET=s3cr3t " +
+		line := "exec env GT_RIG=gastown GT_POLECAT=toast GT_PROCESS_NAMES=claude,node E2E_SECRET=s3cr3t HOSTD_LIVENESS_BEAT_INTERVAL=1s " +
 			hostd + " --town " + r.git.Dir + " run --image " + r.image + " --network " + r.net + " --env E2E_SECRET" +
 			" --url https://" + r.addr + " -- /usr/bin/sh -c '" + script + "' 2>>" + runLog
 		if out, err := tmux("-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "120", "-y", "30", line, ";",
