@@ -64,7 +64,9 @@ func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) (strin
 		// No status line: the session is shown inside Gas Town's own tmux
 		// pane, which has one.
 		opts["status"] = "off"
-		err = srv.NewSession(ctx, spec.Name, argv, opts)
+		if err = srv.NewSession(ctx, spec.Name, argv, opts); err == nil {
+			err = srv.KeepRunning(ctx)
+		}
 	}
 	return status, err
 }

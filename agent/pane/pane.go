@@ -163,6 +163,14 @@ func equal(a, b []string) bool {
 // attach runs tmux attach on the session in a new terminal, copying its
 // output to st and st's frames to it, until either side ends.
 func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRequest) error {
+	// tmux attach-session starts a server when there is none: one started
+	// while a sandbox is between sessions would race the next session's
+	// server for the socket. So no session, no attach.
+	if _, found, err := s.cfg.Tmux.ReadPane(ctx, s.cfg.Session); err != nil {
+		return err
+	} else if !found {
+		return fmt.Errorf("no tmux session %q (yet)", s.cfg.Session)
+	}
 	cmd, master, err := s.cfg.Tmux.Attach(s.cfg.Session, req.Write, req.Cols, req.Rows)
 	if err != nil {
 		return err

@@ -235,3 +235,21 @@ func TestConfig(t *testing.T) {
 		{Name: "negative follow", Set: func(c *Config) { c.Follow = -time.Second }, Want: "pane: Follow is -1s: it must be above 0"},
 	})
 }
+
+// TestAttachNoSession: an attach with no session is refused without
+// running tmux attach, which would start a tmux server of its own: with
+// the server gone (a sandbox between sessions), none appears.
+func TestAttachNoSession(t *testing.T) {
+	f := newFixture(t)
+	if err := exec.Command("tmux", append(slices.Clone(f.tmux.Args), "kill-server")...).Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := io.ReadAll(f.open(t, wire.PaneRequest{Op: wire.PaneAttach, Write: true, Cols: 80, Rows: 24}))
+	if _, ok := errors.AsType[*wire.RemoteError](err); !ok || !strings.Contains(err.Error(), `no tmux session "polecat"`) {
+		t.Errorf("attach with no session: %v, want a refusal", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := exec.Command("tmux", append(slices.Clone(f.tmux.Args), "list-sessions")...).Run(); err == nil {
+		t.Error("a tmux server runs after an attach with none")
+	}
+}

@@ -225,6 +225,16 @@ func (t Server) History(ctx context.Context, session string, lines int) (string,
 	return string(out), nil
 }
 
+// KeepRunning makes the server stay up with no session left (exit-empty
+// off), so that a sandbox's sessions, one after another, all live on the
+// same server and nothing starts a second one between them.
+func (t Server) KeepRunning(ctx context.Context) error {
+	if out, err := t.command(ctx, "set-option", "-g", "exit-empty", "off").CombinedOutput(); err != nil {
+		return fmt.Errorf("keeping the tmux server up between sessions: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // Kill ends session and the processes in its panes (SIGHUP); no such
 // session is not an error.
 func (t Server) Kill(ctx context.Context, session string) error {
