@@ -142,12 +142,30 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 	return nil
 }
 
-// statusError is a failed call, with the reason hostd gave.
+// Error is the daemon refusing a call: the HTTP status it answered and
+// the reason it gave, which is the whole message an operator sees.
+type Error struct {
+	// Status is the HTTP status code (http.StatusNotFound, ...).
+	Status int
+	// Message is hostd's reason, or, when it gave none, what was asked
+	// and answered.
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// statusError is a failed call: hostd's reason when it gave one, else the
+// request and its status with a hint (a CLI newer than the daemon asks
+// for routes the daemon lacks).
 func statusError(method, path string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var e struct {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &e)
-	return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
+	msg := e.Error
+	if msg == "" {
+		msg = fmt.Sprintf("hostd answered %s %s with %s and no reason: is the running hostd older than this command? ('hostd version' shows this command's version, 'hostd status' the daemon's)", method, path, resp.Status)
+	}
+	return &Error{Status: resp.StatusCode, Message: msg}
 }
