@@ -3,7 +3,8 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X github.com/polecat-sidecar/sidecar/internal/cli.revision=$(REVISION)
 BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s

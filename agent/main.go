@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/shim"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
@@ -65,7 +66,8 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd())
+	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd(), cli.VersionCommand("gt-agent", version))
+	cli.StrictGroups(root)
 	return root
 }
 
