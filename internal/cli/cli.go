@@ -32,6 +32,7 @@ func StrictGroups(root *cobra.Command) {
 	}
 	root.Args = refuseUnknown
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.DisableFlagsInUseLine = true // run alone, it only prints this help
 }
 
 // refuseUnknown is a group's argument check: any argument is a subcommand

@@ -38,7 +38,8 @@ func tree(out *bytes.Buffer, ran *[]string) *cobra.Command {
 
 // TestStrictGroups: a mistyped subcommand at any level is an error naming
 // it, with suggestions when there are any; a group alone prints its help;
-// real subcommands run with their arguments.
+// real subcommands run with their arguments. A group's usage offers no
+// flags to run it with.
 func TestStrictGroups(t *testing.T) {
 	tests := []struct {
 		name string
@@ -50,7 +51,7 @@ func TestStrictGroups(t *testing.T) {
 		{"nested typo", []string{"cert", "revok", "gastown/nux"}, `unknown command "revok" for "prog cert": did you mean revoke? ('prog cert --help' lists its commands)`, "", ""},
 		{"nested, nothing close", []string{"cert", "zzzzzz"}, `unknown command "zzzzzz" for "prog cert" ('prog cert --help' lists its commands)`, "", ""},
 		{"root typo", []string{"stauts"}, `unknown command "stauts" for "prog": did you mean status?`, "", ""},
-		{"group alone prints its help", []string{"cert"}, "", "certificates", ""},
+		{"group alone prints its help", []string{"cert"}, "", "certificates\n\nUsage:\n  prog cert\n  prog cert [command]\n", ""},
 		{"subcommand runs", []string{"cert", "revoke", "gastown/nux"}, "", "", "prog cert revoke gastown/nux"},
 	}
 	for _, tc := range tests {
@@ -65,6 +66,9 @@ func TestStrictGroups(t *testing.T) {
 				t.Fatalf("error %v", err)
 			case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err)):
 				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+			if strings.Contains(out.String(), "cert [flags]") {
+				t.Errorf("usage offers to run the group with flags: %q", out.String())
 			}
 			if !strings.Contains(out.String(), tc.out) {
 				t.Errorf("output %q lacks %q", out.String(), tc.out)
