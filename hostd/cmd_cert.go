@@ -133,9 +133,11 @@ including any Gas Town's own tools issued from the same CA (a cut-off kept in
 <town>/.runtime/ca/revoked.json), and each unexpired one recorded. Or revoke
 one certificate by its hex serial. A revoked certificate cannot renew.
 
-A name this town's CA never issued a certificate to is refused, as a typo
-would be: 'hostd cert list' shows the names issued. Gas Town's own tools
-record nothing here, so to revoke a name only they issued, add --force.
+A name this town's CA never issued a certificate to, and that a running
+hostd has not seen connect, is refused, as a typo would be: 'hostd cert
+list' shows the names issued, 'hostd status' those connected. Gas Town's
+own tools record nothing here, so to revoke a name only they issued, that
+has not connected, add --force.
 
 The revocation is written beside the CA under the lock renewals take, and
 survives restarts. A running hostd refuses new handshakes at once, closes the
@@ -172,7 +174,7 @@ func (o *certRevokeOptions) run(cmd *cobra.Command, args []string) error {
 	res := revocation{Serial: args[0]}
 	if id, err := wire.ParseIdentity(args[0]); err == nil {
 		res.Identity, res.Serial = &id, ""
-		if err := o.checkIssued(c, id); err != nil {
+		if err := o.checkKnown(cmd.Context(), c, id); err != nil {
 			return err
 		}
 	}
@@ -199,9 +201,11 @@ func (o *certRevokeOptions) run(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// checkIssued refuses to revoke a name the CA never issued, unless
-// --force: a typo would otherwise leave a revoked name nobody had.
-func (o *certRevokeOptions) checkIssued(c *pki.CA, id wire.Identity) error {
+// checkKnown refuses to revoke a name neither the CA issued nor a running
+// hostd has seen connect (with a certificate Gas Town's own tools issued,
+// which the CA does not record), unless --force: a typo would otherwise
+// leave a revoked name nobody had.
+func (o *certRevokeOptions) checkKnown(ctx context.Context, c *pki.CA, id wire.Identity) error {
 	if o.force {
 		return nil
 	}
@@ -209,10 +213,15 @@ func (o *certRevokeOptions) checkIssued(c *pki.CA, id wire.Identity) error {
 	if err != nil {
 		return fmt.Errorf("reading the names the CA issued: %w", err)
 	}
-	if !issued {
-		return fmt.Errorf("this town's CA never issued a certificate to %s, so nothing was revoked: check the name ('hostd cert list' shows those issued); to revoke a name only Gas Town's own tools issued, add --force", id)
+	if issued {
+		return nil
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.NewClient(o.town()).Polecat(ctx, id); err == nil {
+		return nil
+	}
+	return fmt.Errorf("this town's CA never issued a certificate to %s and no running hostd has seen it connect, so nothing was revoked: check the name ('hostd cert list' shows those issued, 'hostd status' those connected); to revoke a name only Gas Town's own tools issued, add --force", id)
 }
 
 // applied is what a running hostd did on hearing of new revocations.

@@ -1,7 +1,15 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +106,7 @@ func TestCertRevokeUnknownName(t *testing.T) {
 		want    string
 		revoked bool // nobody is revoked afterwards
 	}{
-		{"typo", []string{"gastown/furiosaa"}, 1, "hostd: this town's CA never issued a certificate to gastown/furiosaa, so nothing was revoked: check the name ('hostd cert list' shows those issued); to revoke a name only Gas Town's own tools issued, add --force\n", false},
+		{"typo", []string{"gastown/furiosaa"}, 1, "hostd: this town's CA never issued a certificate to gastown/furiosaa and no running hostd has seen it connect, so nothing was revoked: check the name ('hostd cert list' shows those issued, 'hostd status' those connected); to revoke a name only Gas Town's own tools issued, add --force\n", false},
 		{"typo, JSON asked", []string{"gastown/furiosaa", "--json"}, 1, "hostd: this town's CA never issued a certificate to gastown/furiosaa", false},
 		{"unknown serial", []string{"abcdef"}, 1, `hostd: no certificate matches "abcdef" (see 'hostd cert list')`, false},
 		{"forced", []string{"gastown/furiosaa", "--force"}, 0, "revoked every certificate of gastown/furiosaa issued until now\nhostd is not running; the revocation applies when it starts\n", true},
@@ -118,6 +126,67 @@ func TestCertRevokeUnknownName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCertRevokeGasTownCertificate: a polecat whose certificate Gas
+// Town's own tools issued from the CA (so the CA recorded no name) and
+// that a running hostd has seen connect is revoked without --force, its
+// tunnel closed.
+func TestCertRevokeGasTownCertificate(t *testing.T) {
+	town, addr := startHostd(t)
+	ca, err := pki.Open(pki.Dir(town), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toast := wire.Identity{Rig: "gastown", Name: "toast"}
+	connectWith(t, ca, addr, gasTownCert(t, town, toast))
+	if issued, _ := ca.Issued(toast); issued {
+		t.Fatal("the CA recorded a certificate it did not issue")
+	}
+	got, code := runHostd(t, town, "", "cert", "revoke", "gastown/toast")
+	if code != 0 || !strings.HasSuffix(got, "revoked every certificate of gastown/toast issued until now\nclosed 1 live tunnel(s)\n") {
+		t.Fatalf("cert revoke: exit %d, %q; want the revocation and its tunnel closed", code, got)
+	}
+}
+
+// gasTownCert is a certificate for id signed with town's CA key the way
+// Gas Town's own tools sign one: nothing recorded beside the CA.
+func gasTownCert(t *testing.T, town string, id wire.Identity) tls.Certificate {
+	t.Helper()
+	keyPEM, err := os.ReadFile(filepath.Join(pki.Dir(town), pki.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := pki.ParseKeyPEM(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.Open(pki.Dir(town), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: id.CommonName()},
+		URIs:         []*url.URL{id.URI(ca.TrustDomain)},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }
 
 // TestCertJSON: cert issue, token create and cert revoke each print one

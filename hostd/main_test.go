@@ -101,7 +101,13 @@ func connect(t *testing.T, town, addr string, id wire.Identity) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
+	connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
+}
+
+// connectWith holds a tunnel to the hostd at addr with the client
+// certificate tc, verifying hostd against ca, until the test ends.
+func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) {
+	t.Helper()
 	s, err := tunnel.Dial(context.Background(), addr, tunnel.ClientConfig{
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &tc, nil },
 		RootCAs:              ca.Pool(),
