@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -115,12 +116,22 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
-		}
-		return nil, fmt.Errorf("asking hostd (%s): %w", c.path, err)
+		return nil, c.unreachable(err)
 	}
 	return resp, nil
+}
+
+// unreachable says why asking the daemon on the socket failed with err:
+// a socket path longer than the system takes, no daemon (ErrNotRunning),
+// or err itself.
+func (c *Client) unreachable(err error) error {
+	if long := unixsock.CheckPath(c.path); long != nil {
+		return fmt.Errorf("asking hostd: %w", long)
+	}
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+	}
+	return fmt.Errorf("asking hostd (%s): %w", c.path, err)
 }
 
 func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {

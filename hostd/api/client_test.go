@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -202,6 +203,23 @@ func TestClientErrors(t *testing.T) {
 				t.Errorf("asked the daemon %+v for no nudge", d.got())
 			}
 		})
+	}
+}
+
+// TestClientSocketTooLong: a town whose control socket path is longer
+// than the system takes (as under macOS's long temporary directories)
+// gets an error saying so, not "hostd is not running" nor "invalid
+// argument".
+func TestClientSocketTooLong(t *testing.T) {
+	town := filepath.Join(t.TempDir(), strings.Repeat("t", unixsock.MaxPath))
+	for name, call := range map[string]func(*Client) error{
+		"status": func(c *Client) error { _, err := c.Status(context.Background()); return err },
+		"attach": func(c *Client) error { _, err := c.Attach(context.Background(), furiosa, false, 80, 24); return err },
+	} {
+		err := call(NewClient(town))
+		if !errors.Is(err, unixsock.ErrTooLong) || errors.Is(err, ErrNotRunning) || !strings.HasPrefix(err.Error(), "asking hostd: socket path too long: "+state.For(town).Socket()) {
+			t.Errorf("%s: %v, want the path named too long", name, err)
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ func (c *Client) Attach(ctx context.Context, id wire.Identity, write bool, cols,
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+		return nil, c.unreachable(err)
 	}
 	w := "0"
 	if write {
