@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -25,7 +26,7 @@ import (
 // checks what they print and write.
 func TestCertCommands(t *testing.T) {
 	t.Setenv("HOME", t.TempDir()) // no gt-proxy-server CA to adopt
-	town, out := t.TempDir(), filepath.Join(t.TempDir(), "creds")
+	town, out := unixsocktest.Dir(t), filepath.Join(t.TempDir(), "creds")
 	steps := []struct {
 		name string
 		args []string
@@ -91,7 +92,7 @@ func TestCertRevokeTellsHostd(t *testing.T) {
 // it (a name only Gas Town's own tools issued); a serial nobody has is
 // refused too.
 func TestCertRevokeUnknownName(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t)
 	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func gasTownCert(t *testing.T, town string, id wire.Identity) tls.Certificate {
 // TestCertJSON: cert issue, token create and cert revoke each print one
 // JSON object with --json, naming what they made, where and until when.
 func TestCertJSON(t *testing.T) {
-	town, dir := t.TempDir(), t.TempDir()
+	town, dir := unixsocktest.Dir(t), t.TempDir()
 	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
 		t.Fatal(err)
 	}

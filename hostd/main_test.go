@@ -19,6 +19,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -63,7 +64,7 @@ func checkRuns(t *testing.T, town string, runs []run) {
 // server's tunnel address.
 func startHostd(t *testing.T) (town, addr string) {
 	t.Helper()
-	town, addr = t.TempDir(), tunneltest.FreeAddr(t)
+	town, addr = unixsocktest.Dir(t), tunneltest.FreeAddr(t)
 	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) {
 // what went wrong, whether cobra, a flag, an argument or the daemon
 // refused.
 func TestExitStatus(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t) // "hostd not running" dials its socket
 	tests := []struct {
 		name string
 		args []string

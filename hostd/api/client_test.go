@@ -18,6 +18,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -42,7 +43,7 @@ type daemon struct {
 // control socket until the test ends.
 func newDaemon(t *testing.T, routes map[string]http.HandlerFunc) *daemon {
 	t.Helper()
-	d := &daemon{town: t.TempDir()}
+	d := &daemon{town: unixsocktest.Dir(t)}
 	sock := state.For(d.town).Socket()
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -81,7 +82,7 @@ func (f *fakeDaemon) ReloadRevocations() (int, error) {
 }
 
 func TestSocket(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t)
 	c := api.NewClient(town)
 	if _, err := c.Status(context.Background()); !errors.Is(err, api.ErrNotRunning) {
 		t.Fatalf("no daemon: %v, want api.ErrNotRunning", err)

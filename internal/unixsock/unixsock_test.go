@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 )
 
 func TestListen(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := filepath.Join(unixsocktest.Dir(t), "run")
 	path := filepath.Join(dir, "agent.sock")
 	ln, err := Listen(path)
 	if err != nil {
@@ -48,7 +50,7 @@ func TestListen(t *testing.T) {
 }
 
 func TestListenKeepsExistingDirectoryMode(t *testing.T) {
-	dir := t.TempDir()
+	dir := unixsocktest.Dir(t) // this test's name would push a socket under macOS's $TMPDIR past the limit
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
