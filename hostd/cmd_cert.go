@@ -153,7 +153,7 @@ closed_tunnels, how many live tunnels it closed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: o.run,
 	}
-	cmd.Flags().BoolVar(&o.force, "force", false, "revoke a name even though this town's CA never issued it a certificate (one Gas Town's own tools issued)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "revoke a name this town's CA never issued and no running hostd has seen connect (one only Gas Town's own tools issued)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
