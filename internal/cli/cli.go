@@ -14,25 +14,31 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// StrictGroups makes every command in root's tree (root too) that only
-// groups subcommands refuse an argument that names none of them: an error
-// with cobra's "did you mean" suggestions, so the program exits non-zero.
-// Cobra alone does so only at the root; below it, 'hostd cert revok'
-// printed cert's help and exited 0. Given no argument, such a command
-// still prints its help. Call it once the tree is built.
+// StrictGroups makes every command in root's tree (root and cobra's
+// completion command too) that only groups subcommands refuse an argument
+// that names none of them: an error with cobra's "did you mean"
+// suggestions, so the program exits non-zero. Cobra alone does so only at
+// the root; below it, 'hostd cert revok' printed cert's help and exited 0.
+// Given no argument, such a command still prints its help. Call it once
+// the tree is built.
 func StrictGroups(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		StrictGroups(c)
+	root.InitDefaultCompletionCmd() // else cobra adds it at Execute, after this walk
+	strictGroups(root)
+}
+
+func strictGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
 	}
-	if !root.HasSubCommands() || root.Runnable() {
+	if !c.HasSubCommands() || c.Runnable() {
 		return
 	}
-	if root.SuggestionsMinimumDistance <= 0 {
-		root.SuggestionsMinimumDistance = 2 // cobra's default, which SuggestionsFor alone does not apply
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which SuggestionsFor alone does not apply
 	}
-	root.Args = refuseUnknown
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.DisableFlagsInUseLine = true // run alone, it only prints this help
+	c.Args = refuseUnknown
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	c.DisableFlagsInUseLine = true // run alone, it only prints this help
 }
 
 // refuseUnknown is a group's argument check: any argument is a subcommand
@@ -43,7 +49,12 @@ func refuseUnknown(cmd *cobra.Command, args []string) error {
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += ": did you mean " + strings.Join(s, " or ") + "?"
+		last := len(s) - 1
+		alternatives := s[last]
+		if last > 0 {
+			alternatives = strings.Join(s[:last], ", ") + " or " + s[last]
+		}
+		msg += ": did you mean " + alternatives + "?"
 	}
 	return errors.New(msg + fmt.Sprintf(" ('%s --help' lists its commands)", cmd.CommandPath()))
 }

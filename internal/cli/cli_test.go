@@ -51,6 +51,7 @@ func TestStrictGroups(t *testing.T) {
 		{"nested typo", []string{"cert", "revok", "gastown/nux"}, `unknown command "revok" for "prog cert": did you mean revoke? ('prog cert --help' lists its commands)`, "", ""},
 		{"nested, nothing close", []string{"cert", "zzzzzz"}, `unknown command "zzzzzz" for "prog cert" ('prog cert --help' lists its commands)`, "", ""},
 		{"root typo", []string{"stauts"}, `unknown command "stauts" for "prog": did you mean status?`, "", ""},
+		{"cobra's completion command", []string{"completion", "bsh"}, `unknown command "bsh" for "prog completion": did you mean bash, fish or zsh?`, "", ""},
 		{"group alone prints its help", []string{"cert"}, "", "certificates\n\nUsage:\n  prog cert\n  prog cert [command]\n", ""},
 		{"subcommand runs", []string{"cert", "revoke", "gastown/nux"}, "", "", "prog cert revoke gastown/nux"},
 	}
