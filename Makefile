@@ -103,7 +103,7 @@ lint: ## gofmt, go vet, and the yamux copy against upstream
 	$(GO) vet -tags e2e ./images/e2e
 	$(MAKE) --no-print-directory yamux-check
 
-cross: ## build hostd for $(CROSS) and vet its packages, tests included, for each; gt-agent and gt (Linux-only) for linux/arm64
+cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its packages (tests too) for each; gt-agent and gt (Linux-only) for linux/arm64
 	@set -e; for p in $(CROSS); do \
 		echo "== hostd for $$p"; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./hostd; \
