@@ -3,14 +3,18 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X github.com/polecat-sidecar/sidecar/internal/cli.revision=$(REVISION)
 BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
 IMAGE     ?= polecat:$(VERSION)
 E2E_IMAGE := polecat-e2e:$(VERSION)
 
-.PHONY: help build test bench bench-quick bench-deps demo lint yamux-check yamux-patch fuzz image e2e clean
+# the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
+CROSS     := darwin/arm64 darwin/amd64 linux/arm64
+
+.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -93,13 +97,21 @@ e2e: ## the container suite (root, Docker): hostd here, three polecat containers
 	CGO_ENABLED=0 $(GO) test -tags e2e -c -o $(BIN)/e2e.test ./images/e2e
 	cd images/e2e && E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 ../../$(BIN)/e2e.test -test.v -test.timeout 12m
 
-lint: ## gofmt, go vet, the yamux copy against upstream, and hostd built for macOS (where most operators run it)
+lint: ## gofmt, go vet, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
 	$(MAKE) --no-print-directory yamux-check
-	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./hostd
-	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./hostd
+
+cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its packages (tests too) for each; gt-agent and gt (Linux-only) for linux/arm64
+	@set -e; for p in $(CROSS); do \
+		echo "== hostd for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./hostd; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./hostd/... ./internal/... ./tunnel/... ./heartbeat/... ./sync/...; \
+	done
+	@echo "== gt-agent and gt for linux/arm64"
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./agent ./agent/gt
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./agent/...
 
 yamux-check: ## fail unless upstream yamux (tunnel/internal/yamux/UPSTREAM) + sidecar.patch is tunnel/internal/yamux exactly
 	GO=$(GO) tunnel/internal/yamux/rederive.sh check

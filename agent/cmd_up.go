@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -60,7 +62,7 @@ process by name instead. Every --beat-interval the agent sends hostd a beat:
 the session's state (running, or exited with its code), its process tree's
 CPU, memory and threads, the time since its pane last changed, and the
 container's load. The agent keeps running after the session ends, and
-reports it.`,
+reports it.` + envHelp(table),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.Load(v, table); err != nil {

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command gt-agent runs inside every polecat container. 'gt-agent up' holds
 // the one mTLS tunnel to hostd (QUIC, or TLS+yamux over TCP when UDP is
 // blocked) and carries the polecat's traffic to the host over it. Run
@@ -8,12 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/shim"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
@@ -51,7 +53,11 @@ running agent, as the smaller gt program (bin/gt, in the image) does.
 
 It reads the settings Gas Town's proxy client uses: GT_PROXY_URL
 (https://<host>:9876), GT_PROXY_CERT, GT_PROXY_KEY and GT_PROXY_CA; flags
-and a YAML config file (--config) can set the same.`,
+and a YAML config file (--config) can set the same.
+
+gt-agent runs in Linux containers only (procfs, tmux, Linux socket options):
+it is built for linux/amd64 and linux/arm64, never for macOS, where hostd
+runs.` + envHelp(upSettings(new(defaultUpConfig()))),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -65,7 +71,8 @@ and a YAML config file (--config) can set the same.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd())
+	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd(), cli.VersionCommand("gt-agent", version))
+	cli.StrictGroups(root)
 	return root
 }
 
@@ -75,13 +82,13 @@ func loadConfig(v *viper.Viper, cmd *cobra.Command) error {
 	if err := v.BindPFlags(cmd.Flags()); err != nil {
 		return fmt.Errorf("reading flags: %w", err)
 	}
-	for k, env := range map[string]string{"url": "GT_PROXY_URL", "cert": "GT_PROXY_CERT", "key": "GT_PROXY_KEY", "ca": "GT_PROXY_CA"} {
+	for k, env := range proxyEnv {
 		if err := v.BindEnv(k, env); err != nil {
 			return fmt.Errorf("reading %s: %w", env, err)
 		}
 	}
-	v.SetEnvPrefix("GT_AGENT")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.SetEnvPrefix(envPrefix)
+	v.SetEnvKeyReplacer(envKeys)
 	v.AutomaticEnv()
 	if f := v.GetString("config"); f != "" {
 		v.SetConfigFile(f)

@@ -42,6 +42,10 @@ func TestExitStatus(t *testing.T) {
 		want string // the output, from its start
 	}{
 		{"unknown command", []string{"bogus"}, 1, `gt-agent: unknown command "bogus" for "gt-agent"`},
+		{"mistyped command", []string{"sesion"}, 1, `gt-agent: unknown command "sesion" for "gt-agent": did you mean session`},
+		{"mistyped nested command", []string{"session", "strat", "--", "claude"}, 1,
+			`gt-agent: unknown command "strat" for "gt-agent session": did you mean start? ('gt-agent session --help' lists its commands)` + "\n"},
+		{"version", []string{"version"}, 0, "gt-agent dev (revision "},
 		{"session-run without its flag", []string{"session-run", "--", "true"}, 1, `gt-agent: required flag(s) "status-file" not set`},
 		{"session-run passes the command's status on", []string{"session-run", "--status-file", status, "--", "sh", "-c", "exit 7"}, 7, ""},
 		{"exec with no agent", []string{"exec", "--socket", filepath.Join(dir, "none.sock"), "--", "gt", "version"}, 255, ""},

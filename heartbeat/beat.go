@@ -1,7 +1,8 @@
 // Package heartbeat is polecat liveness: what a beat says, how gt-agent
 // measures it inside the container (procfs over the session's process tree,
-// tmux for activity), and how hostd judges a stream of beats into states
-// (working, idle, stale, disconnected, dead, revoked).
+// tmux for activity; on Linux only, tree_linux.go), and how hostd judges a
+// stream of beats into states (working, idle, stale, disconnected, dead,
+// revoked).
 //
 // On the wire a heartbeat stream carries one beat per line: a JSON object
 // of at most MaxBeatSize bytes, sent every interval by the agent.

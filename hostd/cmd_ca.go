@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,12 +30,17 @@ directory 0700). In order:
     ~/gt/.runtime/proxy/config.json, else ~/gt/.runtime/ca;
   - else (or with --new) a new CA is created.
 
-It says which, and where it looked.`,
+It says which, and where it looked. With --json it prints one object:
+action (reused, adopted or created), from (the adopted CA's directory),
+subject (the CA's common name), cert (the path of ca.crt), expires (RFC
+3339) and sha256 (the hex SHA-256 of the CA certificate, which join tokens
+carry).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, a) },
 	}
 	initCmd.Flags().StringVar(&o.from, "from", "", "adopt the CA in this directory (its ca.crt and ca.key) when the town has none (default: gt-proxy-server's, if it has one)")
 	initCmd.Flags().BoolVar(&o.fresh, "new", false, "create a new CA when the town has none, even if gt-proxy-server has one (a throw-away town)")
+	initCmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	initCmd.MarkFlagsMutuallyExclusive("from", "new")
 	ca.AddCommand(initCmd)
 	return ca
@@ -42,41 +48,77 @@ It says which, and where it looked.`,
 
 // caInitOptions are hostd ca init's flags.
 type caInitOptions struct {
-	from  string
-	fresh bool
+	from        string
+	fresh, json bool
+}
+
+// What hostd ca init did.
+const (
+	caReused  = "reused"
+	caAdopted = "adopted"
+	caCreated = "created"
+)
+
+// caInit is what hostd ca init did, as --json prints it.
+type caInit struct {
+	Action  string    `json:"action"`
+	From    string    `json:"from,omitempty"`
+	Subject string    `json:"subject"`
+	Cert    string    `json:"cert"`
+	Expires time.Time `json:"expires"`
+	SHA256  string    `json:"sha256"`
 }
 
 func (o *caInitOptions) run(cmd *cobra.Command, a *app) error {
 	dir, td := pki.Dir(a.town()), a.v.GetString("trust_domain")
 	c, err := pki.Open(dir, td)
-	how := "reusing existing CA"
+	res := caInit{Action: caReused}
 	if errors.Is(err, fs.ErrNotExist) {
-		c, how, err = o.initCA(dir, td)
+		c, res.Action, res.From, err = o.initCA(dir, td)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n  certificate: %s\n  expires:     %s\n", how,
-		c.Cert.Subject.CommonName, filepath.Join(c.Dir, pki.CertFile), c.Cert.NotAfter.Format(time.RFC3339))
+	res.Subject, res.Cert, res.Expires = c.Cert.Subject.CommonName, filepath.Join(c.Dir, pki.CertFile), c.Cert.NotAfter
+	res.SHA256 = hex.EncodeToString(c.Fingerprint())
+	if o.json {
+		return encodeJSON(cmd.OutOrStdout(), res)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n  certificate: %s\n  expires:     %s\n", o.how(res), res.Subject, res.Cert, res.Expires.Format(time.RFC3339))
 	return nil
 }
 
 // initCA adopts a CA into dir, the one in --from or gt-proxy-server's,
-// or creates one there; how says which, and where it looked.
-func (o *caInitOptions) initCA(dir, trustDomain string) (ca *pki.CA, how string, err error) {
-	home, _ := os.UserHomeDir()
-	proxy := pki.ProxyCADir(home)
-	from := o.from
+// or creates one there; action says which, from whence.
+func (o *caInitOptions) initCA(dir, trustDomain string) (ca *pki.CA, action, from string, err error) {
+	proxy := proxyCADir()
+	from = o.from
 	if from == "" && !o.fresh && proxy != dir && fileExists(filepath.Join(proxy, pki.CertFile)) {
 		from = proxy
 	}
 	if from != "" {
 		ca, err = pki.Adopt(from, dir, trustDomain)
-		return ca, "adopted the CA of " + from + " (the certificates it issued stay valid):", err
+		return ca, caAdopted, from, err
 	}
 	ca, _, err = pki.Init(dir, trustDomain)
-	if o.fresh {
-		return ca, "created CA", err
+	return ca, caCreated, "", err
+}
+
+// how says in words what ca init did, and where it looked.
+func (o *caInitOptions) how(r caInit) string {
+	switch {
+	case r.Action == caReused:
+		return "reusing existing CA"
+	case r.Action == caAdopted:
+		return "adopted the CA of " + r.From + " (the certificates it issued stay valid):"
+	case o.fresh:
+		return "created CA"
 	}
-	return ca, fmt.Sprintf("created CA (none in the town, nor gt-proxy-server's at %s; to adopt one kept elsewhere, move this one away and run 'hostd ca init --from DIR'):", proxy), err
+	return fmt.Sprintf("created CA (none in the town, nor gt-proxy-server's at %s; to adopt one kept elsewhere, move this one away and run 'hostd ca init --from DIR'):", proxyCADir())
+}
+
+// proxyCADir is where gt-proxy-server keeps its CA for this user.
+func proxyCADir() string {
+	home, _ := os.UserHomeDir()
+	return pki.ProxyCADir(home)
 }

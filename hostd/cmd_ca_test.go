@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +55,48 @@ func TestCAInit(t *testing.T) {
 			theirs, _ := os.ReadFile(filepath.Join(gas, pki.CertFile))
 			if same := string(mine) == string(theirs); same != tc.sameAsGas {
 				t.Errorf("the town's CA is gt-proxy-server's: %v, want %v", same, tc.sameAsGas)
+			}
+		})
+	}
+}
+
+// TestCAInitJSON: ca init --json prints one object saying what it did
+// (created, reused, adopted and from where) and which CA the town has.
+func TestCAInitJSON(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no gt-proxy-server CA
+	town, other := t.TempDir(), filepath.Join(t.TempDir(), "ca")
+	if _, _, err := pki.Init(other, ""); err != nil {
+		t.Fatal(err)
+	}
+	adopting := t.TempDir()
+	for _, tc := range []struct {
+		name, town string
+		args       []string
+		action     string
+		from       string
+	}{
+		{"created", town, []string{"--new"}, "created", ""},
+		{"reused", town, nil, "reused", ""},
+		{"adopted", adopting, []string{"--from", other}, "adopted", other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runHostd(t, tc.town, "", append([]string{"ca", "init", "--json"}, tc.args...)...)
+			var got caInit
+			if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || strings.Count(out, "\n") != 1 {
+				t.Fatalf("exit %d, %v: %q; want one JSON object", code, err, out)
+			}
+			c, err := pki.Open(pki.Dir(tc.town), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := caInit{Action: tc.action, From: tc.from, Subject: c.Cert.Subject.CommonName, Cert: filepath.Join(pki.Dir(tc.town), pki.CertFile),
+				Expires: c.Cert.NotAfter, SHA256: hex.EncodeToString(c.Fingerprint())}
+			if !got.Expires.Equal(want.Expires) {
+				t.Errorf("expires %v, want %v", got.Expires, want.Expires)
+			}
+			got.Expires = want.Expires
+			if got != want {
+				t.Errorf("got %+v\nwant %+v", got, want)
 			}
 		})
 	}

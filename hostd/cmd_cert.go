@@ -28,8 +28,9 @@ func newCertCmd(a *app) *cobra.Command {
 // certIssueOptions are hostd cert issue's flags.
 type certIssueOptions struct {
 	*app
-	ttl time.Duration
-	out string
+	ttl  time.Duration
+	out  string
+	json bool
 }
 
 func newCertIssueCmd(a *app) *cobra.Command {
@@ -39,17 +40,32 @@ func newCertIssueCmd(a *app) *cobra.Command {
 		Short: "Issue a polecat certificate: writes client.crt, client.key and ca.crt",
 		Long: `Issue a certificate for one polecat. The identity goes into a URI SAN
 (spiffe://<trust-domain>/rig/<rig>/polecat/<name>), which is all hostd reads
-for authorization; the CN gt-<rig>-<name> is kept for compatibility. Rig
-names match [A-Za-z0-9_-]+, polecat names [A-Za-z0-9_]+.
+for authorization; the CN gt-<rig>-<name> is kept for compatibility. The
+` + wire.NameRule + `.
 
 Prefer 'hostd token create' with 'gt-agent up --join' where you can: then the
-private key is made inside the container and never copied.`,
+private key is made inside the container and never copied.
+
+With --json it prints one object: identity, serial (hex), not_after (when
+the certificate expires, RFC 3339), and cert, key and ca, the absolute paths
+of the files written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: o.run,
 	}
 	cmd.Flags().DurationVar(&o.ttl, "ttl", pki.DefaultTTL, "certificate lifetime")
 	cmd.Flags().StringVar(&o.out, "out", ".", "directory to write client.crt, client.key and ca.crt into")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
+}
+
+// issuedFiles is what hostd cert issue --json prints.
+type issuedFiles struct {
+	Identity wire.Identity `json:"identity"`
+	Serial   string        `json:"serial"`
+	NotAfter time.Time     `json:"not_after"`
+	Cert     string        `json:"cert"`
+	Key      string        `json:"key"`
+	CA       string        `json:"ca"`
 }
 
 func (o *certIssueOptions) run(cmd *cobra.Command, args []string) error {
@@ -61,12 +77,21 @@ func (o *certIssueOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	cert, err := pki.ParseCertPEM(certPEM)
+	if err != nil {
+		return fmt.Errorf("reading the certificate just issued: %w", err)
+	}
 	dir, err := writeClientFiles(o.out, certPEM, keyPEM, c.CertPEM())
 	if err != nil {
 		return err
 	}
+	res := issuedFiles{Identity: id, Serial: pki.SerialOf(cert), NotAfter: cert.NotAfter,
+		Cert: filepath.Join(dir, "client.crt"), Key: filepath.Join(dir, "client.key"), CA: filepath.Join(dir, "ca.crt")}
+	if o.json {
+		return encodeJSON(cmd.OutOrStdout(), res)
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "issued a certificate for %s, valid for %v\nGT_PROXY_CERT=%s\nGT_PROXY_KEY=%s\nGT_PROXY_CA=%s\n",
-		id, o.ttl, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"), filepath.Join(dir, "ca.crt"))
+		id, o.ttl, res.Cert, res.Key, res.CA)
 	return nil
 }
 
@@ -92,8 +117,15 @@ func writeClientFiles(dir string, certPEM, keyPEM, caPEM []byte) (string, error)
 	return abs, nil
 }
 
+// certRevokeOptions are hostd cert revoke's flags.
+type certRevokeOptions struct {
+	*app
+	force, json bool
+}
+
 func newCertRevokeCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	o := &certRevokeOptions{app: a}
+	cmd := &cobra.Command{
 		Use:   "revoke <rig>/<name> | <serial>",
 		Short: "Revoke a polecat's certificates (or one by serial) and close its live tunnel",
 		Long: `Revoke a polecat by name: every certificate of it issued until now,
@@ -101,50 +133,127 @@ including any Gas Town's own tools issued from the same CA (a cut-off kept in
 <town>/.runtime/ca/revoked.json), and each unexpired one recorded. Or revoke
 one certificate by its hex serial. A revoked certificate cannot renew.
 
+A name this town's CA never issued a certificate to, and that a running
+hostd has not seen connect, is refused, as a typo would be: 'hostd cert
+list' shows the names issued, 'hostd status' those connected. Gas Town's
+own tools record nothing here, so to revoke a name only they issued, that
+has not connected, add --force.
+
 The revocation is written beside the CA under the lock renewals take, and
 survives restarts. A running hostd refuses new handshakes at once, closes the
 polecat's live tunnels and shows it revoked; it notices within a second even
 if this command is interrupted before it tells the daemon. A certificate
-issued to the polecat afterwards (hostd cert issue, a join token) works.`,
+issued to the polecat afterwards (hostd cert issue, a join token) works.
+
+With --json it prints one object: identity (when revoking by name) or
+serial; revoked, the records it marked revoked (serial, identity,
+not_before, not_after, source, revoked_at); hostd_running, whether a hostd
+answered (if not, the revocation applies when it starts); and
+closed_tunnels, how many live tunnels it closed.`,
 		Args: cobra.ExactArgs(1),
-		RunE: a.runCertRevoke,
+		RunE: o.run,
 	}
+	cmd.Flags().BoolVar(&o.force, "force", false, "revoke a name this town's CA never issued and no running hostd has seen connect (one only Gas Town's own tools issued)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
 }
 
-func (a *app) runCertRevoke(cmd *cobra.Command, args []string) error {
-	c, err := a.openCA()
+// revocation is what hostd cert revoke did, as --json prints it.
+type revocation struct {
+	Identity *wire.Identity `json:"identity,omitempty"`
+	Serial   string         `json:"serial,omitempty"`
+	Revoked  []pki.Record   `json:"revoked"`
+	applied
+}
+
+func (o *certRevokeOptions) run(cmd *cobra.Command, args []string) error {
+	c, err := o.openCA()
 	if err != nil {
 		return err
 	}
-	recs, err := c.Revoke(args[0])
-	if err != nil {
+	res := revocation{Serial: args[0]}
+	if id, err := wire.ParseIdentity(args[0]); err == nil {
+		res.Identity, res.Serial = &id, ""
+		if err := o.checkKnown(cmd.Context(), c, id); err != nil {
+			return err
+		}
+	}
+	if res.Revoked, err = c.Revoke(args[0]); err != nil {
+		return err
+	}
+	if res.Revoked == nil {
+		res.Revoked = []pki.Record{}
+	}
+	if res.applied, err = o.applyRevocations(cmd.Context()); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	for _, r := range recs {
+	if o.json {
+		return encodeJSON(out, res)
+	}
+	for _, r := range res.Revoked {
 		fmt.Fprintf(out, "revoked %s (%s)\n", r.Serial, r.Identity)
 	}
-	if id, err := wire.ParseIdentity(args[0]); err == nil {
-		fmt.Fprintf(out, "revoked every certificate of %s issued until now\n", id)
+	if res.Identity != nil {
+		fmt.Fprintf(out, "revoked every certificate of %s issued until now\n", res.Identity)
 	}
-	return a.reloadRevocations(cmd.Context(), out)
+	res.print(out)
+	return nil
 }
 
-// reloadRevocations tells a running hostd to apply the revocations now,
-// and says what it closed.
-func (a *app) reloadRevocations(ctx context.Context, out io.Writer) error {
+// checkKnown refuses to revoke a name neither the CA issued nor a running
+// hostd has seen connect (with a certificate Gas Town's own tools issued,
+// which the CA does not record), unless --force: a typo would otherwise
+// leave a revoked name nobody had.
+func (o *certRevokeOptions) checkKnown(ctx context.Context, c *pki.CA, id wire.Identity) error {
+	if o.force {
+		return nil
+	}
+	issued, err := c.Issued(id)
+	if err != nil {
+		return fmt.Errorf("reading the names the CA issued: %w", err)
+	}
+	if issued {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.NewClient(o.town()).Polecat(ctx, id); err == nil {
+		return nil
+	}
+	return fmt.Errorf("this town's CA never issued a certificate to %s and no running hostd has seen it connect, so nothing was revoked: check the name ('hostd cert list' shows those issued, 'hostd status' those connected); to revoke a name only Gas Town's own tools issued, add --force", id)
+}
+
+// applied is what a running hostd did on hearing of new revocations.
+type applied struct {
+	// HostdRunning says whether a hostd answered; if not, the
+	// revocation applies when it starts.
+	HostdRunning bool `json:"hostd_running"`
+	// ClosedTunnels counts the live tunnels it closed.
+	ClosedTunnels int `json:"closed_tunnels"`
+}
+
+// applyRevocations tells a running hostd to apply the revocations now.
+func (a *app) applyRevocations(ctx context.Context) (applied, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	n, err := api.NewClient(a.town()).ReloadRevocations(ctx)
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
-		fmt.Fprintln(out, "hostd is not running; the revocation applies when it starts")
+		return applied{}, nil
 	case err != nil:
-		return fmt.Errorf("revocation recorded, but telling hostd failed: %w", err)
-	default:
-		fmt.Fprintf(out, "closed %d live tunnel(s)\n", n)
+		return applied{}, fmt.Errorf("revocation recorded, but telling hostd failed: %w", err)
 	}
-	return nil
+	return applied{HostdRunning: true, ClosedTunnels: n}, nil
+}
+
+// print says what the running hostd did, or that none runs.
+func (r applied) print(out io.Writer) {
+	if !r.HostdRunning {
+		fmt.Fprintln(out, "hostd is not running; the revocation applies when it starts")
+		return
+	}
+	fmt.Fprintf(out, "closed %d live tunnel(s)\n", r.ClosedTunnels)
 }
 
 func newCertListCmd(a *app) *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -21,12 +22,21 @@ func TestNudgeExit(t *testing.T) {
 	}
 }
 
-// TestNudgeCommand: against a running hostd with the polecat away, a
-// nudge is queued (exit 3), listed, cancelled (exit 0), and one whose
-// time runs out expires (exit 4); the message comes from the arguments
-// or standard input.
+// TestNudgeCommand: against a running hostd with the polecat away (a
+// join token made, the container not yet joined), a nudge is queued (exit
+// 3), listed, cancelled (exit 0), and one whose time runs out expires
+// (exit 4); the message comes from the arguments or standard input. A
+// nudge to a name hostd never heard of fails at once.
 func TestNudgeCommand(t *testing.T) {
 	town, _ := startHostd(t)
+	if got, code := runHostd(t, town, "", "token", "create", "gastown/furiosa"); code != 0 {
+		t.Fatalf("token create: exit %d, %q", code, got)
+	}
+	start := time.Now()
+	if got, code := runHostd(t, town, "", "nudge", "gastown/furiosaa", "hello"); code != 1 || time.Since(start) > 5*time.Second ||
+		!strings.HasPrefix(got, "hostd: no polecat gastown/furiosaa: it has never connected") {
+		t.Fatalf("nudge to a mistyped name: exit %d after %v, %q; want 1 at once, saying it is unknown", code, time.Since(start), got)
+	}
 	got, code := runHostd(t, town, "", "nudge", "gastown/furiosa", "--no-wait", "hello", "there")
 	m := regexp.MustCompile(`^gastown/furiosa: nudge (\S+) queued until \S+: `).FindStringSubmatch(got)
 	if code != 3 || m == nil || strings.Contains(got, "hostd:") {

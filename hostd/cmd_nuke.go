@@ -36,7 +36,11 @@ hand. A session cycle never removes the sandbox.`,
 				if _, err := ca.Revoke(id.String()); err != nil {
 					return err
 				}
-				return a.reloadRevocations(cmd.Context(), out)
+				r, err := a.applyRevocations(cmd.Context())
+				if err == nil {
+					r.print(out)
+				}
+				return err
 			}
 			name := sandbox.Name(id)
 			if err := sandbox.Nuke(cmd.Context(), sandbox.Runtime{Bin: runtime}, name, id, revoke); err != nil {

@@ -10,10 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/render"
-	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -118,38 +116,6 @@ func (o *statusOptions) watchAll(ctx context.Context, w statusOutput, c *api.Cli
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func newAliveCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "alive <rig>/<name>",
-		Short: "Exit 0 if the polecat is working or idle, 1 otherwise (for scripts)",
-		Long: `Exit 0 if the polecat is working or idle, 1 otherwise, printing its state.
-This replaces checking for process names in tmux panes: the state comes from
-heartbeats measured inside the container.`,
-		Args: cobra.ExactArgs(1),
-		RunE: a.runAlive,
-	}
-}
-
-// runAlive prints the polecat's state and ends with status 1 unless it
-// is alive.
-func (a *app) runAlive(cmd *cobra.Command, args []string) error {
-	id, err := wire.ParseIdentity(args[0])
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-	defer cancel()
-	d, err := api.NewClient(a.town()).Polecat(ctx, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", id, d.State, termsafe.Line(d.Reason))
-	if !heartbeat.State(d.State).Alive() {
-		return exit.Status(1)
-	}
-	return nil
 }
 
 func filterRig(ps []api.Polecat, rig string) []api.Polecat {

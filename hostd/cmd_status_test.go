@@ -15,7 +15,7 @@ func TestStatusCommands(t *testing.T) {
 	connect(t, town, addr, wire.Identity{Rig: "gastown", Name: "furiosa"})
 	runs := []run{
 		{[]string{"alive", "gastown/furiosa"}, 1, "gastown/furiosa: stale (tunnel up, waiting for the first beat)\n"},
-		{[]string{"alive", "gastown/nux"}, 1, "hostd: hostd GET /v1/polecats/gastown/nux: 404 Not Found hostd knows no polecat gastown/nux\n"},
+		{[]string{"alive", "gastown/nux"}, 1, "hostd: no polecat gastown/nux: it has never connected and this town's CA never issued it a certificate or join token"},
 		{[]string{"status"}, 0, "gastown/furiosa  stale "},
 		{[]string{"status", "--json", "--rig", "gastown"}, 0, `"identity": "gastown/furiosa"`},
 		{[]string{"status", "--json", "--rig", "other"}, 0, `"polecats": null`},

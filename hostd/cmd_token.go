@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func newTokenCmd(a *app) *cobra.Command {
@@ -18,7 +19,8 @@ func newTokenCmd(a *app) *cobra.Command {
 // tokenCreateOptions are hostd token create's flags.
 type tokenCreateOptions struct {
 	*app
-	ttl time.Duration
+	ttl  time.Duration
+	json bool
 }
 
 func newTokenCreateCmd(a *app) *cobra.Command {
@@ -30,12 +32,24 @@ func newTokenCreateCmd(a *app) *cobra.Command {
 'gt-agent up --join <token>' makes a key locally and exchanges the token for
 its first certificate, so no private key is ever copied. A token works
 once, only for that rig/name, and expires (default 15m). It carries the CA's
-fingerprint, so the container needs no ca.crt to verify hostd.`,
+fingerprint, so the container needs no ca.crt to verify hostd. The
+` + wire.NameRule + `.
+
+With --json it prints one object: identity, token, and expires (RFC 3339;
+the token works until then at least).`,
 		Args: cobra.ExactArgs(1),
 		RunE: o.run,
 	}
 	cmd.Flags().DurationVar(&o.ttl, "ttl", pki.DefaultTokenTTL, "how long the token stays usable")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
+}
+
+// joinToken is what hostd token create --json prints.
+type joinToken struct {
+	Identity wire.Identity `json:"identity"`
+	Token    string        `json:"token"`
+	Expires  time.Time     `json:"expires"`
 }
 
 func (o *tokenCreateOptions) run(cmd *cobra.Command, args []string) error {
@@ -43,9 +57,13 @@ func (o *tokenCreateOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	expires := time.Now().Add(o.ttl) // CreateToken's own clock reads a moment later
 	t, err := c.CreateToken(id, o.ttl)
 	if err != nil {
 		return err
+	}
+	if o.json {
+		return encodeJSON(cmd.OutOrStdout(), joinToken{Identity: id, Token: t, Expires: expires.Truncate(time.Second).UTC()})
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), t)
 	return nil

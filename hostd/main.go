@@ -16,6 +16,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/git"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
@@ -75,7 +76,9 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
 	pf.String("log-format", "text", "log format: text or json")
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
-		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a))
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a),
+		cli.VersionCommand("hostd", version))
+	cli.StrictGroups(root)
 	return root
 }
 

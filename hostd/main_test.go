@@ -7,7 +7,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/json"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -60,7 +64,7 @@ func checkRuns(t *testing.T, town string, runs []run) {
 // server's tunnel address.
 func startHostd(t *testing.T) (town, addr string) {
 	t.Helper()
-	town, addr = t.TempDir(), tunneltest.FreeAddr(t)
+	town, addr = unixsocktest.Dir(t), tunneltest.FreeAddr(t)
 	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,13 @@ func connect(t *testing.T, town, addr string, id wire.Identity) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
+	connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
+}
+
+// connectWith holds a tunnel to the hostd at addr with the client
+// certificate tc, verifying hostd against ca, until the test ends.
+func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) {
+	t.Helper()
 	s, err := tunnel.Dial(context.Background(), addr, tunnel.ClientConfig{
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &tc, nil },
 		RootCAs:              ca.Pool(),
@@ -114,13 +124,16 @@ func connect(t *testing.T, town, addr string, id wire.Identity) {
 // what went wrong, whether cobra, a flag, an argument or the daemon
 // refused.
 func TestExitStatus(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t) // "hostd not running" dials its socket
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"unknown command", []string{"bogus"}, `hostd: unknown command "bogus" for "hostd"`},
+		{"mistyped nested command", []string{"cert", "revok", "gastown/nobody"}, `hostd: unknown command "revok" for "hostd cert": did you mean revoke?`},
+		{"mistyped sync command", []string{"sync", "pul", "gastown/furiosa"}, `hostd: unknown command "pul" for "hostd sync": did you mean pull or push?`},
+		{"mistyped ca command", []string{"ca", "int"}, `hostd: unknown command "int" for "hostd ca": did you mean init?`},
 		{"unknown flag", []string{"status", "--bogus"}, "hostd: unknown flag: --bogus"},
 		{"bad flag value", []string{"cert", "issue", "gastown/furiosa", "--ttl", "soon"}, `hostd: invalid argument "soon" for "--ttl" flag`},
 		{"too many arguments", []string{"alive", "gastown/furiosa", "gastown/nux"}, "hostd: accepts 1 arg(s), received 2"},
@@ -136,5 +149,20 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("hostd %v: exit %d, output %q; want 1 and one line %q...", tt.args, code, out, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersion: hostd version answers, as text and as one JSON object,
+// even when the config file it would read is missing.
+func TestVersion(t *testing.T) {
+	town := t.TempDir()
+	bad := []string{"--config", town + "/none.yaml"}
+	if got, code := runHostd(t, town, "", append(bad, "version")...); code != 0 || !strings.HasPrefix(got, "hostd dev (revision ") {
+		t.Fatalf("version: exit %d, %q", code, got)
+	}
+	got, code := runHostd(t, town, "", append(bad, "version", "--json")...)
+	var b cli.Build
+	if err := json.Unmarshal([]byte(got), &b); code != 0 || err != nil || b.Version != "dev" || b.OS != runtime.GOOS || b.Arch != runtime.GOARCH || b.GoVersion != runtime.Version() {
+		t.Fatalf("version --json: exit %d, %v: %q", code, err, got)
 	}
 }

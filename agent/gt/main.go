@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command gt is the gt and bd commands in a polecat's container (bd is a
 // link to it): it relays the command line it was started with to the
 // host through the running gt-agent and exits with the host command's

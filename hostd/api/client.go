@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -115,12 +116,22 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
-		}
-		return nil, fmt.Errorf("asking hostd (%s): %w", c.path, err)
+		return nil, c.unreachable(err)
 	}
 	return resp, nil
+}
+
+// unreachable says why asking the daemon on the socket failed with err:
+// a socket path longer than the system takes, no daemon (ErrNotRunning),
+// or err itself.
+func (c *Client) unreachable(err error) error {
+	if long := unixsock.CheckPath(c.path); long != nil {
+		return fmt.Errorf("asking hostd: %w", long)
+	}
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+	}
+	return fmt.Errorf("asking hostd (%s): %w", c.path, err)
 }
 
 func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
@@ -142,12 +153,30 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 	return nil
 }
 
-// statusError is a failed call, with the reason hostd gave.
+// Error is the daemon refusing a call: the HTTP status it answered and
+// the reason it gave, which is the whole message an operator sees.
+type Error struct {
+	// Status is the HTTP status code (http.StatusNotFound, ...).
+	Status int
+	// Message is hostd's reason, or, when it gave none, what was asked
+	// and answered.
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// statusError is a failed call: hostd's reason when it gave one, else the
+// request and its status with a hint (a CLI newer than the daemon asks
+// for routes the daemon lacks).
 func statusError(method, path string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var e struct {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &e)
-	return fmt.Errorf("hostd %s %s: %s %s", method, path, resp.Status, e.Error)
+	msg := e.Error
+	if msg == "" {
+		msg = fmt.Sprintf("hostd answered %s %s with %s and no reason: is the running hostd older than this command? ('hostd version' shows this command's version, 'hostd status' the daemon's)", method, path, resp.Status)
+	}
+	return &Error{Status: resp.StatusCode, Message: msg}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -41,7 +43,7 @@ type daemon struct {
 // control socket until the test ends.
 func newDaemon(t *testing.T, routes map[string]http.HandlerFunc) *daemon {
 	t.Helper()
-	d := &daemon{town: t.TempDir()}
+	d := &daemon{town: unixsocktest.Dir(t)}
 	sock := state.For(d.town).Socket()
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		t.Fatal(err)
@@ -164,11 +166,13 @@ func TestClientErrors(t *testing.T) {
 		{"no daemon", nil, func(c *Client) error { _, err := c.Status(ctx); return err }, "no daemon answers on", ErrNotRunning},
 		{"no daemon to attach to", nil, func(c *Client) error { _, err := c.Attach(ctx, furiosa, false, 80, 24); return err }, "no daemon answers on", ErrNotRunning},
 		{"refused", refuse(http.StatusNotFound, "no polecat gastown/furiosa"),
-			func(c *Client) error { _, err := c.Status(ctx); return err }, "hostd GET /v1/status: 404 Not Found no polecat gastown/furiosa", nil},
+			func(c *Client) error { _, err := c.Status(ctx); return err }, "no polecat gastown/furiosa", nil},
 		{"refused stream", refuse(http.StatusConflict, "a transfer is under way"),
-			func(c *Client) error { return c.Peek(ctx, furiosa, 10, false, io.Discard) }, "409 Conflict a transfer is under way", nil},
+			func(c *Client) error { return c.Peek(ctx, furiosa, 10, false, io.Discard) }, "a transfer is under way", nil},
 		{"refused attach", refuse(http.StatusForbidden, "attach is off"),
-			func(c *Client) error { _, err := c.Attach(ctx, furiosa, true, 80, 24); return err }, "hostd could not attach: 403 Forbidden attach is off", nil},
+			func(c *Client) error { _, err := c.Attach(ctx, furiosa, true, 80, 24); return err }, "hostd could not attach: attach is off", nil},
+		{"refused without a reason", func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) },
+			func(c *Client) error { _, err := c.Status(ctx); return err }, "hostd answered GET /v1/status with 404 Not Found and no reason: is the running hostd older than this command?", nil},
 		{"malformed answer", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{")) },
 			func(c *Client) error { _, err := c.Status(ctx); return err }, "decoding hostd's answer", nil},
 		{"cancel without id", answer(NudgeOutcome{}),
@@ -190,10 +194,33 @@ func TestClientErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("error %v, want one saying %q (is %v)", err, tc.want, tc.is)
 			}
+			// A reason hostd gave is the message: no HTTP status line.
+			var refused *Error
+			if errors.As(err, &refused) && refused.Message != "" && !strings.Contains(tc.want, "/v1/") &&
+				(strings.Contains(err.Error(), "/v1/") || strings.Contains(err.Error(), http.StatusText(refused.Status))) {
+				t.Errorf("error %q carries the HTTP exchange, not just hostd's reason", err)
+			}
 			if tc.name == "cancel without id" && len(d.got()) != 0 {
 				t.Errorf("asked the daemon %+v for no nudge", d.got())
 			}
 		})
+	}
+}
+
+// TestClientSocketTooLong: a town whose control socket path is longer
+// than the system takes (as under macOS's long temporary directories)
+// gets an error saying so, not "hostd is not running" nor "invalid
+// argument".
+func TestClientSocketTooLong(t *testing.T) {
+	town := filepath.Join(t.TempDir(), strings.Repeat("t", unixsock.MaxPath))
+	for name, call := range map[string]func(*Client) error{
+		"status": func(c *Client) error { _, err := c.Status(context.Background()); return err },
+		"attach": func(c *Client) error { _, err := c.Attach(context.Background(), furiosa, false, 80, 24); return err },
+	} {
+		err := call(NewClient(town))
+		if !errors.Is(err, unixsock.ErrTooLong) || errors.Is(err, ErrNotRunning) || !strings.HasPrefix(err.Error(), "asking hostd: socket path too long: "+state.For(town).Socket()) {
+			t.Errorf("%s: %v, want the path named too long", name, err)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -49,7 +48,7 @@ func (c *Client) Attach(ctx context.Context, id wire.Identity, write bool, cols,
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (no daemon answers on %s; start it with 'hostd serve')", ErrNotRunning, c.path)
+		return nil, c.unreachable(err)
 	}
 	w := "0"
 	if write {
@@ -70,11 +69,7 @@ func (c *Client) Attach(ctx context.Context, id wire.Identity, write bool, cols,
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer conn.Close()
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
-		return nil, fmt.Errorf("hostd could not attach: %s %s", resp.Status, e.Error)
+		return nil, fmt.Errorf("hostd could not attach: %w", statusError(req.Method, req.URL.Path, resp))
 	}
 	return BufferedConn{Conn: conn, R: br}, nil
 }

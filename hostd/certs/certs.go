@@ -222,6 +222,10 @@ func (s *Service) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert
 		Serial: pki.SerialOf(cert), ExpiresAt: cert.NotAfter}, nil
 }
 
+// Expected says whether the CA issued id a certificate or holds a live
+// join token for it (pki.CA.Expected).
+func (s *Service) Expected(id wire.Identity) (bool, error) { return s.ca.Expected(id) }
+
 // Revoke revokes by serial or <rig>/<name>, persistently, and closes the
 // live tunnels of what it revoked; it returns how many certificates.
 func (s *Service) Revoke(target string) (int, error) {

@@ -38,6 +38,9 @@ type Certs interface {
 	// ReloadRevocations re-reads the revocation records and closes the
 	// live tunnels of revoked certificates, returning how many it closed.
 	ReloadRevocations() (int, error)
+	// Expected says whether id was issued a certificate or holds a join
+	// token not yet spent.
+	Expected(id wire.Identity) (bool, error)
 }
 
 // AdminHandler serves the admin API alone, for the opt-in TCP listener

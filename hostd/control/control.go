@@ -104,14 +104,14 @@ func Handler(s Services) http.Handler {
 		d, ok := s.Polecats.Detail(id)
 		d.Nudges = s.Nudges.Depth()[id]
 		if !ok {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": s.notSeen(id).Error()})
 			return
 		}
 		writeJSON(w, http.StatusOK, d)
 	})
 	adminHandlers(mux, s.Certs)
 	syncHandlers(mux, s.Data)
-	nudgeHandlers(mux, s.Nudges)
+	nudgeHandlers(mux, s.Nudges, s.known)
 	paneHandlers(mux, s.Panes)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := s.Certs.ReloadRevocations()
@@ -139,6 +139,33 @@ func (s Services) status() api.Status {
 		st.Upstream = s.Upstream.Pending()
 	}
 	return st
+}
+
+// notSeen says why hostd has no state for id, which has not connected,
+// and what to do: start its agent if the CA expects it, else check the
+// name.
+func (s Services) notSeen(id wire.Identity) error {
+	expected, err := s.Certs.Expected(id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("no polecat %s has connected, and reading the CA's records failed: %w", id, err)
+	case expected:
+		return fmt.Errorf("polecat %s has not connected: it has a certificate or join token, so start its container's 'gt-agent up'; 'hostd status' lists it once it connects", id)
+	}
+	return fmt.Errorf("no polecat %s: it has never connected and this town's CA never issued it a certificate or join token (check the name: 'hostd status' lists the polecats that have connected, 'hostd cert list' those issued)", id)
+}
+
+// known is nil when hostd has seen id connect or its CA expects it, else
+// notSeen's error: what a nudge to a mistyped name gets at once, instead
+// of waiting in a queue no agent will ever take it from.
+func (s Services) known(id wire.Identity) error {
+	if _, ok := s.Polecats.Detail(id); ok {
+		return nil
+	}
+	if ok, err := s.Certs.Expected(id); ok && err == nil {
+		return nil
+	}
+	return s.notSeen(id)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -67,6 +68,11 @@ func (f *fakeDaemon) Pending() []api.UpstreamItem {
 	return []api.UpstreamItem{{Rig: "r", Branch: "polecat/n"}}
 }
 
+// Expected: the CA issued furiosa and ghost; ghost never connected.
+func (f *fakeDaemon) Expected(id wire.Identity) (bool, error) {
+	return id.Name == "furiosa" || id.Name == "ghost", nil
+}
+
 func (f *fakeDaemon) ReloadRevocations() (int, error) {
 	f.reloads++
 	if f.reloads > 1 {
@@ -76,7 +82,7 @@ func (f *fakeDaemon) ReloadRevocations() (int, error) {
 }
 
 func TestSocket(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t)
 	c := api.NewClient(town)
 	if _, err := c.Status(context.Background()); !errors.Is(err, api.ErrNotRunning) {
 		t.Fatalf("no daemon: %v, want api.ErrNotRunning", err)
@@ -118,8 +124,14 @@ func TestSocket(t *testing.T) {
 	if d, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" || d.Nudges != 2 {
 		t.Fatalf("polecat: %+v, %v", d, err)
 	}
-	if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "x"}); err == nil || !strings.Contains(err.Error(), "knows no polecat r/x") {
-		t.Fatalf("unknown polecat: %v", err)
+	// A polecat hostd has no state for: the answer says why and what to do.
+	for name, want := range map[string]string{
+		"x":     "no polecat r/x: it has never connected and this town's CA never issued it a certificate or join token (check the name",
+		"ghost": "polecat r/ghost has not connected: it has a certificate or join token, so start its container's 'gt-agent up'",
+	} {
+		if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: name}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("polecat r/%s: %v, want %q...", name, err, want)
+		}
 	}
 	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {
 		t.Fatalf("reload: %d, %v", n, err)

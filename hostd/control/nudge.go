@@ -25,7 +25,9 @@ type Nudges interface {
 // maxNudgeBody bounds a nudge request: the text, escaped, and the rest.
 const maxNudgeBody = 8*wire.MaxNudgeText + 4<<10
 
-func nudgeHandlers(mux *http.ServeMux, b Nudges) {
+// nudgeHandlers serves the nudge queue; known refuses a nudge to a
+// polecat hostd has never heard of (Services.known).
+func nudgeHandlers(mux *http.ServeMux, b Nudges, known func(wire.Identity) error) {
 	mux.HandleFunc("POST /v1/nudges/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		var req api.NudgeRequest
@@ -37,6 +39,10 @@ func nudgeHandlers(mux *http.ServeMux, b Nudges) {
 		}
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		if err := known(id); err != nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
 		}
 		o, err := b.Nudge(r.Context(), id, req)

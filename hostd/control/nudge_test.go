@@ -30,8 +30,8 @@ func (f *fakeDaemon) Cancel(id string) (api.NudgeOutcome, error) {
 }
 
 // TestNudgeAPI: requests are decoded strictly and bounded; a bad polecat
-// name, an unknown field or an oversized body is refused before the queue
-// sees it.
+// name, an unknown field, an oversized body or a polecat hostd never heard
+// of (never connected, never issued) is refused before the queue sees it.
 func TestNudgeAPI(t *testing.T) {
 	d := &fakeDaemon{}
 	h := Handler(d.services())
@@ -45,9 +45,11 @@ func TestNudgeAPI(t *testing.T) {
 		{"unknown field", "POST", "/v1/nudges/gastown/furiosa", `{"text":"x","identity":"other"}`, 400, 1},
 		{"oversized", "POST", "/v1/nudges/gastown/furiosa", `{"text":"` + strings.Repeat("a", maxNudgeBody) + `"}`, 400, 1},
 		{"not json", "POST", "/v1/nudges/gastown/furiosa", `text=x`, 400, 1},
-		{"list", "GET", "/v1/nudges/gastown/furiosa", ``, 200, 1},
-		{"cancel", "DELETE", "/v1/nudges/n1", ``, 200, 1},
-		{"cancel unknown", "DELETE", "/v1/nudges/n2", ``, 404, 1},
+		{"never heard of", "POST", "/v1/nudges/gastown/nobody", `{"text":"x"}`, 404, 1},
+		{"connected, certificate not recorded", "POST", "/v1/nudges/r/n", `{"text":"x"}`, 200, 2},
+		{"list", "GET", "/v1/nudges/gastown/furiosa", ``, 200, 2},
+		{"cancel", "DELETE", "/v1/nudges/n1", ``, 200, 2},
+		{"cancel unknown", "DELETE", "/v1/nudges/n2", ``, 404, 2},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body)))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -47,7 +48,7 @@ func (f *fakeDaemon) Attach(_ context.Context, id wire.Identity, req wire.PaneRe
 // is an error with hostd's reason, and attach upgrades the connection to
 // carry bytes both ways.
 func TestPaneAPI(t *testing.T) {
-	town := t.TempDir()
+	town := unixsocktest.Dir(t)
 	ln, err := Listen(town)
 	if err != nil {
 		t.Fatal(err)

@@ -320,12 +320,13 @@ func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 	}
 }
 
-// TestNudgeExpiryAndDepth: nudges for a polecat that never comes expire
-// after their TTL, and a full queue drops its oldest normal nudge, each
-// reported as such.
+// TestNudgeExpiryAndDepth: nudges for a polecat that never comes (issued
+// a certificate, never connected) expire after their TTL, and a full
+// queue drops its oldest normal nudge, each reported as such.
 func TestNudgeExpiryAndDepth(t *testing.T) {
 	t.Parallel()
 	tw := NewTown(t)
+	tw.Issue("gastown/furiosa", time.Hour)
 	tw.Serve("--nudge-depth", "2")
 	run := func(flags ...string) (api.NudgeOutcome, int) {
 		r := &nudgeRig{tw: tw}

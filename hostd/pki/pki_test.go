@@ -372,6 +372,52 @@ func TestKnownNames(t *testing.T) {
 	}
 }
 
+// TestExpected: a polecat is expected once it was issued a certificate,
+// or while it holds a join token neither spent nor expired; Issued counts
+// certificates alone.
+func TestExpected(t *testing.T) {
+	ca := newCA(t)
+	clock := time.Now()
+	ca.now = func() time.Time { return clock }
+	issued, pending, spent, expired := wire.Identity{Rig: "gastown", Name: "furiosa"}, wire.Identity{Rig: "gastown", Name: "nux"},
+		wire.Identity{Rig: "gastown", Name: "slit"}, wire.Identity{Rig: "gastown", Name: "capable"}
+	if _, _, err := ca.NewClientKeyPair(issued, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.CreateToken(pending, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := ca.CreateToken(spent, time.Hour)
+	if err := ca.RedeemToken(tok, spent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.CreateToken(expired, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * time.Minute)
+	tests := []struct {
+		id               wire.Identity
+		issued, expected bool
+	}{
+		{issued, true, true},
+		{pending, false, true},
+		{spent, false, false}, // redeemed, but no certificate came of it
+		{expired, false, false},
+		{wire.Identity{Rig: "gastown", Name: "nobody"}, false, false},
+		{wire.Identity{Rig: "beads", Name: "furiosa"}, false, false}, // the name in another rig
+	}
+	for _, tc := range tests {
+		is, err := ca.Issued(tc.id)
+		if err != nil || is != tc.issued {
+			t.Errorf("Issued(%s) = %v, %v; want %v", tc.id, is, err, tc.issued)
+		}
+		exp, err := ca.Expected(tc.id)
+		if err != nil || exp != tc.expected {
+			t.Errorf("Expected(%s) = %v, %v; want %v", tc.id, exp, err, tc.expected)
+		}
+	}
+}
+
 // TestRevokeByIdentity: revoking a polecat by name revokes every
 // certificate of it issued until then, recorded or not (one from Gas
 // Town's own tools has no record), refuses their renewal, and lets a

@@ -115,6 +115,14 @@ func (ca *CA) KnownNames(rig string) ([]string, error) {
 	return out, nil
 }
 
+// Issued says whether this CA ever issued id a certificate (KnownNames).
+// A certificate Gas Town's own tools issued from the same CA is not
+// recorded here, so false does not prove that none exists.
+func (ca *CA) Issued(id wire.Identity) (bool, error) {
+	names, err := ca.KnownNames(id.Rig)
+	return slices.Contains(names, id.Name), err
+}
+
 // Records lists every remembered certificate, oldest first.
 func (ca *CA) Records() ([]Record, error) {
 	var recs []Record

@@ -87,6 +87,21 @@ func (ca *CA) RedeemToken(s string, id wire.Identity) error {
 	})
 }
 
+// Expected says whether id is a polecat this CA expects: it was issued a
+// certificate (Issued), or holds a join token neither spent nor expired (a
+// container still on its way).
+func (ca *CA) Expected(id wire.Identity) (bool, error) {
+	if ok, err := ca.Issued(id); ok || err != nil {
+		return ok, err
+	}
+	var ts []token
+	if err := ca.withLock(func() error { return state.Load(filepath.Join(ca.Dir, tokenFile), &ts) }); err != nil {
+		return false, err
+	}
+	now := ca.now()
+	return slices.ContainsFunc(ts, func(t token) bool { return t.Identity == id && t.UsedAt == nil && now.Before(t.Expires) }), nil
+}
+
 // updateTokens applies f under the lock. f returns the tokens to save (nil
 // to save nothing) and the error to report; both may be set.
 func (ca *CA) updateTokens(f func([]token) ([]token, error)) error {

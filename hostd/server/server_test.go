@@ -20,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -37,7 +38,7 @@ type fixture struct {
 // each of adjust.
 func newFixture(t *testing.T, adjust ...func(*Config)) *fixture {
 	t.Helper()
-	town := t.TempDir()
+	town := unixsocktest.Dir(t) // Run opens the control socket in it
 	ca, _, err := pki.Init(pki.Dir(town), "")
 	if err != nil {
 		t.Fatal(err)

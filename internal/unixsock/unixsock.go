@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -16,10 +17,30 @@ import (
 // socket; callers say which program that is.
 var ErrInUse = errors.New("socket is in use by a running process")
 
+// MaxPath is the longest socket path this system takes: sun_path less
+// its terminating NUL, 107 bytes on Linux and 103 on macOS, whose
+// temporary directories are long.
+var MaxPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// ErrTooLong is a socket path longer than MaxPath, which the system
+// refuses with a bare "invalid argument".
+var ErrTooLong = errors.New("socket path too long")
+
+// CheckPath says why path cannot name a socket here, if it is too long.
+func CheckPath(path string) error {
+	if len(path) > MaxPath {
+		return fmt.Errorf("%w: %s is %d bytes, and this system takes at most %d: use a shorter directory", ErrTooLong, path, len(path), MaxPath)
+	}
+	return nil
+}
+
 // Listen listens on the unix socket at path. A missing parent directory
 // is created 0700 (an existing one is left as it is: the caller owns its
 // mode); the socket is made 0600 before Listen returns.
 func Listen(path string) (net.Listener, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating socket directory for %s: %w", path, err)
 	}

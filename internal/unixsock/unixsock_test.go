@@ -2,14 +2,18 @@ package unixsock
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 )
 
 func TestListen(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := filepath.Join(unixsocktest.Dir(t), "run")
 	path := filepath.Join(dir, "agent.sock")
 	ln, err := Listen(path)
 	if err != nil {
@@ -46,7 +50,7 @@ func TestListen(t *testing.T) {
 }
 
 func TestListenKeepsExistingDirectoryMode(t *testing.T) {
-	dir := t.TempDir()
+	dir := unixsocktest.Dir(t) // this test's name would push a socket under macOS's $TMPDIR past the limit
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -57,5 +61,25 @@ func TestListenKeepsExistingDirectoryMode(t *testing.T) {
 	defer ln.Close()
 	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o755 {
 		t.Errorf("existing directory's mode changed to %v", st.Mode().Perm())
+	}
+}
+
+// TestListenPathTooLong: a path longer than the system takes is refused
+// with an error naming both lengths, not the bare "invalid argument" of
+// bind(2); one at the limit listens.
+func TestListenPathTooLong(t *testing.T) {
+	dir := t.TempDir()
+	pad := func(n int) string { // a path of n bytes in dir
+		return filepath.Join(dir, strings.Repeat("s", n-len(dir)-1))
+	}
+	ln, err := Listen(pad(MaxPath))
+	if err != nil {
+		t.Fatalf("a path of %d bytes, the limit: %v", MaxPath, err)
+	}
+	ln.Close()
+	long := pad(MaxPath + 1)
+	_, err = Listen(long)
+	if want := fmt.Sprintf("socket path too long: %s is %d bytes, and this system takes at most %d: use a shorter directory", long, MaxPath+1, MaxPath); !errors.Is(err, ErrTooLong) || err.Error() != want {
+		t.Fatalf("a path of %d bytes: %v, want %q", MaxPath+1, err, want)
 	}
 }

@@ -41,6 +41,11 @@ func (id Identity) URI(trustDomain string) *url.URL {
 	return &url.URL{Scheme: "spiffe", Host: trustDomain, Path: "/rig/" + id.Rig + "/polecat/" + id.Name}
 }
 
+// NameRule is the rule Validate applies, worded for help texts.
+const NameRule = `rig and polecat names are 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-',
+and a polecat name does not start with '-' (Gas Town's name pools make names
+such as bullet-farmer; older towns use names such as Toast)`
+
 // Validate checks the rig against [A-Za-z0-9_-]+ and the name against
 // [A-Za-z0-9_-]+ not starting with '-': Gas Town's name pools make names
 // such as bullet-farmer (its rule is ^[a-z][a-z0-9-]*$), and older towns

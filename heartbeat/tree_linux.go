@@ -1,5 +1,9 @@
 package heartbeat
 
+// Measuring is Linux's alone (procfs, hence the file's name): gt-agent,
+// the only measurer, runs in Linux containers. hostd, which only judges
+// beats, builds on macOS without it.
+
 import (
 	"fmt"
 	"sort"
