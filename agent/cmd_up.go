@@ -139,7 +139,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "nudge-prompt", Usage: "regular expression for the input line's prompt: a nudge waits until it is empty", Value: &c.Nudge.Prompt},
 		{Key: "nudge-busy", Usage: "regular expressions on the screen meaning the polecat is busy (while no hook is heard)", Value: &c.Nudge.BusyPatterns},
 		{Key: "nudge-silence", Usage: "with no hook and no prompt seen, the pane counts as idle after this long without output", Value: &c.Nudge.Silence},
-		{Key: "keepalive", Usage: "tunnel keepalive interval", Value: &c.Supervisor.Tunnel.KeepAlive},
+		{Key: "keepalive", Usage: "how often an idle tunnel is pinged, below --idle-timeout (0: half the idle timeout, at most 5s)", Value: &c.Supervisor.Tunnel.KeepAlive},
 		{Key: "idle-timeout", Usage: "reconnect after this long without hearing from hostd", Value: &c.Supervisor.Tunnel.IdleTimeout},
 	}
 	for i := range s {

@@ -140,6 +140,7 @@ func (c Config) Validate() error {
 		settings.Positive("MaxBytes", c.MaxBytes),
 		settings.Positive("MaxFiles", c.MaxFiles),
 		settings.Positive("MaxFileSize", c.MaxFileSize),
+		settings.AtMost("MaxFileSize", c.MaxFileSize, "MaxBytes", c.MaxBytes),
 		settings.Positive("MaxRatio", c.MaxRatio),
 		settings.Positive("MaxManifestBytes", c.MaxManifestBytes),
 		settings.Positive("MaxStoredBytes", c.MaxStoredBytes),
@@ -156,12 +157,12 @@ func (c Config) Validate() error {
 	}
 	for rig, root := range c.Roots {
 		if !filepath.IsAbs(root) {
-			errs = append(errs, fmt.Errorf("Roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root))
+			errs = append(errs, settings.Invalid("Roots."+rig, root, errors.New("it must be an absolute path ({name} stands for the polecat)")))
 		}
 	}
 	for rig, root := range c.RigRoots {
 		if !filepath.IsAbs(root) || strings.Contains(root, "{name}") {
-			errs = append(errs, fmt.Errorf("RigRoots: rig %s: %q must be an absolute path, the same for all the rig's polecats (no {name})", rig, root))
+			errs = append(errs, settings.Invalid("RigRoots."+rig, root, errors.New("it must be an absolute path, the same for all the rig's polecats (no {name})")))
 		}
 	}
 	return errors.Join(errs...)

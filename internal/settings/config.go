@@ -63,11 +63,23 @@ func (e *FieldError) Error() string {
 	if e.Value == nil {
 		return e.Field + " " + e.Rule
 	}
-	s := fmt.Sprintf("%s is %v: %s", e.Field, e.Value, e.Rule)
+	s := fmt.Sprintf("%s is %s: %s", e.Field, show(e.Value), e.Rule)
 	if e.Other != "" {
-		s += fmt.Sprintf(" %s (%v)", e.Other, e.OtherValue)
+		s += fmt.Sprintf(" %s (%s)", e.Other, show(e.OtherValue))
 	}
 	return s
+}
+
+// show is a value as an operator would write it: a string quoted, an
+// empty list or map as empty.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	if r := reflect.ValueOf(v); (r.Kind() == reflect.Map || r.Kind() == reflect.Slice) && r.Len() == 0 {
+		return "empty"
+	}
+	return fmt.Sprint(v)
 }
 
 // AtLeast is an error naming field unless v >= lowest.

@@ -122,14 +122,6 @@ func Explain(err error, root any, list []Setting, where func(Setting) Source) er
 	return errors.Join(out...)
 }
 
-// show is a value as the operator would write it.
-func show(v any) string {
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprint(v)
-}
-
 // flatten is the errors err joins, recursively; err alone if it joins
 // none.
 func flatten(err error) []error {
