@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/data"
@@ -63,8 +64,15 @@ container's load. The agent keeps running after the session ends, and
 reports it.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNames(cmd.Root(), v); err != nil {
+				return err
+			}
 			if err := settings.Load(v, table); err != nil {
 				return err
+			}
+			where := func(s settings.Setting) settings.Source { return settings.Where(cmd.Flags(), v, envPrefix, s) }
+			if err := settings.Explain(cfg.Validate(), &cfg, table, where); err != nil {
+				return fmt.Errorf("gt-agent up's settings:\n%w", err)
 			}
 			return runUp(cmd.Context(), &cfg, args)
 		},
@@ -104,6 +112,57 @@ func defaultUpConfig() upConfig {
 		BeatInterval: liveness.DefaultInterval,
 		Nudge:        nudge.DefaultConfig(),
 	}
+}
+
+// Validate names each setting of up out of its range, by its field's path
+// (Supervisor.Tunnel.KeepAlive), as each service's Validate does. up runs
+// it on the values as given, a zero being one the operator gave, before
+// anything starts: a join would spend its one-time token first. Fields
+// up fills in itself (hostd's address, the credentials) are left to the
+// services' New.
+func (c upConfig) Validate() error {
+	var uids error
+	if _, err := gitAdmit(c.GitAllowUIDs); err != nil {
+		uids = settings.Invalid("GitAllowUIDs", c.GitAllowUIDs, err)
+	}
+	return errors.Join(
+		settings.Under("Supervisor", c.Supervisor.Validate()),
+		settings.Positive("RelayWait", c.RelayWait),
+		uids,
+		settings.Under("Data", c.Data.Validate()),
+		settings.Positive("BeatInterval", c.BeatInterval),
+		settings.Under("Nudge", c.Nudge.Validate()),
+	)
+}
+
+// checkNames refuses a key of up's config file, or a GT_AGENT_*
+// variable, that names no flag of any gt-agent command (each flag is a
+// setting of that name), naming the nearest one that does.
+func checkNames(root *cobra.Command, v *viper.Viper) error {
+	var known []settings.Setting
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.LocalNonPersistentFlags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known = append(known, settings.Setting{Key: f.Name}) })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if err := settings.CheckEnv(os.Environ(), envPrefix, known); err != nil {
+		return err
+	}
+	if f := v.ConfigFileUsed(); f != "" {
+		keys, err := settings.FileKeys(f)
+		if err == nil {
+			err = settings.CheckKeys(keys, known)
+		}
+		if err != nil {
+			return fmt.Errorf("config %s:\n%w", f, err)
+		}
+	}
+	return nil
 }
 
 // upSettings is every setting of gt-agent up: its flag (also its config

@@ -19,6 +19,10 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 )
 
+// envPrefix starts the environment variable of every setting:
+// GT_AGENT_<FLAG>.
+const envPrefix = "GT_AGENT"
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -80,7 +84,7 @@ func loadConfig(v *viper.Viper, cmd *cobra.Command) error {
 			return fmt.Errorf("reading %s: %w", env, err)
 		}
 	}
-	v.SetEnvPrefix("GT_AGENT")
+	v.SetEnvPrefix(envPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
 	if f := v.GetString("config"); f != "" {
