@@ -94,7 +94,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	pf.StringVar(&a.config, "config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
 	a.register(pf, a.root)
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
-		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a))
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a), newForgetCmd(a))
 	return root
 }
 
