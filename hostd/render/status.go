@@ -110,13 +110,17 @@ const minCommand = 10
 // dropped to fit a narrow terminal: the command first (once it is down
 // to minCommand), the time in its state last.
 var (
-	colFor     = column{"FOR", 5, true, func(p api.Polecat) string { return short(time.Since(p.StateSince)) }}
-	colLink    = column{"LINK", 4, false, func(p api.Polecat) string { return orDashIf(p.Connected, p.Transport) }}
-	colRTT     = column{"RTT", 5, true, func(p api.Polecat) string { return orDashIf(p.Connected, rttShort(p.RTTMillis)) }}
-	colBeat    = column{"BEAT", 5, true, func(p api.Polecat) string { return orDashIf(!p.LastBeat.IsZero(), short(time.Since(p.LastBeat))) }}
-	colCPU     = column{"CPU", 5, true, func(p api.Polecat) string { return orDashIf(running(p), fmt.Sprintf("%.0f%%", min(p.CPUPercent, 9999))) }}
-	colRSS     = column{"RSS", 5, true, func(p api.Polecat) string { return orDashIf(running(p), bytesShort(p.RSSBytes)) }}
-	colIdle    = column{"IDLE", 5, true, func(p api.Polecat) string { return orDashIf(p.IdleSeconds >= 0, short(time.Duration(p.IdleSeconds*float64(time.Second)))) }}
+	colFor  = column{"FOR", 5, true, func(p api.Polecat) string { return short(time.Since(p.StateSince)) }}
+	colLink = column{"LINK", 4, false, func(p api.Polecat) string { return orDashIf(p.Connected, p.Transport) }}
+	colRTT  = column{"RTT", 5, true, func(p api.Polecat) string { return orDashIf(p.Connected, rttShort(p.RTTMillis)) }}
+	colBeat = column{"BEAT", 5, true, func(p api.Polecat) string { return orDashIf(!p.LastBeat.IsZero(), short(time.Since(p.LastBeat))) }}
+	colCPU  = column{"CPU", 5, true, func(p api.Polecat) string {
+		return orDashIf(running(p), fmt.Sprintf("%.0f%%", min(p.CPUPercent, 9999)))
+	}}
+	colRSS  = column{"RSS", 5, true, func(p api.Polecat) string { return orDashIf(running(p), bytesShort(p.RSSBytes)) }}
+	colIdle = column{"IDLE", 5, true, func(p api.Polecat) string {
+		return orDashIf(p.IdleSeconds >= 0, short(time.Duration(p.IdleSeconds*float64(time.Second))))
+	}}
 	colCommand = column{"COMMAND", 0, false, func(p api.Polecat) string { return termsafe.Line(p.Command) }}
 	dropOrder  = []*column{&colCommand, &colRSS, &colCPU, &colRTT, &colLink, &colIdle, &colBeat, &colFor}
 	allColumns = []*column{&colFor, &colLink, &colRTT, &colBeat, &colCPU, &colRSS, &colIdle, &colCommand}
