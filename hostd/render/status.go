@@ -107,8 +107,9 @@ const stateWidth = len("disconnected?")
 const minCommand = 10
 
 // The columns besides the name and the state, in the order they are
-// dropped to fit a narrow terminal: the command first (once it is down
-// to minCommand), the time in its state last.
+// shown (allColumns) and dropped to fit a narrow terminal (dropOrder):
+// the command first (once it is down to minCommand), the time in its
+// state last.
 var (
 	colFor  = column{"FOR", 5, true, func(p api.Polecat) string { return short(time.Since(p.StateSince)) }}
 	colLink = column{"LINK", 4, false, func(p api.Polecat) string { return orDashIf(p.Connected, p.Transport) }}
