@@ -33,7 +33,9 @@ func TestServeRefusesSettings(t *testing.T) {
 			want: []string{`setting git.branches.gastown is [polecat/*] (config file `, `): branch pattern "polecat/*": needs {name} exactly once`}},
 		{name: "zero meaning the default", args: []string{"--git-reconcile", "0s"}, want: []string{"setting git.reconcile is 0s (flag --git-reconcile): it must not be 0 (negative: never reconcile)"}},
 		{name: "upstream retry above its longest wait", args: []string{"--git-upstream-retry", "1h"},
-			want: []string{"setting git.upstream_retry is 1h0m0s (flag --git-upstream-retry): it must be at most UpstreamConfig.MaxBackoff (5m0s)"}},
+			want: []string{"setting git.upstream_retry is 1h0m0s (flag --git-upstream-retry): it must be at most 5m0s\n"}},
+		{name: "own data meeting the rig's", yaml: "sync:\n  include: [.claude]\n", want: []string{`setting sync.rig_include is ".claude/settings.json" (default): ` +
+			`a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet sync.include, ".claude" (config file `}},
 		{name: "list for a map", yaml: "relay:\n  allow: [gt]\n", want: []string{"setting relay.allow: [gt] is not a map of names to a list of strings"}},
 		{name: "fraction for a count", yaml: "nudge:\n  depth: 2.5\n", want: []string{"setting nudge.depth: 2.5 is not a whole number"}},
 		{name: "relative data root", yaml: "sync:\n  roots:\n    gastown: data/{name}\n", want: []string{`setting sync.roots.gastown is "data/{name}" (config file `, "it must be an absolute path"}},

@@ -153,7 +153,8 @@ func (c Config) Validate() error {
 		c.rigPolicy().Validate(),
 	}
 	if own, rig, ok := c.policy().Overlap(c.rigPolicy()); ok {
-		errs = append(errs, fmt.Errorf("Include %q and RigInclude %q meet: a path is either the polecat's own (it comes back) or its rig's (it never does)", own, rig))
+		errs = append(errs, &settings.FieldError{Field: "RigInclude", Value: rig, Other: "Include", OtherValue: own,
+			Rule: "a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet"})
 	}
 	for rig, root := range c.Roots {
 		if !filepath.IsAbs(root) {

@@ -82,8 +82,8 @@ func TestConfig(t *testing.T) {
 		{Name: "relative rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "shared"} }, Want: `RigRoots.gastown is "shared": it must be an absolute path`},
 		{Name: "rig root per polecat", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "/data/{name}"} }, Want: "(no {name})"},
 		{Name: "malformed rig include", Set: func(c *Config) { c.RigInclude = []string{"/etc"} }, Want: "include \"/etc\""},
-		{Name: "own path the rig's", Set: func(c *Config) { c.Include = []string{".claude", "results"} }, Want: "Include \".claude\" and RigInclude \".claude/settings.json\" meet"},
-		{Name: "rig path the own", Set: func(c *Config) { c.RigInclude = []string{"results/shared"} }, Want: "Include \"results\" and RigInclude \"results/shared\" meet"},
+		{Name: "own path the rig's", Set: func(c *Config) { c.Include = []string{".claude", "results"} }, Want: `RigInclude is ".claude/settings.json": a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet Include (".claude")`},
+		{Name: "rig path the own", Set: func(c *Config) { c.RigInclude = []string{"results/shared"} }, Want: `RigInclude is "results/shared": a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet Include ("results")`},
 	})
 }
 

@@ -73,7 +73,8 @@ func Where(fs *pflag.FlagSet, v *viper.Viper, prefix string, s Setting) Source {
 // Explain puts err, what a Validate said of the Config at root (a
 // pointer) as the settings of list filled it, in the operator's terms:
 // each FieldError on a field a setting fills names that setting, its
-// value and where that came from (where), and so does its other field's.
+// value and where that came from (where), and so does its other field's
+// (or, when no setting fills that one, its value alone).
 // FieldErrors on fields no setting fills are dropped: the services' New
 // fills those in (paths, credentials) and checks them. Any other error is
 // kept as it is. nil when nothing is left.
@@ -114,7 +115,7 @@ func Explain(err error, root any, list []Setting, where func(Setting) Source) er
 			if okey, other, ok := name(fe.Other); ok {
 				text += fmt.Sprintf(" %s, %s (%s)", okey, show(fe.OtherValue), where(other))
 			} else {
-				text += fmt.Sprintf(" %s (%s)", fe.Other, show(fe.OtherValue))
+				text += " " + show(fe.OtherValue) // a limit the operator cannot set
 			}
 		}
 		out = append(out, errors.New(text))

@@ -114,6 +114,7 @@ func TestExplain(t *testing.T) {
 			)),
 			Invalid("Branches.gastown", d.Branches["gastown"], errors.New("needs {name} exactly once")),
 			Required("Listen", ""),
+			AtMost("Tunnel.KeepAlive", d.Tunnel.KeepAlive, "Tunnel.Dir", time.Second),
 			errors.New("the policy's patterns overlap"),
 		)
 	}
@@ -123,6 +124,7 @@ func TestExplain(t *testing.T) {
 		"setting git.branches.gastown is [polecat/*] (config file ",
 		"): needs {name} exactly once",
 		"setting listen is required",
+		"setting keepalive is 5s (flag --keepalive): it must be at most 1s\n",
 		"the policy's patterns overlap",
 	}
 	if err == nil {
