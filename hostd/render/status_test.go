@@ -110,7 +110,7 @@ func polecats25(now time.Time) []api.Polecat {
 			p.Connected, p.Transport, p.RTTMillis = true, []string{"quic", "tcp"}[i%2], rtts[i%len(rtts)]
 		}
 		if st != heartbeat.Revoked && i%5 != 4 {
-			p.LastBeat, p.SessionState, p.Command = now.Add(-time.Duration(i%4)*time.Second-500*time.Millisecond), heartbeat.SessionRunning, commands[i%len(commands)]
+			p.LastBeat, p.SessionState, p.Command = now.Add(-time.Duration(i%4)*10*time.Second-5*time.Second), heartbeat.SessionRunning, commands[i%len(commands)]
 			p.CPUPercent, p.RSSBytes, p.IdleSeconds = float64(i*17%230), uint64(i+1)*97<<20, float64(i*41)+0.5
 		}
 		if st == heartbeat.Dead && p.LastBeat.IsZero() {
