@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/polecat-sidecar/sidecar/agent/data"
@@ -65,8 +66,15 @@ container's load. The agent keeps running after the session ends, and
 reports it.` + envHelp(table),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNames(cmd.Root(), v); err != nil {
+				return err
+			}
 			if err := settings.Load(v, table); err != nil {
 				return err
+			}
+			where := func(s settings.Setting) settings.Source { return settings.Where(cmd.Flags(), v, envPrefix, s) }
+			if err := settings.Explain(cfg.Validate(), &cfg, table, where); err != nil {
+				return fmt.Errorf("gt-agent up's settings:\n%w", err)
 			}
 			return runUp(cmd.Context(), &cfg, args)
 		},
@@ -108,6 +116,57 @@ func defaultUpConfig() upConfig {
 	}
 }
 
+// Validate names each setting of up out of its range, by its field's path
+// (Supervisor.Tunnel.KeepAlive), as each service's Validate does. up runs
+// it on the values as given, a zero being one the operator gave, before
+// anything starts: a join would spend its one-time token first. Fields
+// up fills in itself (hostd's address, the credentials) are left to the
+// services' New.
+func (c upConfig) Validate() error {
+	var uids error
+	if _, err := gitAdmit(c.GitAllowUIDs); err != nil {
+		uids = settings.Invalid("GitAllowUIDs", c.GitAllowUIDs, err)
+	}
+	return errors.Join(
+		settings.Under("Supervisor", c.Supervisor.Validate()),
+		settings.Positive("RelayWait", c.RelayWait),
+		uids,
+		settings.Under("Data", c.Data.Validate()),
+		settings.Positive("BeatInterval", c.BeatInterval),
+		settings.Under("Nudge", c.Nudge.Validate()),
+	)
+}
+
+// checkNames refuses a key of up's config file, or a GT_AGENT_*
+// variable, that names no flag of any gt-agent command (each flag is a
+// setting of that name), naming the nearest one that does.
+func checkNames(root *cobra.Command, v *viper.Viper) error {
+	var known []settings.Setting
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.LocalNonPersistentFlags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known = append(known, settings.Setting{Key: f.Name}) })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if err := settings.CheckEnv(os.Environ(), envPrefix, known); err != nil {
+		return err
+	}
+	if f := v.ConfigFileUsed(); f != "" {
+		keys, err := settings.FileKeys(f)
+		if err == nil {
+			err = settings.CheckKeys(keys, known)
+		}
+		if err != nil {
+			return fmt.Errorf("config %s:\n%w", f, err)
+		}
+	}
+	return nil
+}
+
 // upSettings is every setting of gt-agent up: its flag (also its config
 // file key, and GT_AGENT_<FLAG> in the environment) and the field of c it
 // fills, whose value is the default.
@@ -141,7 +200,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "nudge-prompt", Usage: "regular expression for the input line's prompt: a nudge waits until it is empty", Value: &c.Nudge.Prompt},
 		{Key: "nudge-busy", Usage: "regular expressions on the screen meaning the polecat is busy (while no hook is heard)", Value: &c.Nudge.BusyPatterns},
 		{Key: "nudge-silence", Usage: "with no hook and no prompt seen, the pane counts as idle after this long without output", Value: &c.Nudge.Silence},
-		{Key: "keepalive", Usage: "tunnel keepalive interval", Value: &c.Supervisor.Tunnel.KeepAlive},
+		{Key: "keepalive", Usage: "how often an idle tunnel is pinged, below --idle-timeout (0: half the idle timeout, at most 5s)", Value: &c.Supervisor.Tunnel.KeepAlive},
 		{Key: "idle-timeout", Usage: "reconnect after this long without hearing from hostd", Value: &c.Supervisor.Tunnel.IdleTimeout},
 	}
 	for i := range s {

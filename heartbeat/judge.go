@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -263,6 +264,26 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 		return Idle, j.msgIdle
 	}
 	return Working, "beating, session running"
+}
+
+// ErrConnected is Forget's refusal of a polecat whose tunnel is up.
+var ErrConnected = errors.New("its tunnel is up")
+
+// Forget drops id's record, so that nothing shows it any more, unless its
+// tunnel is up (ErrConnected): a connected polecat is judged whatever was
+// forgotten. It reports whether there was a record.
+func (j *Judge) Forget(id wire.Identity) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.recs[id]
+	switch {
+	case !ok:
+		return false, nil
+	case r.Connected:
+		return true, ErrConnected
+	}
+	delete(j.recs, id)
+	return true, nil
 }
 
 // Get returns id's record.

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,33 @@ func TestJudgeNotFound(t *testing.T) {
 	j.Beat(furiosa, beat(SessionRunning, -1))
 	if s := state(t, j); s != Working {
 		t.Fatalf("unknown idle time counts as working: %s", s)
+	}
+}
+
+// TestJudgeForget: a polecat whose tunnel is down is forgotten (and
+// comes back if it connects again); a connected one is refused, an
+// unknown one is no record.
+func TestJudgeForget(t *testing.T) {
+	c := newClock()
+	j, _ := newJudge(c)
+	if found, err := j.Forget(furiosa); found || err != nil {
+		t.Fatalf("unknown: %v, %v", found, err)
+	}
+	j.Connected(furiosa)
+	if found, err := j.Forget(furiosa); !found || !errors.Is(err, ErrConnected) {
+		t.Fatalf("connected: %v, %v; want ErrConnected", found, err)
+	}
+	j.Disconnected(furiosa, "gone")
+	c.add(time.Hour)
+	j.Tick()
+	if found, err := j.Forget(furiosa); !found || err != nil {
+		t.Fatalf("dead: %v, %v", found, err)
+	}
+	if _, ok := j.Get(furiosa); ok || len(j.Snapshot()) != 0 {
+		t.Fatal("still recorded after Forget")
+	}
+	j.Connected(furiosa)
+	if state(t, j) != Stale {
+		t.Errorf("back after Forget as %s", state(t, j))
 	}
 }

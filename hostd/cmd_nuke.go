@@ -50,6 +50,6 @@ hand. A session cycle never removes the sandbox.`,
 			return nil
 		},
 	}
-	settings.Register(cmd.Flags(), a.v, table)
+	a.register(cmd.Flags(), table)
 	return cmd
 }

@@ -89,7 +89,7 @@ directory goes, or 'hostd nuke').`,
 			return o.run(cmd, args)
 		},
 	}
-	settings.Register(cmd.Flags(), a.v, table)
+	a.register(cmd.Flags(), table)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
@@ -15,25 +16,27 @@ import (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	cfg := server.DefaultConfig()
-	var gt, bd string
-	table := serveSettings(&cfg, &gt, &bd)
+	c := newServeConfig()
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: accept polecat tunnels on UDP and TCP, serve the control socket",
 		Long: `Run the daemon. It listens for tunnels on one port, QUIC on UDP and TLS+yamux
 on TCP (default :9876, Gas Town's proxy port), and serves the CLI on the unix
 socket <town>/.runtime/hostd/hostd.sock. The CA must exist ('hostd ca init').
-Stop it with SIGINT or SIGTERM.`,
+Stop it with SIGINT or SIGTERM.
+
+Every setting is checked at start: a config key or HOSTD_* variable that
+names no setting, a duration without a unit, a value out of its range or
+two that do not fit together stop hostd with the key, the value, where it
+came from and what it must be. 'hostd config show' prints what serve would
+run with.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			settings.Bind(cmd.Flags(), a.v, table) // sandbox.runtime is shared
-			if err := settings.Load(a.v, table); err != nil {
+			if err := c.load(a, cmd.Flags()); err != nil {
 				return err
 			}
-			cfg.Relay.Binaries = map[string]string{"gt": gt, "bd": bd}
-			cfg.Town, cfg.Version, cfg.Logger = a.town(), version, slog.Default()
-			cfg.TrustDomain = a.v.GetString("trust_domain")
+			cfg := c.cfg
+			cfg.Version, cfg.Logger = version, slog.Default()
 			s, err := server.New(cfg)
 			if err != nil {
 				return fmt.Errorf("starting hostd: %w", err)
@@ -43,8 +46,39 @@ Stop it with SIGINT or SIGTERM.`,
 			return s.Run(ctx)
 		},
 	}
-	settings.Register(cmd.Flags(), a.v, table)
+	a.register(cmd.Flags(), c.table)
 	return cmd
+}
+
+// serveConfig is what hostd serve runs with, as its settings fill it.
+type serveConfig struct {
+	cfg    server.Config
+	gt, bd string // the relayed binaries
+	table  []settings.Setting
+}
+
+func newServeConfig() *serveConfig {
+	c := &serveConfig{cfg: server.DefaultConfig()}
+	c.table = serveSettings(&c.cfg, &c.gt, &c.bd)
+	return c
+}
+
+// load reads the settings from fs (serve's flags, or config show's),
+// the environment and the config file, and checks them all, as
+// server.New would not: a zero given where zero is out of range (New
+// takes it as the default) is refused, and every error names the
+// setting, its value and where it came from.
+func (c *serveConfig) load(a *app, fs *pflag.FlagSet) error {
+	settings.Bind(fs, a.v, c.table) // serve and config show share every key, run and nuke sandbox.runtime
+	if err := settings.Load(a.v, c.table); err != nil {
+		return err
+	}
+	c.cfg.Relay.Binaries = map[string]string{"gt": c.gt, "bd": c.bd}
+	c.cfg.Town, c.cfg.TrustDomain = a.town(), a.v.GetString("trust_domain")
+	if err := settings.Explain(c.cfg.Validate(), &c.cfg, c.table, a.where(fs)); err != nil {
+		return fmt.Errorf("hostd serve's settings:\n%w", err)
+	}
+	return nil
 }
 
 // serveSettings is every setting of hostd serve: its flag, its key in
@@ -56,7 +90,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "listen", Flag: "listen", Usage: "tunnel address, UDP and TCP", Value: &cfg.Listen},
 		{Key: "server_names", Flag: "server-name", Usage: "extra DNS name or IP for hostd's certificate (repeatable)", Value: &cfg.Certs.ServerNames},
 		{Key: "cert_ttl", Flag: "cert-ttl", Usage: "lifetime of certificates issued on join and renewal", Value: &cfg.Certs.TTL},
-		{Key: "keepalive", Flag: "keepalive", Usage: "tunnel keepalive interval", Value: &cfg.Tunnel.KeepAlive},
+		{Key: "keepalive", Flag: "keepalive", Usage: "how often an idle tunnel is pinged, below --idle-timeout (0: half the idle timeout, at most 5s)", Value: &cfg.Tunnel.KeepAlive},
 		{Key: "idle_timeout", Flag: "idle-timeout", Usage: "close a tunnel after this long without hearing from the agent", Value: &cfg.Tunnel.IdleTimeout},
 		{Key: "max_streams", Flag: "max-streams", Usage: "concurrent streams per polecat (across its tunnels), each direction", Value: &cfg.Tunnel.MaxStreams},
 		{Key: "max_tunnels", Flag: "max-tunnels", Usage: "tunnels one polecat may hold, current and draining; a newer one closes the oldest", Value: &cfg.Registry.MaxTunnels},

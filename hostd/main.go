@@ -19,6 +19,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -46,10 +47,31 @@ type app struct {
 	v *viper.Viper
 	// config is --config, the file merged under flags and environment.
 	config string
+	// root is the settings of every subcommand (town, trust domain,
+	// logging); known is every setting any subcommand reads, root's
+	// among them: a config key or HOSTD_* variable naming none is refused.
+	root, known []settings.Setting
 }
+
+// envPrefix starts the environment variable of every setting.
+const envPrefix = "HOSTD"
+
+// rootSettings are the settings of every subcommand, read into r.
+func rootSettings(r *rootValues) []settings.Setting {
+	return []settings.Setting{
+		{Key: "town", Flag: "town", Usage: "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)", Value: &r.town, Env: []string{"GT_TOWN"}},
+		{Key: "trust_domain", Flag: "trust-domain", Usage: "SPIFFE trust domain of polecat identities", Value: &r.trustDomain},
+		{Key: "log_level", Flag: "log-level", Usage: "log level: debug, info, warn, error", Value: &r.logLevel},
+		{Key: "log_format", Flag: "log-format", Usage: "log format: text or json", Value: &r.logFormat},
+	}
+}
+
+// rootValues are what rootSettings read: their defaults until loaded.
+type rootValues struct{ town, trustDomain, logLevel, logFormat string }
 
 func newRoot() *cobra.Command {
 	a := &app{v: viper.New()}
+	a.root = rootSettings(&rootValues{trustDomain: wire.DefaultTrustDomain, logLevel: "info", logFormat: "text"})
 	root := &cobra.Command{
 		Use:   "hostd",
 		Short: "The host side of polecat-sidecar: tunnels, certificates, relay, git and liveness for containerised polecats",
@@ -65,39 +87,41 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           version,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd.Root().PersistentFlags()) },
+		PersistentPreRunE: func(*cobra.Command, []string) error { return a.load() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
 	pf.StringVar(&a.config, "config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
-	pf.String("trust-domain", wire.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
-	pf.String("log-level", "info", "log level: debug, info, warn, error")
-	pf.String("log-format", "text", "log format: text or json")
+	a.register(pf, a.root)
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
-		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a),
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a), newForgetCmd(a),
 		cli.VersionCommand("hostd", version))
 	cli.StrictGroups(root)
 	return root
 }
 
-// key maps a flag name to its config key (trust-domain -> trust_domain).
-func key(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
+// register defines the flags of a subcommand's settings on fs and binds
+// them, and counts them known.
+func (a *app) register(fs *pflag.FlagSet, table []settings.Setting) {
+	settings.Register(fs, a.v, table)
+	a.known = append(a.known, table...)
+}
 
-// load merges flags (pf, the root's), environment and the config file.
-func (a *app) load(pf *pflag.FlagSet) error {
+// where is where each setting's value came from, the flags being fs.
+func (a *app) where(fs *pflag.FlagSet) func(settings.Setting) settings.Source {
+	return func(s settings.Setting) settings.Source { return settings.Where(fs, a.v, envPrefix, s) }
+}
+
+// load merges flags, environment and the config file, refusing a HOSTD_*
+// variable or config key that names no setting.
+func (a *app) load() error {
 	v := a.v
-	for _, k := range []string{"town", "trust-domain", "log-level", "log-format"} {
-		if err := v.BindPFlag(key(k), pf.Lookup(k)); err != nil {
-			return fmt.Errorf("reading --%s: %w", k, err)
-		}
-	}
-	v.SetEnvPrefix("HOSTD")
+	v.SetEnvPrefix(envPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
-	if err := v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN"); err != nil {
-		return fmt.Errorf("reading HOSTD_TOWN and GT_TOWN: %w", err)
+	if err := settings.CheckEnv(os.Environ(), envPrefix, a.known); err != nil {
+		return fmt.Errorf("%w\n('hostd config show' lists every setting)", err)
 	}
 	if v.GetString("town") == "" {
 		home, err := os.UserHomeDir()
@@ -116,6 +140,13 @@ func (a *app) load(pf *pflag.FlagSet) error {
 		v.SetConfigFile(cfgFile)
 		if err := v.ReadInConfig(); err != nil {
 			return fmt.Errorf("reading config %s: %w", cfgFile, err)
+		}
+		keys, err := settings.FileKeys(cfgFile)
+		if err == nil {
+			err = settings.CheckKeys(keys, a.known)
+		}
+		if err != nil {
+			return fmt.Errorf("config %s:\n%w\n('hostd config show' lists every setting; docs/config.sample.yaml explains them)", cfgFile, err)
 		}
 	}
 	return logging.SetDefault(stderr, a.v.GetString("log_level"), a.v.GetString("log_format"))

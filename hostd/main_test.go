@@ -87,7 +87,8 @@ func startHostd(t *testing.T) (town, addr string) {
 }
 
 // connect holds a tunnel to the hostd at addr as the polecat id, with a
-// certificate from town's CA, until the test ends; it sends no beat.
+// certificate from town's CA, until the test ends, once hostd shows it;
+// it sends no beat.
 func connect(t *testing.T, town, addr string, id wire.Identity) {
 	t.Helper()
 	ca, err := pki.Open(pki.Dir(town), "")
@@ -103,6 +104,13 @@ func connect(t *testing.T, town, addr string, id wire.Identity) {
 		t.Fatal(err)
 	}
 	connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
+	for range 250 {
+		if _, err := api.NewClient(town).Polecat(context.Background(), id); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("hostd does not show %s", id)
 }
 
 // connectWith holds a tunnel to the hostd at addr with the client

@@ -46,7 +46,7 @@ func newBench(b *testing.B) *bench {
 // quicConf is quic-go configured as the tunnel configures it by default.
 func quicConf() *quic.Config {
 	d := tunnel.DefaultConfig()
-	return &quic.Config{MaxIdleTimeout: d.IdleTimeout, KeepAlivePeriod: d.KeepAlive, MaxIncomingStreams: int64(d.MaxStreams),
+	return &quic.Config{MaxIdleTimeout: d.IdleTimeout, KeepAlivePeriod: min(d.IdleTimeout/2, tunnel.MaxKeepAlive), MaxIncomingStreams: int64(d.MaxStreams),
 		InitialStreamReceiveWindow: 1 << 20, MaxStreamReceiveWindow: uint64(d.StreamWindow),
 		InitialConnectionReceiveWindow: 2 << 20, MaxConnectionReceiveWindow: uint64(d.ConnWindow)}
 }

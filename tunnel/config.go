@@ -16,8 +16,10 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// FallbackDelay is how long Dial gives QUIC before it tries TCP.
 	FallbackDelay time.Duration
-	// KeepAlive is how often an idle connection is pinged (at most half the
-	// idle timeout); it also paces the round-trip measurement on TCP.
+	// KeepAlive is how often an idle connection is pinged; it also paces
+	// the round-trip measurement on TCP. It must be below IdleTimeout (a
+	// ping must fit in it); zero derives it: half the idle timeout, at most
+	// MaxKeepAlive.
 	KeepAlive time.Duration
 	// IdleTimeout is how long a connection may go without hearing from the
 	// peer before it is closed: a dead or frozen peer is noticed within it.
@@ -42,8 +44,11 @@ type Config struct {
 	ConnWindow int
 }
 
+// MaxKeepAlive is the longest keepalive a zero KeepAlive derives.
+const MaxKeepAlive = 5 * time.Second
+
 // DefaultConfig returns the defaults: a dead peer noticed within 10 s and a
-// keepalive every 5 s, 128 streams each way (on TCP a stream the peer
+// keepalive every 5 s (derived from it), 128 streams each way (on TCP a stream the peer
 // fills but nobody reads holds at most yamux's 256 KiB initial window, so a
 // polecat can pin at most 32 MiB), 256 TCP handshakes at once and 16 from
 // one address, and windows sized for bulk git and archive transfers.
@@ -62,7 +67,7 @@ func DefaultConfig() Config {
 	return Config{
 		HandshakeTimeout: 5 * time.Second,  // above 0
 		FallbackDelay:    2 * time.Second,  // above 0
-		KeepAlive:        5 * time.Second,  // above 0; held below IdleTimeout
+		KeepAlive:        0,                // 0 or above, below IdleTimeout; 0: derived
 		IdleTimeout:      10 * time.Second, // above 0
 		MaxStreams:       128,              // at least 1
 		StreamWindow:     4 << 20,          // at least yamux's minimum, 256 KiB
@@ -73,33 +78,38 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names each field out of its range; Dial and Listen call
-// it once zero fields have their defaults.
+// Validate names each field out of its range, and a KeepAlive not below
+// IdleTimeout; Dial and Listen call it once zero fields have their
+// defaults.
 func (c Config) Validate() error {
+	var fits error
+	if c.KeepAlive > 0 {
+		fits = settings.Below("KeepAlive", c.KeepAlive, "IdleTimeout", c.IdleTimeout)
+	}
 	return errors.Join(
 		settings.Positive("HandshakeTimeout", c.HandshakeTimeout),
 		settings.Positive("FallbackDelay", c.FallbackDelay),
-		settings.Positive("KeepAlive", c.KeepAlive),
+		settings.AtLeast("KeepAlive", c.KeepAlive, 0),
+		fits,
 		settings.Positive("IdleTimeout", c.IdleTimeout),
 		settings.Positive("MaxStreams", c.MaxStreams),
 		settings.Positive("MaxHandshakes", c.MaxHandshakes),
 		settings.Positive("MaxHandshakesPerSource", c.MaxHandshakesPerSource),
+		settings.AtMost("MaxHandshakesPerSource", c.MaxHandshakesPerSource, "MaxHandshakes", c.MaxHandshakes),
 		settings.AtLeast("StreamWindow", c.StreamWindow, 256<<10),
 		settings.Positive("ConnWindow", c.ConnWindow),
 	)
 }
 
 // withDefaults is c with its zero fields from DefaultConfig, refused if
-// out of range, and KeepAlive held below IdleTimeout as quic-go does: a
-// ping must fit in the idle timeout (so an IdleTimeout alone below the
-// default KeepAlive works).
+// out of range, and a zero KeepAlive derived from IdleTimeout.
 func (c Config) withDefaults() (Config, error) {
 	settings.FillZero(&c, DefaultConfig())
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("tunnel config: %w", err)
 	}
-	if c.KeepAlive >= c.IdleTimeout {
-		c.KeepAlive = c.IdleTimeout / 2
+	if c.KeepAlive == 0 {
+		c.KeepAlive = min(c.IdleTimeout/2, MaxKeepAlive)
 	}
 	return c, nil
 }

@@ -71,7 +71,10 @@ func DefaultConfig() Config {
 // Validate names each field out of its range; New calls it once zero
 // fields have their defaults.
 func (c Config) Validate() error {
-	return settings.Positive("Teardown", c.Teardown)
+	return errors.Join(
+		settings.Positive("Teardown", c.Teardown),
+		settings.NotZero("Checkpoint", c.Checkpoint, "negative: never"),
+	)
 }
 
 // Service is safe for concurrent use.

@@ -174,7 +174,8 @@ func TestMarkerNeverCrosses(t *testing.T) {
 }
 
 // TestConfig: New takes zero fields as the defaults and refuses a field
-// out of its range, naming it; a negative Checkpoint means never.
+// out of its range, naming it; a negative Checkpoint means never, and
+// Validate (gt-agent up's check of its settings) refuses a zero one.
 func TestConfig(t *testing.T) {
 	valid := func() Config {
 		c := DefaultConfig()
@@ -186,5 +187,8 @@ func TestConfig(t *testing.T) {
 		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Root: c.Root, StateDir: c.StateDir} }},
 		{Name: "never checkpoint", Set: func(c *Config) { c.Checkpoint = -time.Second }},
 		{Name: "negative teardown", Set: func(c *Config) { c.Teardown = -time.Second }, Want: "data: Teardown is -1s: it must be above 0"},
+	})
+	settingstest.Run(t, valid, Config.Validate, []settingstest.Case[Config]{ // as gt-agent up checks its settings
+		{Name: "zero checkpoint given", Set: func(c *Config) { c.Checkpoint = 0 }, Want: "Checkpoint is 0s: it must not be 0 (negative: never)"},
 	})
 }

@@ -78,14 +78,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names each field out of its range; New calls it once zero
-// fields have their defaults, and compiles the patterns.
+// Validate names each field out of its range and each pattern that is
+// no regular expression; New calls it once zero fields have their
+// defaults.
 func (c Config) Validate() error {
-	return errors.Join(
+	errs := []error{
 		settings.Positive("Silence", c.Silence),
 		settings.Positive("Poll", c.Poll),
 		settings.Positive("EnterTries", c.EnterTries),
-	)
+	}
+	if _, err := regexp.Compile(c.Prompt); err != nil {
+		errs = append(errs, settings.Invalid("Prompt", c.Prompt, err))
+	}
+	for _, p := range c.BusyPatterns {
+		if _, err := regexp.Compile(p); err != nil {
+			errs = append(errs, settings.Invalid("BusyPatterns", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Service is safe for concurrent use.
@@ -108,17 +118,9 @@ func New(cfg Config, hooks *Hooks) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("nudge: %w", err)
 	}
-	s := &Service{cfg: cfg, hooks: hooks, turn: make(chan struct{}, 1), seen: map[string]record{}}
-	for _, p := range cfg.BusyPatterns {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("nudge busy pattern %q: %w", p, err)
-		}
-		s.busy = append(s.busy, re)
-	}
-	var err error
-	if s.prompt, err = regexp.Compile(cfg.Prompt); err != nil {
-		return nil, fmt.Errorf("nudge prompt pattern %q: %w", cfg.Prompt, err)
+	s := &Service{cfg: cfg, hooks: hooks, turn: make(chan struct{}, 1), seen: map[string]record{}, prompt: regexp.MustCompile(cfg.Prompt)}
+	for _, p := range cfg.BusyPatterns { // Validate compiled them
+		s.busy = append(s.busy, regexp.MustCompile(p))
 	}
 	if b, err := os.ReadFile(s.statePath()); err == nil {
 		_ = json.Unmarshal(b, &s.seen)

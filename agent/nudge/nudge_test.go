@@ -54,7 +54,7 @@ func TestConfig(t *testing.T) {
 		{Name: "negative silence", Set: func(c *Config) { c.Silence = -time.Second }, Want: "nudge: Silence is -1s: it must be above 0"},
 		{Name: "negative poll", Set: func(c *Config) { c.Poll = -time.Second }, Want: "Poll is -1s: it must be above 0"},
 		{Name: "no enter", Set: func(c *Config) { c.EnterTries = -1 }, Want: "EnterTries is -1: it must be above 0"},
-		{Name: "malformed busy pattern", Set: func(c *Config) { c.BusyPatterns = []string{"("} }, Want: "nudge busy pattern \"(\""},
-		{Name: "malformed prompt", Set: func(c *Config) { c.Prompt = "(" }, Want: "nudge prompt pattern \"(\""},
+		{Name: "malformed busy pattern", Set: func(c *Config) { c.BusyPatterns = []string{"("} }, Want: `nudge: BusyPatterns is "(": error parsing regexp`},
+		{Name: "malformed prompt", Set: func(c *Config) { c.Prompt = "(" }, Want: `nudge: Prompt is "(": error parsing regexp`},
 	})
 }

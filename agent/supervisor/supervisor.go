@@ -67,22 +67,20 @@ func DefaultConfig() Config {
 // Validate names each field out of its range; New calls it once zero
 // fields (the Tunnel's too) have their defaults.
 func (c Config) Validate() error {
-	var creds, transport, tun error
+	var creds, transport error
 	if c.Creds == nil {
-		creds = errors.New("Creds is required")
+		creds = &settings.FieldError{Field: "Creds", Rule: "is required"}
 	}
 	switch c.Transport {
 	case tunnel.TransportAuto, tunnel.TransportQUIC, tunnel.TransportTCP:
 	default:
-		transport = fmt.Errorf("Transport is %q: it must be %s, %s or %s", c.Transport, tunnel.TransportAuto, tunnel.TransportQUIC, tunnel.TransportTCP)
-	}
-	if err := c.Tunnel.Validate(); err != nil {
-		tun = fmt.Errorf("Tunnel: %w", err)
+		transport = &settings.FieldError{Field: "Transport", Value: c.Transport,
+			Rule: fmt.Sprintf("it must be %s, %s or %s", tunnel.TransportAuto, tunnel.TransportQUIC, tunnel.TransportTCP)}
 	}
 	return errors.Join(
 		settings.Required("Addr", c.Addr),
 		settings.Required("ServerName", c.ServerName),
-		creds, transport, tun,
+		creds, transport, settings.Under("Tunnel", c.Tunnel.Validate()),
 		settings.Positive("MinBackoff", c.MinBackoff),
 		settings.AtLeast("MaxBackoff", c.MaxBackoff, c.MinBackoff),
 		settings.Positive("ConnectTimeout", c.ConnectTimeout),

@@ -370,7 +370,7 @@ func TestConfig(t *testing.T) {
 		{Name: "no server name", Set: func(c *Config) { c.ServerName = "" }, Want: "ServerName is required"},
 		{Name: "no credentials", Set: func(c *Config) { c.Creds = nil }, Want: "Creds is required"},
 		{Name: "unknown transport", Set: func(c *Config) { c.Transport = "udp" }, Want: `Transport is "udp": it must be auto, quic or tcp`},
-		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.IdleTimeout = -time.Second }, Want: "Tunnel: IdleTimeout is -1s: it must be above 0"},
+		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.IdleTimeout = -time.Second }, Want: "Tunnel.IdleTimeout is -1s: it must be above 0"},
 		{Name: "negative min backoff", Set: func(c *Config) { c.MinBackoff = -time.Second }, Want: "MinBackoff is -1s: it must be above 0"},
 		{Name: "max backoff below min", Set: func(c *Config) { c.MaxBackoff = c.MinBackoff - 1 }, Want: "MaxBackoff is 99.999999ms: it must be at least 100ms"},
 		{Name: "negative connect timeout", Set: func(c *Config) { c.ConnectTimeout = -time.Second }, Want: "ConnectTimeout is -1s: it must be above 0"},

@@ -56,6 +56,14 @@ func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, 
 	return d, err
 }
 
+// Forget removes a polecat whose tunnel is down from the daemon's status,
+// state and metrics, and returns what status last showed of it.
+func (c *Client) Forget(ctx context.Context, id wire.Identity) (Polecat, error) {
+	var p Polecat
+	err := c.do(ctx, http.MethodDelete, "/v1/polecats/"+id.Rig+"/"+id.Name, &p)
+	return p, err
+}
+
 // ReloadRevocations tells the daemon to re-read revocations and close the
 // tunnels of revoked certificates; it returns how many it closed.
 func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
@@ -40,6 +41,21 @@ type Polecat struct {
 	IdleSeconds  float64   `json:"idle_seconds"`
 	// Nudges is how many nudges wait in its queue.
 	Nudges int `json:"nudges"`
+}
+
+// InStates is the polecats of ps in one of states; all of them when
+// states is empty.
+func InStates(ps []Polecat, states []string) []Polecat {
+	if len(states) == 0 {
+		return ps
+	}
+	var out []Polecat
+	for _, p := range ps {
+		if slices.Contains(states, p.State) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PolecatDetail is one polecat with its last beat and recent state

@@ -67,6 +67,9 @@ type Polecats interface {
 	Rows() []api.Polecat
 	// Detail is one polecat with its last beat and recent state changes.
 	Detail(id wire.Identity) (api.PolecatDetail, bool)
+	// Forget removes a polecat whose tunnel is down, answering its last
+	// row; ok is false when there is no such polecat.
+	Forget(id wire.Identity) (row api.Polecat, ok bool, err error)
 }
 
 // Upstream is the upstream queue (upstream.Queue).
@@ -108,6 +111,22 @@ func Handler(s Services) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, d)
+	})
+	mux.HandleFunc("DELETE /v1/polecats/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
+		if err := id.Validate(); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		p, ok, err := s.Polecats.Forget(id)
+		switch {
+		case !ok:
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
+		case err != nil:
+			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		default:
+			writeJSON(w, http.StatusOK, p)
+		}
 	})
 	adminHandlers(mux, s.Certs)
 	syncHandlers(mux, s.Data)

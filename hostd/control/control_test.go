@@ -58,6 +58,17 @@ func (f *fakeDaemon) Detail(id wire.Identity) (api.PolecatDetail, bool) {
 	return api.PolecatDetail{Polecat: f.Rows()[0]}, true
 }
 
+// Forget knows r/n, connected, and r/gone, whose tunnel is down.
+func (f *fakeDaemon) Forget(id wire.Identity) (api.Polecat, bool, error) {
+	switch id.Name {
+	case "n":
+		return f.Rows()[0], true, errors.New("r/n is connected")
+	case "gone":
+		return api.Polecat{Identity: id, State: "dead"}, true, nil
+	}
+	return api.Polecat{}, false, nil
+}
+
 func (f *fakeDaemon) Depth() map[wire.Identity]int {
 	return map[wire.Identity]int{{Rig: "r", Name: "n"}: 2}
 }
@@ -131,6 +142,14 @@ func TestSocket(t *testing.T) {
 	} {
 		if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: name}); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("polecat r/%s: %v, want %q...", name, err, want)
+		}
+	}
+	for _, tt := range []struct {
+		name, want string
+	}{{"gone", ""}, {"n", "r/n is connected"}, {"x", "hostd knows no polecat r/x"}} {
+		p, err := c.Forget(context.Background(), wire.Identity{Rig: "r", Name: tt.name})
+		if (tt.want == "" && (err != nil || p.State != "dead")) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
+			t.Errorf("forget r/%s: %+v, %v; want %q", tt.name, p, err, tt.want)
 		}
 	}
 	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {

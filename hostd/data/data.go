@@ -140,6 +140,7 @@ func (c Config) Validate() error {
 		settings.Positive("MaxBytes", c.MaxBytes),
 		settings.Positive("MaxFiles", c.MaxFiles),
 		settings.Positive("MaxFileSize", c.MaxFileSize),
+		settings.AtMost("MaxFileSize", c.MaxFileSize, "MaxBytes", c.MaxBytes),
 		settings.Positive("MaxRatio", c.MaxRatio),
 		settings.Positive("MaxManifestBytes", c.MaxManifestBytes),
 		settings.Positive("MaxStoredBytes", c.MaxStoredBytes),
@@ -152,16 +153,17 @@ func (c Config) Validate() error {
 		c.rigPolicy().Validate(),
 	}
 	if own, rig, ok := c.policy().Overlap(c.rigPolicy()); ok {
-		errs = append(errs, fmt.Errorf("Include %q and RigInclude %q meet: a path is either the polecat's own (it comes back) or its rig's (it never does)", own, rig))
+		errs = append(errs, &settings.FieldError{Field: "RigInclude", Value: rig, Other: "Include", OtherValue: own,
+			Rule: "a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet"})
 	}
 	for rig, root := range c.Roots {
 		if !filepath.IsAbs(root) {
-			errs = append(errs, fmt.Errorf("Roots: rig %s: %q must be an absolute path ({name} stands for the polecat)", rig, root))
+			errs = append(errs, settings.Invalid("Roots."+rig, root, errors.New("it must be an absolute path ({name} stands for the polecat)")))
 		}
 	}
 	for rig, root := range c.RigRoots {
 		if !filepath.IsAbs(root) || strings.Contains(root, "{name}") {
-			errs = append(errs, fmt.Errorf("RigRoots: rig %s: %q must be an absolute path, the same for all the rig's polecats (no {name})", rig, root))
+			errs = append(errs, settings.Invalid("RigRoots."+rig, root, errors.New("it must be an absolute path, the same for all the rig's polecats (no {name})")))
 		}
 	}
 	return errors.Join(errs...)

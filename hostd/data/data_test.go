@@ -66,6 +66,7 @@ func TestConfig(t *testing.T) {
 		{Name: "negative bytes", Set: func(c *Config) { c.MaxBytes = -1 }, Want: "MaxBytes is -1: it must be above 0"},
 		{Name: "negative files", Set: func(c *Config) { c.MaxFiles = -1 }, Want: "MaxFiles is -1: it must be above 0"},
 		{Name: "negative file size", Set: func(c *Config) { c.MaxFileSize = -1 }, Want: "MaxFileSize is -1: it must be above 0"},
+		{Name: "a file larger than an archive", Set: func(c *Config) { c.MaxBytes, c.MaxFileSize = 10, 11 }, Want: "MaxFileSize is 11: it must be at most MaxBytes (10)"},
 		{Name: "negative ratio", Set: func(c *Config) { c.MaxRatio = -1 }, Want: "MaxRatio is -1: it must be above 0"},
 		{Name: "negative manifest", Set: func(c *Config) { c.MaxManifestBytes = -1 }, Want: "MaxManifestBytes is -1: it must be above 0"},
 		{Name: "negative storage", Set: func(c *Config) { c.MaxStoredBytes = -1 }, Want: "MaxStoredBytes is -1: it must be above 0"},
@@ -76,13 +77,13 @@ func TestConfig(t *testing.T) {
 		{Name: "negative timeout", Set: func(c *Config) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be above 0"},
 		{Name: "negative transfers", Set: func(c *Config) { c.AgentTransfersPerHour = -1 }, Want: "AgentTransfersPerHour is -1: it must be above 0"},
 		{Name: "malformed include", Set: func(c *Config) { c.Include = []string{"../up"} }, Want: "include \"../up\""},
-		{Name: "relative root", Set: func(c *Config) { c.Roots = map[string]string{"gastown": "data/{name}"} }, Want: "Roots: rig gastown: \"data/{name}\" must be an absolute path"},
+		{Name: "relative root", Set: func(c *Config) { c.Roots = map[string]string{"gastown": "data/{name}"} }, Want: `Roots.gastown is "data/{name}": it must be an absolute path`},
 		{Name: "absolute rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "/data/shared"} }},
-		{Name: "relative rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "shared"} }, Want: "RigRoots: rig gastown: \"shared\" must be an absolute path"},
+		{Name: "relative rig root", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "shared"} }, Want: `RigRoots.gastown is "shared": it must be an absolute path`},
 		{Name: "rig root per polecat", Set: func(c *Config) { c.RigRoots = map[string]string{"gastown": "/data/{name}"} }, Want: "(no {name})"},
 		{Name: "malformed rig include", Set: func(c *Config) { c.RigInclude = []string{"/etc"} }, Want: "include \"/etc\""},
-		{Name: "own path the rig's", Set: func(c *Config) { c.Include = []string{".claude", "results"} }, Want: "Include \".claude\" and RigInclude \".claude/settings.json\" meet"},
-		{Name: "rig path the own", Set: func(c *Config) { c.RigInclude = []string{"results/shared"} }, Want: "Include \"results\" and RigInclude \"results/shared\" meet"},
+		{Name: "own path the rig's", Set: func(c *Config) { c.Include = []string{".claude", "results"} }, Want: `RigInclude is ".claude/settings.json": a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet Include (".claude")`},
+		{Name: "rig path the own", Set: func(c *Config) { c.RigInclude = []string{"results/shared"} }, Want: `RigInclude is "results/shared": a path is either the polecat's own (it comes back) or its rig's (it never does): it must not meet Include ("results")`},
 	})
 }
 

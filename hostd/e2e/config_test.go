@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 )
 
 // TestHostileConfig: a config file, flag or variable hostd cannot use is a
-// clear error at start, never a silent default.
+// clear error at start, never a silent default: the key (and the nearest
+// known one for a key that is none), the value, where it came from and
+// what it must be.
 func TestHostileConfig(t *testing.T) {
 	tw := NewTown(t)
 	cases := []struct {
@@ -25,8 +28,13 @@ func TestHostileConfig(t *testing.T) {
 		{"boolean", "git:\n  upstream: maybe\n", nil, "setting git.upstream: maybe is not true or false"},
 		{"environment", "", []string{"HOSTD_IDLE_TIMEOUT=later"}, "setting idle_timeout: later is not a duration"},
 		{"log level", "log_level: loud\n", nil, "--log-level"},
-		{"out of range", "nudge:\n  depth: -1\n", nil, "nudge: Depth is -1: it must be above 0"},
-		{"tunnel out of range", "", []string{"HOSTD_KEEPALIVE=-1s"}, "Tunnel: KeepAlive is -1s: it must be above 0"},
+		{"out of range", "nudge:\n  depth: -1\n", nil, "setting nudge.depth is -1 (config file "},
+		{"tunnel out of range", "", []string{"HOSTD_KEEPALIVE=-1s"}, "setting keepalive is -1s (env HOSTD_KEEPALIVE): it must be at least 0"},
+		{"unknown key", "idle_timout: 3s\n", nil, "idle_timout is not a setting (did you mean idle_timeout?)"},
+		{"unknown variable", "", []string{"HOSTD_GRACE=1m"}, "environment variable HOSTD_GRACE is not a setting (did you mean HOSTD_LIVENESS_GRACE?)"},
+		{"duration without a unit", "liveness:\n  grace: 10\n", nil, "setting liveness.grace: 10 has no unit: give one, as in 10s"},
+		{"zero certificate lifetime", "cert_ttl: 0s\n", nil, "setting cert_ttl is 0s (config file "},
+		{"keepalive not below the idle timeout", "keepalive: 10s\n", []string{"HOSTD_IDLE_TIMEOUT=10s"}, "it must be below idle_timeout, 10s (env HOSTD_IDLE_TIMEOUT)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -39,6 +47,22 @@ func TestHostileConfig(t *testing.T) {
 				t.Fatalf("err %v, output %q; want %q", err, out, c.want)
 			}
 		})
+	}
+}
+
+// TestMetricsListenFatal: a metrics address hostd cannot listen on stops
+// it with the setting named, instead of a log line and no metrics.
+func TestMetricsListenFatal(t *testing.T) {
+	tw := NewTown(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cmd := exec.Command(filepath.Join(BinDir, "hostd"), "--town", tw.Dir, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", held.Addr().String())
+	out, err := runWithin(t, cmd, 10*time.Second)
+	if err == nil || !strings.Contains(out, "serving metrics (metrics_listen): ") || !strings.Contains(out, "address already in use") {
+		t.Fatalf("err %v, output %q", err, out)
 	}
 }
 

@@ -118,6 +118,9 @@ func (c Config) Validate() error {
 		settings.Positive("RefreshTimeout", c.RefreshTimeout),
 		settings.Positive("MaxProcesses", c.MaxProcesses),
 		settings.Positive("MaxProcessesPerPolecat", c.MaxProcessesPerPolecat),
+		settings.AtMost("MaxProcessesPerPolecat", c.MaxProcessesPerPolecat, "MaxProcesses", c.MaxProcesses),
+		settings.NotZero("RefreshAge", c.RefreshAge, "negative: never refresh"),
+		settings.NotZero("Reconcile", c.Reconcile, "negative: never reconcile"),
 		settings.Positive("ProcessWait", c.ProcessWait),
 		settings.Positive("IdleTimeout", c.IdleTimeout),
 		settings.Positive("MaxPushSize", c.MaxPushSize),
@@ -126,13 +129,13 @@ func (c Config) Validate() error {
 	}
 	for rig, list := range c.Branches {
 		if _, err := ParseBranchPatterns(list); err != nil {
-			errs = append(errs, fmt.Errorf("Branches of rig %s: %w", rig, err))
+			errs = append(errs, settings.Invalid("Branches."+rig, list, err))
 		}
 	}
 	for rig, names := range c.Polecats {
 		for _, n := range names {
 			if err := (wire.Identity{Rig: rig, Name: n}).Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("Polecats of rig %s: %w", rig, err))
+				errs = append(errs, settings.Invalid("Polecats."+rig, n, err))
 			}
 		}
 	}

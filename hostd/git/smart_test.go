@@ -25,7 +25,8 @@ func TestProtocolEnv(t *testing.T) {
 
 // TestConfig: New takes zero fields as the defaults and refuses a field
 // out of its range, a malformed branch pattern or polecat name, naming it.
-// A negative RefreshAge or Reconcile means never.
+// A negative RefreshAge or Reconcile means never; Validate, which hostd
+// serve runs on its settings before New, refuses a zero one.
 func TestConfig(t *testing.T) {
 	valid := func() Config {
 		c := DefaultConfig()
@@ -47,7 +48,12 @@ func TestConfig(t *testing.T) {
 		{Name: "negative push size", Set: func(c *Config) { c.MaxPushSize = -1 }, Want: "MaxPushSize is -1: it must be above 0"},
 		{Name: "negative checkout size", Set: func(c *Config) { c.MaxCheckoutSize = -1 }, Want: "MaxCheckoutSize is -1: it must be above 0"},
 		{Name: "negative checkout files", Set: func(c *Config) { c.MaxCheckoutFiles = -1 }, Want: "MaxCheckoutFiles is -1: it must be above 0"},
-		{Name: "malformed pattern", Set: func(c *Config) { c.Branches = map[string][]string{"gastown": {"polecat/*"}} }, Want: "Branches of rig gastown"},
-		{Name: "malformed polecat", Set: func(c *Config) { c.Polecats = map[string][]string{"gastown": {"no/slash"}} }, Want: "Polecats of rig gastown"},
+		{Name: "malformed pattern", Set: func(c *Config) { c.Branches = map[string][]string{"gastown": {"polecat/*"}} }, Want: `Branches.gastown is [polecat/*]: branch pattern "polecat/*": needs {name} exactly once`},
+		{Name: "malformed polecat", Set: func(c *Config) { c.Polecats = map[string][]string{"gastown": {"no/slash"}} }, Want: `Polecats.gastown is "no/slash": `},
+		{Name: "more per polecat than in all", Set: func(c *Config) { c.MaxProcesses, c.MaxProcessesPerPolecat = 4, 8 }, Want: "MaxProcessesPerPolecat is 8: it must be at most MaxProcesses (4)"},
+	})
+	settingstest.Run(t, valid, Config.Validate, []settingstest.Case[Config]{
+		{Name: "zero refresh age given", Set: func(c *Config) { c.RefreshAge = 0 }, Want: "RefreshAge is 0s: it must not be 0 (negative: never refresh)"},
+		{Name: "zero reconcile given", Set: func(c *Config) { c.Reconcile = 0 }, Want: "Reconcile is 0s: it must not be 0 (negative: never reconcile)"},
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -175,6 +176,25 @@ const minBeatGap = 100 * time.Millisecond
 // valid from validFrom on (zero: the one its tunnel stood on). It stays
 // revoked until it connects at or after validFrom.
 func (s *Service) Revoke(id wire.Identity, validFrom time.Time) { s.judge.Revoke(id, validFrom) }
+
+// Forget removes a polecat whose tunnel is down from what hostd shows
+// (status, /metrics) and keeps (liveness.json, saved at once), answering
+// the row it had; it comes back if it connects again. ok is false when
+// hostd knows no such polecat; a connected one is refused.
+func (s *Service) Forget(id wire.Identity) (row api.Polecat, ok bool, err error) {
+	d, known := s.Detail(id)
+	found, err := s.judge.Forget(id)
+	switch {
+	case !known || !found:
+		return api.Polecat{}, false, nil
+	case err != nil:
+		return d.Polecat, true, fmt.Errorf("%s is connected (%w): hostd forgets only a polecat whose tunnel is down; stop its agent, or revoke it ('hostd cert revoke %s'), first", id, err, id)
+	}
+	s.log.Info("polecat forgotten", "polecat", id, "state", d.State, "since", d.StateSince)
+	s.dirty.Store(true)
+	s.save()
+	return d.Polecat, true, nil
+}
 
 // Run re-judges every polecat each Tick and saves what changed, until ctx
 // ends.

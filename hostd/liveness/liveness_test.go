@@ -150,3 +150,38 @@ func TestConfig(t *testing.T) {
 		{Name: "negative state logs", Set: func(c *Config) { c.StateLogs = -1 }, Want: "StateLogs is -1: it must be above 0"},
 	})
 }
+
+// TestForget: a polecat whose tunnel is down is removed from the rows
+// (status and /metrics read them) and from liveness.json at once; a
+// connected one is refused, naming what to do; an unknown one is not
+// found.
+func TestForget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "liveness.json")
+	reg := registrytest.New(t)
+	s, err := New(Config{Path: path, Logger: quiet()}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Forget(furiosa); ok {
+		t.Fatal("forgot a polecat hostd never saw")
+	}
+	_, conn := connect(t, reg, s)
+	waitState(t, s, heartbeat.Stale)
+	if _, ok, err := s.Forget(furiosa); !ok || err == nil || !strings.Contains(err.Error(), "gastown/furiosa is connected (its tunnel is up): hostd forgets only a polecat whose tunnel is down; stop its agent, or revoke it ('hostd cert revoke gastown/furiosa'), first") {
+		t.Fatalf("forgot a connected polecat: %v, %v", ok, err)
+	}
+	reg.Remove(conn, errors.New("tunnel lost"))
+	waitState(t, s, heartbeat.Disconnected)
+	s.Flush()
+	row, ok, err := s.Forget(furiosa)
+	if !ok || err != nil || row.State != string(heartbeat.Disconnected) {
+		t.Fatalf("forget: %+v, %v, %v", row, ok, err)
+	}
+	if len(s.Rows()) != 0 {
+		t.Errorf("rows after forget: %+v", s.Rows())
+	}
+	var kept []heartbeat.Record
+	if err := state.Load(path, &kept); err != nil || len(kept) != 0 {
+		t.Errorf("liveness.json after forget: %+v, %v", kept, err)
+	}
+}

@@ -80,7 +80,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var allow error
 	if len(c.Policy.Allow) == 0 {
-		allow = errors.New("Policy.Allow is empty: it must allow at least one command (unset, it is DefaultAllow)")
+		allow = &settings.FieldError{Field: "Policy.Allow", Value: c.Policy.Allow, Rule: "it must allow at least one command (unset, it is DefaultAllow)"}
 	}
 	return errors.Join(
 		allow,

@@ -31,7 +31,7 @@ func TestConfig(t *testing.T) {
 		{Name: "zero is the default", Set: func(c *Config) { *c = Config{Logger: c.Logger} }},
 		{Name: "a policy without EnvAllow takes the default's", Set: func(c *Config) { c.Policy.EnvAllow = nil }},
 		{Name: "no limit on time", Set: func(c *Config) { c.Timeout = 0 }},
-		{Name: "empty allow list", Set: func(c *Config) { c.Policy.Allow = map[string][]string{} }, Want: "relay: Policy.Allow is empty"},
+		{Name: "empty allow list", Set: func(c *Config) { c.Policy.Allow = map[string][]string{} }, Want: "relay: Policy.Allow is empty: it must allow at least one command"},
 		{Name: "negative concurrency", Set: func(c *Config) { c.MaxConcurrent = -1 }, Want: "MaxConcurrent is -1: it must be above 0"},
 		{Name: "negative queue wait", Set: func(c *Config) { c.QueueWait = -time.Second }, Want: "QueueWait is -1s: it must be above 0"},
 		{Name: "negative timeout", Set: func(c *Config) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be at least 0"},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
@@ -17,9 +18,31 @@ var stateColour = map[string]string{
 	"disconnected": "\033[33m", "dead": "\033[31m", "revoked": "\033[35m",
 }
 
-// Status prints the table, fitted to 80 columns.
-func Status(w io.Writer, st api.Status, colour bool) {
-	fmt.Fprintf(w, "hostd %s on %s, up %s, %d polecat(s)\n", st.Version, st.Listen, short(time.Since(st.Started)), len(st.Polecats))
+// States are the states status shows, in the order it counts them.
+var States = []string{
+	string(heartbeat.Working), string(heartbeat.Idle), string(heartbeat.Stale),
+	string(heartbeat.Disconnected), string(heartbeat.Dead), string(heartbeat.Revoked),
+}
+
+// StatusOptions say how Status lays out its table.
+type StatusOptions struct {
+	// Width is the terminal's width in columns: the table drops its less
+	// important columns, then cuts commands, to fit it, but never cuts a
+	// name or a state. 0 is no limit: every column, commands whole.
+	Width int
+	// States, when not empty, are the only states whose polecats are
+	// listed; the counts still cover every polecat.
+	States []string
+	// Colour colours the states (for a terminal).
+	Colour bool
+}
+
+// Status prints hostd's line, the polecats counted by state, and the
+// table: a polecat a line, its name never cut (the column is as wide as
+// the longest), every column but the command of one width whatever its
+// values, so that rows line up and a refreshed table does not shift.
+func Status(w io.Writer, st api.Status, o StatusOptions) {
+	fmt.Fprintf(w, "hostd %s on %s, up %s\n", st.Version, st.Listen, short(time.Since(st.Started)))
 	for _, l := range st.Listeners {
 		switch {
 		case !l.Up:
@@ -28,41 +51,197 @@ func Status(w io.Writer, st api.Status, colour bool) {
 			fmt.Fprintf(w, "%s listener failing to accept (%d in all, last %s ago: %s)\n", l.Transport, l.AcceptErrors, short(time.Since(l.LastErrorAt)), termsafe.Line(l.LastError))
 		}
 	}
-	if len(st.Polecats) > 0 {
-		fmt.Fprintf(w, "%-16s %-8s %5s %-4s %6s %4s %4s %5s %5s %s\n", "POLECAT", "STATE", "FOR", "LINK", "RTT", "BEAT", "CPU", "RSS", "IDLE", "COMMAND")
-	}
-	for _, p := range st.Polecats {
-		fmt.Fprintln(w, statusRow(p, colour))
+	shown := api.InStates(st.Polecats, o.States)
+	fmt.Fprintln(w, counts(st.Polecats, shown, o.States))
+	if len(shown) > 0 {
+		printTable(w, shown, o)
 	}
 	printStatusNotes(w, st)
 }
 
-// statusRow is one polecat's line of the table.
-func statusRow(p api.Polecat, colour bool) string {
-	state := Fit(p.State, 8)
-	if p.Restored {
-		state = Fit(p.State+"?", 8)
+// counts is the line counting polecats by state: "25 polecats: 5
+// working, 4 idle, ...", and, filtered, how many of them are listed.
+func counts(all, shown []api.Polecat, states []string) string {
+	n := map[string]int{}
+	for _, p := range all {
+		n[p.State]++
 	}
-	padded := fmt.Sprintf("%-8s", state)
-	if colour {
-		padded = stateColour[p.State] + padded + "\033[0m"
-	}
-	link, rtt := "-", "-"
-	if p.Connected {
-		link, rtt = p.Transport, fmt.Sprintf("%.1fms", p.RTTMillis)
-	}
-	beat, cpu, rss, idle := "-", "-", "-", "-"
-	if !p.LastBeat.IsZero() {
-		beat = short(time.Since(p.LastBeat))
-		if p.SessionState == heartbeat.SessionRunning {
-			cpu, rss = fmt.Sprintf("%.0f%%", p.CPUPercent), bytesShort(p.RSSBytes)
+	var parts []string
+	for _, s := range States {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 		}
 	}
-	if p.IdleSeconds >= 0 {
-		idle = short(time.Duration(p.IdleSeconds * float64(time.Second)))
+	line := fmt.Sprintf("%d polecat%s", len(all), plural(len(all)))
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("%-16s %s %5s %-4s %6s %4s %4s %5s %5s %s", Fit(p.Identity.String(), 16), padded,
-		short(time.Since(p.StateSince)), Fit(link, 4), rtt, beat, cpu, rss, idle, Fit(termsafe.Line(p.Command), 13))
+	if len(states) > 0 {
+		line += fmt.Sprintf("; listing %d (%s)", len(shown), strings.Join(states, ", "))
+	}
+	return line
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// column is one column of the status table.
+type column struct {
+	title string
+	// width is the column's, fixed; the name's and the command's are
+	// set for each table.
+	width int
+	right bool
+	cell  func(p api.Polecat) string
+}
+
+// stateWidth fits every state, restored ones marked "?" too, so the
+// columns after it never move.
+const stateWidth = len("disconnected?")
+
+// minCommand is the narrowest command column worth showing.
+const minCommand = 10
+
+// The columns besides the name and the state, in the order they are
+// shown (allColumns) and dropped to fit a narrow terminal (dropOrder):
+// the command first (once it is down to minCommand), the time in its
+// state last.
+var (
+	colFor  = column{"FOR", 5, true, func(p api.Polecat) string { return short(time.Since(p.StateSince)) }}
+	colLink = column{"LINK", 4, false, func(p api.Polecat) string { return orDashIf(p.Connected, p.Transport) }}
+	colRTT  = column{"RTT", 5, true, func(p api.Polecat) string { return orDashIf(p.Connected, rttShort(p.RTTMillis)) }}
+	colBeat = column{"BEAT", 5, true, func(p api.Polecat) string { return orDashIf(!p.LastBeat.IsZero(), short(time.Since(p.LastBeat))) }}
+	colCPU  = column{"CPU", 5, true, func(p api.Polecat) string {
+		return orDashIf(running(p), fmt.Sprintf("%.0f%%", min(p.CPUPercent, 9999)))
+	}}
+	colRSS  = column{"RSS", 5, true, func(p api.Polecat) string { return orDashIf(running(p), bytesShort(p.RSSBytes)) }}
+	colIdle = column{"IDLE", 5, true, func(p api.Polecat) string {
+		return orDashIf(p.IdleSeconds >= 0, short(time.Duration(p.IdleSeconds*float64(time.Second))))
+	}}
+	colCommand = column{"COMMAND", 0, false, func(p api.Polecat) string { return termsafe.Line(p.Command) }}
+	dropOrder  = []*column{&colCommand, &colRSS, &colCPU, &colRTT, &colLink, &colIdle, &colBeat, &colFor}
+	allColumns = []*column{&colFor, &colLink, &colRTT, &colBeat, &colCPU, &colRSS, &colIdle, &colCommand}
+)
+
+// running says whether the polecat's last beat saw its session running,
+// when its CPU and memory mean something.
+func running(p api.Polecat) bool {
+	return !p.LastBeat.IsZero() && p.SessionState == heartbeat.SessionRunning
+}
+
+// printTable prints the polecats' table fitted to o.Width.
+func printTable(w io.Writer, ps []api.Polecat, o StatusOptions) {
+	nameWidth := len("POLECAT")
+	commandWidth := 0
+	for _, p := range ps {
+		nameWidth = max(nameWidth, len(p.Identity.String()))
+		commandWidth = max(commandWidth, utf8.RuneCountInString(colCommand.cell(p)))
+	}
+	cols := fitColumns(nameWidth, commandWidth, o.Width)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-*s %-*s", nameWidth, "POLECAT", stateWidth, "STATE")
+	for _, c := range cols {
+		b.WriteString(" " + pad(c.title, c.width, c.right))
+	}
+	fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	for _, p := range ps {
+		b.Reset()
+		state := p.State
+		if p.Restored {
+			state += "?"
+		}
+		state = pad(state, stateWidth, false)
+		if o.Colour {
+			state = stateColour[p.State] + state + "\033[0m"
+		}
+		fmt.Fprintf(&b, "%-*s %s", nameWidth, p.Identity, state)
+		for _, c := range cols {
+			b.WriteString(" " + pad(Fit(c.cell(p), c.width), c.width, c.right))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// fitColumns are the columns after the name and the state that fit in
+// width (0: all, the command whole), each with its width. Columns are
+// dropped in dropOrder until the rest fit with at least minCommand
+// columns of command; the command then takes what is left.
+func fitColumns(nameWidth, commandWidth, width int) []column {
+	shown := map[*column]bool{}
+	fixed := nameWidth + 1 + stateWidth // every shown column but the command, with its gap
+	for _, c := range allColumns {
+		shown[c] = true
+		if c != &colCommand {
+			fixed += 1 + c.width
+		}
+	}
+	command := max(commandWidth, len(colCommand.title))
+	fits := func() bool {
+		need := fixed
+		if shown[&colCommand] {
+			need += 1 + min(command, minCommand)
+		}
+		return width == 0 || need <= width
+	}
+	for _, c := range dropOrder {
+		if fits() {
+			break
+		}
+		shown[c] = false
+		if c != &colCommand {
+			fixed -= 1 + c.width
+		}
+	}
+	if width > 0 {
+		command = min(command, width-fixed-1)
+	}
+	var out []column
+	for _, c := range allColumns {
+		if shown[c] {
+			col := *c
+			if c == &colCommand {
+				col.width = command
+			}
+			out = append(out, col)
+		}
+	}
+	return out
+}
+
+// pad pads s to n columns, on the left when right-aligned.
+func pad(s string, n int, right bool) string {
+	gap := strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0))
+	if right {
+		return gap + s
+	}
+	return s + gap
+}
+
+// orDashIf is s when ok, else "-".
+func orDashIf(ok bool, s string) string {
+	if !ok {
+		return "-"
+	}
+	return OrDash(s)
+}
+
+// rttShort renders a round-trip time in at most 5 characters, so the
+// column never shifts: 0.4ms, 12ms, 999ms, 1.2s, 45.0s, 120s.
+func rttShort(ms float64) string {
+	switch {
+	case ms < 9.95:
+		return fmt.Sprintf("%.1fms", ms)
+	case ms < 999.5:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms < 99950:
+		return fmt.Sprintf("%.1fs", ms/1000)
+	default:
+		return fmt.Sprintf("%.0fs", ms/1000)
+	}
 }
 
 // printStatusNotes prints, under the table, the nudges waiting, the data

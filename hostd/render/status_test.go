@@ -2,6 +2,11 @@ package render
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +35,7 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 			Events: []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}}}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
-			Status(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}}}, colour)
+			Status(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}}}, StatusOptions{Width: 40, Colour: colour})
 			Detail(&out, d, colour)
 		}
 		text := out.String()
@@ -66,10 +71,136 @@ func TestStatusShowsListenerTrouble(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
-		Status(&out, api.Status{Listeners: []tunnel.ListenerHealth{c.l}}, false)
+		Status(&out, api.Status{Listeners: []tunnel.ListenerHealth{c.l}}, StatusOptions{})
 		got := strings.Contains(out.String(), "listener")
 		if (c.want == "" && got) || (c.want != "" && !strings.Contains(out.String(), c.want)) {
 			t.Errorf("%s: status shows %q, want %q", c.name, out.String(), c.want)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/status-*.txt from what Status prints")
+
+// polecats25 are 25 polecats in every state, restored ones among them,
+// with long names, on both transports, RTTs on both sides of 100 ms and
+// 1 s, and commands long, short and hostile; their times are mid-way
+// through what they show, so the table is the same on every run.
+func polecats25(now time.Time) []api.Polecat {
+	names := []string{
+		"gastown/furiosa", "gastown/nux", "gastown/slit", "gastown/rictus", "gastown/bullet-farmer", "gastown/road-warrior",
+		"gastown/people-eater", "gastown/immortan", "gastown/capable", "gastown/toast", "gastown/dag", "gastown/cheedo",
+		"gastown/angharad", "gastown/organic-mechanic", "gastown/keeper-of-the-seeds", "gastown/war-boy-with-a-long-name",
+		"beads-and-bullets/ace", "beads-and-bullets/valkyrie", "beads-and-bullets/corpus-colossus",
+		"beads-and-bullets/bullet-farmers-lieutenant", "beads-and-bullets/splendid", "beads-and-bullets/glory",
+		"beads-and-bullets/miss-giddy", "beads-and-bullets/max", "beads-and-bullets/dementus",
+	}
+	states := []heartbeat.State{heartbeat.Working, heartbeat.Idle, heartbeat.Stale, heartbeat.Disconnected, heartbeat.Dead, heartbeat.Revoked}
+	rtts := []float64{0.4, 9.94, 12.3, 99.9, 100.2, 999.4, 1534, 250000}
+	commands := []string{"claude --dangerously-skip-permissions", "claude", "bash -c 'while :; do gt prime --hook; sleep 30; done'", "claude\x1b]0;owned\x07"}
+	var ps []api.Polecat
+	for i, n := range names {
+		id, err := wire.ParseIdentity(n)
+		if err != nil {
+			panic(err)
+		}
+		st := states[i%len(states)]
+		p := api.Polecat{Identity: id, Rig: id.Rig, Name: id.Name, State: string(st), Restored: i%7 == 6,
+			StateSince: now.Add(-time.Duration(i*7+1)*time.Minute - 30*time.Second), IdleSeconds: -1}
+		if st == heartbeat.Working || st == heartbeat.Idle || st == heartbeat.Stale {
+			p.Connected, p.Transport, p.RTTMillis = true, []string{"quic", "tcp"}[i%2], rtts[i%len(rtts)]
+		}
+		if st != heartbeat.Revoked && i%5 != 4 {
+			p.LastBeat, p.SessionState, p.Command = now.Add(-time.Duration(i%4)*10*time.Second-5*time.Second), heartbeat.SessionRunning, commands[i%len(commands)]
+			p.CPUPercent, p.RSSBytes, p.IdleSeconds = float64(i*17%230), uint64(i+1)*97<<20, float64(i*41)+0.5
+		}
+		if st == heartbeat.Dead && p.LastBeat.IsZero() {
+			p.SessionState = heartbeat.SessionExited
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// TestStatusFits: with 25 polecats in every state, the table fits 80 and
+// 200 columns without cutting a name or a state, dropping the least
+// important columns first; every column but the command stays where it
+// is whatever its values (an RTT of 100 ms or more included); the polecats
+// are counted by state; --state lists only its states. The tables are
+// testdata/status-80.txt and status-200.txt (go test -update rewrites
+// them).
+func TestStatusFits(t *testing.T) {
+	now := time.Now()
+	st := api.Status{Version: "v0.22.0", Listen: ":9876", Started: now.Add(-3*time.Hour - 30*time.Minute), Polecats: polecats25(now)}
+	for _, c := range []struct {
+		width   int
+		columns string
+	}{
+		{80, "POLECAT STATE FOR LINK BEAT IDLE"},
+		{200, "POLECAT STATE FOR LINK RTT BEAT CPU RSS IDLE COMMAND"},
+	} {
+		t.Run(fmt.Sprint(c.width), func(t *testing.T) {
+			var out bytes.Buffer
+			Status(&out, st, StatusOptions{Width: c.width})
+			text := out.String()
+			golden := filepath.Join("testdata", fmt.Sprintf("status-%d.txt", c.width))
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil || string(want) != text {
+				t.Errorf("status at %d columns differs from %s (go test -update rewrites it):\n%s", c.width, golden, text)
+			}
+			lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+			if lines[1] != "25 polecats: 5 working, 4 idle, 4 stale, 4 disconnected, 4 dead, 4 revoked" {
+				t.Errorf("counts: %q", lines[1])
+			}
+			if got := strings.Join(strings.Fields(lines[2]), " "); got != c.columns {
+				t.Errorf("columns %q, want %q", got, c.columns)
+			}
+			for _, p := range st.Polecats {
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p.Identity.String()) + ` +` + p.State + `\??( |$)`).MatchString(text) {
+					t.Errorf("%s %s not shown whole", p.Identity, p.State)
+				}
+			}
+			for _, l := range lines[2:] {
+				if n := utf8.RuneCountInString(l); n > c.width {
+					t.Errorf("%d columns: %q", n, l)
+				}
+			}
+			// Every row's RTT ends where its title does.
+			if rtt := strings.Index(lines[2], " RTT"); rtt > 0 {
+				for _, l := range lines[3:] {
+					if l[rtt+3] == ' ' || l[rtt+4] != ' ' {
+						t.Errorf("the RTT column moved: %q", l)
+					}
+				}
+			}
+			if c.width == 200 && !strings.Contains(text, `claude\x1b]0;owned\x07`) {
+				t.Errorf("a hostile command not shown escaped:\n%s", text)
+			}
+		})
+	}
+	var out bytes.Buffer
+	Status(&out, st, StatusOptions{Width: 80, States: []string{"stale", "dead"}})
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if lines[1] != "25 polecats: 5 working, 4 idle, 4 stale, 4 disconnected, 4 dead, 4 revoked; listing 8 (stale, dead)" || len(lines) != 3+8 {
+		t.Errorf("--state stale,dead:\n%s", out.String())
+	}
+	for _, l := range lines[3:] {
+		if f := strings.Fields(l); f[1] != "stale" && f[1] != "dead" && f[1] != "dead?" && f[1] != "stale?" {
+			t.Errorf("listed %q", l)
+		}
+	}
+}
+
+// TestRTTShort: an RTT takes at most 5 characters, whatever its size.
+func TestRTTShort(t *testing.T) {
+	for ms, want := range map[float64]string{0.04: "0.0ms", 0.4: "0.4ms", 9.94: "9.9ms", 9.96: "10ms", 99.9: "100ms", 100.2: "100ms",
+		999.4: "999ms", 999.6: "1.0s", 1534: "1.5s", 99940: "99.9s", 250000: "250s"} {
+		if got := rttShort(ms); got != want || len(got) > 5 {
+			t.Errorf("rttShort(%v) = %q, want %q", ms, got, want)
 		}
 	}
 }

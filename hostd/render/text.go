@@ -19,12 +19,13 @@ func OrDash(s string) string {
 	return s
 }
 
-// Fit truncates s to n characters, marking the cut.
+// Fit truncates s to n characters (runes, not bytes), marking the cut.
 func Fit(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n-1] + "~"
+	return string(r[:max(n-1, 0)]) + "~"
 }
 
 // short renders a duration in at most 5 characters: 45s, 12m, 3h, 2d.

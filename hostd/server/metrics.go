@@ -60,12 +60,8 @@ func (m *metrics) countStreams(h tunnel.Handler) tunnel.Handler {
 	})
 }
 
-// serve answers /metrics and /debug/pprof/ on addr until ctx ends.
-func (m *metrics) serve(ctx context.Context, addr string, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
+// serve answers /metrics and /debug/pprof/ on ln until ctx ends.
+func (m *metrics) serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	// Go's profiles beside the metrics, as cloudflared serves them: the

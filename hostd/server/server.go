@@ -109,23 +109,43 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names a missing Town or a Tunnel field out of its range; New calls it once zero fields (the Tunnel's too) have their
-// defaults. Each service's New checks its own Config.
+// Validate names every field out of its range, this Config's and each
+// service's, by its path (Certs.TTL, Liveness.Thresholds.Grace), as
+// settings.FieldErrors. A zero field counts as given: hostd serve checks
+// its settings with it before New, which would take a zero as the
+// default, so that a zero the operator gave is refused where it is out of
+// range. The fields New fills in (each service's Town, paths, Logger) are
+// required here too; settings.Explain leaves those to New.
 func (c Config) Validate() error {
-	var tun error
-	if err := c.Tunnel.Validate(); err != nil {
-		tun = fmt.Errorf("Tunnel: %w", err)
-	}
+	return errors.Join(
+		c.validateOwn(),
+		settings.Under("Registry", c.Registry.Validate()),
+		settings.Under("Certs", c.Certs.Validate()),
+		settings.Under("Liveness", c.Liveness.Validate()),
+		settings.Under("Relay", c.Relay.Validate()),
+		settings.Under("Git", c.Git.Validate()),
+		settings.Under("Data", c.Data.Validate()),
+		settings.Under("Nudge", c.Nudge.Validate()),
+		settings.Under("UpstreamConfig", c.UpstreamConfig.Validate()),
+	)
+}
+
+// validateOwn names this Config's own fields out of range, the Tunnel's
+// among them; New calls it once zero fields have their defaults, and each
+// service's New checks that service's Config.
+func (c Config) validateOwn() error {
 	var admin error
 	if c.AdminListen != "" {
 		if err := control.CheckLoopback(c.AdminListen); err != nil {
-			admin = fmt.Errorf("AdminListen: %w", err)
+			admin = settings.Invalid("AdminListen", c.AdminListen, err)
 		}
 	}
 	return errors.Join(
 		settings.Required("Town", c.Town),
-		tun,
+		settings.Under("Tunnel", c.Tunnel.Validate()),
 		admin,
+		settings.Required("SandboxRuntime", c.SandboxRuntime),
+		settings.AtLeast("SandboxReap", c.SandboxReap, 0),
 	)
 }
 
@@ -151,14 +171,15 @@ type Server struct {
 }
 
 // New opens the CA and builds the services; Run starts them. Zero Config
-// fields (and zero Tunnel fields) take DefaultConfig's, except Upstream:
-// false is off.
+// fields (and zero Tunnel fields) take DefaultConfig's, except Upstream
+// and SandboxReap: false is off, 0 never.
 func New(cfg Config) (*Server, error) {
 	def := DefaultConfig()
 	def.Upstream = false // FillZero cannot tell a false Upstream from an unset one
+	def.SandboxReap = 0  // nor a 0 meaning never
 	settings.FillZero(&cfg, def)
 	settings.FillZero(&cfg.Tunnel, def.Tunnel)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateOwn(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	ca, err := pki.Open(pki.Dir(cfg.Town), cfg.TrustDomain)
@@ -254,7 +275,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.AdminListen != "" {
 		adminLn, err := control.ListenAdmin(s.cfg.AdminListen)
 		if err != nil {
-			return err
+			return fmt.Errorf("serving the admin API (admin_listen): %w: stop what holds the address, or give another", err)
 		}
 		admin := &http.Server{Handler: control.AdminHandler(s.certs), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = admin.Serve(adminLn) }()
@@ -267,8 +288,12 @@ func (s *Server) Run(ctx context.Context) error {
 	go s.certs.Watch(ctx)
 	go s.reclaim(ctx, 5*time.Second)
 	if s.cfg.MetricsListen != "" {
+		metricsLn, err := net.Listen("tcp", s.cfg.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("serving metrics (metrics_listen): %w: stop what holds the address, or give another", err)
+		}
 		go func() {
-			if err := s.metrics.serve(ctx, s.cfg.MetricsListen, s.log); err != nil {
+			if err := s.metrics.serve(ctx, metricsLn, s.log); err != nil {
 				s.log.Error("metrics endpoint failed", "addr", s.cfg.MetricsListen, "err", err)
 			}
 		}()

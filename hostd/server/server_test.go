@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -228,11 +229,89 @@ func TestConfig(t *testing.T) {
 		{Name: "zero is the default, upstream off", Set: func(c *Config) { *c = Config{Town: c.Town, Logger: c.Logger} }},
 		{Name: "one tunnel field given", Set: func(c *Config) { c.Tunnel = tunnel.Config{IdleTimeout: time.Second} }},
 		{Name: "no town", Set: func(c *Config) { c.Town = "" }, Want: "server: Town is required"},
-		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.KeepAlive = -time.Second }, Want: "server: Tunnel: KeepAlive is -1s: it must be above 0"},
+		{Name: "tunnel out of range", Set: func(c *Config) { c.Tunnel.KeepAlive = -time.Second }, Want: "server: Tunnel.KeepAlive is -1s: it must be at least 0"},
+		{Name: "never reap", Set: func(c *Config) { c.SandboxReap = 0 }},
+		{Name: "negative reap", Set: func(c *Config) { c.SandboxReap = -time.Second }, Want: "server: SandboxReap is -1s: it must be at least 0"},
 		{Name: "a service's field out of range", Set: func(c *Config) { c.Nudge.Depth = -1 }, Want: "nudge: Depth is -1: it must be above 0"},
 		{Name: "admin API on loopback", Set: func(c *Config) { c.AdminListen = "127.0.0.1:9877" }},
-		{Name: "admin API on every address", Set: func(c *Config) { c.AdminListen = "0.0.0.0:9877" }, Want: "server: AdminListen: \"0.0.0.0:9877\" is not a loopback address"},
+		{Name: "admin API on every address", Set: func(c *Config) { c.AdminListen = "0.0.0.0:9877" }, Want: `server: AdminListen is "0.0.0.0:9877": "0.0.0.0:9877" is not a loopback address`},
 	})
+}
+
+// TestValidate: Validate, which hostd serve runs on its settings before
+// New, names each field out of range by its path in this Config, each
+// service's too, and refuses a zero given where zero is out of range
+// (New would take it as the default).
+func TestValidate(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Town = "/town"
+		return c
+	}
+	// filledIn drops the errors on fields New fills in, as settings.Explain
+	// does; the defaults must leave none other.
+	filledIn := func(c Config) error {
+		c.Git.Town, c.Git.HooksDir, c.Git.TempDir, c.Data.Dir, c.Nudge.Path = "/t", "/h", "/l", "/d", "/n"
+		return c.Validate()
+	}
+	settingstest.Run(t, valid, filledIn, []settingstest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "reaping off", Set: func(c *Config) { c.SandboxReap = 0 }},
+		{Name: "no relay timeout", Set: func(c *Config) { c.Relay.Timeout = 0 }},
+		{Name: "zero certificate lifetime", Set: func(c *Config) { c.Certs.TTL = 0 }, Want: "Certs.TTL is 0s: it must be above 0"},
+		{Name: "negative certificate lifetime", Set: func(c *Config) { c.Certs.TTL = -time.Hour }, Want: "Certs.TTL is -1h0m0s: it must be above 0"},
+		{Name: "zero grace", Set: func(c *Config) { c.Liveness.Thresholds.Grace = 0 }, Want: "Liveness.Thresholds.Grace is 0s: it must be above 0"},
+		{Name: "keepalive not below the idle timeout", Set: func(c *Config) { c.Tunnel.KeepAlive, c.Tunnel.IdleTimeout = 4*time.Second, 4*time.Second },
+			Want: "Tunnel.KeepAlive is 4s: it must be below Tunnel.IdleTimeout (4s)"},
+		{Name: "zero reconcile", Set: func(c *Config) { c.Git.Reconcile = 0 }, Want: "Git.Reconcile is 0s: it must not be 0"},
+		{Name: "bad branch pattern", Set: func(c *Config) { c.Git.Branches = map[string][]string{"gastown": {"main"}} }, Want: "Git.Branches.gastown is [main]"},
+		{Name: "upstream retry above its longest wait", Set: func(c *Config) { c.UpstreamConfig.MinBackoff = time.Hour },
+			Want: "UpstreamConfig.MinBackoff is 1h0m0s: it must be at most UpstreamConfig.MaxBackoff (5m0s)"},
+		{Name: "zero nudge depth", Set: func(c *Config) { c.Nudge.Depth = 0 }, Want: "Nudge.Depth is 0: it must be above 0"},
+		{Name: "zero renewals", Set: func(c *Config) { c.Certs.RenewalsPerHour = 0 }, Want: "Certs.RenewalsPerHour is 0: it must be above 0"},
+		{Name: "empty allow list", Set: func(c *Config) { c.Relay.Policy.Allow = map[string][]string{} }, Want: "Relay.Policy.Allow is empty"},
+		{Name: "no runtime", Set: func(c *Config) { c.SandboxRuntime = "" }, Want: "SandboxRuntime is required"},
+	})
+	if err := valid().Validate(); err == nil || !strings.Contains(err.Error(), "Data.Dir is required") {
+		t.Errorf("Validate takes the fields New fills in as given: %v", err)
+	}
+}
+
+// TestListenersFatal: a metrics or admin address hostd cannot listen on
+// stops Run with an error naming the setting, instead of only a log line.
+func TestListenersFatal(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"metrics", func(c *Config) { c.MetricsListen = held.Addr().String() }, "serving metrics (metrics_listen): "},
+		{"admin", func(c *Config) { c.AdminListen = held.Addr().String() }, "serving the admin API (admin_listen): "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			town := t.TempDir()
+			if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Town: town, Listen: tunneltest.FreeAddr(t), Logger: slog.New(slog.DiscardHandler)}
+			c.set(&cfg)
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = s.Run(ctx)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "address already in use") {
+				t.Fatalf("Run: %v, want %q", err, c.want)
+			}
+		})
+	}
 }
 
 // TestAdminListen: with AdminListen set, gt-proxy-server's admin calls

@@ -77,7 +77,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	return errors.Join(
 		settings.Positive("MinBackoff", c.MinBackoff),
-		settings.AtLeast("MaxBackoff", c.MaxBackoff, c.MinBackoff),
+		settings.AtMost("MinBackoff", c.MinBackoff, "MaxBackoff", c.MaxBackoff),
 		settings.Positive("Timeout", c.Timeout),
 		settings.Positive("Batch", c.Batch),
 		settings.Positive("MaxPerPolecat", c.MaxPerPolecat),

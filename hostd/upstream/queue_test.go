@@ -179,7 +179,7 @@ func TestConfig(t *testing.T) {
 		{Name: "defaults"},
 		{Name: "zero is the default", Set: func(c *Config) { *c = Config{} }},
 		{Name: "negative min backoff", Set: func(c *Config) { c.MinBackoff = -time.Second }, Want: "upstream: MinBackoff is -1s: it must be above 0"},
-		{Name: "max backoff below min", Set: func(c *Config) { c.MinBackoff = 10 * time.Minute }, Want: "MaxBackoff is 5m0s: it must be at least 10m0s"},
+		{Name: "max backoff below min", Set: func(c *Config) { c.MinBackoff = 10 * time.Minute }, Want: "MinBackoff is 10m0s: it must be at most MaxBackoff (5m0s)"},
 		{Name: "negative timeout", Set: func(c *Config) { c.Timeout = -time.Second }, Want: "Timeout is -1s: it must be above 0"},
 		{Name: "negative batch", Set: func(c *Config) { c.Batch = -1 }, Want: "Batch is -1: it must be above 0"},
 		{Name: "negative queue", Set: func(c *Config) { c.MaxPerPolecat = -1 }, Want: "MaxPerPolecat is -1: it must be above 0"},

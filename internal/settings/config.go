@@ -2,6 +2,7 @@ package settings
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -16,10 +17,14 @@ import (
 //
 // A zero field means "the default"; a field set out of its range is an
 // error that names the field and the range (AtLeast, Positive, InRange,
-// Required), never silently replaced. A boolean whose default is true
-// cannot be told apart from one left zero, so Config booleans default to
-// false. Likewise a nil slice or map takes the default, an empty one
-// stays empty.
+// Required, and Below or AtMost for a rule across two fields), never
+// silently replaced. A boolean whose default is true cannot be told apart
+// from one left zero, so Config booleans default to false. Likewise a nil
+// slice or map takes the default, an empty one stays empty.
+//
+// A command checks its settings with the same Validate before New, on a
+// Config filled from DefaultConfig, where a zero is one the operator gave:
+// Validate refuses it unless zero is in the field's range (see Explain).
 
 // FillZero sets every exported field of *cfg that holds its type's zero
 // value to the same field of def.
@@ -35,10 +40,52 @@ func FillZero[T any](cfg *T, def T) {
 	}
 }
 
+// FieldError is a Config field that Validate refused: the field by its
+// path in the Config (TTL, or Certs.TTL once Under has placed it), its
+// value and the rule it breaks. Explain names it as the setting that
+// filled the field.
+type FieldError struct {
+	// Field is the field's path: Go field names joined with '.', then,
+	// for an entry of a map, its key (Branches.gastown).
+	Field string
+	// Value is the value refused; nil when the field is missing.
+	Value any
+	// Rule is what the field must be: "it must be above 0"; for a missing
+	// field, "is required".
+	Rule string
+	// Other, for a rule across two fields, is the other field's path, and
+	// OtherValue its value: Rule compares with it ("it must be below").
+	Other      string
+	OtherValue any
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == nil {
+		return e.Field + " " + e.Rule
+	}
+	s := fmt.Sprintf("%s is %s: %s", e.Field, show(e.Value), e.Rule)
+	if e.Other != "" {
+		s += fmt.Sprintf(" %s (%s)", e.Other, show(e.OtherValue))
+	}
+	return s
+}
+
+// show is a value as an operator would write it: a string quoted, an
+// empty list or map as empty.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	if r := reflect.ValueOf(v); (r.Kind() == reflect.Map || r.Kind() == reflect.Slice) && r.Len() == 0 {
+		return "empty"
+	}
+	return fmt.Sprint(v)
+}
+
 // AtLeast is an error naming field unless v >= lowest.
 func AtLeast[N cmp.Ordered](field string, v, lowest N) error {
 	if v < lowest {
-		return fmt.Errorf("%s is %v: it must be at least %v", field, v, lowest)
+		return &FieldError{Field: field, Value: v, Rule: fmt.Sprintf("it must be at least %v", lowest)}
 	}
 	return nil
 }
@@ -48,7 +95,19 @@ func AtLeast[N cmp.Ordered](field string, v, lowest N) error {
 func Positive[N cmp.Ordered](field string, v N) error {
 	var zero N
 	if v <= zero {
-		return fmt.Errorf("%s is %v: it must be above 0", field, v)
+		return &FieldError{Field: field, Value: v, Rule: "it must be above 0"}
+	}
+	return nil
+}
+
+// NotZero is an error naming field when v is 0, where the field's zero
+// would be taken as its default but the operator means something else by
+// it (a negative value means never). meaning says what the other values
+// mean.
+func NotZero[N cmp.Ordered](field string, v N, meaning string) error {
+	var zero N
+	if v == zero {
+		return &FieldError{Field: field, Value: v, Rule: "it must not be 0 (" + meaning + ")"}
 	}
 	return nil
 }
@@ -56,7 +115,26 @@ func Positive[N cmp.Ordered](field string, v N) error {
 // InRange is an error naming field unless lowest <= v <= highest.
 func InRange[N cmp.Ordered](field string, v, lowest, highest N) error {
 	if v < lowest || v > highest {
-		return fmt.Errorf("%s is %v: it must be from %v to %v", field, v, lowest, highest)
+		return &FieldError{Field: field, Value: v, Rule: fmt.Sprintf("it must be from %v to %v", lowest, highest)}
+	}
+	return nil
+}
+
+// Below is an error naming field unless v < ov, the value of the field
+// other: two settings that only work together (a keepalive below the idle
+// timeout).
+func Below[N cmp.Ordered](field string, v N, other string, ov N) error {
+	if v >= ov {
+		return &FieldError{Field: field, Value: v, Rule: "it must be below", Other: other, OtherValue: ov}
+	}
+	return nil
+}
+
+// AtMost is an error naming field unless v <= ov, the value of the field
+// other.
+func AtMost[N cmp.Ordered](field string, v N, other string, ov N) error {
+	if v > ov {
+		return &FieldError{Field: field, Value: v, Rule: "it must be at most", Other: other, OtherValue: ov}
 	}
 	return nil
 }
@@ -64,7 +142,47 @@ func InRange[N cmp.Ordered](field string, v, lowest, highest N) error {
 // Required is an error naming field when v is empty.
 func Required(field, v string) error {
 	if v == "" {
-		return fmt.Errorf("%s is required", field)
+		return &FieldError{Field: field, Rule: "is required"}
+	}
+	return nil
+}
+
+// Invalid is an error naming field (an entry of a map: Field.key) whose
+// value v is malformed, for the reason why.
+func Invalid(field string, v any, why error) error {
+	return &FieldError{Field: field, Value: v, Rule: why.Error()}
+}
+
+// Under places err, a Validate's error on a Config held in field of a
+// larger Config, in that one: each FieldError's paths start with field,
+// and any other error says field. nil stays nil.
+func Under(field string, err error) error {
+	fe, isField := err.(*FieldError)
+	switch {
+	case err == nil:
+		return nil
+	case asJoined(err) != nil:
+		var out []error
+		for _, e := range asJoined(err) {
+			out = append(out, Under(field, e))
+		}
+		return errors.Join(out...)
+	case isField:
+		placed := *fe
+		placed.Field = field + "." + fe.Field
+		if fe.Other != "" {
+			placed.Other = field + "." + fe.Other
+		}
+		return &placed
+	default:
+		return fmt.Errorf("%s: %w", field, err)
+	}
+}
+
+// asJoined is the errors err joins (errors.Join), or nil.
+func asJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ package settings
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cast"
@@ -24,15 +27,21 @@ type Setting struct {
 	Usage string
 	// Value points into the configuration struct: its current value is
 	// the default, and Load stores the merged value there. One of
-	// *string, *[]string, *int, *bool, *time.Duration or
-	// *map[string][]string.
+	// *string, *[]string, *int, *int64, *float64, *bool, *time.Duration,
+	// *map[string][]string or *map[string]string.
 	Value any
+	// Env are more environment variables read for it, after
+	// <PREFIX>_<KEY> (GT_TOWN for hostd's town).
+	Env []string
 }
 
 // Register defines each setting's flag on fs, its default read from
 // Value, and binds key and flag in v.
 func Register(fs *pflag.FlagSet, v *viper.Viper, list []Setting) {
 	for _, s := range list {
+		if len(s.Env) > 0 {
+			_ = v.BindEnv(append([]string{s.Key}, s.Env...)...)
+		}
 		if s.Flag == "" {
 			v.SetDefault(s.Key, deref(s.Value))
 			continue
@@ -93,15 +102,11 @@ func Load(v *viper.Viper, list []Setting) error {
 				*p = l
 			}
 		case *int:
-			*p, err = cast.ToIntE(raw)
-			if err != nil {
-				err = fmt.Errorf("setting %s: %v is not a whole number", s.Key, raw)
-			}
+			var n int64
+			n, err = whole(s.Key, raw)
+			*p = int(n)
 		case *int64:
-			*p, err = cast.ToInt64E(raw)
-			if err != nil {
-				err = fmt.Errorf("setting %s: %v is not a whole number", s.Key, raw)
-			}
+			*p, err = whole(s.Key, raw)
 		case *float64:
 			*p, err = cast.ToFloat64E(raw)
 			if err != nil {
@@ -113,17 +118,24 @@ func Load(v *viper.Viper, list []Setting) error {
 				err = fmt.Errorf("setting %s: %v is not true or false", s.Key, raw)
 			}
 		case *time.Duration:
-			*p, err = cast.ToDurationE(raw)
-			if err != nil {
-				err = fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", s.Key, raw)
-			}
+			*p, err = duration(s.Key, raw)
 		case *map[string][]string:
 			if raw != nil {
-				*p = v.GetStringMapStringSlice(s.Key)
+				*p, err = stringMap(s.Key, raw, "a list of strings", func(v any) ([]string, bool) {
+					l, ok := v.([]any)
+					out := make([]string, len(l))
+					for i, x := range l {
+						out[i], ok = scalar(x)
+						if !ok {
+							return nil, false
+						}
+					}
+					return out, ok
+				})
 			}
 		case *map[string]string:
 			if raw != nil {
-				*p = v.GetStringMapString(s.Key)
+				*p, err = stringMap(s.Key, raw, "a string", scalar)
 			}
 		default:
 			panic(fmt.Sprintf("settings: %s: cannot load into %T", s.Key, s.Value))
@@ -133,6 +145,77 @@ func Load(v *viper.Viper, list []Setting) error {
 		}
 	}
 	return nil
+}
+
+// whole reads a whole number: an integer, a float with nothing after
+// the point, or a string of decimal digits (not 0x10 or 010, which cast
+// would read as hexadecimal and octal, nor 1.5, which it would cut to 1).
+func whole(key string, raw any) (int64, error) {
+	switch r := raw.(type) {
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32:
+		return cast.ToInt64(r), nil
+	case float64:
+		if r == math.Trunc(r) && math.Abs(r) < 1<<63 {
+			return int64(r), nil
+		}
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(r), 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("setting %s: %v is not a whole number", key, raw)
+}
+
+// duration reads a duration as Go writes it (30s, 5m, 1h30m). A bare
+// number other than 0 is refused: cast would read "grace: 10" as 10
+// nanoseconds.
+func duration(key string, raw any) (time.Duration, error) {
+	var text string
+	switch r := raw.(type) {
+	case time.Duration:
+		return r, nil
+	case string:
+		text = strings.TrimSpace(r)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		text = fmt.Sprint(r)
+	default:
+		return 0, fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", key, raw)
+	}
+	if d, err := time.ParseDuration(text); err == nil {
+		return d, nil
+	}
+	if n, err := strconv.ParseFloat(text, 64); err == nil {
+		return 0, fmt.Errorf("setting %s: %s has no unit: give one, as in %gs or %gm", key, text, n, n)
+	}
+	return 0, fmt.Errorf("setting %s: %v is not a duration (e.g. 30s, 5m)", key, raw)
+}
+
+// stringMap reads raw, a map from a config file, as a map of names to
+// values that value reads (want says what they must be).
+func stringMap[V any](key string, raw any, want string, value func(any) (V, bool)) (map[string]V, error) {
+	if m, ok := raw.(map[string]V); ok { // the default
+		return m, nil
+	}
+	m, ok := raw.(map[string]any)
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		if out[k], ok = value(v); !ok {
+			break
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("setting %s: %v is not a map of names to %s", key, raw, want)
+	}
+	return out, nil
+}
+
+// scalar is a string, number or boolean from a config file as a string.
+func scalar(v any) (string, bool) {
+	switch v.(type) {
+	case string, bool, int, int64, uint64, float64:
+		return fmt.Sprint(v), true
+	}
+	return "", false
 }
 
 func deref(p any) any {

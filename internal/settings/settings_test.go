@@ -21,6 +21,8 @@ type config struct {
 	Allow   map[string][]string
 	Stored  int64
 	Share   float64
+	Grace   time.Duration
+	Labels  map[string]string
 }
 
 func table(c *config) []Setting {
@@ -33,11 +35,13 @@ func table(c *config) []Setting {
 		{Key: "relay.allow", Value: &c.Allow},
 		{Key: "sync.max_stored_bytes", Flag: "sync-max-stored-bytes", Usage: "bytes", Value: &c.Stored},
 		{Key: "sync.max_delete_share", Flag: "sync-max-delete-share", Usage: "share", Value: &c.Share},
+		{Key: "liveness.grace", Flag: "grace", Usage: "grace", Value: &c.Grace},
+		{Key: "labels", Value: &c.Labels},
 	}
 }
 
 func defaults() config {
-	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}, Stored: 2 << 30, Share: 0.5}
+	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}, Stored: 2 << 30, Share: 0.5, Grace: time.Minute, Labels: map[string]string{}}
 }
 
 // load registers the table, applies args, env and yaml as a command would,
@@ -91,6 +95,11 @@ func TestLoad(t *testing.T) {
 		{"flag beats yaml", []string{"--cert-ttl", "9s"}, nil, "cert_ttl: 1s\n", func(c *config) { c.TTL = 9 * time.Second }},
 		{"64-bit and fractional numbers", []string{"--sync-max-stored-bytes", "10737418240"}, nil, "sync:\n  max_delete_share: 0.25\n",
 			func(c *config) { c.Stored, c.Share = 10<<30, 0.25 }},
+		{"a bare 0 is a duration", nil, nil, "cert_ttl: 0\n", func(c *config) { c.TTL = 0 }},
+		{"durations written as Go does", nil, map[string]string{"TEST_CERT_TTL": " 1h30m "}, "", func(c *config) { c.TTL = 90 * time.Minute }},
+		{"a whole number written with a point", nil, nil, "relay:\n  max_streams: 4.0\n", func(c *config) { c.Streams = 4 }},
+		{"a whole number from the environment", nil, map[string]string{"TEST_RELAY_MAX_STREAMS": "012"}, "", func(c *config) { c.Streams = 12 }},
+		{"string map", nil, nil, "labels:\n  a: b\n", func(c *config) { c.Labels = map[string]string{"a": "b"} }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,6 +130,15 @@ func TestLoadHostile(t *testing.T) {
 		{"fraction", nil, "sync:\n  max_delete_share: half\n", "setting sync.max_delete_share: half is not a number"},
 		{"environment", map[string]string{"TEST_CERT_TTL": "later"}, "", "setting cert_ttl: later is not a duration"},
 		{"list of maps", nil, "server_names:\n  - {a: 1}\n", "setting server_names"},
+		{"bare number as a duration", nil, "liveness:\n  grace: 10\n", "setting liveness.grace: 10 has no unit: give one, as in 10s or 10m"},
+		{"bare fraction as a duration", nil, "liveness:\n  grace: 1.5\n", "setting liveness.grace: 1.5 has no unit: give one, as in 1.5s"},
+		{"bare number as a duration, environment", map[string]string{"TEST_CERT_TTL": "30"}, "", "setting cert_ttl: 30 has no unit"},
+		{"list as a duration", nil, "cert_ttl: [1s]\n", "setting cert_ttl: [1s] is not a duration"},
+		{"fraction as a whole number", nil, "relay:\n  max_streams: 1.5\n", "setting relay.max_streams: 1.5 is not a whole number"},
+		{"hexadecimal", nil, "relay:\n  max_streams: '0x10'\n", "setting relay.max_streams: 0x10 is not a whole number"},
+		{"list as a map", nil, "relay:\n  allow: [gt, bd]\n", "setting relay.allow: [gt bd] is not a map of names to a list of strings"},
+		{"string as a map", nil, "labels: a\n", "setting labels: a is not a map of names to a string"},
+		{"map of maps", nil, "relay:\n  allow:\n    gt: {prime: yes}\n", "setting relay.allow"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
