@@ -36,7 +36,9 @@ func newUpCmd(v *viper.Viper) *cobra.Command {
 The first connection must succeed within --connect-timeout; after that a lost
 tunnel is retried for ever with exponential backoff and jitter (100ms up to
 10s). A certificate hostd refuses (expired, revoked, another CA) ends the
-agent with an error, since retrying cannot fix it. The certificate is renewed
+agent with an error saying which, since retrying cannot fix it, and ends
+the session the agent started with '-- CMD' (its command could no longer
+reach the host). The certificate is renewed
 over the tunnel two thirds into its lifetime, with a key made here.
 
 Over the tunnel it serves the gt and bd shims (the small gt program with bd
@@ -220,10 +222,13 @@ func (c *upRun) serve(ctx context.Context, dataSvc *atomic.Pointer[data.Service]
 	if gitLn != nil {
 		defer gitLn.Close()
 	}
-	if err := c.watch(ctx, sup, hostOpened); err != nil {
+	watcher, err := c.watch(ctx, sup, hostOpened)
+	if err != nil {
 		return err
 	}
-	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	stopIfRefused(watcher, err)
+	return err
 }
 
 func orDefault(s, def string) string {

@@ -87,6 +87,19 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	return w, nil
 }
 
+// StopStarted ends the session the watcher started for its command (or
+// adopted from an earlier agent that did), with the command, and says
+// which; a session or process it only watches it leaves alone ("").
+func (w *Watcher) StopStarted(ctx context.Context) (string, error) {
+	if len(w.cfg.Command) == 0 {
+		return "", nil
+	}
+	if err := w.tmux.Kill(ctx, w.cfg.Name); err != nil {
+		return "", fmt.Errorf("stopping tmux session %s: %w", w.cfg.Name, err)
+	}
+	return w.cfg.Name, nil
+}
+
 // Measure takes the session part of a beat.
 func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session {
 	var s heartbeat.Session
