@@ -63,6 +63,10 @@ type Watcher struct {
 	// status is where the started session's wrapper records the exit
 	// status ("" when watching a session the agent did not start).
 	status string
+	// exitReason is what the dead pane said (see readExitReason), read
+	// once per exit: exitRead is cleared when the session runs again.
+	exitReason string
+	exitRead   bool
 }
 
 // Start starts the session's command when there is one (or adopts the
@@ -111,11 +115,14 @@ func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session 
 	default:
 		s = heartbeat.Session{State: heartbeat.SessionNotFound, IdleSeconds: -1}
 	}
-	if desc := s.State + fmt.Sprint(s.ExitCode != nil); desc != w.last {
+	if desc := s.State + fmt.Sprint(s.ExitCode != nil) + s.ExitReason; desc != w.last {
 		w.last = desc
 		attrs := []any{"session", s.Name, "state", s.State}
 		if s.ExitCode != nil {
 			attrs = append(attrs, "exit_code", *s.ExitCode)
+		}
+		if s.ExitReason != "" {
+			attrs = append(attrs, "exit_reason", s.ExitReason)
 		}
 		w.log.Info("session state", attrs...)
 	}
@@ -147,8 +154,12 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		if code, ok := readStatus(status); ok {
 			s.ExitCode = &code
 		}
+		if s.ExitCode != nil && (*s.ExitCode == heartbeat.ExitNotFound || *s.ExitCode == heartbeat.ExitCannotRun) {
+			s.ExitReason = w.readExitReason(ctx)
+		}
 		return s
 	}
+	w.exitRead = false
 	if p.PID != w.rootPID {
 		id, err := w.sampler.Identify(p.PID)
 		if err != nil {
@@ -162,6 +173,43 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		s.IdleSeconds = max(now.Sub(p.Activity).Seconds(), 0)
 	}
 	return s
+}
+
+// readExitReason is the dead pane's last line, which says why its
+// command could not be run (the session-run wrapper's "gt-agent: command
+// not found: claude", or a shell's "bash: claude: command not found"),
+// read once per exit.
+func (w *Watcher) readExitReason(ctx context.Context) string {
+	if w.exitRead {
+		return w.exitReason
+	}
+	text, err := w.tmux.History(ctx, w.cfg.WatchSession, exitReasonLines)
+	if err != nil {
+		w.log.Warn("reading the dead pane's last lines failed", "tmux_session", w.cfg.WatchSession, "err", err)
+		return ""
+	}
+	w.exitReason, w.exitRead = lastLine(text), true
+	return w.exitReason
+}
+
+// exitReasonLines is how many of a dead pane's last lines are searched.
+const exitReasonLines = 20
+
+// lastLine is the last line of a pane's text other than blank ones and
+// tmux's own "Pane is dead" notice, cut to heartbeat.MaxExitReason bytes.
+func lastLine(text string) string {
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "Pane is dead") {
+			continue
+		}
+		if len(l) > heartbeat.MaxExitReason {
+			l = strings.ToValidUTF8(l[:heartbeat.MaxExitReason], "")
+		}
+		return l
+	}
+	return ""
 }
 
 func (w *Watcher) measureProcess(now time.Time) heartbeat.Session {
