@@ -163,6 +163,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
+			if reason, ok := tunnel.PeerReason(err); ok { // closed before its welcome was read
+				closedFor = reason
+			}
 			if tunnel.IsAuthError(err) {
 				return &FatalError{Err: s.refusal(err, closedFor), Refused: true}
 			}

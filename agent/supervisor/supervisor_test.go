@@ -291,9 +291,10 @@ func TestRefusal(t *testing.T) {
 			t.Run(transport+"/"+tc.name, func(t *testing.T) {
 				h := newHostd(t, false)
 				h.revoked.Store(!tc.connected)
-				_, done := start(t, Config{Addr: h.addr, Creds: loaded(t, write(t, h.ca, h.ca.Client(t, furiosa))), Transport: transport})
+				s, done := start(t, Config{Addr: h.addr, Creds: loaded(t, write(t, h.ca, h.ca.Client(t, furiosa))), Transport: transport})
 				if tc.connected {
 					sess := h.accepted(t)
+					session(t, s) // the agent has its session, welcome and all
 					h.revoked.Store(true)
 					_ = sess.CloseWithReason(wire.CloseRevoked)
 				}

@@ -248,7 +248,7 @@ func TestAgentErrors(t *testing.T) {
 		{"cert from another CA", []string{"GT_PROXY_CA=" + foreignCA}, nil, "not a client certificate from CA"},
 		{"expired", []string{"GT_PROXY_CERT=" + expiredCert, "GT_PROXY_KEY=" + expiredKey, "GT_PROXY_CA=" + foreignCA}, nil, "expired"},
 		{"key of another certificate", []string{"GT_PROXY_KEY=" + expiredKey}, nil, "private key does not match"},
-		{"hostd not from our CA", []string{"GT_PROXY_CERT=" + strangerCert, "GT_PROXY_KEY=" + strangerKey, "GT_PROXY_CA=" + foreignCA}, nil, "refused the tunnel handshake"},
+		{"hostd not from our CA", []string{"GT_PROXY_CERT=" + strangerCert, "GT_PROXY_KEY=" + strangerKey, "GT_PROXY_CA=" + foreignCA}, nil, "is not the hostd this agent's CA (GT_PROXY_CA) vouches for"},
 		{"unreachable", []string{"GT_PROXY_URL=https://localhost:1"}, []string{"--connect-timeout", "1s"}, "cannot reach hostd"},
 	}
 	for _, c := range cases {
