@@ -266,3 +266,29 @@ func TestAgentErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinWaitsForHostd: an agent joining before hostd listens (a
+// container started with it, or right after 'hostd serve &') retries
+// until hostd is there, within --connect-timeout, and then says it
+// could not reach hostd.
+func TestJoinWaitsForHostd(t *testing.T) {
+	t.Parallel()
+	tw := NewTown(t)
+	addr := tunneltest.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	token := strings.TrimSpace(tw.Run("token", "create", "gastown/slit"))
+	env := []string{"GT_PROXY_URL=https://localhost:" + port}
+	agent := Start(t, env, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", token, "--identity", "gastown/slit")
+	time.Sleep(time.Second)
+	tw.ServeOn(addr)
+	tw.WaitStatus(10*time.Second, Connected("slit", ""))
+	if !strings.Contains(agent.Output(), "hostd not reachable yet; retrying") {
+		t.Errorf("the agent does not say it waits for hostd:\n%s", agent.Output())
+	}
+
+	late := strings.TrimSpace(tw.Run("token", "create", "gastown/nux"))
+	none := Start(t, []string{"GT_PROXY_URL=https://localhost:1"}, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", late, "--identity", "gastown/nux", "--connect-timeout", "1s")
+	if err := none.Exited(t, 10*time.Second); err == nil || !strings.Contains(none.Output(), "cannot reach hostd at localhost:1 after 1s") {
+		t.Errorf("joining no hostd: %v\n%s", err, none.Output())
+	}
+}
