@@ -63,10 +63,9 @@ type Watcher struct {
 	// status is where the started session's wrapper records the exit
 	// status ("" when watching a session the agent did not start).
 	status string
-	// exitReason is what the dead pane said (see readExitReason), read
-	// once per exit: exitRead is cleared when the session runs again.
+	// exitReason is what the dead pane said (see readExitReason), kept
+	// once found until the session runs again.
 	exitReason string
-	exitRead   bool
 }
 
 // Start starts the session's command when there is one (or adopts the
@@ -159,7 +158,7 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		}
 		return s
 	}
-	w.exitRead = false
+	w.exitReason = ""
 	if p.PID != w.rootPID {
 		id, err := w.sampler.Identify(p.PID)
 		if err != nil {
@@ -178,9 +177,10 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 // readExitReason is the dead pane's last line, which says why its
 // command could not be run (the session-run wrapper's "gt-agent: command
 // not found: claude", or a shell's "bash: claude: command not found"),
-// read once per exit.
+// read again at each beat until there is one: tmux may show the pane dead
+// before it has read the command's last output.
 func (w *Watcher) readExitReason(ctx context.Context) string {
-	if w.exitRead {
+	if w.exitReason != "" {
 		return w.exitReason
 	}
 	text, err := w.tmux.History(ctx, w.cfg.WatchSession, exitReasonLines)
@@ -188,7 +188,7 @@ func (w *Watcher) readExitReason(ctx context.Context) string {
 		w.log.Warn("reading the dead pane's last lines failed", "tmux_session", w.cfg.WatchSession, "err", err)
 		return ""
 	}
-	w.exitReason, w.exitRead = lastLine(text), true
+	w.exitReason = lastLine(text)
 	return w.exitReason
 }
 

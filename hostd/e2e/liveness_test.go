@@ -272,8 +272,12 @@ func TestStatusSaysCommandNotFound(t *testing.T) {
 	certs := tw.Issue("gastown/furiosa", time.Hour)
 	agent := Start(t, AgentEnv(addr, certs), "gt-agent", "up", "--tmux-socket", TmuxSocket(t), "--beat-interval", beatEvery.String(),
 		"--", "no-such-claude", "--dangerously-skip-permissions")
-	tw.WaitStatus(10*time.Second, InState("furiosa", "dead"))
 	const want = "command not found: no-such-claude"
+	// Dead at once; the exit code and why follow within a beat or two
+	// (the first beat may see the pane dead before its status is written).
+	tw.WaitStatus(10*time.Second, func(st api.Status) bool {
+		return InState("furiosa", "dead")(st) && strings.Contains(st.Polecats[0].Reason, want)
+	})
 	if out := tw.Run("status", "gastown/furiosa"); !strings.Contains(out, "session exited with code 127: gt-agent: "+want) {
 		t.Errorf("hostd status does not say %q:\n%s", want, out)
 	}
