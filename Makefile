@@ -9,6 +9,8 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 FUZZTIME  ?= 20s
 IMAGE     ?= polecat:$(VERSION)
+BASE_IMAGE  ?=
+CLAUDE_CODE ?=
 E2E_IMAGE := polecat-e2e:$(VERSION)
 
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
@@ -84,9 +86,11 @@ bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh
 
-image: build ## build the polecat image ($(IMAGE)) on the local base from images/base, with the binaries just built
-	base=$$(images/base/build.sh) && docker build -q -f Dockerfile.polecat -t $(IMAGE) \
-		--build-arg BASE_IMAGE=$$base --build-arg GO_IMAGE=$$base --build-arg PREBUILT=true \
+image: build ## build the polecat image ($(IMAGE)) with the binaries just built, on the local base from images/base or BASE_IMAGE; CLAUDE_CODE=npm installs Claude Code
+	@echo "== image: the base: $(or $(BASE_IMAGE),images/base/build.sh (a registry-free Debian; about 3 minutes the first time, then reused))"
+	base=$(or $(BASE_IMAGE),$$(images/base/build.sh)) && echo "== image: building $(IMAGE) on $$base" && \
+	docker build -f Dockerfile.polecat -t $(IMAGE) \
+		--build-arg BASE_IMAGE=$$base --build-arg GO_IMAGE=$$base --build-arg PREBUILT=true --build-arg CLAUDE_CODE=$(CLAUDE_CODE) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 	@docker image prune -f --filter label=polecat-sidecar.stage=build >/dev/null

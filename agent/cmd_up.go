@@ -36,10 +36,13 @@ func newUpCmd(v *viper.Viper) *cobra.Command {
 		Short: "Connect to hostd, keep the tunnel up, and supervise the polecat's session",
 		Long: `Connect to hostd and keep the tunnel up until stopped (SIGINT/SIGTERM).
 
-The first connection must succeed within --connect-timeout; after that a lost
+The first connection (and a join) must succeed within --connect-timeout, a
+hostd not listening yet being tried again meanwhile; after that a lost
 tunnel is retried for ever with exponential backoff and jitter (100ms up to
 10s). A certificate hostd refuses (expired, revoked, another CA) ends the
-agent with an error, since retrying cannot fix it. The certificate is renewed
+agent with an error saying which, since retrying cannot fix it, and ends
+the session the agent started with '-- CMD' (its command could no longer
+reach the host). The certificate is renewed
 over the tunnel two thirds into its lifetime, with a key made here.
 
 Over the tunnel it serves the gt and bd shims (the small gt program with bd
@@ -181,7 +184,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "join-file", Usage: "file holding the join token instead (a mounted secret; read only when joining)", Value: &c.JoinFile},
 		{Key: "identity", Usage: "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)", Value: &c.Identity},
 		{Key: "transport", Usage: "auto (QUIC, falling back to TCP), quic or tcp", Value: &c.Supervisor.Transport},
-		{Key: "connect-timeout", Usage: "give up if hostd cannot be reached at start for this long", Value: &c.Supervisor.ConnectTimeout},
+		{Key: "connect-timeout", Usage: "give up if hostd cannot be reached at start for this long (joining too)", Value: &c.Supervisor.ConnectTimeout},
 		{Key: "quic-probe", Usage: "while on TCP, try QUIC again this often", Value: &c.Supervisor.ProbeInterval},
 		{Key: "socket", Usage: "unix socket where the gt/bd shims reach the agent (env " + shim.SocketEnv + ")", Value: &c.Socket},
 		{Key: "relay-wait", Usage: "how long a gt/bd command or git request waits for a tunnel that is down", Value: &c.RelayWait},
@@ -281,10 +284,13 @@ func (c *upRun) serve(ctx context.Context, dataSvc *atomic.Pointer[data.Service]
 	if gitLn != nil {
 		defer gitLn.Close()
 	}
-	if err := c.watch(ctx, sup, hostOpened); err != nil {
+	watcher, err := c.watch(ctx, sup, hostOpened)
+	if err != nil {
 		return err
 	}
-	return sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
+	stopIfRefused(watcher, err)
+	return err
 }
 
 func orDefault(s, def string) string {

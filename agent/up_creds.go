@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
+	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -53,13 +56,39 @@ func (c *upRun) join(ctx context.Context, paths creds.Paths, token string, why e
 		return nil, err
 	}
 	slog.Info("no usable certificate; joining with token", "identity", id, "addr", c.addr, "because", why)
-	store, err := creds.Join(ctx, c.addr, c.serverName, paths, token, id)
+	// A hostd not reached is waited for as the tunnel's first connection
+	// is (--connect-timeout): a container may start before hostd does.
+	limit := cmp.Or(c.Supervisor.ConnectTimeout, supervisor.DefaultConfig().ConnectTimeout)
+	deadline := time.Now().Add(limit)
+	var store *creds.Store
+	for wait := joinRetry; ; wait = min(2*wait, joinRetryMax) {
+		store, err = creds.Join(ctx, c.addr, c.serverName, paths, token, id)
+		if _, unreachable := errors.AsType[*creds.UnreachableError](err); !unreachable {
+			break
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, fmt.Errorf("join: cannot reach hostd at %s after %v (is 'hostd serve' running and reachable?): %w", c.addr, limit.Round(time.Second), err)
+		}
+		slog.Warn("join: hostd not reachable yet; retrying", "addr", c.addr, "in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("join: %w", err)
 	}
 	slog.Info("joined; certificate saved", "cert", paths.Cert, "not_after", store.Leaf().NotAfter)
 	return store, nil
 }
+
+// joinRetry and joinRetryMax bound the wait between joins that found no
+// hostd: 100 ms, doubling to 2 s.
+const (
+	joinRetry    = 100 * time.Millisecond
+	joinRetryMax = 2 * time.Second
+)
 
 // parseProxyURL turns GT_PROXY_URL (https://<host>[:port]) into a dial
 // address and the server name to verify.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/agent/data"
@@ -105,7 +106,7 @@ func gitAdmit(list []string) (func(net.Conn) error, error) {
 
 // watch starts watching the polecat's session (starting it when given
 // its command), serves nudges and the pane on it, and sends hostd beats.
-func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) error {
+func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*liveness.Watcher, error) {
 	wcfg := c.Watch
 	wcfg.Command, wcfg.Logger = c.command, slog.Default()
 	if c.TmuxSocket != "" {
@@ -113,16 +114,36 @@ func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpene
 	}
 	watcher, err := liveness.Start(ctx, wcfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.watchers() == 0 {
 		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
 	}
 	if err := serveNudges(ctx, c.upConfig, hostOpened); err != nil {
-		return err
+		return nil, err
 	}
 	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
-	return nil
+	return watcher, nil
+}
+
+// stopIfRefused ends the session the agent started (see
+// liveness.Watcher.StopStarted) when hostd has refused the agent for good
+// (err, from the supervisor, is a refused *supervisor.FatalError): its
+// command could no longer run gt, bd or git, nor be nudged or watched.
+// Another end leaves the session to the next agent, which adopts it.
+func stopIfRefused(watcher *liveness.Watcher, err error) {
+	if fatal, ok := errors.AsType[*supervisor.FatalError](err); !ok || !fatal.Refused {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, stopErr := watcher.StopStarted(ctx)
+	switch {
+	case stopErr != nil:
+		slog.Error("hostd refused this agent for good, and stopping the polecat's session failed: stop it by hand", "err", stopErr)
+	case name != "":
+		slog.Warn("hostd refused this agent for good: stopped the polecat's session it started, whose command could no longer reach the host", "tmux_session", name)
+	}
 }
 
 // serveNudges delivers hostd's nudges into the watched session's pane,

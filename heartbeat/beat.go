@@ -24,6 +24,16 @@ const MaxBeatSize = 16 << 10
 // maxProcNames bounds the process names a beat lists.
 const maxProcNames = 32
 
+// MaxExitReason bounds a session's ExitReason.
+const MaxExitReason = 256
+
+// The exit codes shells give a command they could not run: found but not
+// executable, and not found.
+const (
+	ExitCannotRun = 126
+	ExitNotFound  = 127
+)
+
 // Session states a beat reports.
 const (
 	SessionRunning  = "running"
@@ -55,6 +65,12 @@ type Session struct {
 	State string `json:"state"`
 	// ExitCode is set when State is SessionExited and the code is known.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// ExitReason is, for an exit with a shell's code for a command that
+	// could not be run (ExitCannotRun, ExitNotFound), the pane's last line,
+	// which says why ("gt-agent: command not found: claude"); at most
+	// MaxExitReason bytes. Left out otherwise: a hostd older than this
+	// field refuses beats that carry it.
+	ExitReason string `json:"exit_reason,omitempty"`
 	// Processes is how many processes the tree has.
 	Processes int `json:"processes"`
 	// Names are the distinct process names in the tree (at most 32).
@@ -103,6 +119,9 @@ func (b *Beat) Validate() error {
 	}
 	if len(b.Session.Names) > maxProcNames {
 		return fmt.Errorf("%d process names, limit %d", len(b.Session.Names), maxProcNames)
+	}
+	if len(b.Session.ExitReason) > MaxExitReason {
+		return fmt.Errorf("exit reason of %d bytes, limit %d", len(b.Session.ExitReason), MaxExitReason)
 	}
 	for _, f := range []float64{b.Session.CPUSeconds, b.Session.CPUPercent, b.Session.IdleSeconds, b.Container.Load1, b.Agent.Uptime, b.Agent.RTTMillis} {
 		if math.IsNaN(f) || math.IsInf(f, 0) || f < -1 {

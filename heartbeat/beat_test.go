@@ -13,13 +13,13 @@ import (
 func TestBeatRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	code := 1
-	want := &Beat{Seq: 7, Interval: 5, Session: Session{Name: "polecat", State: SessionExited, ExitCode: &code, Names: []string{"claude", "node"}, IdleSeconds: -1},
+	want := &Beat{Seq: 7, Interval: 5, Session: Session{Name: "polecat", State: SessionExited, ExitCode: &code, ExitReason: "sh: 1: claude: not found", Names: []string{"claude", "node"}, IdleSeconds: -1},
 		Agent: Agent{Version: "v1", Transport: "quic"}}
 	if err := NewWriter(&buf).Write(want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := NewReader(&buf).Read()
-	if err != nil || got.Seq != 7 || *got.Session.ExitCode != 1 || got.Session.Names[1] != "node" {
+	if err != nil || got.Seq != 7 || *got.Session.ExitCode != 1 || got.Session.Names[1] != "node" || got.Session.ExitReason != want.Session.ExitReason {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
@@ -30,17 +30,18 @@ func TestBeatHostile(t *testing.T) {
 		t.Fatalf("good beat refused: %v", err)
 	}
 	cases := map[string]string{
-		"oversized":      `{"seq":1,"x":"` + strings.Repeat("a", MaxBeatSize) + `"}` + "\n",
-		"not json":       "hello\n",
-		"unknown field":  strings.Replace(good, `"seq":1`, `"seq":1,"alive":true`, 1) + "\n",
-		"two values":     good + good + "\n",
-		"bad state":      strings.Replace(good, `"running"`, `"zombie"`, 1) + "\n",
-		"seq 0":          strings.Replace(good, `"seq":1`, `"seq":0`, 1) + "\n",
-		"interval 0":     strings.Replace(good, `"interval":5`, `"interval":0`, 1) + "\n",
-		"interval huge":  strings.Replace(good, `"interval":5`, `"interval":1e9`, 1) + "\n",
-		"negative cpu":   strings.Replace(good, `"cpu_percent":0`, `"cpu_percent":-5`, 1) + "\n",
-		"truncated":      good[:40],
-		"too many names": strings.Replace(good, `"processes":1`, `"processes":1,"names":[`+strings.Repeat(`"x",`, 40)+`"x"]`, 1) + "\n",
+		"oversized":        `{"seq":1,"x":"` + strings.Repeat("a", MaxBeatSize) + `"}` + "\n",
+		"not json":         "hello\n",
+		"unknown field":    strings.Replace(good, `"seq":1`, `"seq":1,"alive":true`, 1) + "\n",
+		"two values":       good + good + "\n",
+		"bad state":        strings.Replace(good, `"running"`, `"zombie"`, 1) + "\n",
+		"seq 0":            strings.Replace(good, `"seq":1`, `"seq":0`, 1) + "\n",
+		"interval 0":       strings.Replace(good, `"interval":5`, `"interval":0`, 1) + "\n",
+		"interval huge":    strings.Replace(good, `"interval":5`, `"interval":1e9`, 1) + "\n",
+		"negative cpu":     strings.Replace(good, `"cpu_percent":0`, `"cpu_percent":-5`, 1) + "\n",
+		"truncated":        good[:40],
+		"too many names":   strings.Replace(good, `"processes":1`, `"processes":1,"names":[`+strings.Repeat(`"x",`, 40)+`"x"]`, 1) + "\n",
+		"long exit reason": strings.Replace(good, `"state":"running"`, `"state":"exited","exit_reason":"`+strings.Repeat("x", MaxExitReason+1)+`"`, 1) + "\n",
 	}
 	for name, wire := range cases {
 		if b, err := NewReader(strings.NewReader(wire)).Read(); err == nil {

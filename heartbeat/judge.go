@@ -250,6 +250,9 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 	s := r.LastBeat.Session
 	switch s.State {
 	case SessionExited:
+		if s.ExitCode != nil && s.ExitReason != "" {
+			return Dead, fmt.Sprintf("session exited with code %d: %s", *s.ExitCode, s.ExitReason)
+		}
 		if s.ExitCode != nil {
 			return Dead, fmt.Sprintf("session exited with code %d", *s.ExitCode)
 		}

@@ -96,6 +96,12 @@ func TestJudgeLifecycle(t *testing.T) {
 	if r, _ := j.Get(furiosa); r.State != Dead || !strings.Contains(r.Reason, "code 3") {
 		t.Fatalf("session exited: %s (%s)", r.State, r.Reason)
 	}
+	// Why it exited, when the agent could tell, is the reason's end.
+	code = ExitNotFound
+	j.Beat(furiosa, &Beat{Seq: 3, Interval: 5, Session: Session{State: SessionExited, ExitCode: &code, ExitReason: "gt-agent: command not found: claude"}})
+	if r, _ := j.Get(furiosa); r.State != Dead || r.Reason != "session exited with code 127: gt-agent: command not found: claude" {
+		t.Fatalf("session not run: %s (%s)", r.State, r.Reason)
+	}
 	j.Revoke(furiosa, time.Time{})
 	if s := state(t, j); s != Revoked {
 		t.Fatalf("revoked: %s", s)

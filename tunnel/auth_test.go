@@ -24,18 +24,19 @@ func TestRefusals(t *testing.T) {
 	revoked := ca.Client(t, testID)
 	now := time.Now()
 	cases := []struct {
-		name string
-		cert tls.Certificate
+		name  string
+		cert  tls.Certificate
+		alert uint8 // what the client is told (PeerAlert)
 	}{
-		{"wrong CA", other.Client(t, testID)},
-		{"expired", ca.Client(t, testID, tunneltest.Validity(now.Add(-2*time.Hour), now.Add(-time.Hour)))},
-		{"not yet valid", ca.Client(t, testID, tunneltest.Validity(now.Add(time.Hour), now.Add(2*time.Hour)))},
-		{"revoked", revoked},
-		{"server certificate as client certificate", ca.Server(t)},
-		{"server usage with polecat URI", ca.Client(t, testID, tunneltest.ServerUsage)},
-		{"no identity URI", ca.Client(t, wire.Identity{})},
-		{"identity with bad name", ca.Client(t, wire.Identity{Rig: "gastown", Name: "evil/../x"})},
-		{"no client certificate", tls.Certificate{}},
+		{"wrong CA", other.Client(t, testID), tunnel.AlertUnknownCA},
+		{"expired", ca.Client(t, testID, tunneltest.Validity(now.Add(-2*time.Hour), now.Add(-time.Hour))), tunnel.AlertCertificateExpired},
+		{"not yet valid", ca.Client(t, testID, tunneltest.Validity(now.Add(time.Hour), now.Add(2*time.Hour))), tunnel.AlertCertificateExpired},
+		{"revoked", revoked, tunnel.AlertBadCertificate},
+		{"server certificate as client certificate", ca.Server(t), tunnel.AlertBadCertificate},
+		{"server usage with polecat URI", ca.Client(t, testID, tunneltest.ServerUsage), tunnel.AlertBadCertificate},
+		{"no identity URI", ca.Client(t, wire.Identity{}), tunnel.AlertBadCertificate},
+		{"identity with bad name", ca.Client(t, wire.Identity{Rig: "gastown", Name: "evil/../x"}), tunnel.AlertBadCertificate},
+		{"no client certificate", tls.Certificate{}, 116}, // certificate_required
 	}
 	sc := ca.ServerConfig(ca.Server(t))
 	sc.Authorize = func(id wire.Identity, leaf *x509.Certificate) error {
@@ -73,6 +74,9 @@ func TestRefusals(t *testing.T) {
 				}
 				if !tunnel.IsAuthError(err) {
 					t.Errorf("refusal not recognised as an auth error: %v", err)
+				}
+				if alert, ok := tunnel.PeerAlert(err); !ok || alert != c.alert {
+					t.Errorf("PeerAlert: %d, %v; want alert %d (%v)", alert, ok, c.alert, err)
 				}
 			})
 		}

@@ -360,7 +360,7 @@ func roundTripOn(st *tunnel.Stream, msg []byte) ([]byte, error) {
 
 // TestCloseReason: the side that closes says why, and the peer's Err
 // carries it on both transports (QUIC in its close frame, TCP in a
-// goodbye stream that no handler sees).
+// goodbye stream that no handler sees), where PeerReason finds it.
 func TestCloseReason(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
@@ -383,6 +383,12 @@ func TestCloseReason(t *testing.T) {
 			}
 			if err := p.server.Err(); err == nil || !strings.Contains(err.Error(), "agent shutting down") {
 				t.Errorf("server sees %v, want the client's reason", err)
+			}
+			if reason, ok := tunnel.PeerReason(p.server.Err()); !ok || reason != "agent shutting down" {
+				t.Errorf("PeerReason: %q, %v; want the client's reason", reason, ok)
+			}
+			if reason, ok := tunnel.PeerReason(p.client.Err()); ok {
+				t.Errorf("PeerReason of the side that closed: %q, want none", reason)
 			}
 			select {
 			case k := <-served:

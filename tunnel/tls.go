@@ -57,6 +57,26 @@ func (sc *ServerConfig) trustDomain() string {
 	return sc.TrustDomain
 }
 
+// TLS alerts a handshake is refused with (RFC 8446, section 6): the
+// Listener sends AlertBadCertificate when Authorize refuses a certificate
+// (or its identity cannot be read), crypto/tls AlertCertificateExpired and
+// AlertUnknownCA when the chain does not verify for those reasons.
+const (
+	AlertBadCertificate     uint8 = 42
+	AlertCertificateExpired uint8 = 45
+	AlertUnknownCA          uint8 = 48
+)
+
+// PeerAlert is the TLS alert with which the peer refused our handshake
+// (ok is false when err is not such a refusal: our own verification of
+// the peer failed, or the network did).
+func PeerAlert(err error) (alert uint8, ok bool) { return connection.PeerAlert(err) }
+
+// PeerReason is the reason the peer gave for closing the session that
+// ended with err (Session.Err), on either transport: what it passed to
+// CloseWithReason.
+func PeerReason(err error) (reason string, ok bool) { return connection.PeerReason(err) }
+
 // IsAuthError reports whether err is a refusal by TLS on either side: a
 // certificate the peer rejected (expired, revoked, wrong CA, none), a
 // server certificate we could not verify, or no common ALPN. Retrying the

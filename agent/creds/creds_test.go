@@ -6,7 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +134,43 @@ func TestJoinRefusesMalformedToken(t *testing.T) {
 	for _, tok := range []string{"", "gtj1", "not-a-token", "gtj1.a.b.c"} {
 		if _, err := Join(t.Context(), "127.0.0.1:1", "localhost", Paths{}, tok, furiosa); err == nil || !strings.Contains(err.Error(), "malformed") {
 			t.Errorf("token %q: %v", tok, err)
+		}
+	}
+}
+
+// TestJoinUnreachable: a join that finds nothing listening is an
+// *UnreachableError (its token unused: the agent may try again); one that
+// reaches a listener that is not hostd is not.
+func TestJoinUnreachable(t *testing.T) {
+	sixteen := base64.RawURLEncoding.EncodeToString(make([]byte, 16))
+	tok := wire.JoinToken{ID: sixteen, Secret: sixteen, CAFingerprint: make([]byte, 32)}.String()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothing := closed.Addr().String()
+	closed.Close()
+	hangUp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hangUp.Close()
+	go func() {
+		for {
+			c, err := hangUp.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		addr        string
+		unreachable bool
+	}{{nothing, true}, {hangUp.Addr().String(), false}} {
+		_, err := Join(t.Context(), tc.addr, "localhost", Paths{}, tok, furiosa)
+		if _, ok := errors.AsType[*UnreachableError](err); err == nil || ok != tc.unreachable {
+			t.Errorf("join via %s: %v; want unreachable %v", tc.addr, err, tc.unreachable)
 		}
 	}
 }

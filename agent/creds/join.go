@@ -51,6 +51,17 @@ func Join(ctx context.Context, addr, serverName string, p Paths, token string, i
 	return s, nil
 }
 
+// UnreachableError is a join that found no hostd at Addr (no connection:
+// refused, no route, timed out), so its token was not used and a later
+// attempt may succeed, once hostd is started.
+type UnreachableError struct {
+	Addr string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string { return fmt.Sprintf("joining via %s: %v", e.Addr, e.Err) }
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // exchange trades req for a certificate at the hostd at addr (its TCP port).
 // The server is verified by caFingerprint, the SHA-256 of the CA
 // certificate carried in the token, since a joining container has no CA
@@ -70,6 +81,10 @@ func exchange(ctx context.Context, addr, serverName string, caFingerprint []byte
 	defer cancel()
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return wire.JoinResponse{}, &UnreachableError{Addr: addr, Err: err}
+		}
 		return wire.JoinResponse{}, fmt.Errorf("joining via %s: %w", addr, err)
 	}
 	defer c.Close()

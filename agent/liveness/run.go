@@ -3,12 +3,15 @@ package liveness
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
 // RunAndRecord is the first process in the tmux session the agent starts:
@@ -26,9 +29,17 @@ func RunAndRecord(statusFile, dir string, env, argv []string) int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "gt-agent: starting %s: %v\n", argv[0], err)
-		writeStatus(statusFile, 127)
-		return 127
+		// Said as shells say it, and with their codes, so that the agent
+		// reads it back from the pane (exitReason) into its beats.
+		code := heartbeat.ExitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = heartbeat.ExitNotFound
+			fmt.Fprintf(os.Stderr, "gt-agent: command not found: %s\n", argv[0])
+		} else {
+			fmt.Fprintf(os.Stderr, "gt-agent: cannot run %s: %v\n", argv[0], err)
+		}
+		writeStatus(statusFile, code)
+		return code
 	}
 	go func() {
 		for s := range sigs {

@@ -1,11 +1,16 @@
 package liveness
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
 
 func TestRunAndRecord(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		argv []string
 		want int
@@ -14,6 +19,8 @@ func TestRunAndRecord(t *testing.T) {
 		{[]string{"sh", "-c", "exit 42"}, 42},
 		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
 		{[]string{"/nonexistent/command"}, 127},
+		{[]string{"no-such-command-anywhere"}, 127},
+		{[]string{notExec}, 126},
 	} {
 		file := filepath.Join(t.TempDir(), "status")
 		if got := RunAndRecord(file, "", nil, c.argv); got != c.want {

@@ -63,6 +63,9 @@ type Watcher struct {
 	// status is where the started session's wrapper records the exit
 	// status ("" when watching a session the agent did not start).
 	status string
+	// exitReason is what the dead pane said (see readExitReason), kept
+	// once found until the session runs again.
+	exitReason string
 }
 
 // Start starts the session's command when there is one (or adopts the
@@ -87,6 +90,19 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 	return w, nil
 }
 
+// StopStarted ends the session the watcher started for its command (or
+// adopted from an earlier agent that did), with the command, and says
+// which; a session or process it only watches it leaves alone ("").
+func (w *Watcher) StopStarted(ctx context.Context) (string, error) {
+	if len(w.cfg.Command) == 0 {
+		return "", nil
+	}
+	if err := w.tmux.Kill(ctx, w.cfg.Name); err != nil {
+		return "", fmt.Errorf("stopping tmux session %s: %w", w.cfg.Name, err)
+	}
+	return w.cfg.Name, nil
+}
+
 // Measure takes the session part of a beat.
 func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session {
 	var s heartbeat.Session
@@ -98,11 +114,14 @@ func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session 
 	default:
 		s = heartbeat.Session{State: heartbeat.SessionNotFound, IdleSeconds: -1}
 	}
-	if desc := s.State + fmt.Sprint(s.ExitCode != nil); desc != w.last {
+	if desc := s.State + fmt.Sprint(s.ExitCode != nil) + s.ExitReason; desc != w.last {
 		w.last = desc
 		attrs := []any{"session", s.Name, "state", s.State}
 		if s.ExitCode != nil {
 			attrs = append(attrs, "exit_code", *s.ExitCode)
+		}
+		if s.ExitReason != "" {
+			attrs = append(attrs, "exit_reason", s.ExitReason)
 		}
 		w.log.Info("session state", attrs...)
 	}
@@ -134,8 +153,12 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		if code, ok := readStatus(status); ok {
 			s.ExitCode = &code
 		}
+		if s.ExitCode != nil && (*s.ExitCode == heartbeat.ExitNotFound || *s.ExitCode == heartbeat.ExitCannotRun) {
+			s.ExitReason = w.readExitReason(ctx)
+		}
 		return s
 	}
+	w.exitReason = ""
 	if p.PID != w.rootPID {
 		id, err := w.sampler.Identify(p.PID)
 		if err != nil {
@@ -149,6 +172,44 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		s.IdleSeconds = max(now.Sub(p.Activity).Seconds(), 0)
 	}
 	return s
+}
+
+// readExitReason is the dead pane's last line, which says why its
+// command could not be run (the session-run wrapper's "gt-agent: command
+// not found: claude", or a shell's "bash: claude: command not found"),
+// read again at each beat until there is one: tmux may show the pane dead
+// before it has read the command's last output.
+func (w *Watcher) readExitReason(ctx context.Context) string {
+	if w.exitReason != "" {
+		return w.exitReason
+	}
+	text, err := w.tmux.History(ctx, w.cfg.WatchSession, exitReasonLines)
+	if err != nil {
+		w.log.Warn("reading the dead pane's last lines failed", "tmux_session", w.cfg.WatchSession, "err", err)
+		return ""
+	}
+	w.exitReason = lastLine(text)
+	return w.exitReason
+}
+
+// exitReasonLines is how many of a dead pane's last lines are searched.
+const exitReasonLines = 20
+
+// lastLine is the last line of a pane's text other than blank ones and
+// tmux's own "Pane is dead" notice, cut to heartbeat.MaxExitReason bytes.
+func lastLine(text string) string {
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "Pane is dead") {
+			continue
+		}
+		if len(l) > heartbeat.MaxExitReason {
+			l = strings.ToValidUTF8(l[:heartbeat.MaxExitReason], "")
+		}
+		return l
+	}
+	return ""
 }
 
 func (w *Watcher) measureProcess(now time.Time) heartbeat.Session {

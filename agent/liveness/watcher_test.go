@@ -1,9 +1,16 @@
 package liveness
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
 // TestStartDefaults: Start takes zero Config fields from DefaultConfig and
@@ -28,5 +35,70 @@ func TestStartDefaults(t *testing.T) {
 				t.Fatalf("Name %q, WorkDir %q; want %q, %q and the given logger", w.cfg.Name, w.cfg.WorkDir, tt.session, tt.workDir)
 			}
 		})
+	}
+}
+
+// TestExitReason: a session whose command could not be run (exit 127 or
+// 126, from the session wrapper or a shell) is measured exited with the
+// pane's last line saying why, in the beat and the agent's log; another
+// exit carries no reason.
+func TestExitReason(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		command []string
+		code    int
+		reason  string // the beat's ExitReason contains it; "" wants none
+	}{
+		{"not found", []string{"no-such-claude", "--dangerously-skip-permissions"}, 127, "gt-agent: command not found: no-such-claude"},
+		{"not found by a shell", []string{"sh", "-c", "echo starting; no-such-claude"}, 127, "no-such-claude: not found"},
+		{"missing path", []string{"/nonexistent/claude"}, 127, "gt-agent: command not found: /nonexistent/claude"},
+		{"not executable", []string{notExec}, 126, "gt-agent: cannot run " + notExec},
+		{"another exit", []string{"sh", "-c", "echo last words; exit 3"}, 3, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := privateTmux(t)
+			var log bytes.Buffer
+			w, err := Start(context.Background(), Config{Command: tt.command, TmuxArgs: srv.Args, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s heartbeat.Session
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if s = w.Measure(context.Background(), time.Now()); s.State == heartbeat.SessionExited && s.ExitCode != nil {
+					break
+				}
+			}
+			if s.State != heartbeat.SessionExited || s.ExitCode == nil || *s.ExitCode != tt.code {
+				t.Fatalf("session %+v, want exited with code %d", s, tt.code)
+			}
+			if tt.reason == "" && s.ExitReason != "" || !strings.Contains(s.ExitReason, tt.reason) {
+				t.Errorf("exit reason %q, want %q", s.ExitReason, tt.reason)
+			}
+			if tt.reason != "" && !strings.Contains(log.String(), "exit_reason=") {
+				t.Errorf("the log does not give the exit reason:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestLastLine: the last line of a dead pane that is not blank nor tmux's
+// notice, cut to MaxExitReason bytes of valid UTF-8.
+func TestLastLine(t *testing.T) {
+	long := strings.Repeat("é", heartbeat.MaxExitReason)
+	for _, tt := range []struct{ text, want string }{
+		{"starting\nbash: claude: command not found\n\n\nPane is dead (status 127, Mon Jan  1 00:00:00 2026)\n", "bash: claude: command not found"},
+		{"  only line  ", "only line"},
+		{"\n\n", ""},
+		{long, long[:heartbeat.MaxExitReason]},
+		{"x" + long, "x" + long[:heartbeat.MaxExitReason-2]},
+	} {
+		if got := lastLine(tt.text); got != tt.want {
+			t.Errorf("lastLine(%.40q) = %.40q, want %.40q", tt.text, got, tt.want)
+		}
 	}
 }

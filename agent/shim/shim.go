@@ -37,6 +37,12 @@ const SocketEnv = "GT_AGENT_SOCKET"
 // uses 255.
 const ExitUnavailable = 255
 
+// HostLabel begins what the shim prints for an error hostd sent rather
+// than the command (a refusal, a command hostd could not run), after the
+// command's name: "gt: hostd (on the host): ...". The command's own
+// output is passed on as it is.
+const HostLabel = "hostd (on the host): "
+
 // Shim relays one gt or bd command through the agent at Socket.
 type Shim struct {
 	// Name is the command, "gt" or "bd".
@@ -86,6 +92,7 @@ func (sh *Shim) Run(args []string) int {
 	go sh.pumpStdin(w)
 
 	fr := wire.NewRelayFrameReader(c)
+	attached := false // from then on, frames are hostd's
 	for {
 		typ, payload, err := fr.Next()
 		if err != nil {
@@ -93,6 +100,7 @@ func (sh *Shim) Run(args []string) int {
 		}
 		switch typ {
 		case wire.RelayFrameAttached:
+			attached = true
 		case wire.RelayFrameStdout:
 			_, _ = sh.Stdout.Write(payload)
 		case wire.RelayFrameStderr:
@@ -104,7 +112,13 @@ func (sh *Shim) Run(args []string) int {
 			}
 			return e.Code
 		case wire.RelayFrameError:
-			return sh.fail("%s", strings.ToValidUTF8(string(payload), "?"))
+			reason := strings.ToValidUTF8(string(payload), "?")
+			if attached {
+				// hostd's own words (a refusal, a command it could not
+				// run), told apart from the command's stderr.
+				return sh.fail("%s%s", HostLabel, reason)
+			}
+			return sh.fail("%s", reason)
 		}
 	}
 }

@@ -82,7 +82,9 @@ func TestRun(t *testing.T) {
 		{"exit status", "gt", [][]byte{frame(wire.RelayFrameAttached, ""), frame(wire.RelayFrameStdout, "out"), frame(wire.RelayFrameStderr, "err"),
 			frame(wire.RelayFrameStdout, "put"), frame(wire.RelayFrameExit, `{"code":3}`)}, 3, "output", "err"},
 		{"killed by a signal", "bd", [][]byte{frame(wire.RelayFrameExit, `{"signal":9,"code":137}`)}, 137, "", ""},
-		{"refused", "bd", [][]byte{frame(wire.RelayFrameError, "bd is not allowed\xff")}, ExitUnavailable, "", "bd: bd is not allowed?\n"},
+		{"hostd refused", "bd", [][]byte{frame(wire.RelayFrameAttached, ""), frame(wire.RelayFrameError, "bd is not allowed\xff")}, ExitUnavailable, "", "bd: hostd (on the host): bd is not allowed?\n"},
+		{"hostd failed after output", "gt", [][]byte{frame(wire.RelayFrameAttached, ""), frame(wire.RelayFrameStderr, "gt: own words\n"), frame(wire.RelayFrameError, "killed: relay.timeout")}, ExitUnavailable, "", "gt: own words\ngt: hostd (on the host): killed: relay.timeout\n"},
+		{"the agent has no tunnel", "bd", [][]byte{frame(wire.RelayFrameError, "no tunnel to hostd")}, ExitUnavailable, "", "bd: no tunnel to hostd\n"},
 		{"malformed exit", "gt", [][]byte{frame(wire.RelayFrameExit, `{"code":300}`)}, ExitUnavailable, "", "gt: hostd sent a malformed exit status\n"},
 		{"connection lost", "gt", [][]byte{frame(wire.RelayFrameStdout, "partial")}, ExitUnavailable, "partial", "gt: lost the connection to gt-agent before the command finished (EOF)\n"},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/creds"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Config configures a Supervisor.
@@ -137,7 +138,13 @@ func (s *Supervisor) setCurrent(sess *tunnel.Session) {
 
 // FatalError is a failure retrying cannot fix: hostd refused the
 // certificate, or never answered within ConnectTimeout.
-type FatalError struct{ Err error }
+type FatalError struct {
+	Err error
+	// Refused is set when hostd refused the agent for good (its
+	// certificate revoked, expired or from another CA), unlike a hostd
+	// not reached at start, which a restarted agent may reach.
+	Refused bool
+}
 
 func (e *FatalError) Error() string { return e.Err.Error() }
 func (e *FatalError) Unwrap() error { return e.Err }
@@ -146,6 +153,7 @@ func (e *FatalError) Unwrap() error { return e.Err }
 func (s *Supervisor) Run(ctx context.Context) error {
 	start := time.Now()
 	connectedOnce := false
+	closedFor := "" // the reason hostd gave when it last closed the tunnel
 	backoff := s.cfg.MinBackoff
 	for {
 		sess, err := s.dial(ctx, s.cfg.Transport)
@@ -153,11 +161,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
+			if reason, ok := tunnel.PeerReason(err); ok { // closed before its welcome was read
+				closedFor = reason
+			}
 			if tunnel.IsAuthError(err) {
-				return &FatalError{fmt.Errorf("hostd at %s refused the tunnel handshake (certificate expired, revoked, or from another CA; or hostd's certificate is not from our CA): %w", s.cfg.Addr, err)}
+				return &FatalError{Err: s.refusal(err, closedFor), Refused: true}
 			}
 			if !connectedOnce && time.Since(start) > s.cfg.ConnectTimeout {
-				return &FatalError{fmt.Errorf("cannot reach hostd at %s after %v (is 'hostd serve' running and reachable?): %w", s.cfg.Addr, s.cfg.ConnectTimeout.Round(time.Second), err)}
+				return &FatalError{Err: fmt.Errorf("cannot reach hostd at %s after %v (is 'hostd serve' running and reachable?): %w", s.cfg.Addr, s.cfg.ConnectTimeout.Round(time.Second), err)}
 			}
 			wait := jitter(backoff)
 			s.log.Warn("tunnel connect failed; retrying", "addr", s.cfg.Addr, "in", wait.Round(time.Millisecond), "err", err)
@@ -169,7 +180,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		connectedOnce = true
 		backoff = s.cfg.MinBackoff
-		if err := s.hold(ctx, sess); err != nil {
+		if closedFor, err = s.hold(ctx, sess); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -192,10 +203,46 @@ func (s *Supervisor) dial(ctx context.Context, transport string) (*tunnel.Sessio
 	})
 }
 
+// refusal says why hostd refused the handshake that failed with err, as
+// far as the TLS alert it sent and closedFor, the reason it gave when it
+// last closed the tunnel, tell, and what to do.
+func (s *Supervisor) refusal(err error, closedFor string) error {
+	leaf := s.cfg.Creds.Leaf()
+	cert := fmt.Sprintf("certificate (serial %s, valid until %s)", leaf.SerialNumber.Text(16), leaf.NotAfter.UTC().Format(time.RFC3339))
+	rejoin := "a new join token ('hostd token create <rig>/<name>' on the host)"
+	if len(leaf.URIs) == 1 { // the identity, in whatever trust domain hostd's CA put it
+		if id, err := wire.IdentityFromURIs(leaf.URIs, leaf.URIs[0].Host); err == nil {
+			rejoin = fmt.Sprintf("a new join token ('hostd token create %s' on the host)", id)
+		}
+	}
+	alert, remote := tunnel.PeerAlert(err)
+	switch {
+	case closedFor == wire.CloseRevoked:
+		return fmt.Errorf("hostd at %s revoked this polecat's %s: it closed the tunnel saying %q and refuses the certificate since; "+
+			"retrying cannot help: start the agent again with %s and no certificate (a new container, or --state-dir emptied): %w",
+			s.cfg.Addr, cert, closedFor, rejoin, err)
+	case remote && alert == tunnel.AlertBadCertificate:
+		// hostd's only refusal of a certificate its CA signed and whose
+		// validity it accepts is Authorize's: revocation (or revocations
+		// it cannot read, which its log says).
+		return fmt.Errorf("hostd at %s refused this polecat's %s, which is from hostd's CA and unexpired: it has been revoked ('hostd cert list' on the host shows it); "+
+			"retrying cannot help: start the agent again with %s and no certificate (a new container, or --state-dir emptied): %w",
+			s.cfg.Addr, cert, rejoin, err)
+	case remote && alert == tunnel.AlertCertificateExpired:
+		return fmt.Errorf("hostd at %s says this polecat's %s has expired (is either clock wrong?): start the agent again with %s: %w", s.cfg.Addr, cert, rejoin, err)
+	case remote && alert == tunnel.AlertUnknownCA:
+		return fmt.Errorf("hostd at %s does not know the CA of this polecat's %s (hostd's CA was replaced, or the certificate is another town's): start the agent again with %s: %w", s.cfg.Addr, cert, rejoin, err)
+	case remote:
+		return fmt.Errorf("hostd at %s refused the tunnel handshake (TLS alert %d): %w", s.cfg.Addr, alert, err)
+	}
+	return fmt.Errorf("hostd at %s is not the hostd this agent's CA (GT_PROXY_CA) vouches for: its certificate does not verify (another town's hostd, or its CA was replaced): %w", s.cfg.Addr, err)
+}
+
 // hold serves a session until it ends, moving to QUIC when a probe
-// succeeds and renewing the certificate on schedule. It returns a
-// *FatalError only when the certificate can no longer be used.
-func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) error {
+// succeeds and renewing the certificate on schedule. It returns the
+// reason hostd gave if it closed the tunnel, and a *FatalError only when
+// the certificate can no longer be used.
+func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) (closedFor string, err error) {
 	s.connected(ctx, sess, "connected")
 	renew := time.NewTimer(time.Until(s.cfg.Creds.RenewAt()))
 	defer renew.Stop()
@@ -206,15 +253,16 @@ func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) error {
 		case <-ctx.Done():
 			_ = sess.CloseWithReason("agent shutting down")
 			s.setCurrent(nil)
-			return nil
+			return "", nil
 		case <-sess.Done():
 			s.setCurrent(nil)
 			s.log.Warn("tunnel lost; reconnecting", "transport", sess.Transport(), "up_for", time.Since(sess.Since()).Round(time.Millisecond), "err", sess.Err())
-			return nil
+			reason, _ := tunnel.PeerReason(sess.Err())
+			return reason, nil
 		case <-renew.C:
 			next, err := s.renew(ctx, sess)
 			if err != nil {
-				return err
+				return "", err
 			}
 			renew.Reset(next)
 		case <-probe.C:
@@ -250,7 +298,7 @@ func (s *Supervisor) renew(ctx context.Context, sess *tunnel.Session) (time.Dura
 	if err := s.cfg.Creds.Renew(rctx, sess); err != nil {
 		left := time.Until(s.cfg.Creds.Leaf().NotAfter)
 		if left <= 0 {
-			return 0, &FatalError{fmt.Errorf("certificate expired without renewal: %w", err)}
+			return 0, &FatalError{Err: fmt.Errorf("certificate expired without renewal: %w", err), Refused: true}
 		}
 		retry := min(max(left/10, time.Second), 5*time.Minute)
 		s.log.Warn("certificate renewal failed; retrying", "in", retry, "expires_in", left.Round(time.Second), "err", err)

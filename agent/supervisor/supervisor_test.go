@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,22 +61,34 @@ func loaded(t *testing.T, p creds.Paths) *creds.Store {
 
 // hostd is a tunnel listener on loopback whose sessions it hands to the
 // test, serving renewals with a certificate of its CA when renew is set.
+// Once revoked is set, it refuses every certificate in the handshake, as
+// hostd's revocation check does.
 type hostd struct {
 	ca       *tunneltest.CA
 	addr     string
 	sessions chan *tunnel.Session
+	revoked  atomic.Bool
 }
 
 func newHostd(t *testing.T, renew bool) *hostd {
 	t.Helper()
 	ca := tunneltest.NewCA(t)
-	ln, err := tunnel.Listen("127.0.0.1:0", ca.ServerConfig(ca.Server(t)))
+	h := &hostd{ca: ca, sessions: make(chan *tunnel.Session, 8)}
+	sc := ca.ServerConfig(ca.Server(t))
+	sc.Authorize = func(wire.Identity, *x509.Certificate) error {
+		if h.revoked.Load() {
+			return errors.New("certificate revoked")
+		}
+		return nil
+	}
+	sc.Logger = slog.New(slog.DiscardHandler)
+	ln, err := tunnel.Listen("127.0.0.1:0", sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); ln.Close() })
-	h := &hostd{ca: ca, addr: ln.Addr(), sessions: make(chan *tunnel.Session, 8)}
+	h.addr = ln.Addr()
 	mux := tunnel.NewServeMux()
 	mux.HandleFunc(wire.KindCert, func(_ context.Context, st *tunnel.Stream) {
 		if !renew {
@@ -234,7 +247,7 @@ func TestFatal(t *testing.T) {
 		{"certificate of another CA", func(t *testing.T) Config {
 			h, other := newHostd(t, false), tunneltest.NewCA(t)
 			return Config{Addr: h.addr, Creds: loaded(t, write(t, other, other.Client(t, furiosa))), Transport: tunnel.TransportTCP}
-		}, "refused the tunnel handshake"},
+		}, "is not the hostd this agent's CA (GT_PROXY_CA) vouches for"},
 		{"nothing listening", func(t *testing.T) Config {
 			ca := tunneltest.NewCA(t)
 			return Config{Addr: tunneltest.FreeAddr(t), Creds: loaded(t, write(t, ca, ca.Client(t, furiosa))), Transport: tunnel.TransportTCP, ConnectTimeout: 300 * time.Millisecond}
@@ -258,6 +271,57 @@ func TestFatal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefusal: an agent hostd refuses for good ends Run with a
+// *FatalError marked Refused that names the revocation, whether hostd
+// closed its tunnel saying so and then refused it, or refused it from the
+// start; on both transports. A hostd never reached is not a refusal.
+func TestRefusal(t *testing.T) {
+	tests := []struct {
+		name      string
+		connected bool // the agent is connected when hostd revokes it
+		want      []string
+	}{
+		{"revoked while connected", true, []string{"revoked this polecat's certificate (serial", `closed the tunnel saying "certificate revoked"`, "hostd token create gastown/furiosa"}},
+		{"revoked before it started", false, []string{"refused this polecat's certificate (serial", "it has been revoked", "hostd token create gastown/furiosa"}},
+	}
+	for _, transport := range []string{tunnel.TransportQUIC, tunnel.TransportTCP} {
+		for _, tc := range tests {
+			t.Run(transport+"/"+tc.name, func(t *testing.T) {
+				h := newHostd(t, false)
+				h.revoked.Store(!tc.connected)
+				s, done := start(t, Config{Addr: h.addr, Creds: loaded(t, write(t, h.ca, h.ca.Client(t, furiosa))), Transport: transport})
+				if tc.connected {
+					sess := h.accepted(t)
+					session(t, s) // the agent has its session, welcome and all
+					h.revoked.Store(true)
+					_ = sess.CloseWithReason(wire.CloseRevoked)
+				}
+				select {
+				case err := <-done:
+					fatal, ok := errors.AsType[*FatalError](err)
+					if !ok || !fatal.Refused {
+						t.Fatalf("Run: %#v, want a refused *FatalError", err)
+					}
+					for _, w := range tc.want {
+						if !strings.Contains(err.Error(), w) {
+							t.Errorf("Run: %v\nwant it to say %q", err, w)
+						}
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("Run kept retrying")
+				}
+			})
+		}
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		ca := tunneltest.NewCA(t)
+		_, done := start(t, Config{Addr: tunneltest.FreeAddr(t), Creds: loaded(t, write(t, ca, ca.Client(t, furiosa))), Transport: tunnel.TransportTCP, ConnectTimeout: 300 * time.Millisecond})
+		if fatal, ok := errors.AsType[*FatalError](<-done); !ok || fatal.Refused {
+			t.Errorf("Run: %#v, want a *FatalError not marked refused", fatal)
+		}
+	})
 }
 
 // TestRenew: a certificate due for renewal is renewed over the tunnel and

@@ -149,7 +149,7 @@ func (s *Service) closeRevoked(sess *tunnel.Session, id wire.Identity) {
 	if s.cfg.Revoked != nil {
 		s.cfg.Revoked(id, time.Time{})
 	}
-	_ = sess.CloseWithReason("certificate revoked")
+	_ = sess.CloseWithReason(wire.CloseRevoked)
 }
 
 // Watch picks up revocations written by another process (hostd cert
@@ -188,7 +188,7 @@ func (s *Service) ReloadRevocations() (int, error) {
 	prev := s.revoked.Load()
 	s.revoked.Store(&rev)
 	s.stamp.Store(&stamp)
-	closed := s.reg.CloseIf(rev.Revoked, "certificate revoked")
+	closed := s.reg.CloseIf(rev.Revoked, wire.CloseRevoked)
 	if s.cfg.Revoked != nil {
 		for id, cut := range rev.Identities {
 			if prev == nil || !prev.Identities[id].Equal(cut) {

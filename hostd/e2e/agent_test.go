@@ -127,3 +127,48 @@ func TestAgentStopsPromptly(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentRevoked: an agent hostd refuses for good says it was revoked
+// (not a list of guesses) and ends the polecat's session it started,
+// whether the revocation closed its tunnel (on either transport) or it
+// started with a revoked certificate.
+func TestAgentRevoked(t *testing.T) {
+	t.Parallel()
+	tw := NewTown(t)
+	_, addr := tw.Serve()
+	for _, tc := range []struct {
+		name, polecat, transport string
+		before                   bool // revoked before the agent starts
+		want                     string
+	}{
+		{"while connected over QUIC", "furiosa", "quic", false, `revoked this polecat's certificate (serial`},
+		{"while connected over TCP", "nux", "tcp", false, `closed the tunnel saying "certificate revoked"`},
+		{"before it started", "slit", "auto", true, "it has been revoked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "gastown/" + tc.polecat
+			certs := tw.Issue(id, time.Hour)
+			if tc.before {
+				tw.Run("cert", "revoke", id)
+			}
+			tmux := TmuxSocket(t)
+			agent := Start(t, AgentEnv(addr, certs), "gt-agent", "up", "--transport", tc.transport, "--tmux-socket", tmux, "--", "sleep", "300")
+			if !tc.before {
+				tw.WaitStatus(10*time.Second, Connected(tc.polecat, tc.transport))
+				tw.Run("cert", "revoke", id)
+			}
+			if err := agent.Exited(t, 15*time.Second); err == nil {
+				t.Fatal("the revoked agent exited 0")
+			}
+			out := agent.Output()
+			for _, want := range []string{tc.want, "hostd token create " + id, "stopped the polecat's session it started"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the agent does not say %q:\n%s", want, out)
+				}
+			}
+			if err := exec.Command("tmux", "-S", tmux, "has-session", "-t", "=polecat").Run(); err == nil {
+				t.Error("the polecat's session still runs after its agent was refused")
+			}
+		})
+	}
+}

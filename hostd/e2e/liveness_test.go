@@ -260,3 +260,31 @@ func TestLivenessWatchProcess(t *testing.T) {
 	_ = Proc.Wait()
 	tw.WaitStatus(2*beatEvery+300*time.Millisecond, InState("furiosa", "dead"))
 }
+
+// TestStatusSaysCommandNotFound: a polecat whose command is not installed
+// in its container (the image without Claude Code) is dead, and hostd
+// status, its agent's log and the status's JSON say "command not found"
+// with the command's name, not only "exit code 127".
+func TestStatusSaysCommandNotFound(t *testing.T) {
+	t.Parallel()
+	tw := NewTown(t)
+	_, addr := tw.Serve("--beat-interval", beatEvery.String())
+	certs := tw.Issue("gastown/furiosa", time.Hour)
+	agent := Start(t, AgentEnv(addr, certs), "gt-agent", "up", "--tmux-socket", TmuxSocket(t), "--beat-interval", beatEvery.String(),
+		"--", "no-such-claude", "--dangerously-skip-permissions")
+	const want = "command not found: no-such-claude"
+	// Dead at once; the exit code and why follow within a beat or two
+	// (the first beat may see the pane dead before its status is written).
+	tw.WaitStatus(10*time.Second, func(st api.Status) bool {
+		return InState("furiosa", "dead")(st) && strings.Contains(st.Polecats[0].Reason, want)
+	})
+	if out := tw.Run("status", "gastown/furiosa"); !strings.Contains(out, "session exited with code 127: gt-agent: "+want) {
+		t.Errorf("hostd status does not say %q:\n%s", want, out)
+	}
+	if out := tw.Run("status", "gastown/furiosa", "--json"); !strings.Contains(out, `"exit_reason"`) || !strings.Contains(out, want) {
+		t.Errorf("hostd status --json has no exit_reason %q:\n%s", want, out)
+	}
+	if !strings.Contains(agent.Output(), want) {
+		t.Errorf("the agent's log does not say %q:\n%s", want, agent.Output())
+	}
+}

@@ -253,8 +253,8 @@ func TestRelayRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := r.run(t, nil, c.cmd, c.args...)
-			if res.code != 255 || !strings.Contains(string(res.stderr), c.want) {
-				t.Errorf("exit %d, stderr %q; want 255 and %q", res.code, res.stderr, c.want)
+			if res.code != 255 || !strings.HasPrefix(string(res.stderr), c.cmd+": hostd (on the host): ") || !strings.Contains(string(res.stderr), c.want) {
+				t.Errorf("exit %d, stderr %q; want 255 and hostd's %q, labelled as the host's", res.code, res.stderr, c.want)
 			}
 		})
 	}
@@ -445,5 +445,24 @@ func TestRelayTunnelDown(t *testing.T) {
 	}
 	if n := strings.Count(strings.TrimSpace(string(res.stderr)), "\n"); n != 0 {
 		t.Errorf("want one line, got %q", res.stderr)
+	}
+}
+
+// TestServeRefusesTheShim: with the project's bin/ ahead of the host's gt
+// on PATH (bin/gt is the container's shim), hostd serve does not start: it
+// names the file and the flag that fixes it, instead of relaying each
+// command back to a gt-agent.
+func TestServeRefusesTheShim(t *testing.T) {
+	tw := NewTown(t)
+	path := "PATH=" + BinDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	p := Start(t, []string{path}, "hostd", "--town", tw.Dir, "serve", "--listen", tunneltest.FreeAddr(t))
+	var ee *exec.ExitError
+	if err := p.Exited(t, 10*time.Second); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("hostd serve with the shim as gt: %v, want exit 1\n%s", err, p.Output())
+	}
+	for _, want := range []string{"gt resolves to " + filepath.Join(BinDir, "gt"), "--relay-gt", "bd resolves to " + filepath.Join(BinDir, "bd"), "--relay-bd"} {
+		if !strings.Contains(p.Output(), want) {
+			t.Errorf("output lacks %q:\n%s", want, p.Output())
+		}
 	}
 }

@@ -60,12 +60,13 @@ func TestRevokeClosesLiveTunnel(t *testing.T) {
 	if d := time.Since(begin); d > time.Second {
 		t.Errorf("tunnel closed %v after revoke, want within 1s", d)
 	}
-	// The agent cannot come back: its certificate is refused, and it says so.
+	// The agent cannot come back: its certificate is refused, and it says
+	// it was revoked.
 	if err := agent.Exited(t, 10*time.Second); err == nil {
 		t.Error("agent exited 0 after revocation")
 	}
-	if !strings.Contains(agent.Output(), "refused") {
-		t.Errorf("agent did not say it was refused:\n%s", agent.Output())
+	if !strings.Contains(agent.Output(), "revoked this polecat's certificate") {
+		t.Errorf("agent did not say it was revoked:\n%s", agent.Output())
 	}
 	if !strings.Contains(tw.Run("cert", "list"), "revoked") {
 		t.Error("cert list does not show the revocation")
@@ -248,7 +249,7 @@ func TestAgentErrors(t *testing.T) {
 		{"cert from another CA", []string{"GT_PROXY_CA=" + foreignCA}, nil, "not a client certificate from CA"},
 		{"expired", []string{"GT_PROXY_CERT=" + expiredCert, "GT_PROXY_KEY=" + expiredKey, "GT_PROXY_CA=" + foreignCA}, nil, "expired"},
 		{"key of another certificate", []string{"GT_PROXY_KEY=" + expiredKey}, nil, "private key does not match"},
-		{"hostd not from our CA", []string{"GT_PROXY_CERT=" + strangerCert, "GT_PROXY_KEY=" + strangerKey, "GT_PROXY_CA=" + foreignCA}, nil, "refused the tunnel handshake"},
+		{"hostd not from our CA", []string{"GT_PROXY_CERT=" + strangerCert, "GT_PROXY_KEY=" + strangerKey, "GT_PROXY_CA=" + foreignCA}, nil, "is not the hostd this agent's CA (GT_PROXY_CA) vouches for"},
 		{"unreachable", []string{"GT_PROXY_URL=https://localhost:1"}, []string{"--connect-timeout", "1s"}, "cannot reach hostd"},
 	}
 	for _, c := range cases {
@@ -263,5 +264,31 @@ func TestAgentErrors(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", c.want, p.Output())
 			}
 		})
+	}
+}
+
+// TestJoinWaitsForHostd: an agent joining before hostd listens (a
+// container started with it, or right after 'hostd serve &') retries
+// until hostd is there, within --connect-timeout, and then says it
+// could not reach hostd.
+func TestJoinWaitsForHostd(t *testing.T) {
+	t.Parallel()
+	tw := NewTown(t)
+	addr := tunneltest.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	token := strings.TrimSpace(tw.Run("token", "create", "gastown/slit"))
+	env := []string{"GT_PROXY_URL=https://localhost:" + port}
+	agent := Start(t, env, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", token, "--identity", "gastown/slit")
+	time.Sleep(time.Second)
+	tw.ServeOn(addr)
+	tw.WaitStatus(10*time.Second, Connected("slit", ""))
+	if !strings.Contains(agent.Output(), "hostd not reachable yet; retrying") {
+		t.Errorf("the agent does not say it waits for hostd:\n%s", agent.Output())
+	}
+
+	late := strings.TrimSpace(tw.Run("token", "create", "gastown/nux"))
+	none := Start(t, []string{"GT_PROXY_URL=https://localhost:1"}, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", late, "--identity", "gastown/nux", "--connect-timeout", "1s")
+	if err := none.Exited(t, 10*time.Second); err == nil || !strings.Contains(none.Output(), "cannot reach hostd at localhost:1 after 1s") {
+		t.Errorf("joining no hostd: %v\n%s", err, none.Output())
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +115,8 @@ var allowedSignals = map[syscall.Signal]bool{syscall.SIGINT: true, syscall.SIGTE
 // exits, for grandchildren that hold its stdout.
 const outputGrace = 2 * time.Second
 
-// New resolves the binaries; zero Config fields (and a zero Policy.Allow
+// New resolves the binaries, refusing one built from this project (see
+// resolve) and warning of a missing one; zero Config fields (and a zero Policy.Allow
 // or Policy.EnvAllow) take DefaultConfig's.
 func New(cfg Config) (*Service, error) {
 	d := DefaultConfig()
@@ -125,22 +128,28 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent), metrics: newMetrics(),
 		logLimit: logging.NewLimiter(30, time.Minute)}
 	var dirs []string
-	for cmd := range cfg.Policy.Allow {
+	var refused []error
+	for _, cmd := range slices.Sorted(maps.Keys(cfg.Policy.Allow)) {
 		name := cmd
 		if b := cfg.Binaries[cmd]; b != "" {
 			name = b
 		}
-		path, err := exec.LookPath(name)
-		if err == nil {
-			path, err = filepath.Abs(path)
+		path, err := resolve(cmd, name)
+		var notFound *exec.Error
+		if errors.As(err, &notFound) {
+			s.log.Warn("relay: command not found on this host; relaying it will fail", "command", cmd, "looked_for", name, "err", err)
+			continue
 		}
 		if err != nil {
-			s.log.Warn("relay: command not found on this host; relaying it will fail", "command", cmd, "looked_for", name)
+			refused = append(refused, err)
 			continue
 		}
 		s.bins[cmd] = path
 		dirs = append(dirs, filepath.Dir(path))
 		s.log.Info("relay: command available", "command", cmd, "binary", path)
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("relay: %w", errors.Join(refused...))
 	}
 	s.base = baseEnv(dirs, cfg.Env)
 	return s, nil

@@ -33,8 +33,10 @@ command -v mmdebstrap >/dev/null || {
   exit 1
 }
 # resolv.conf and hostname are the build machine's; Docker provides its own.
+# mmdebstrap says what it does on stderr, step by step (it takes a few
+# minutes, most of them downloading and unpacking packages).
 bootstrap() {
-  mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
+  mmdebstrap --variant=minbase --include="$PACKAGES" \
     --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
     "$SUITE" "$1" "$MIRROR"
 }
@@ -43,6 +45,7 @@ if [ -n "$tar_out" ]; then
   bootstrap "$tar_out"
   exit 0
 fi
-echo "images/base: building $image with mmdebstrap ($SUITE: $PACKAGES)" >&2
+echo "images/base: building $image with mmdebstrap ($SUITE: $PACKAGES), about 3 minutes; once built it is reused" >&2
 bootstrap - | docker import - "$image" >/dev/null
+echo "images/base: built $image" >&2
 echo "$image"

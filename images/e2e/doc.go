@@ -3,7 +3,8 @@
 // Docker network that can reach hostd's port and nothing else, and the
 // product's checks run through them (relay, git policy, liveness under
 // pause, kill, disconnect and restart, the UDP-to-TCP fallback, nudges,
-// peek and attach, data at docker stop, isolation, a hostile container).
+// peek and attach, data at docker stop, isolation, a hostile container),
+// and Dockerfile.polecat's ways to bring Claude Code (image_test.go).
 //
 // Its tests carry the build tag e2e and need root (iptables) and a Docker
 // engine; 'make e2e' builds the images and runs them:

@@ -98,6 +98,11 @@ type Goodbye struct {
 	Reason string `json:"reason"`
 }
 
+// CloseRevoked is the reason hostd closes a tunnel with when the
+// certificate it stands on is revoked; the agent, hearing it, knows the
+// handshake refused next is a revocation.
+const CloseRevoked = "certificate revoked"
+
 // The git channel: each git stream carries one HTTP/1.1 connection of
 // git's smart HTTP protocol, for URLs under GitPathPrefix + "<rig>".
 const GitPathPrefix = "/v1/git/"

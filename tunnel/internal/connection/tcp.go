@@ -201,7 +201,7 @@ func (t *TCP) Close(reason string) error {
 
 // PeerClosed ends the session because the peer said it is closing.
 func (t *TCP) PeerClosed(reason string) {
-	t.setCause(fmt.Errorf("tunnel: peer closed the session: %s", reason))
+	t.setCause(&PeerClosedError{Reason: reason})
 	_ = t.ys.Close()
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 
 	"github.com/quic-go/quic-go"
@@ -97,4 +98,41 @@ func IsAuthError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// PeerAlert is the TLS alert with which the peer refused a handshake, on
+// either transport: a remote CRYPTO_ERROR on QUIC, a "remote error" on
+// TCP (crypto/tls keeps its alert type unexported: it is a uint8).
+func PeerAlert(err error) (uint8, bool) {
+	var qerr *quic.TransportError
+	if errors.As(err, &qerr) && qerr.Remote && qerr.ErrorCode.IsCryptoError() {
+		return uint8(qerr.ErrorCode - 0x100), true
+	}
+	var operr *net.OpError
+	if errors.As(err, &operr) && operr.Op == "remote error" {
+		if v := reflect.ValueOf(operr.Err); v.Kind() == reflect.Uint8 {
+			return uint8(v.Uint()), true
+		}
+	}
+	return 0, false
+}
+
+// PeerClosedError is why a session ended when the peer closed it saying
+// why: on TCP the goodbye's reason.
+type PeerClosedError struct{ Reason string }
+
+func (e *PeerClosedError) Error() string { return "tunnel: peer closed the session: " + e.Reason }
+
+// PeerReason is the reason the peer gave when it closed the session that
+// ended with err: the close frame's on QUIC, the goodbye's on TCP.
+func PeerReason(err error) (string, bool) {
+	var pc *PeerClosedError
+	if errors.As(err, &pc) {
+		return pc.Reason, true
+	}
+	var ae *quic.ApplicationError
+	if errors.As(err, &ae) && ae.Remote {
+		return ae.ErrorMessage, true
+	}
+	return "", false
 }
