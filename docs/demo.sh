@@ -9,7 +9,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  for s in "$TOWN"/tmux-*; do [ -S "$s" ] && tmux -S "$s" kill-server 2>/dev/null; done
+  for s in "$TOWN"/tmux-*; do [ -S "$s" ] && { tmux -S "$s" kill-server 2>/dev/null || true; }; done
   rm -rf "$TOWN"
 }
 trap cleanup EXIT
