@@ -60,7 +60,8 @@ their liveness from heartbeats, and shows every polecat ('hostd status').
 Configuration comes from flags, then HOSTD_* environment variables (e.g.
 HOSTD_LISTEN), then a YAML config file (--config, or
 <town>/.runtime/hostd/config.yaml when present). The town root is --town,
-else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
+else $HOSTD_TOWN, $GT_TOWN or $GT_ROOT (which Gas Town sets in every agent
+session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           version,
@@ -69,7 +70,7 @@ else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)")
+	pf.String("town", "", "Gas Town root (default $HOSTD_TOWN, $GT_TOWN, $GT_ROOT or ~/gt)")
 	pf.StringVar(&a.config, "config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
 	pf.String("trust-domain", wire.DefaultTrustDomain, "SPIFFE trust domain of polecat identities")
 	pf.String("log-level", "info", "log level: debug, info, warn, error")
@@ -93,8 +94,10 @@ func (a *app) load(pf *pflag.FlagSet) error {
 	v.SetEnvPrefix("HOSTD")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
-	if err := v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN"); err != nil {
-		return fmt.Errorf("reading HOSTD_TOWN and GT_TOWN: %w", err)
+	// GT_ROOT is the town root Gas Town gives each agent session (its
+	// config.AgentEnv): hostd run, Gas Town's exec wrapper, runs with it.
+	if err := v.BindEnv("town", "HOSTD_TOWN", "GT_TOWN", "GT_ROOT"); err != nil {
+		return fmt.Errorf("reading HOSTD_TOWN, GT_TOWN and GT_ROOT: %w", err)
 	}
 	if v.GetString("town") == "" {
 		home, err := os.UserHomeDir()

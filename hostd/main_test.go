@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/viper"
+
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
@@ -134,6 +136,39 @@ func TestExitStatus(t *testing.T) {
 			out, code := runHostd(t, town, "", tt.args...)
 			if code != 1 || !strings.HasPrefix(out, tt.want) || strings.Count(out, "hostd: ") != 1 {
 				t.Fatalf("hostd %v: exit %d, output %q; want 1 and one line %q...", tt.args, code, out, tt.want)
+			}
+		})
+	}
+}
+
+// TestTownFromEnvironment: without --town the town is $HOSTD_TOWN, else
+// $GT_TOWN, else $GT_ROOT (the town root Gas Town sets in each agent
+// session, where hostd run runs as its exec wrapper), else ~/gt.
+func TestTownFromEnvironment(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"none", nil, home + "/gt"},
+		{"GT_ROOT", map[string]string{"GT_ROOT": "/towns/root"}, "/towns/root"},
+		{"GT_TOWN before GT_ROOT", map[string]string{"GT_TOWN": "/towns/town", "GT_ROOT": "/towns/root"}, "/towns/town"},
+		{"HOSTD_TOWN first", map[string]string{"HOSTD_TOWN": "/towns/hostd", "GT_TOWN": "/towns/town", "GT_ROOT": "/towns/root"}, "/towns/hostd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HOME", home)
+			for _, k := range []string{"HOSTD_TOWN", "GT_TOWN", "GT_ROOT"} {
+				t.Setenv(k, tt.env[k])
+			}
+			a := &app{v: viper.New()}
+			root := newRoot()
+			if err := a.load(root.PersistentFlags()); err != nil {
+				t.Fatal(err)
+			}
+			if got := a.town(); got != tt.want {
+				t.Fatalf("town %q, want %q", got, tt.want)
 			}
 		})
 	}
