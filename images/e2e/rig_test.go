@@ -34,11 +34,11 @@ type rig struct {
 	t       *testing.T
 	id      string // this run's id, in every name
 	image   string
-	net     string // the Docker network, also its bridge's name
-	gateway string // the host's address on it
-	chain   string // the iptables chain of the network's firewall
-	addr    string // hostd's tunnel address, gateway:port
-	metrics string // hostd's metrics address, also on the gateway
+	net     string           // the Docker network, also its bridge's name
+	gateway string           // the host's address on it
+	chain   string           // the iptables chain of the network's firewall
+	addr    string           // hostd's tunnel address, gateway:port
+	metrics string           // hostd's metrics address, also on the gateway
 	town    *harness.Town    // the town hostd serves
 	git     *harness.GitTown // the town's git fixtures, when newRig made it
 	hostd   *harness.Proc
