@@ -212,6 +212,7 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	done := make(chan struct{})
 	var exited error
 	go func() { exited = c.Wait(); close(done) }()
+	go keepLiveness(ctx, done, livenessRecheck)
 	shown := make(chan struct{})
 	if isTTY(os.Stdin) && isTTY(os.Stdout) {
 		go o.show(ctx, id, done, shown)
@@ -257,6 +258,29 @@ func (o *runOptions) show(ctx context.Context, id wire.Identity, done <-chan str
 		case <-done:
 			return
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// livenessRecheck is how often hostd run checks that hostd is still in
+// its tmux session's GT_PROCESS_NAMES.
+const livenessRecheck = 2 * time.Second
+
+// keepLiveness marks the session again (markLiveness) every interval
+// until done closes: Gas Town sets GT_PROCESS_NAMES itself right after it
+// creates a session (SessionManager.Start), and when the sandbox is
+// already there (gt session restart, a handoff, a respawn) hostd run gets
+// to it first, so Gas Town's value, without hostd, would stay and its
+// liveness check would call the session a zombie.
+func keepLiveness(ctx context.Context, done <-chan struct{}, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			_ = markLiveness(ctx)
 		}
 	}
 }
