@@ -12,24 +12,25 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 )
 
 // The Gas Town suite ('make e2e-gastown'): the real gt, bd and dolt
 // (GASTOWN_TOOLS, built by 'make gastown-tools'), a town made as an
 // operator makes one (gt install, gt rig add on a local origin), and two
-// polecats of one rig started by gt sling: hostcat on the host as Gas
-// Town runs polecats today, and boxcat after the rig's settings name
-// hostd run as runtime.exec_wrapper, so Gas Town's own pane runs hostd
-// run and the session runs in boxcat's container. Each Gas Town flow runs
+// polecats of one rig started by gt sling, named by Gas Town's name pool:
+// one on the host as Gas Town runs polecats today, and one after the
+// rig's settings name hostd run as runtime.exec_wrapper, so Gas Town's
+// own pane runs hostd run and the session runs in that polecat's
+// container. Each Gas Town flow runs
 // for both, and the table compares them.
 const (
 	gtRig    = "gastown"
-	hostName = "hostcat"
-	boxName  = "boxcat"
 	taskName = "the same task"
 )
 
@@ -42,6 +43,11 @@ type gasTown struct {
 	origin  string // the rig's origin, a local bare repository
 	paneLog string // the stand-in claude's record of submitted lines, on the host and in the container
 	doltPID int
+	// stopOnce stops what Gas Town started once, at the test's end or
+	// on a signal.
+	stopOnce sync.Once
+	host    string // the host polecat's name
+	box     string // the container polecat's name
 	rows    []flowRow
 }
 
@@ -79,24 +85,25 @@ func TestGasTown(t *testing.T) {
 	step := func(name string, f func(t *testing.T)) {
 		r.check("gastown: "+name, f)
 		if t.Failed() {
-			t.Fatalf("the host panes:\n%s\n---\n%s\nhostd:\n%s", g.screen(hostName), g.screen(boxName), r.hostd.Output())
+			t.Fatalf("the host panes:\n%s\n---\n%s\nhostd:\n%s", g.screen(g.host), g.screen(g.box), r.hostd.Output())
 		}
 	}
 	step("gt sling starts the host polecat's session", func(t *testing.T) {
-		g.sling(t, hostName)
-		g.row("gt sling: session starts", g.ready(t, hostName), "", true, "the host polecat is slung before the rig names hostd run as its exec wrapper")
+		g.host = g.sling(t)
+		g.row("gt sling: session starts", g.ready(t, g.host), "", true, "the host polecat is slung before the rig names hostd run as its exec wrapper")
 	})
 	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
 		g.execWrapper(t)
-		g.sling(t, boxName)
+		g.box = g.sling(t)
+		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container(g.box)) })
 		host := g.rows[len(g.rows)-1].host
 		g.rows = g.rows[:len(g.rows)-1]
-		box := g.ready(t, boxName)
-		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(boxName), "#{pane_current_command}")); got != "hostd" {
+		box := g.ready(t, g.box)
+		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
 			t.Fatalf("boxcat's pane runs %q, want hostd (the exec wrapper)", got)
 		}
-		r.wait(60*time.Second, "boxcat connected", harness.Connected(boxName, ""))
-		g.row("gt sling: session starts", host, box+" (pane: hostd run; the session in "+container(boxName)+")", true, "")
+		r.wait(60*time.Second, "boxcat connected", harness.Connected(g.box, ""))
+		g.row("gt sling: session starts", host, box+" (pane: hostd run; the session in "+container(g.box)+")", true, "")
 	})
 
 	// Each flow as the polecat's agent runs it: on the host in its
@@ -129,28 +136,28 @@ func TestGasTown(t *testing.T) {
 		g.compareOutcomes(t, "bd close", g.run(t, true, "bd", "close", hostBead), g.run(t, false, "bd", "close", boxBead))
 	})
 	flow("gt nudge and gt peek reach the session", func(t *testing.T) {
-		h, b := g.nudgePeek(t, hostName), g.nudgePeek(t, boxName)
+		h, b := g.nudgePeek(t, g.host), g.nudgePeek(t, g.box)
 		g.checkRow(t, "gt nudge, then gt peek", h, b, h == b, "")
 	})
 	flow("gt polecat list: both alive", func(t *testing.T) {
-		h, b := g.listed(t, hostName), g.listed(t, boxName)
+		h, b := g.listed(t, g.host), g.listed(t, g.box)
 		g.checkRow(t, "gt polecat list (liveness)", h, b, h == b && h == "working", "")
 	})
 	flow("gt session restart cycles the session; the container and its uncommitted work stay", func(t *testing.T) {
-		h, b := g.restart(t, hostName), g.restart(t, boxName)
+		h, b := g.restart(t, g.host), g.restart(t, g.box)
 		g.checkRow(t, "gt session restart (session cycle)", h, b, h == b, "")
 	})
 	flow("gt handoff --cycle", func(t *testing.T) {
-		h, b := g.cycle(t, hostName), g.cycle(t, boxName)
+		h, b := g.cycle(t, g.host), g.cycle(t, g.box)
 		g.row("gt handoff --cycle (from the agent)", h, b, h == b,
 			"relayed from the container gt runs on the host outside any tmux pane, so it saves state only and the session is not respawned")
 	})
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
-		h, b := g.done(t, hostName), g.done(t, boxName)
+		h, b := g.done(t, g.host), g.done(t, g.box)
 		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, "the container pushes its branch to hostd first, which updates the host worktree")
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
-		h, b := g.nuke(t, hostName), g.nuke(t, boxName)
+		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
 		g.checkRow(t, "gt polecat nuke", h, b, h == strings.TrimSuffix(b, "; container removed, certificate revoked"), "")
 	})
 	summary.add("gastown: total", !t.Failed(), time.Since(start))
@@ -200,20 +207,25 @@ func (g *gasTown) install() {
 	// The town's name picks its tmux socket (<name>-<hash>): this run's.
 	g.dir = filepath.Join(t.TempDir(), "gtsuite"+r.id)
 	t.Cleanup(g.stop)
+	undo.push(g.stop) // also when the suite is interrupted
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	g.gtMust(t, "install", g.dir, "--name", "gtsuite"+r.id)
 	g.gtMust(t, "rig", "add", gtRig, "file://"+g.origin)
-	if pid, err := os.ReadFile(filepath.Join(g.dir, ".dolt-data", "dolt.pid")); err == nil {
+	if pid, err := os.ReadFile(filepath.Join(g.dir, "daemon", "dolt.pid")); err == nil {
 		g.doltPID, _ = strconv.Atoi(strings.TrimSpace(string(pid)))
 	}
 
 	// The stand-in claude: this test binary as the pane program (prompt
-	// ❯, records what is typed), a custom agent of the rig.
+	// ❯, records what is typed), as the rig's runtime. Not a custom agent
+	// (the rig's "agent"): Gas Town takes a rig's "runtime", where the
+	// exec wrapper goes, instead of its "agent" when both are set.
 	g.rigSettings(t, func(s map[string]any) {
-		s["agent"] = "standin"
-		s["agents"] = map[string]any{"standin": map[string]any{
+		s["runtime"] = map[string]any{
 			"provider": "claude", "command": "claude", "args": []string{"--dangerously-skip-permissions"},
 			"env": map[string]string{harness.PaneEnv: "claude", harness.PaneLogEnv: g.paneLog},
-		}}
+		}
 	})
 
 	r.town = harness.TownAt(t, g.dir)
@@ -227,13 +239,28 @@ func (g *gasTown) install() {
 	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.tools, "gt"), "--relay-bd", filepath.Join(g.tools, "bd"),
 		"--beat-interval", "1s", "--sandbox-reap", "1s", "--metrics-listen", r.metrics}
 	r.startHostd()
-	_, _ = tryDocker("rm", "-f", "-v", container(boxName)) // a run killed before its cleanup
-	undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container(boxName)) })
+	removeStaleSandboxes()
+}
+
+// removeStaleSandboxes removes the sandboxes hostd run made for towns
+// that are gone: those of runs killed before their cleanup.
+func removeStaleSandboxes() {
+	out, _ := tryDocker("ps", "-a", "--filter", "label="+sandbox.TownLabel, "--format", `{{.Names}} {{.Label "`+sandbox.TownLabel+`"}}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, town, ok := strings.Cut(line, " ")
+		if _, err := os.Stat(town); ok && os.IsNotExist(err) {
+			_, _ = tryDocker("rm", "-f", "-v", name)
+		}
+	}
 }
 
 // stop ends what Gas Town started for the town: its tmux server (the
 // polecats' panes, hostd run among them) and its Dolt server.
 func (g *gasTown) stop() {
+	g.stopOnce.Do(g.stopNow)
+}
+
+func (g *gasTown) stopNow() {
 	if sock := g.socket(); sock != "" {
 		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
 	}
@@ -251,7 +278,7 @@ func (g *gasTown) stop() {
 // docs/migrating.md tells an operator to.
 func (g *gasTown) execWrapper(t *testing.T) {
 	g.rigSettings(t, func(s map[string]any) {
-		s["runtime"] = map[string]any{"exec_wrapper": []string{"hostd", "run", "--"}}
+		s["runtime"].(map[string]any)["exec_wrapper"] = []string{"hostd", "run", "--"}
 	})
 }
 
@@ -269,10 +296,10 @@ func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
 	writeFile(t, path, string(b))
 }
 
-// sling files a bead in the rig and slings it to the named polecat,
-// which gt makes (its worktree on a polecat branch) and whose session it
-// starts.
-func (g *gasTown) sling(t *testing.T, name string) {
+// sling files a bead in the rig and slings it to the rig: gt makes a
+// polecat (its name from the pool, its worktree on a polecat branch) and
+// starts its session. It returns the polecat's name.
+func (g *gasTown) sling(t *testing.T) string {
 	bd := exec.Command(filepath.Join(g.tools, "bd"), "create", taskName)
 	bd.Dir = filepath.Join(g.dir, gtRig)
 	out, err := bd.CombinedOutput()
@@ -280,7 +307,12 @@ func (g *gasTown) sling(t *testing.T, name string) {
 	if err != nil || id == "" {
 		t.Fatalf("bd create: %v\n%s", err, out)
 	}
-	g.gtMust(t, "sling", id, gtRig+"/"+name, "--create", "--no-boot", "--no-convoy")
+	out = []byte(g.gtMust(t, "sling", id, gtRig, "--no-boot", "--no-convoy"))
+	m := regexp.MustCompile(`Created polecat: (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("gt sling named no polecat:\n%s", out)
+	}
+	return string(m[1])
 }
 
 // session is a polecat's tmux session: Gas Town's <rig prefix>-<name>.
@@ -403,9 +435,9 @@ func (g *gasTown) print() {
 // container in its clone. %ME% in argv is the polecat's address.
 func (g *gasTown) run(t *testing.T, host bool, argv ...string) outcome {
 	t.Helper()
-	name := boxName
+	name := g.box
 	if host {
-		name = hostName
+		name = g.host
 	}
 	argv = append([]string(nil), argv...)
 	for i, a := range argv {
@@ -446,7 +478,7 @@ func (g *gasTown) sessionEnv(t *testing.T, name string) []string {
 // output once names, ids, times and process ids are set aside.
 func (g *gasTown) compareOutcomes(t *testing.T, flow string, h, b outcome) {
 	t.Helper()
-	nh, nb := normalize(h.out, hostName), normalize(b.out, boxName)
+	nh, nb := normalize(h.out, g.host), normalize(b.out, g.box)
 	same := h.code == b.code && nh == nb
 	note := ""
 	if !same {
@@ -522,7 +554,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 	res := "nudge exit 0"
 	typed := func() bool {
 		var log string
-		if name == hostName {
+		if name == g.host {
 			b, _ := os.ReadFile(g.paneLog)
 			log = string(b)
 		} else {
@@ -567,7 +599,7 @@ func (g *gasTown) panePID(t *testing.T, name string) string {
 // wip writes (or with rm, removes) an uncommitted file in the polecat's
 // working copy: the host worktree, or the clone in the container.
 func (g *gasTown) wip(t *testing.T, name string, rm bool) {
-	if name == hostName {
+	if name == g.host {
 		p := filepath.Join(g.worktree(name), "wip.txt")
 		if rm {
 			_ = os.Remove(p)
@@ -587,7 +619,7 @@ func (g *gasTown) wip(t *testing.T, name string, rm bool) {
 
 // hasWIP says whether the uncommitted file is still there.
 func (g *gasTown) hasWIP(name string) bool {
-	if name == hostName {
+	if name == g.host {
 		_, err := os.Stat(filepath.Join(g.worktree(name), "wip.txt"))
 		return err == nil
 	}
@@ -619,7 +651,7 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 	if g.panePID(t, name) == before {
 		res = "the same pane process"
 	}
-	if name == boxName {
+	if name == g.box {
 		if id := containerID(name); id != box {
 			res += "; a new container"
 		}
@@ -639,7 +671,7 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 // PreCompact hook does) and says whether the host pane was respawned.
 func (g *gasTown) cycle(t *testing.T, name string) string {
 	before := g.panePID(t, name)
-	o := g.run(t, name == hostName, "gt", "handoff", "--cycle", "-s", "context cycle")
+	o := g.run(t, name == g.host, "gt", "handoff", "--cycle", "-s", "context cycle")
 	res := fmt.Sprintf("exit %d", o.code)
 	respawned := false
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !respawned; time.Sleep(200 * time.Millisecond) {
@@ -659,13 +691,13 @@ func (g *gasTown) cycle(t *testing.T, name string) string {
 // container's pushes its branch to hostd first), and runs gt done there.
 func (g *gasTown) done(t *testing.T, name string) string {
 	commit := "echo work > work.txt && git add work.txt && git commit -q -m 'the work'"
-	if name == boxName {
+	if name == g.box {
 		commit += " && git push -q origin HEAD"
 	}
-	if o := g.run(t, name == hostName, "sh", "-c", commit); o.code != 0 {
+	if o := g.run(t, name == g.host, "sh", "-c", commit); o.code != 0 {
 		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out)
 	}
-	o := g.run(t, name == hostName, "gt", "done")
+	o := g.run(t, name == g.host, "gt", "done")
 	res := fmt.Sprintf("exit %d", o.code)
 	if m := regexp.MustCompile(`MR ID: (\S+)`).FindStringSubmatch(o.out); m != nil && strings.Contains(o.out, "Work submitted to merge queue") {
 		res += "; merge request filed"
@@ -695,9 +727,9 @@ func (g *gasTown) nuke(t *testing.T, name string) string {
 	} else {
 		res += "; directory removed"
 	}
-	if name == boxName {
+	if name == g.box {
 		eventually(t, 30*time.Second, "the container removed", func() bool { return containerID(name) == "" })
-		g.r.wait(10*time.Second, "boxcat revoked", harness.InState(boxName, "revoked"))
+		g.r.wait(10*time.Second, "boxcat revoked", harness.InState(g.box, "revoked"))
 		res += "; container removed, certificate revoked"
 	}
 	return res
