@@ -46,9 +46,9 @@ type gasTown struct {
 	// stopOnce stops what Gas Town started once, at the test's end or
 	// on a signal.
 	stopOnce sync.Once
-	host    string // the host polecat's name
-	box     string // the container polecat's name
-	rows    []flowRow
+	host     string // the host polecat's name
+	box      string // the container polecat's name
+	rows     []flowRow
 }
 
 // flowRow is one line of the table.
