@@ -59,3 +59,29 @@ func TestKeepLiveness(t *testing.T) {
 	close(done)
 	<-stopped
 }
+
+// TestGitIdentity: the session gets the identity git gives a host
+// polecat's commits, from git's configuration as read in its worktree,
+// keeping what Gas Town set (GIT_AUTHOR_NAME, the polecat's name).
+func TestGitIdentity(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, args := range [][]string{{"init", "-q", dir}, {"-C", dir, "config", "user.name", "Operator"}, {"-C", dir, "config", "user.email", "op@example.com"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	env := map[string]string{"GIT_AUTHOR_NAME": "toast"}
+	got := gitIdentity(context.Background(), dir, func(k string) string { return env[k] })
+	want := []string{"GIT_AUTHOR_EMAIL=op@example.com", "GIT_COMMITTER_NAME=Operator", "GIT_COMMITTER_EMAIL=op@example.com"}
+	if !slices.Equal(got, want) {
+		t.Errorf("gitIdentity = %q, want %q", got, want)
+	}
+	if got := gitIdentity(context.Background(), t.TempDir(), func(string) string { return "" }); len(got) != 0 {
+		t.Errorf("with no git identity configured: %q, want none", got)
+	}
+	if got := sessionEnv([]string{"GIT_AUTHOR_NAME=toast", "GIT_COMMITTER_EMAIL=op@example.com", "GIT_CEILING_DIRECTORIES=/town"}, nil); !slices.Equal(got, []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL"}) {
+		t.Errorf("sessionEnv passes %q of git's variables, want the identity alone", got)
+	}
+}
