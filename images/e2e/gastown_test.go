@@ -224,7 +224,7 @@ func (g *gasTown) install() {
 	g.rigSettings(t, func(s map[string]any) {
 		s["runtime"] = map[string]any{
 			"provider": "claude", "command": "claude", "args": []string{"--dangerously-skip-permissions"},
-			"env": map[string]string{harness.PaneEnv: "claude", harness.PaneLogEnv: g.paneLog},
+			"env": map[string]string{harness.PaneEnv: "tui", harness.PaneLogEnv: g.paneLog},
 		}
 	})
 
@@ -365,7 +365,14 @@ func (g *gasTown) screen(name string) string {
 
 // ready waits for the stand-in's prompt on the polecat's host pane.
 func (g *gasTown) ready(t *testing.T, name string) string {
-	eventually(t, 90*time.Second, name+"'s prompt on its host pane", func() bool { return strings.Contains(g.screen(name), "❯") })
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(g.screen(name), "❯"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			pane, _ := exec.Command("tmux", "-S", g.socket(), "display-message", "-p", "-t", session(name),
+				"dead=#{pane_dead} status=#{pane_dead_status} command=#{pane_current_command} start=#{pane_start_command}").CombinedOutput()
+			t.Fatalf("no prompt on %s's host pane within 60s; the pane: %s\nits screen:\n%s", name, pane, g.screen(name))
+		}
+	}
 	return "ok: prompt on the pane"
 }
 
@@ -531,6 +538,12 @@ func firstDifference(a, b string) string {
 	return "none"
 }
 
+// firstLine is s's first line.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
 // beadID is the id bd create printed.
 func beadID(out string) string {
 	m := regexp.MustCompile(`Created issue: (\S+)`).FindStringSubmatch(out)
@@ -549,7 +562,13 @@ const nudgeText = "hello from the operator"
 func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 	out, err := g.gtCmd("nudge", gtRig+"/"+name, nudgeText).CombinedOutput()
 	if err != nil {
-		return fmt.Sprintf("nudge failed: %v %s", err, out)
+		log, _ := os.ReadFile(g.paneLog)
+		if name == g.box {
+			l, _ := tryDocker("exec", container(name), "cat", g.paneLog)
+			log = []byte(l)
+		}
+		t.Logf("gt nudge %s: %v\n%s\nits screen:\n%s\nwhat the agent got:\n%s", name, err, out, g.screen(name), log)
+		return fmt.Sprintf("nudge failed: %s", firstLine(string(out)))
 	}
 	res := "nudge exit 0"
 	typed := func() bool {
@@ -567,6 +586,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !typed() {
+		t.Logf("%s's screen after the nudge:\n%s", name, g.screen(name))
 		return res + "; the agent got nothing"
 	}
 	res += "; the agent got the line"
