@@ -150,7 +150,8 @@ func TestGasTown(t *testing.T) {
 	flow("gt handoff --cycle", func(t *testing.T) {
 		h, b := g.cycle(t, g.host), g.cycle(t, g.box)
 		g.row("gt handoff --cycle (from the agent)", h, b, h == b,
-			"relayed from the container gt runs on the host outside any tmux pane, so it saves state only and the session is not respawned")
+			"relayed, gt runs on the host outside any tmux pane (hostd passes no TMUX), so it saves state only; "+
+				"respawning would be worse: Gas Town's restart command leaves out runtime.exec_wrapper, so the agent would come back on the host")
 	})
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
 		h, b := g.done(t, g.host), g.done(t, g.box)
@@ -262,6 +263,7 @@ func (g *gasTown) stop() {
 func (g *gasTown) stopNow() {
 	if sock := g.socket(); sock != "" {
 		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
+		_ = os.Remove(sock)
 	}
 	cmd := exec.Command(filepath.Join(g.tools, "gt"), "dolt", "stop")
 	cmd.Dir = g.dir
