@@ -27,8 +27,8 @@ import (
 // one on the host as Gas Town runs polecats today, and one after the
 // rig's settings name hostd run as runtime.exec_wrapper, so Gas Town's
 // own pane runs hostd run and the session runs in that polecat's
-// container. Each Gas Town flow runs
-// for both, and the table compares them.
+// container. Each Gas Town flow runs for both, and the table compares
+// them.
 const (
 	gtRig    = "gastown"
 	taskName = "the same task"
@@ -88,22 +88,22 @@ func TestGasTown(t *testing.T) {
 			t.Fatalf("the host panes:\n%s\n---\n%s\nhostd:\n%s", g.screen(g.host), g.screen(g.box), r.hostd.Output())
 		}
 	}
+	var hostUp string
 	step("gt sling starts the host polecat's session", func(t *testing.T) {
 		g.host = g.sling(t)
-		g.row("gt sling: session starts", g.ready(t, g.host), "", true, "the host polecat is slung before the rig names hostd run as its exec wrapper")
+		hostUp = g.ready(t, g.host)
 	})
 	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
 		g.execWrapper(t)
 		g.box = g.sling(t)
 		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container(g.box)) })
-		host := g.rows[len(g.rows)-1].host
-		g.rows = g.rows[:len(g.rows)-1]
 		box := g.ready(t, g.box)
 		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
-			t.Fatalf("boxcat's pane runs %q, want hostd (the exec wrapper)", got)
+			t.Fatalf("%s's pane runs %q, want hostd (the exec wrapper)", g.box, got)
 		}
-		r.wait(60*time.Second, "boxcat connected", harness.Connected(g.box, ""))
-		g.row("gt sling: session starts", host, box+" (pane: hostd run; the session in "+container(g.box)+")", true, "")
+		r.wait(60*time.Second, g.box+" connected", harness.Connected(g.box, ""))
+		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in "+container(g.box)+")", true,
+			"the host polecat is slung before the rig names hostd run as its exec wrapper")
 	})
 
 	// Each flow as the polecat's agent runs it: on the host in its
@@ -260,6 +260,8 @@ func (g *gasTown) stop() {
 	g.stopOnce.Do(g.stopNow)
 }
 
+// stopNow is stop's work: tmux's kill-server, then gt dolt stop, then the
+// Dolt server's process if it is still there.
 func (g *gasTown) stopNow() {
 	if sock := g.socket(); sock != "" {
 		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
@@ -268,7 +270,8 @@ func (g *gasTown) stopNow() {
 	cmd := exec.Command(filepath.Join(g.tools, "gt"), "dolt", "stop")
 	cmd.Dir = g.dir
 	_ = cmd.Run()
-	if g.doltPID > 0 {
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", g.doltPID))
+	if g.doltPID > 0 && strings.Contains(string(cmdline), "sql-server") {
 		if p, err := os.FindProcess(g.doltPID); err == nil {
 			_ = p.Kill()
 		}
@@ -377,7 +380,7 @@ func (g *gasTown) ready(t *testing.T, name string) string {
 	return "ok: prompt on the pane"
 }
 
-// gtCmd is gt (or bd, dolt) as the operator runs it in the town.
+// gtCmd is gt as the operator runs it, in the town.
 func (g *gasTown) gtCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(g.tools, "gt"), args...)
 	cmd.Dir = g.dir
@@ -765,7 +768,7 @@ func (g *gasTown) nuke(t *testing.T, name string) string {
 	}
 	if name == g.box {
 		eventually(t, 30*time.Second, "the container removed", func() bool { return containerID(name) == "" })
-		g.r.wait(10*time.Second, "boxcat revoked", harness.InState(g.box, "revoked"))
+		g.r.wait(10*time.Second, name+" revoked", harness.InState(name, "revoked"))
 		res += "; container removed, certificate revoked"
 	}
 	return res
