@@ -12,11 +12,20 @@ IMAGE     ?= polecat:$(VERSION)
 BASE_IMAGE  ?=
 CLAUDE_CODE ?=
 E2E_IMAGE := polecat-e2e:$(VERSION)
+# Gas Town's programs for make e2e-gastown, from the Go module proxy. gastown's
+# commit a8bd79b is not served there; v1.0.1 is its newest release (39 commits
+# before). bd is the release gastown's go.mod requires; dolt is the version
+# bd's go.mod requires. Built once into GASTOWN_TOOLS, outside the work tree
+# so a fresh clone on the same machine reuses them.
+GT_VERSION    ?= v1.0.1
+BD_VERSION    ?= v1.0.0
+DOLT_VERSION  ?= v0.40.5-0.20260326074512-005921bdd8ca
+GASTOWN_TOOLS ?= $(HOME)/.cache/polecat-sidecar/gastown-tools/gt-$(GT_VERSION)_bd-$(BD_VERSION)_dolt-$(DOLT_VERSION)
 
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e clean
+.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -101,10 +110,21 @@ e2e: ## the container suite (root, Docker): hostd here, three polecat containers
 	CGO_ENABLED=0 $(GO) test -tags e2e -c -o $(BIN)/e2e.test ./images/e2e
 	cd images/e2e && E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 ../../$(BIN)/e2e.test -test.v -test.timeout 12m
 
+gastown-tools: ## build Gas Town's gt, bd and dolt from the Go module proxy into $(GASTOWN_TOOLS) (once; cgo, needs libicu-dev)
+	@start=$$(date +%s); images/e2e/gastown-tools.sh $(GASTOWN_TOOLS) $(GT_VERSION) $(BD_VERSION) $(DOLT_VERSION) && \
+		echo "gastown-tools: ready in $$(( $$(date +%s) - start ))s"
+
+e2e-gastown: gastown-tools ## the Gas Town suite (root, Docker): a town made by the real gt, a host polecat beside one in a container started through hostd run
+	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
+	CGO_ENABLED=0 $(GO) test -tags e2e,gastown -c -o $(BIN)/e2e-gastown.test ./images/e2e
+	cd images/e2e && GASTOWN_TOOLS=$(GASTOWN_TOOLS) E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 \
+		../../$(BIN)/e2e-gastown.test -test.v -test.run '^TestGasTown$$' -test.timeout 20m
+
 lint: ## gofmt, go vet, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
+	$(GO) vet -tags e2e,gastown ./images/e2e
 	$(MAKE) --no-print-directory yamux-check
 
 cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its packages (tests too) for each; gt-agent and gt (Linux-only) for linux/arm64

@@ -45,7 +45,7 @@ func runSettings(o *runOptions) []settings.Setting {
 		{Key: "sandbox.cpus", Flag: "cpus", Usage: "the container's CPU limit, as the runtime's --cpus", Value: &o.spec.CPUs},
 		{Key: "sandbox.memory", Flag: "memory", Usage: "the container's memory limit, as the runtime's --memory", Value: &o.spec.Memory},
 		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
-		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
+		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, GIT_AUTHOR_*, GIT_COMMITTER_* always are)", Value: &o.spec.Env},
 		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
 	}
 }
@@ -73,8 +73,11 @@ polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
 Every later session (gt handoff, a respawn) starts in the same container,
 with its files, uncommitted work and branch as they were, replacing the
 session before. The command runs with the variables Gas Town set (GT_*,
-BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
-(the host's claude) is looked up on the container's PATH by its name.
+BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env) and the git identity a host
+polecat's commits get (GIT_AUTHOR_*, GIT_COMMITTER_*: Gas Town's
+GIT_AUTHOR_NAME, the rest from git's user.name and user.email on the host);
+an absolute command path (the host's claude) is looked up on the
+container's PATH by its name.
 
 hostd run exits with the session's exit status. Killed (SIGHUP when Gas Town
 kills its tmux session, SIGTERM), it ends the session; the sandbox stays
@@ -94,9 +97,40 @@ directory goes, or 'hostd nuke').`,
 }
 
 // forwarded are the prefixes of the variables Gas Town sets for a session
-// that pass into the container; the container's own settings
-// (GT_PROXY_*, GT_AGENT_*) do not.
-var forwarded = []string{"GT_", "BD_", "BEADS_", "CLAUDE", "ANTHROPIC_"}
+// that pass into the container, with git's identity (gitIdentity); the
+// container's own settings (GT_PROXY_*, GT_AGENT_*) do not.
+var forwarded = []string{"GT_", "BD_", "BEADS_", "CLAUDE", "ANTHROPIC_", "GIT_AUTHOR_", "GIT_COMMITTER_"}
+
+// gitIdentity is the git identity a host polecat's commits get, as
+// KEY=VALUE entries for the variables getenv does not already set: Gas
+// Town gives the session GIT_AUTHOR_NAME (the polecat's name) and leaves
+// the rest to git's configuration on the host (user.name, user.email, as
+// git reads them in the polecat's worktree dir), which the container does
+// not have: without them git in the container refuses to commit.
+func gitIdentity(ctx context.Context, dir string, getenv func(string) string) []string {
+	config := func(key string) string {
+		args := []string{"config", key}
+		if dir != "" {
+			args = append([]string{"-C", dir}, args...)
+		}
+		out, err := exec.CommandContext(ctx, "git", args...).Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}
+	name, email := config("user.name"), config("user.email")
+	var env []string
+	for _, v := range []struct{ key, value string }{
+		{"GIT_AUTHOR_NAME", name}, {"GIT_AUTHOR_EMAIL", email},
+		{"GIT_COMMITTER_NAME", name}, {"GIT_COMMITTER_EMAIL", email},
+	} {
+		if getenv(v.key) == "" && v.value != "" {
+			env = append(env, v.key+"="+v.value)
+		}
+	}
+	return env
+}
 
 // sessionEnv is the names of environ's variables a session gets: those
 // under forwarded, and extra.
@@ -127,10 +161,15 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if o.spec.URL == "" {
 		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
 	}
+	ctx := cmd.Context()
+	wt, _ := relay.Worktree(o.town(), id)
+	for _, kv := range gitIdentity(ctx, wt, os.Getenv) {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v) // passed to the session by name, as the rest
+	}
 	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
 	o.spec.BeatInterval = o.v.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
 	rt := sandbox.Runtime{Bin: o.runtime}
-	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
 	if err := o.ensure(ctx, rt, id, progress); err != nil {
 		return err
@@ -213,6 +252,7 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	done := make(chan struct{})
 	var exited error
 	go func() { exited = c.Wait(); close(done) }()
+	go keepLiveness(ctx, done, livenessRecheck)
 	shown := make(chan struct{})
 	if isTTY(os.Stdin) && isTTY(os.Stdout) {
 		go o.show(ctx, id, done, shown)
@@ -258,6 +298,29 @@ func (o *runOptions) show(ctx context.Context, id wire.Identity, done <-chan str
 		case <-done:
 			return
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// livenessRecheck is how often hostd run checks that hostd is still in
+// its tmux session's GT_PROCESS_NAMES.
+const livenessRecheck = 2 * time.Second
+
+// keepLiveness marks the session again (markLiveness) every interval
+// until done closes: Gas Town sets GT_PROCESS_NAMES itself right after it
+// creates a session (SessionManager.Start), and when the sandbox is
+// already there (gt session restart, a handoff, a respawn) hostd run gets
+// to it first, so Gas Town's value, without hostd, would stay and its
+// liveness check would call the session a zombie.
+func keepLiveness(ctx context.Context, done <-chan struct{}, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			_ = markLiveness(ctx)
 		}
 	}
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestSessionEnv: a session gets the variables Gas Town sets (GT_*, BD_*,
@@ -15,5 +20,68 @@ func TestSessionEnv(t *testing.T) {
 	want := []string{"MY_TOKEN", "GT_RIG", "GT_POLECAT", "GT_AGENT", "BD_ACTOR", "BEADS_DIR", "CLAUDECODE", "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sessionEnv = %q, want %q", got, want)
+	}
+}
+
+// TestKeepLiveness: while the session runs, hostd run puts hostd back in
+// its tmux session's GT_PROCESS_NAMES when Gas Town sets the variable
+// after it (as SessionManager.Start does once the session exists), so
+// Gas Town's zombie check keeps seeing the pane's hostd as the agent.
+func TestKeepLiveness(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	tmux("-f", "/dev/null", "new-session", "-d", "-s", "gt-toast", "sleep 60")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	pane := tmux("display-message", "-p", "-t", "gt-toast", "#{pane_id}")
+	t.Setenv("TMUX", sock+",1,0")
+	t.Setenv("TMUX_PANE", pane)
+
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() { keepLiveness(context.Background(), done, 20*time.Millisecond); close(stopped) }()
+	tmux("set-environment", "-t", "gt-toast", "GT_PROCESS_NAMES", "node,claude") // Gas Town, after hostd run started
+	want := "GT_PROCESS_NAMES=node,claude,hostd"
+	for end := time.Now().Add(5 * time.Second); tmux("show-environment", "-t", "gt-toast", "GT_PROCESS_NAMES") != want; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("GT_PROCESS_NAMES still %q, want %q", tmux("show-environment", "-t", "gt-toast", "GT_PROCESS_NAMES"), want)
+		}
+	}
+	close(done)
+	<-stopped
+}
+
+// TestGitIdentity: the session gets the identity git gives a host
+// polecat's commits, from git's configuration as read in its worktree,
+// keeping what Gas Town set (GIT_AUTHOR_NAME, the polecat's name).
+func TestGitIdentity(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, args := range [][]string{{"init", "-q", dir}, {"-C", dir, "config", "user.name", "Operator"}, {"-C", dir, "config", "user.email", "op@example.com"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	env := map[string]string{"GIT_AUTHOR_NAME": "toast"}
+	got := gitIdentity(context.Background(), dir, func(k string) string { return env[k] })
+	want := []string{"GIT_AUTHOR_EMAIL=op@example.com", "GIT_COMMITTER_NAME=Operator", "GIT_COMMITTER_EMAIL=op@example.com"}
+	if !slices.Equal(got, want) {
+		t.Errorf("gitIdentity = %q, want %q", got, want)
+	}
+	if got := gitIdentity(context.Background(), t.TempDir(), func(string) string { return "" }); len(got) != 0 {
+		t.Errorf("with no git identity configured: %q, want none", got)
+	}
+	if got := sessionEnv([]string{"GIT_AUTHOR_NAME=toast", "GIT_COMMITTER_EMAIL=op@example.com", "GIT_CEILING_DIRECTORIES=/town"}, nil); !slices.Equal(got, []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL"}) {
+		t.Errorf("sessionEnv passes %q of git's variables, want the identity alone", got)
 	}
 }

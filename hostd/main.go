@@ -59,7 +59,7 @@ const envPrefix = "HOSTD"
 // rootSettings are the settings of every subcommand, read into r.
 func rootSettings(r *rootValues) []settings.Setting {
 	return []settings.Setting{
-		{Key: "town", Flag: "town", Usage: "Gas Town root (default $HOSTD_TOWN, $GT_TOWN or ~/gt)", Value: &r.town, Env: []string{"GT_TOWN"}},
+		{Key: "town", Flag: "town", Usage: "Gas Town root (default $HOSTD_TOWN, $GT_TOWN, $GT_ROOT or ~/gt)", Value: &r.town, Env: []string{"GT_TOWN", "GT_ROOT"}},
 		{Key: "trust_domain", Flag: "trust-domain", Usage: "SPIFFE trust domain of polecat identities", Value: &r.trustDomain},
 		{Key: "log_level", Flag: "log-level", Usage: "log level: debug, info, warn, error", Value: &r.logLevel},
 		{Key: "log_format", Flag: "log-format", Usage: "log format: text or json", Value: &r.logFormat},
@@ -83,7 +83,8 @@ their liveness from heartbeats, and shows every polecat ('hostd status').
 Configuration comes from flags, then HOSTD_* environment variables (e.g.
 HOSTD_LISTEN), then a YAML config file (--config, or
 <town>/.runtime/hostd/config.yaml when present). The town root is --town,
-else $HOSTD_TOWN or $GT_TOWN, else ~/gt.`,
+else $HOSTD_TOWN, $GT_TOWN or $GT_ROOT (which Gas Town sets in every agent
+session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           version,

@@ -174,3 +174,37 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version --json: exit %d, %v: %q", code, err, got)
 	}
 }
+
+// TestTownFromEnvironment: without --town the town is $HOSTD_TOWN, else
+// $GT_TOWN, else $GT_ROOT (the town root Gas Town sets in each agent
+// session, where hostd run runs as its exec wrapper), else ~/gt.
+func TestTownFromEnvironment(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"none", nil, home + "/gt"},
+		{"GT_ROOT", map[string]string{"GT_ROOT": "/towns/root"}, "/towns/root"},
+		{"GT_TOWN before GT_ROOT", map[string]string{"GT_TOWN": "/towns/town", "GT_ROOT": "/towns/root"}, "/towns/town"},
+		{"HOSTD_TOWN first", map[string]string{"HOSTD_TOWN": "/towns/hostd", "GT_TOWN": "/towns/town", "GT_ROOT": "/towns/root"}, "/towns/hostd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HOME", home)
+			for _, k := range []string{"HOSTD_TOWN", "GT_TOWN", "GT_ROOT"} {
+				t.Setenv(k, tt.env[k])
+			}
+			var out bytes.Buffer
+			root := newRoot()
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs([]string{"config", "show", "--json"})
+			_ = root.Execute() // config show may refuse the missing town's other settings; the town is shown all the same
+			if !strings.Contains(out.String(), `"`+tt.want+`"`) {
+				t.Fatalf("town: want %q in\n%s", tt.want, out.String())
+			}
+		})
+	}
+}

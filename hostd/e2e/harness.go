@@ -125,8 +125,12 @@ type Town struct {
 }
 
 // NewTown makes a town in a temporary directory and initialises its CA.
-func NewTown(t testing.TB) *Town {
-	tw := &Town{t: t, Dir: t.TempDir()}
+func NewTown(t testing.TB) *Town { return TownAt(t, t.TempDir()) }
+
+// TownAt takes dir as the town (one Gas Town's gt install made, say) and
+// initialises its CA.
+func TownAt(t testing.TB, dir string) *Town {
+	tw := &Town{t: t, Dir: dir}
 	tw.Run("ca", "init", "--new") // never adopt the machine's gt-proxy-server CA
 	return tw
 }

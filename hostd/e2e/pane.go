@@ -23,6 +23,10 @@ import (
 //	        shows Claude Code's spinner line with "esc to interrupt"
 //	chatty  no prompt; prints a line every 200 ms while the busy file exists
 //	stuck   prompt "> ", never submits (Enter is ignored)
+//	tui     claude, on the screen's last line as Claude Code's prompt is,
+//	        and an Escape outside a paste marker is a key, not text (Gas
+//	        Town's nudge sends Escape before its Enter, and checks that
+//	        the screen changed)
 const (
 	PaneEnv     = "E2E_PANE"
 	PaneLogEnv  = "E2E_PANE_LOG"
@@ -45,7 +49,12 @@ func PaneProgram(mode string) int {
 		return 2
 	}
 	defer term.Restore(0, old)
-	p := &pane{mode: mode, log: os.Getenv(PaneLogEnv), busyFile: os.Getenv(PaneBusyEnv)}
+	tui := mode == "tui"
+	if tui {
+		os.Stdout.WriteString("\x1b[999;1H") // the last line: what follows scrolls up from there
+		mode = "claude"
+	}
+	p := &pane{mode: mode, keyEscape: tui, log: os.Getenv(PaneLogEnv), busyFile: os.Getenv(PaneBusyEnv)}
 	p.prompt = "> "
 	if mode == "claude" {
 		p.prompt = "❯ "
@@ -68,6 +77,7 @@ func PaneProgram(mode string) int {
 
 type pane struct {
 	mode, log, busyFile, prompt string
+	keyEscape                   bool // a lone Escape is dropped, not taken into the line
 
 	mu        sync.Mutex
 	line      []byte
@@ -101,6 +111,8 @@ func (p *pane) take(b []byte) {
 			case bytes.HasPrefix([]byte("\x1b[200~"), rest) || bytes.HasPrefix([]byte("\x1b[201~"), rest):
 				p.pending = append([]byte{}, rest...) // wait for the rest of the marker
 				return
+			case p.keyEscape:
+				continue
 			}
 		}
 		switch {

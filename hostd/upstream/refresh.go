@@ -12,7 +12,31 @@ import (
 // refreshSpecs fetch origin's branches and tags fast-forward only (no '+'),
 // never touching polecat branches: a refresh can neither rewind nor delete
 // a branch, nor overwrite what a polecat pushed and origin has not yet.
+// Branches checked out in a worktree of the repository are left out too
+// (checkedOut).
 var refreshSpecs = []string{"refs/heads/*:refs/heads/*", "^refs/heads/polecat/*", "refs/tags/*:refs/tags/*"}
+
+// checkedOut is the negative refspecs of the branches checked out in
+// repo's worktrees. git refuses a fetch that would move one (and with it
+// the whole fetch): Gas Town keeps the rig's default branch checked out
+// in <rig>/refinery/rig, a worktree of .repo.git, and moves it itself
+// when the refinery merges; moving it under the refinery would leave its
+// working tree behind its HEAD.
+func checkedOut(ctx context.Context, repo string, env []string) []string {
+	cmd := exec.CommandContext(ctx, "git", "-C", repo, "worktree", "list", "--porcelain")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var specs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if ref, ok := strings.CutPrefix(line, "branch "); ok && strings.HasPrefix(ref, "refs/heads/") {
+			specs = append(specs, "^"+ref)
+		}
+	}
+	return specs
+}
 
 // Refresher keeps each repository no staler than age before a fetch is
 // served from it, one refresh at a time per repository.
@@ -63,6 +87,7 @@ func (r *Refresher) Maybe(ctx context.Context, repo string, env []string) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	args := append([]string{"-C", repo, "fetch", "--quiet", "--no-write-fetch-head", "origin"}, refreshSpecs...)
+	args = append(args, checkedOut(ctx, repo, env)...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Env = env
 	start := time.Now()

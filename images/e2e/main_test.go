@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,6 +26,12 @@ func TestMain(m *testing.M) {
 	}
 	if mode := os.Getenv(harness.PaneEnv); mode != "" {
 		os.Exit(harness.PaneProgram(mode))
+	}
+	if filepath.Base(os.Args[0]) == "claude" {
+		// The stand-in claude started without the suite's variables:
+		// Gas Town's gt handoff --cycle restarts the agent without the
+		// runtime's env.
+		os.Exit(harness.PaneProgram("tui"))
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

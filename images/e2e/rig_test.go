@@ -34,12 +34,13 @@ type rig struct {
 	t       *testing.T
 	id      string // this run's id, in every name
 	image   string
-	net     string // the Docker network, also its bridge's name
-	gateway string // the host's address on it
-	chain   string // the iptables chain of the network's firewall
-	addr    string // hostd's tunnel address, gateway:port
-	metrics string // hostd's metrics address, also on the gateway
-	git     *harness.GitTown
+	net     string           // the Docker network, also its bridge's name
+	gateway string           // the host's address on it
+	chain   string           // the iptables chain of the network's firewall
+	addr    string           // hostd's tunnel address, gateway:port
+	metrics string           // hostd's metrics address, also on the gateway
+	town    *harness.Town    // the town hostd serves
+	git     *harness.GitTown // the town's git fixtures, when newRig made it
 	hostd   *harness.Proc
 	serve   []string          // hostd serve's flags after --listen
 	binary  string            // this test binary, mounted in every container
@@ -47,9 +48,22 @@ type rig struct {
 	tokens  map[string]string // each polecat's join token
 }
 
-// newRig makes the network and its firewall and starts hostd; the
-// containers come after (startPolecat).
+// newRig makes the network and its firewall and starts hostd on a git
+// town; the containers come after (startPolecat).
 func newRig(t *testing.T) *rig {
+	r := newNetwork(t)
+	r.git = harness.SeedGitTown(t)
+	r.town = r.git.Town
+	r.serve = []string{"--server-name", r.gateway, "--relay-gt", r.fakeGT, "--relay-bd", r.fakeGT,
+		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "5s",
+		"--metrics-listen", r.metrics, "--sandbox-reap", "1s"}
+	r.startHostd()
+	return r
+}
+
+// newNetwork makes the network and its firewall, and picks hostd's
+// addresses on its gateway; the caller sets the town and starts hostd.
+func newNetwork(t *testing.T) *rig {
 	r := &rig{t: t, image: os.Getenv("E2E_IMAGE"), tokens: map[string]string{}}
 	if r.image == "" {
 		t.Fatal("E2E_IMAGE names no polecat image: run 'make e2e', which builds one")
@@ -95,19 +109,14 @@ func newRig(t *testing.T) *rig {
 	r.iptables("-I", "INPUT", "1", "-i", r.net, "-j", r.chain)
 	undo.push(func() { _ = exec.Command("iptables", "-D", "INPUT", "-i", r.net, "-j", r.chain).Run() })
 
-	r.git = harness.SeedGitTown(t)
 	r.metrics = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
-	r.serve = []string{"--server-name", r.gateway, "--relay-gt", r.fakeGT, "--relay-bd", r.fakeGT,
-		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "5s",
-		"--metrics-listen", r.metrics, "--sandbox-reap", "1s"}
-	r.startHostd()
 	return r
 }
 
 // startHostd starts hostd on the network's gateway. The test's cleanup
 // stops it; so does the undo stack, for a run ended by a signal.
 func (r *rig) startHostd() {
-	p := r.git.ServeOn(r.addr, r.serve...)
+	p := r.town.ServeOn(r.addr, r.serve...)
 	undo.push(func() { _ = p.Cmd.Process.Kill() })
 	r.hostd = p
 }

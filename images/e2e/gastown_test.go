@@ -1,0 +1,775 @@
+//go:build e2e && gastown
+
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+)
+
+// The Gas Town suite ('make e2e-gastown'): the real gt, bd and dolt
+// (GASTOWN_TOOLS, built by 'make gastown-tools'), a town made as an
+// operator makes one (gt install, gt rig add on a local origin), and two
+// polecats of one rig started by gt sling, named by Gas Town's name pool:
+// one on the host as Gas Town runs polecats today, and one after the
+// rig's settings name hostd run as runtime.exec_wrapper, so Gas Town's
+// own pane runs hostd run and the session runs in that polecat's
+// container. Each Gas Town flow runs for both, and the table compares
+// them.
+const (
+	gtRig    = "gastown"
+	taskName = "the same task"
+)
+
+// gasTown is the suite's town and what it needs to drive it.
+type gasTown struct {
+	t       *testing.T
+	r       *rig
+	tools   string // gt, bd and dolt
+	dir     string // the town
+	origin  string // the rig's origin, a local bare repository
+	paneLog string // the stand-in claude's record of submitted lines, on the host and in the container
+	doltPID int
+	// stopOnce stops what Gas Town started once, at the test's end or
+	// on a signal.
+	stopOnce sync.Once
+	host     string // the host polecat's name
+	box      string // the container polecat's name
+	rows     []flowRow
+}
+
+// flowRow is one line of the table.
+type flowRow struct {
+	flow, host, box string
+	same            bool
+	note            string
+}
+
+// outcome is what a command did: its exit status and its output
+// (stdout and stderr).
+type outcome struct {
+	code int
+	out  string
+}
+
+// TestGasTown runs Gas Town's flows for a host polecat and for a polecat
+// whose session runs in a container through hostd run, and prints the
+// table: flow | host polecat | container polecat | same?.
+func TestGasTown(t *testing.T) {
+	tools := os.Getenv("GASTOWN_TOOLS")
+	if tools == "" {
+		t.Fatal("GASTOWN_TOOLS names no directory with gt, bd and dolt: run 'make e2e-gastown', which builds them")
+	}
+	start := time.Now()
+	r := newNetwork(t)
+	g := &gasTown{t: t, r: r, tools: tools, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
+	t.Cleanup(func() { _ = os.Remove(g.paneLog) })
+	defer g.print()
+	g.environment()
+	g.install()
+	summary.add("gastown: gt install, gt rig add, hostd on the town", true, time.Since(start))
+
+	step := func(name string, f func(t *testing.T)) {
+		r.check("gastown: "+name, f)
+		if t.Failed() {
+			t.Fatalf("the host panes:\n%s\n---\n%s\nhostd:\n%s", g.screen(g.host), g.screen(g.box), r.hostd.Output())
+		}
+	}
+	var hostUp string
+	step("gt sling starts the host polecat's session", func(t *testing.T) {
+		g.host = g.sling(t)
+		hostUp = g.ready(t, g.host)
+	})
+	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
+		g.execWrapper(t)
+		g.box = g.sling(t)
+		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container(g.box)) })
+		box := g.ready(t, g.box)
+		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
+			t.Fatalf("%s's pane runs %q, want hostd (the exec wrapper)", g.box, got)
+		}
+		r.wait(60*time.Second, g.box+" connected", harness.Connected(g.box, ""))
+		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in "+container(g.box)+")", true,
+			"the host polecat is slung before the rig names hostd run as its exec wrapper")
+	})
+
+	// Each flow as the polecat's agent runs it: on the host in its
+	// worktree with its session's environment; in the container in its
+	// clone, where gt and bd are the shim relaying to hostd.
+	// A flow that fails is in the table and fails the test; the next
+	// flows still run.
+	flow := func(name string, f func(t *testing.T)) { r.check("gastown: "+name, f) }
+	compare := func(name string, argv ...string) {
+		flow(name, func(t *testing.T) { g.compareOutcomes(t, name, g.run(t, true, argv...), g.run(t, false, argv...)) })
+	}
+	compare("gt prime", "gt", "prime")
+	compare("gt hook", "gt", "hook")
+	compare("gt mail send (to itself)", "gt", "mail", "send", "%ME%", "-s", "note to self", "-m", "remember the milk")
+	compare("gt mail inbox", "gt", "mail", "inbox")
+	var hostBead, boxBead string
+	flow("bd create", func(t *testing.T) {
+		h, b := g.run(t, true, "bd", "create", "made by the polecat"), g.run(t, false, "bd", "create", "made by the polecat")
+		hostBead, boxBead = beadID(h.out), beadID(b.out)
+		g.compareOutcomes(t, "bd create", h, b)
+	})
+	flow("bd update", func(t *testing.T) {
+		g.compareOutcomes(t, "bd update --status in_progress",
+			g.run(t, true, "bd", "update", hostBead, "--status", "in_progress"), g.run(t, false, "bd", "update", boxBead, "--status", "in_progress"))
+	})
+	flow("bd show", func(t *testing.T) {
+		g.compareOutcomes(t, "bd show (owner: the polecat)", g.run(t, true, "bd", "show", hostBead), g.run(t, false, "bd", "show", boxBead))
+	})
+	flow("bd close", func(t *testing.T) {
+		g.compareOutcomes(t, "bd close", g.run(t, true, "bd", "close", hostBead), g.run(t, false, "bd", "close", boxBead))
+	})
+	flow("gt nudge and gt peek reach the session", func(t *testing.T) {
+		h, b := g.nudgePeek(t, g.host), g.nudgePeek(t, g.box)
+		g.checkRow(t, "gt nudge, then gt peek", h, b, h == b, "")
+	})
+	flow("gt polecat list: both alive", func(t *testing.T) {
+		h, b := g.listed(t, g.host), g.listed(t, g.box)
+		g.checkRow(t, "gt polecat list (liveness)", h, b, h == b && h == "working", "")
+	})
+	flow("gt session restart cycles the session; the container and its uncommitted work stay", func(t *testing.T) {
+		h, b := g.restart(t, g.host), g.restart(t, g.box)
+		g.checkRow(t, "gt session restart (session cycle)", h, b, h == b, "")
+	})
+	flow("gt handoff --cycle", func(t *testing.T) {
+		h, b := g.cycle(t, g.host), g.cycle(t, g.box)
+		g.row("gt handoff --cycle (from the agent)", h, b, h == b,
+			"relayed, gt runs on the host outside any tmux pane (hostd passes no TMUX), so it saves state only; "+
+				"respawning would be worse: Gas Town's restart command leaves out runtime.exec_wrapper, so the agent would come back on the host")
+	})
+	flow("gt done after a commit makes the merge request", func(t *testing.T) {
+		h, b := g.done(t, g.host), g.done(t, g.box)
+		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, "the container pushes its branch to hostd first, which updates the host worktree")
+	})
+	flow("gt polecat nuke", func(t *testing.T) {
+		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
+		g.checkRow(t, "gt polecat nuke", h, b, h == strings.TrimSuffix(b, "; container removed, certificate revoked"), "")
+	})
+}
+
+// environment makes the operator's environment for gt, bd and dolt: a
+// home of its own (git and dolt identities, dolt's metrics off), the
+// tools, hostd and the stand-in claude on PATH, and Gas Town's Dolt
+// server on a free loopback port.
+func (g *gasTown) environment() {
+	t := g.t
+	for _, k := range []string{"GT_TMUX_SOCKET", "TMUX", "TMUX_PANE", "GT_ROOT", "GT_TOWN", "GT_TOWN_ROOT", "HOSTD_TOWN", "BEADS_DIR", "GT_RIG", "GT_POLECAT", "GT_ROLE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	standin := t.TempDir()
+	if err := os.Symlink(g.r.binary, filepath.Join(standin, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", strings.Join([]string{g.tools, harness.BinDir, standin, os.Getenv("PATH")}, ":"))
+	t.Setenv("GT_DOLT_HOST", "127.0.0.1")
+	t.Setenv("GT_DOLT_PORT", freePort(t, "127.0.0.1"))
+	for _, kv := range [][]string{{"user.name", "operator"}, {"user.email", "operator@example.com"}, {"init.defaultBranch", "main"}} {
+		g.must(exec.Command("git", "config", "--global", kv[0], kv[1]))
+	}
+	for _, kv := range [][]string{{"metrics.disabled", "true"}, {"user.name", "operator"}, {"user.email", "operator@example.com"}} {
+		g.must(exec.Command("dolt", "config", "--global", "--add", kv[0], kv[1]))
+	}
+}
+
+// install makes the town the way an operator does, with an origin whose
+// .gitignore leaves out what Gas Town writes into a polecat's worktree,
+// and starts hostd on it.
+func (g *gasTown) install() {
+	t, r := g.t, g.r
+	seed := t.TempDir()
+	g.origin = filepath.Join(t.TempDir(), "origin.git")
+	g.must(exec.Command("git", "init", "-q", seed))
+	writeFile(t, filepath.Join(seed, "README"), "hello\n")
+	writeFile(t, filepath.Join(seed, ".gitignore"), ".beads/\n.claude/\n.runtime/\nCLAUDE.md\n")
+	g.must(exec.Command("git", "-C", seed, "add", "."))
+	g.must(exec.Command("git", "-C", seed, "commit", "-q", "-m", "first"))
+	g.must(exec.Command("git", "clone", "-q", "--bare", seed, g.origin))
+
+	// The town's name picks its tmux socket (<name>-<hash>): this run's.
+	g.dir = filepath.Join(t.TempDir(), "gtsuite"+r.id)
+	t.Cleanup(g.stop)
+	undo.push(g.stop) // also when the suite is interrupted
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.gtMust(t, "install", g.dir, "--name", "gtsuite"+r.id)
+	g.gtMust(t, "rig", "add", gtRig, "file://"+g.origin)
+	if pid, err := os.ReadFile(filepath.Join(g.dir, "daemon", "dolt.pid")); err == nil {
+		g.doltPID, _ = strconv.Atoi(strings.TrimSpace(string(pid)))
+	}
+
+	// The stand-in claude: this test binary as the pane program (prompt
+	// ❯, records what is typed), as the rig's runtime. Not a custom agent
+	// (the rig's "agent"): Gas Town takes a rig's "runtime", where the
+	// exec wrapper goes, instead of its "agent" when both are set.
+	g.rigSettings(t, func(s map[string]any) {
+		s["runtime"] = map[string]any{
+			"provider": "claude", "command": "claude", "args": []string{"--dangerously-skip-permissions"},
+			"env": map[string]string{harness.PaneEnv: "tui", harness.PaneLogEnv: g.paneLog},
+		}
+	})
+
+	r.town = harness.TownAt(t, g.dir)
+	writeFile(t, filepath.Join(g.dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
+  image: %s
+  network: %s
+  url: https://%s
+  mounts: ["%s:/usr/local/bin/claude:ro"]
+  env: [%s, %s]
+`, r.image, r.net, r.addr, r.binary, harness.PaneEnv, harness.PaneLogEnv))
+	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.tools, "gt"), "--relay-bd", filepath.Join(g.tools, "bd"),
+		"--beat-interval", "1s", "--sandbox-reap", "1s", "--metrics-listen", r.metrics}
+	r.startHostd()
+	removeStaleSandboxes()
+}
+
+// removeStaleSandboxes removes the sandboxes hostd run made for towns
+// that are gone: those of runs killed before their cleanup.
+func removeStaleSandboxes() {
+	out, _ := tryDocker("ps", "-a", "--filter", "label="+sandbox.TownLabel, "--format", `{{.Names}} {{.Label "`+sandbox.TownLabel+`"}}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, town, ok := strings.Cut(line, " ")
+		if _, err := os.Stat(town); ok && os.IsNotExist(err) {
+			_, _ = tryDocker("rm", "-f", "-v", name)
+		}
+	}
+}
+
+// stop ends what Gas Town started for the town: its tmux server (the
+// polecats' panes, hostd run among them) and its Dolt server.
+func (g *gasTown) stop() {
+	g.stopOnce.Do(g.stopNow)
+}
+
+// stopNow is stop's work: tmux's kill-server, then gt dolt stop, then the
+// Dolt server's process if it is still there.
+func (g *gasTown) stopNow() {
+	if sock := g.socket(); sock != "" {
+		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
+		_ = os.Remove(sock)
+	}
+	cmd := exec.Command(filepath.Join(g.tools, "gt"), "dolt", "stop")
+	cmd.Dir = g.dir
+	_ = cmd.Run()
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", g.doltPID))
+	if g.doltPID > 0 && strings.Contains(string(cmdline), "sql-server") {
+		if p, err := os.FindProcess(g.doltPID); err == nil {
+			_ = p.Kill()
+		}
+	}
+}
+
+// execWrapper names hostd run as the rig's runtime.exec_wrapper, as
+// docs/migrating.md tells an operator to.
+func (g *gasTown) execWrapper(t *testing.T) {
+	g.rigSettings(t, func(s map[string]any) {
+		s["runtime"].(map[string]any)["exec_wrapper"] = []string{"hostd", "run", "--"}
+	})
+}
+
+// rigSettings edits <town>/<rig>/settings/config.json.
+func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
+	path := filepath.Join(g.dir, gtRig, "settings", "config.json")
+	s := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("reading %s: %v", path, err)
+		}
+	}
+	edit(s)
+	b, _ := json.MarshalIndent(s, "", "  ")
+	writeFile(t, path, string(b))
+}
+
+// sling files a bead in the rig and slings it to the rig: gt makes a
+// polecat (its name from the pool, its worktree on a polecat branch) and
+// starts its session. It returns the polecat's name.
+func (g *gasTown) sling(t *testing.T) string {
+	bd := exec.Command(filepath.Join(g.tools, "bd"), "create", taskName)
+	bd.Dir = filepath.Join(g.dir, gtRig)
+	out, err := bd.CombinedOutput()
+	id := beadID(string(out))
+	if err != nil || id == "" {
+		t.Fatalf("bd create: %v\n%s", err, out)
+	}
+	out = []byte(g.gtMust(t, "sling", id, gtRig, "--no-boot", "--no-convoy"))
+	m := regexp.MustCompile(`Created polecat: (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("gt sling named no polecat:\n%s", out)
+	}
+	return string(m[1])
+}
+
+// session is a polecat's tmux session: Gas Town's <rig prefix>-<name>.
+func session(name string) string { return "gt-" + name }
+
+// container is a polecat's sandbox (hostd run's gt-<rig>-<name>).
+func container(name string) string { return "gt-" + gtRig + "-" + name }
+
+// worktree is a polecat's worktree on the host.
+func (g *gasTown) worktree(name string) string {
+	return filepath.Join(g.dir, gtRig, "polecats", name, gtRig)
+}
+
+// socket is the town's tmux socket, which Gas Town names after the town.
+func (g *gasTown) socket() string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), "gtsuite"+g.r.id+"-*"))
+	if len(m) == 0 {
+		return ""
+	}
+	return m[0]
+}
+
+// tmux runs tmux on the town's socket.
+func (g *gasTown) tmux(t *testing.T, args ...string) string {
+	t.Helper()
+	sock := g.socket()
+	if sock == "" {
+		t.Fatal("Gas Town has no tmux server for the town")
+	}
+	out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// screen is what a polecat's host pane shows ("" when there is none).
+func (g *gasTown) screen(name string) string {
+	sock := g.socket()
+	if sock == "" {
+		return ""
+	}
+	out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", session(name)).CombinedOutput()
+	return string(out)
+}
+
+// ready waits for the stand-in's prompt on the polecat's host pane.
+func (g *gasTown) ready(t *testing.T, name string) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(g.screen(name), "❯"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			pane, _ := exec.Command("tmux", "-S", g.socket(), "display-message", "-p", "-t", session(name),
+				"dead=#{pane_dead} status=#{pane_dead_status} command=#{pane_current_command} start=#{pane_start_command}").CombinedOutput()
+			t.Fatalf("no prompt on %s's host pane within 60s; the pane: %s\nits screen:\n%s", name, pane, g.screen(name))
+		}
+	}
+	return "ok: prompt on the pane"
+}
+
+// gtCmd is gt as the operator runs it, in the town.
+func (g *gasTown) gtCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(g.tools, "gt"), args...)
+	cmd.Dir = g.dir
+	return cmd
+}
+
+// gtMust runs gt in the town and returns its output, failing the test
+// on error.
+func (g *gasTown) gtMust(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := g.gtCmd(args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gt %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// must runs cmd, failing the test on error.
+func (g *gasTown) must(cmd *exec.Cmd) {
+	g.t.Helper()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		g.t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+}
+
+// row adds a line to the table.
+func (g *gasTown) row(flow, host, box string, same bool, note string) {
+	g.rows = append(g.rows, flowRow{flow, host, box, same, note})
+}
+
+// checkRow adds a line to the table and fails the flow when the two
+// polecats differ.
+func (g *gasTown) checkRow(t *testing.T, flow, host, box string, same bool, note string) {
+	t.Helper()
+	g.row(flow, host, box, same, note)
+	if !same {
+		t.Errorf("%s: host polecat %q, container polecat %q", flow, host, box)
+	}
+}
+
+// print writes the table.
+func (g *gasTown) print() {
+	if len(g.rows) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-40s | %-42s | %-42s | %s\n", "flow", "host polecat", "container polecat", "same?")
+	for _, r := range g.rows {
+		same := "yes"
+		if !r.same {
+			same = "NO"
+		}
+		fmt.Fprintf(&b, "%-40s | %-42s | %-42s | %s\n", r.flow, r.host, r.box, same)
+		if r.note != "" {
+			fmt.Fprintf(&b, "%-40s   note: %s\n", "", r.note)
+		}
+	}
+	fmt.Print(b.String())
+}
+
+// run runs argv as the named polecat's agent would: on the host (host)
+// in its worktree with the environment of its session's process; in the
+// container in its clone. %ME% in argv is the polecat's address.
+func (g *gasTown) run(t *testing.T, host bool, argv ...string) outcome {
+	t.Helper()
+	name := g.box
+	if host {
+		name = g.host
+	}
+	argv = append([]string(nil), argv...)
+	for i, a := range argv {
+		argv[i] = strings.ReplaceAll(a, "%ME%", gtRig+"/"+name)
+	}
+	var cmd *exec.Cmd
+	if host {
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = g.worktree(name), g.sessionEnv(t, name)
+	} else {
+		args := []string{"exec", "-w", "/work/" + gtRig}
+		for _, kv := range g.containerSessionEnv(t, name) {
+			args = append(args, "-e", kv)
+		}
+		cmd = exec.Command("docker", append(append(args, container(name)), argv...)...)
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return outcome{0, string(out)}
+	case errors.As(err, &ee):
+		return outcome{ee.ExitCode(), string(out)}
+	}
+	t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	return outcome{}
+}
+
+// sessionEnv is the environment of the process in the polecat's host
+// pane: what Gas Town gave its agent.
+func (g *gasTown) sessionEnv(t *testing.T, name string) []string {
+	t.Helper()
+	pid := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(name), "#{pane_pid}"))
+	b, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		t.Fatalf("reading %s's session environment: %v", name, err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// containerSessionEnv is the environment of the session in the
+// polecat's container: what hostd run passed on from Gas Town.
+func (g *gasTown) containerSessionEnv(t *testing.T, name string) []string {
+	t.Helper()
+	out, err := tryDocker("exec", container(name), "sh", "-c", `tr '\0' '\n' < /proc/$(tmux display-message -p -t polecat '#{pane_pid}')/environ`)
+	if err != nil {
+		t.Fatalf("reading the session environment in %s: %v %s", container(name), err, out)
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// compareOutcomes adds the flow's row: the same exit status and the same
+// output once names, ids, times and process ids are set aside.
+func (g *gasTown) compareOutcomes(t *testing.T, flow string, h, b outcome) {
+	t.Helper()
+	nh, nb := normalize(h.out, g.host), normalize(b.out, g.box)
+	same := h.code == b.code && nh == nb
+	note := ""
+	if !same {
+		note = firstDifference(nh, nb)
+		t.Errorf("%s: the host polecat and the container polecat differ: %s\nhost (exit %d):\n%s\ncontainer (exit %d):\n%s", flow, note, h.code, h.out, b.code, b.out)
+	}
+	g.row(flow, describe(h), describe(b), same, note)
+}
+
+// describe is an outcome in a table cell.
+func describe(o outcome) string {
+	return fmt.Sprintf("exit %d, %d lines", o.code, strings.Count(strings.TrimRight(o.out, "\n"), "\n")+1)
+}
+
+// What differs between two polecats' outputs and is set aside.
+var (
+	reTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?`)
+	reID   = regexp.MustCompile(`\b(gt|hq)-(wisp-)?[a-z0-9]{3,8}\b`)
+	rePID  = regexp.MustCompile(`(pid:|-)\d{2,}\b`)
+	reTS36 = regexp.MustCompile(`@[a-z0-9]{6,10}\b`)
+	reAgo  = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h|d)( ago)?\b`)
+)
+
+// normalize sets aside what differs between two polecats doing the same
+// thing: the polecat's name, bead ids, times, process ids, durations.
+func normalize(s, name string) string {
+	s = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(s, "NAME")
+	s = reTime.ReplaceAllString(s, "TIME")
+	s = reID.ReplaceAllString(s, "ID")
+	s = reTS36.ReplaceAllString(s, "@TS")
+	s = rePID.ReplaceAllString(s, "${1}N")
+	return reAgo.ReplaceAllString(s, "DUR")
+}
+
+// firstDifference is the first line where a and b differ.
+func firstDifference(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d: host %q, container %q", i+1, x, y)
+		}
+	}
+	return "none"
+}
+
+// firstLine is s's first line.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// beadID is the id bd create printed.
+func beadID(out string) string {
+	m := regexp.MustCompile(`Created issue: (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// nudgeText is what the operator nudges both polecats with.
+const nudgeText = "hello from the operator"
+
+// nudgePeek nudges the polecat from the town, as the operator (or the
+// Witness) does, then checks that the line reached the agent and that
+// gt peek shows it.
+func (g *gasTown) nudgePeek(t *testing.T, name string) string {
+	out, err := g.gtCmd("nudge", gtRig+"/"+name, nudgeText).CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(g.paneLog)
+		if name == g.box {
+			l, _ := tryDocker("exec", container(name), "cat", g.paneLog)
+			log = []byte(l)
+		}
+		t.Logf("gt nudge %s: %v\n%s\nits screen:\n%s\nwhat the agent got:\n%s", name, err, out, g.screen(name), log)
+		return fmt.Sprintf("nudge failed: %s", firstLine(string(out)))
+	}
+	res := "nudge exit 0"
+	typed := func() bool {
+		var log string
+		if name == g.host {
+			b, _ := os.ReadFile(g.paneLog)
+			log = string(b)
+		} else {
+			log, _ = tryDocker("exec", container(name), "cat", g.paneLog)
+		}
+		return strings.Contains(log, nudgeText)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !typed() && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !typed() {
+		t.Logf("%s's screen after the nudge:\n%s", name, g.screen(name))
+		return res + "; the agent got nothing"
+	}
+	res += "; the agent got the line"
+	peek, err := g.gtCmd("peek", gtRig+"/"+name).CombinedOutput()
+	if err != nil || !strings.Contains(string(peek), nudgeText) {
+		return res + fmt.Sprintf("; gt peek does not show it (%v)", err)
+	}
+	return res + "; gt peek shows it"
+}
+
+// listed is the polecat's state in gt polecat list.
+func (g *gasTown) listed(t *testing.T, name string) string {
+	out := g.gtMust(t, "polecat", "list", gtRig)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == gtRig+"/"+name {
+				return f[i+1]
+			}
+		}
+	}
+	return "not listed"
+}
+
+// panePID is the process in the polecat's host pane.
+func (g *gasTown) panePID(t *testing.T, name string) string {
+	return strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(name), "#{pane_pid}"))
+}
+
+// wip writes (or with rm, removes) an uncommitted file in the polecat's
+// working copy: the host worktree, or the clone in the container.
+func (g *gasTown) wip(t *testing.T, name string, rm bool) {
+	if name == g.host {
+		p := filepath.Join(g.worktree(name), "wip.txt")
+		if rm {
+			_ = os.Remove(p)
+		} else {
+			writeFile(t, p, "wip\n")
+		}
+		return
+	}
+	script := "echo wip > /work/" + gtRig + "/wip.txt"
+	if rm {
+		script = "rm -f /work/" + gtRig + "/wip.txt"
+	}
+	if out, err := tryDocker("exec", container(name), "sh", "-c", script); err != nil {
+		t.Fatalf("%s: %v %s", script, err, out)
+	}
+}
+
+// hasWIP says whether the uncommitted file is still there.
+func (g *gasTown) hasWIP(name string) bool {
+	if name == g.host {
+		_, err := os.Stat(filepath.Join(g.worktree(name), "wip.txt"))
+		return err == nil
+	}
+	_, err := tryDocker("exec", container(name), "test", "-e", "/work/"+gtRig+"/wip.txt")
+	return err == nil
+}
+
+// containerID is the id of the polecat's container ("" when none).
+func containerID(name string) string {
+	out, err := tryDocker("inspect", "-f", "{{.Id}}", container(name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// restart cycles the polecat's session the way the Witness and the
+// operator do (gt session restart), with uncommitted work in its working
+// copy, and says what the next session found.
+func (g *gasTown) restart(t *testing.T, name string) string {
+	g.wip(t, name, false)
+	defer g.wip(t, name, true)
+	before, box := g.panePID(t, name), containerID(name)
+	if out, err := g.gtCmd("session", "restart", gtRig+"/"+name).CombinedOutput(); err != nil {
+		return fmt.Sprintf("gt session restart failed: %v %s", err, out)
+	}
+	g.ready(t, name)
+	res := "new session"
+	if g.panePID(t, name) == before {
+		res = "the same pane process"
+	}
+	if name == g.box {
+		if id := containerID(name); id != box {
+			res += "; a new container"
+		}
+		eventually(t, 10*time.Second, "hostd in the session's GT_PROCESS_NAMES", func() bool {
+			return strings.Contains(g.tmux(t, "show-environment", "-t", session(name), "GT_PROCESS_NAMES"), "hostd")
+		})
+	}
+	if g.hasWIP(name) {
+		res += "; uncommitted work kept"
+	} else {
+		res += "; uncommitted work lost"
+	}
+	return res + "; listed " + g.listed(t, name)
+}
+
+// cycle runs gt handoff --cycle as the polecat's agent (Claude's
+// PreCompact hook does) and says whether the host pane was respawned.
+func (g *gasTown) cycle(t *testing.T, name string) string {
+	before := g.panePID(t, name)
+	o := g.run(t, name == g.host, "gt", "handoff", "--cycle", "-s", "context cycle")
+	res := fmt.Sprintf("exit %d", o.code)
+	respawned := false
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !respawned; time.Sleep(200 * time.Millisecond) {
+		respawned = g.panePID(t, name) != before
+	}
+	if !respawned {
+		if strings.Contains(o.out, "not in tmux") {
+			return res + "; not in tmux: state saved, no respawn"
+		}
+		return res + "; no respawn"
+	}
+	g.ready(t, name)
+	return res + "; pane respawned, agent back"
+}
+
+// done commits a change as the polecat's agent, in its working copy (the
+// container's pushes its branch to hostd first), and runs gt done there.
+func (g *gasTown) done(t *testing.T, name string) string {
+	commit := "echo work > work.txt && git add work.txt && git commit -q -m 'the work'"
+	if name == g.box {
+		commit += " && git push -q origin HEAD"
+	}
+	if o := g.run(t, name == g.host, "sh", "-c", commit); o.code != 0 {
+		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out)
+	}
+	o := g.run(t, name == g.host, "gt", "done")
+	res := fmt.Sprintf("exit %d", o.code)
+	if m := regexp.MustCompile(`MR ID: (\S+)`).FindStringSubmatch(o.out); m != nil && strings.Contains(o.out, "Work submitted to merge queue") {
+		res += "; merge request filed"
+	} else {
+		t.Logf("gt done as %s:\n%s", name, o.out)
+		res += "; no merge request"
+	}
+	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "--format=%s", "--branches=polecat/"+name+"*").Output()
+	if strings.Contains(string(out), "the work") {
+		res += "; the commit on origin"
+	} else {
+		res += "; the commit not on origin"
+	}
+	return res
+}
+
+// nuke removes the polecat as Gas Town does; for the container polecat
+// hostd serve then removes its sandbox and revokes it.
+func (g *gasTown) nuke(t *testing.T, name string) string {
+	out, err := g.gtCmd("polecat", "nuke", gtRig+"/"+name, "--force").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("gt polecat nuke failed: %v %s", err, out)
+	}
+	res := "exit 0"
+	if _, err := os.Stat(filepath.Join(g.dir, gtRig, "polecats", name)); err == nil {
+		res += "; directory kept"
+	} else {
+		res += "; directory removed"
+	}
+	if name == g.box {
+		eventually(t, 30*time.Second, "the container removed", func() bool { return containerID(name) == "" })
+		g.r.wait(10*time.Second, name+" revoked", harness.InState(name, "revoked"))
+		res += "; container removed, certificate revoked"
+	}
+	return res
+}
