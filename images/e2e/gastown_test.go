@@ -154,8 +154,11 @@ func TestGasTown(t *testing.T) {
 				"respawning would be worse: Gas Town's restart command leaves out runtime.exec_wrapper, so the agent would come back on the host")
 	})
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
-		h, b := g.done(t, g.host), g.done(t, g.box)
-		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, "the container pushes its branch to hostd first, which updates the host worktree")
+		h, ha := g.done(t, g.host)
+		b, ba := g.done(t, g.box)
+		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, fmt.Sprintf(
+			"the container pushes its branch to hostd first, which updates the host worktree; authors: host %s, container %s "+
+				"(Gas Town's gt handoff --cycle restart sets GIT_AUTHOR_NAME=<rig>/polecats/<name>, its first start <name>)", ha, ba))
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
@@ -728,29 +731,29 @@ func (g *gasTown) cycle(t *testing.T, name string) string {
 
 // done commits a change as the polecat's agent, in its working copy (the
 // container's pushes its branch to hostd first), and runs gt done there.
-func (g *gasTown) done(t *testing.T, name string) string {
+// It returns what happened and the commit's author on origin.
+func (g *gasTown) done(t *testing.T, name string) (res, author string) {
 	commit := "echo work > work.txt && git add work.txt && git commit -q -m 'the work'"
 	if name == g.box {
 		commit += " && git push -q origin HEAD"
 	}
 	if o := g.run(t, name == g.host, "sh", "-c", commit); o.code != 0 {
-		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out)
+		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out), ""
 	}
 	o := g.run(t, name == g.host, "gt", "done")
-	res := fmt.Sprintf("exit %d", o.code)
+	res = fmt.Sprintf("exit %d", o.code)
 	if m := regexp.MustCompile(`MR ID: (\S+)`).FindStringSubmatch(o.out); m != nil && strings.Contains(o.out, "Work submitted to merge queue") {
 		res += "; merge request filed"
 	} else {
 		t.Logf("gt done as %s:\n%s", name, o.out)
 		res += "; no merge request"
 	}
-	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "--format=%s", "--branches=polecat/"+name+"*").Output()
-	if strings.Contains(string(out), "the work") {
-		res += "; the commit on origin"
-	} else {
-		res += "; the commit not on origin"
+	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "-1", "--format=%s by %an <%ae>", "--branches=polecat/"+name+"*").Output()
+	landed := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(landed, "the work by ") {
+		return res + "; the commit not on origin", ""
 	}
-	return res
+	return res + "; the commit on origin", strings.ReplaceAll(strings.TrimPrefix(landed, "the work by "), name, "NAME")
 }
 
 // nuke removes the polecat as Gas Town does; for the container polecat
