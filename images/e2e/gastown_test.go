@@ -245,13 +245,17 @@ func (g *gasTown) install() {
 	removeStaleSandboxes()
 }
 
-// removeStaleSandboxes removes the sandboxes hostd run made for towns
-// that are gone: those of runs killed before their cleanup.
+// removeStaleSandboxes removes the sandboxes hostd run made for this
+// suite's towns (gtsuite<id>) that are gone: those of runs killed before
+// their cleanup. Other towns' sandboxes are left alone.
 func removeStaleSandboxes() {
 	out, _ := tryDocker("ps", "-a", "--filter", "label="+sandbox.TownLabel, "--format", `{{.Names}} {{.Label "`+sandbox.TownLabel+`"}}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		name, town, ok := strings.Cut(line, " ")
-		if _, err := os.Stat(town); ok && os.IsNotExist(err) {
+		if !ok || !strings.HasPrefix(filepath.Base(town), "gtsuite") {
+			continue
+		}
+		if _, err := os.Stat(town); os.IsNotExist(err) {
 			_, _ = tryDocker("rm", "-f", "-v", name)
 		}
 	}
