@@ -70,7 +70,7 @@ pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
 The first session makes the sandbox: a one-time join token, gt-agent up in
 the container (watching the session), and a clone of the rig on the
 polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
-Every later session (gt handoff, a respawn) starts in the same container,
+Every later session (gt session restart, a respawn) starts in the same container,
 with its files, uncommitted work and branch as they were, replacing the
 session before. The command runs with the variables Gas Town set (GT_*,
 BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
