@@ -45,7 +45,7 @@ func runSettings(o *runOptions) []settings.Setting {
 		{Key: "sandbox.cpus", Flag: "cpus", Usage: "the container's CPU limit, as the runtime's --cpus", Value: &o.spec.CPUs},
 		{Key: "sandbox.memory", Flag: "memory", Usage: "the container's memory limit, as the runtime's --memory", Value: &o.spec.Memory},
 		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
-		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, GIT_AUTHOR_*, GIT_COMMITTER_* always are)", Value: &o.spec.Env},
+		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
 		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
 	}
 }
@@ -70,14 +70,13 @@ pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
 The first session makes the sandbox: a one-time join token, gt-agent up in
 the container (watching the session), and a clone of the rig on the
 polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
-Every later session (gt handoff, a respawn) starts in the same container,
+Every later session (gt session restart, a respawn) starts in the same container,
 with its files, uncommitted work and branch as they were, replacing the
 session before. The command runs with the variables Gas Town set (GT_*,
-BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env) and the git identity a host
-polecat's commits get (GIT_AUTHOR_*, GIT_COMMITTER_*: Gas Town's
-GIT_AUTHOR_NAME, the rest from git's user.name and user.email on the host);
-an absolute command path (the host's claude) is looked up on the
-container's PATH by its name.
+BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
+(the host's claude) is looked up on the container's PATH by its name. The
+clone's git identity is the one a host polecat's commits get: Gas Town's
+GIT_AUTHOR_NAME (the polecat's name) and the host's user.email.
 
 hostd run exits with the session's exit status. Killed (SIGHUP when Gas Town
 kills its tmux session, SIGTERM), it ends the session; the sandbox stays
@@ -97,17 +96,17 @@ directory goes, or 'hostd nuke').`,
 }
 
 // forwarded are the prefixes of the variables Gas Town sets for a session
-// that pass into the container, with git's identity (gitIdentity); the
-// container's own settings (GT_PROXY_*, GT_AGENT_*) do not.
-var forwarded = []string{"GT_", "BD_", "BEADS_", "CLAUDE", "ANTHROPIC_", "GIT_AUTHOR_", "GIT_COMMITTER_"}
+// that pass into the container; the container's own settings
+// (GT_PROXY_*, GT_AGENT_*) do not.
+var forwarded = []string{"GT_", "BD_", "BEADS_", "CLAUDE", "ANTHROPIC_"}
 
-// gitIdentity is the git identity a host polecat's commits get, as
-// KEY=VALUE entries for the variables getenv does not already set: Gas
-// Town gives the session GIT_AUTHOR_NAME (the polecat's name) and leaves
-// the rest to git's configuration on the host (user.name, user.email, as
-// git reads them in the polecat's worktree dir), which the container does
-// not have: without them git in the container refuses to commit.
-func gitIdentity(ctx context.Context, dir string, getenv func(string) string) []string {
+// gitIdentity is the git identity for the polecat's clone in its sandbox,
+// as a host polecat's commits get it: the author's name Gas Town gives
+// the session (GIT_AUTHOR_NAME, the polecat's name) or else git's
+// user.name on the host, and git's user.email on the host, as git reads
+// them in the polecat's worktree (dir). The container has no git
+// configuration of its own: without these, git there refuses to commit.
+func gitIdentity(ctx context.Context, dir string, getenv func(string) string) (name, email string) {
 	config := func(key string) string {
 		args := []string{"config", key}
 		if dir != "" {
@@ -119,17 +118,11 @@ func gitIdentity(ctx context.Context, dir string, getenv func(string) string) []
 		}
 		return strings.TrimSpace(string(out))
 	}
-	name, email := config("user.name"), config("user.email")
-	var env []string
-	for _, v := range []struct{ key, value string }{
-		{"GIT_AUTHOR_NAME", name}, {"GIT_AUTHOR_EMAIL", email},
-		{"GIT_COMMITTER_NAME", name}, {"GIT_COMMITTER_EMAIL", email},
-	} {
-		if getenv(v.key) == "" && v.value != "" {
-			env = append(env, v.key+"="+v.value)
-		}
+	name = getenv("GIT_AUTHOR_NAME")
+	if name == "" {
+		name = config("user.name")
 	}
-	return env
+	return name, config("user.email")
 }
 
 // sessionEnv is the names of environ's variables a session gets: those
@@ -161,15 +154,10 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if o.spec.URL == "" {
 		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
 	}
-	ctx := cmd.Context()
-	wt, _ := relay.Worktree(o.town(), id)
-	for _, kv := range gitIdentity(ctx, wt, os.Getenv) {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v) // passed to the session by name, as the rest
-	}
 	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
 	o.spec.BeatInterval = o.v.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
 	rt := sandbox.Runtime{Bin: o.runtime}
+	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
 	if err := o.ensure(ctx, rt, id, progress); err != nil {
 		return err
@@ -209,8 +197,9 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 			return err
 		}
 	}
-	branch := ""
-	if wt, ok := relay.Worktree(town, id); ok {
+	branch, wt := "", ""
+	if dir, ok := relay.Worktree(town, id); ok {
+		wt = dir
 		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
 			branch = strings.TrimSpace(string(out))
 		}
@@ -221,6 +210,11 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 	}
 	if cloned {
 		fmt.Fprintf(progress, "hostd run: cloned %s into %s on %s\n", id.Rig, sandbox.WorkDir(id), branchOrDefault(branch))
+	}
+	if name, email := gitIdentity(ctx, wt, os.Getenv); name != "" || email != "" {
+		if err := rt.GitIdentity(ctx, id, name, email); err != nil {
+			fmt.Fprintf(progress, "hostd run: git in the sandbox has no identity to commit with: %v\n", err)
+		}
 	}
 	return nil
 }

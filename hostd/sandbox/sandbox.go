@@ -289,6 +289,20 @@ func (r Runtime) Clone(ctx context.Context, id wire.Identity, branch string) (bo
 	return err == nil, err
 }
 
+// GitIdentity sets the git identity of polecat id's clone in its sandbox
+// (its user.name and user.email, where empty values are left alone).
+func (r Runtime) GitIdentity(ctx context.Context, id wire.Identity, name, email string) error {
+	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
+		if kv[1] == "" {
+			continue
+		}
+		if _, err := r.run(ctx, nil, "exec", Name(id), "git", "-C", WorkDir(id), "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("setting %s in %s: %w", kv[0], Name(id), err)
+		}
+	}
+	return nil
+}
+
 // agentGit is where gt-agent serves git in the container (its default
 // --git-listen).
 const agentGit = "127.0.0.1:9878"

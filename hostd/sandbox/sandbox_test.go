@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,5 +86,28 @@ func TestCreateArgs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGitIdentity: the clone in the sandbox gets user.name and
+// user.email through the runtime's exec, each value one argument (no
+// shell), an empty one left alone.
+func TestGitIdentity(t *testing.T) {
+	dir := t.TempDir()
+	log, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]' \"$a\" >> "+log+"; done; echo >> "+log+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Runtime{Bin: bin}).GitIdentity(context.Background(), toast, "toast", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Runtime{Bin: bin}).GitIdentity(context.Background(), toast, "", "op; rm -rf /@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(log)
+	want := "[exec][gt-gastown-toast][git][-C][/work/gastown][config][user.name][toast]\n" +
+		"[exec][gt-gastown-toast][git][-C][/work/gastown][config][user.email][op; rm -rf /@example.com]\n"
+	if string(b) != want {
+		t.Errorf("the runtime ran\n%s\nwant\n%s", b, want)
 	}
 }

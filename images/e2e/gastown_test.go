@@ -29,10 +29,8 @@ import (
 // own pane runs hostd run and the session runs in that polecat's
 // container. Each Gas Town flow runs for both, and the table compares
 // them.
-const (
-	gtRig    = "gastown"
-	taskName = "the same task"
-)
+// taskName is the title of the bead slung to each polecat.
+const taskName = "the same task"
 
 // gasTown is the suite's town and what it needs to drive it.
 type gasTown struct {
@@ -41,6 +39,7 @@ type gasTown struct {
 	tools   string // gt, bd and dolt
 	dir     string // the town
 	origin  string // the rig's origin, a local bare repository
+	rig     string // the rig: gs<run id>, so that its sandboxes' names (gt-<rig>-<name>) are this run's
 	paneLog string // the stand-in claude's record of submitted lines, on the host and in the container
 	doltPID int
 	// stopOnce stops what Gas Town started once, at the test's end or
@@ -75,7 +74,7 @@ func TestGasTown(t *testing.T) {
 	}
 	start := time.Now()
 	r := newNetwork(t)
-	g := &gasTown{t: t, r: r, tools: tools, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
+	g := &gasTown{t: t, r: r, tools: tools, rig: "gs" + r.id, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
 	t.Cleanup(func() { _ = os.Remove(g.paneLog) })
 	defer g.print()
 	g.environment()
@@ -96,13 +95,13 @@ func TestGasTown(t *testing.T) {
 	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
 		g.execWrapper(t)
 		g.box = g.sling(t)
-		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container(g.box)) })
+		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", g.container(g.box)) })
 		box := g.ready(t, g.box)
 		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
 			t.Fatalf("%s's pane runs %q, want hostd (the exec wrapper)", g.box, got)
 		}
 		r.wait(60*time.Second, g.box+" connected", harness.Connected(g.box, ""))
-		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in "+container(g.box)+")", true,
+		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in "+g.container(g.box)+")", true,
 			"the host polecat is slung before the rig names hostd run as its exec wrapper")
 	})
 
@@ -154,8 +153,11 @@ func TestGasTown(t *testing.T) {
 				"respawning would be worse: Gas Town's restart command leaves out runtime.exec_wrapper, so the agent would come back on the host")
 	})
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
-		h, b := g.done(t, g.host), g.done(t, g.box)
-		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, "the container pushes its branch to hostd first, which updates the host worktree")
+		h, ha := g.done(t, g.host)
+		b, ba := g.done(t, g.box)
+		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, fmt.Sprintf(
+			"the container pushes its branch to hostd first, which updates the host worktree; authors: host %s, container %s "+
+				"(Gas Town's gt handoff --cycle restart sets GIT_AUTHOR_NAME=<rig>/polecats/<name>, its first start <name>)", ha, ba))
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
@@ -212,7 +214,7 @@ func (g *gasTown) install() {
 		t.Fatal(err)
 	}
 	g.gtMust(t, "install", g.dir, "--name", "gtsuite"+r.id)
-	g.gtMust(t, "rig", "add", gtRig, "file://"+g.origin)
+	g.gtMust(t, "rig", "add", g.rig, "file://"+g.origin, "--prefix", "gt") // sessions gt-<name>, beads gt-*
 	if pid, err := os.ReadFile(filepath.Join(g.dir, "daemon", "dolt.pid")); err == nil {
 		g.doltPID, _ = strconv.Atoi(strings.TrimSpace(string(pid)))
 	}
@@ -242,13 +244,17 @@ func (g *gasTown) install() {
 	removeStaleSandboxes()
 }
 
-// removeStaleSandboxes removes the sandboxes hostd run made for towns
-// that are gone: those of runs killed before their cleanup.
+// removeStaleSandboxes removes the sandboxes hostd run made for this
+// suite's towns (gtsuite<id>) that are gone: those of runs killed before
+// their cleanup. Other towns' sandboxes are left alone.
 func removeStaleSandboxes() {
 	out, _ := tryDocker("ps", "-a", "--filter", "label="+sandbox.TownLabel, "--format", `{{.Names}} {{.Label "`+sandbox.TownLabel+`"}}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		name, town, ok := strings.Cut(line, " ")
-		if _, err := os.Stat(town); ok && os.IsNotExist(err) {
+		if !ok || !strings.HasPrefix(filepath.Base(town), "gtsuite") {
+			continue
+		}
+		if _, err := os.Stat(town); os.IsNotExist(err) {
 			_, _ = tryDocker("rm", "-f", "-v", name)
 		}
 	}
@@ -288,7 +294,7 @@ func (g *gasTown) execWrapper(t *testing.T) {
 
 // rigSettings edits <town>/<rig>/settings/config.json.
 func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
-	path := filepath.Join(g.dir, gtRig, "settings", "config.json")
+	path := filepath.Join(g.dir, g.rig, "settings", "config.json")
 	s := map[string]any{}
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -305,13 +311,13 @@ func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
 // starts its session. It returns the polecat's name.
 func (g *gasTown) sling(t *testing.T) string {
 	bd := exec.Command(filepath.Join(g.tools, "bd"), "create", taskName)
-	bd.Dir = filepath.Join(g.dir, gtRig)
+	bd.Dir = filepath.Join(g.dir, g.rig)
 	out, err := bd.CombinedOutput()
 	id := beadID(string(out))
 	if err != nil || id == "" {
 		t.Fatalf("bd create: %v\n%s", err, out)
 	}
-	out = []byte(g.gtMust(t, "sling", id, gtRig, "--no-boot", "--no-convoy"))
+	out = []byte(g.gtMust(t, "sling", id, g.rig, "--no-boot", "--no-convoy"))
 	m := regexp.MustCompile(`Created polecat: (\S+)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("gt sling named no polecat:\n%s", out)
@@ -319,15 +325,16 @@ func (g *gasTown) sling(t *testing.T) string {
 	return string(m[1])
 }
 
-// session is a polecat's tmux session: Gas Town's <rig prefix>-<name>.
+// session is a polecat's tmux session: Gas Town's <rig prefix>-<name>,
+// the prefix gt (gt rig add --prefix).
 func session(name string) string { return "gt-" + name }
 
 // container is a polecat's sandbox (hostd run's gt-<rig>-<name>).
-func container(name string) string { return "gt-" + gtRig + "-" + name }
+func (g *gasTown) container(name string) string { return "gt-" + g.rig + "-" + name }
 
 // worktree is a polecat's worktree on the host.
 func (g *gasTown) worktree(name string) string {
-	return filepath.Join(g.dir, gtRig, "polecats", name, gtRig)
+	return filepath.Join(g.dir, g.rig, "polecats", name, g.rig)
 }
 
 // socket is the town's tmux socket, which Gas Town names after the town.
@@ -452,18 +459,18 @@ func (g *gasTown) run(t *testing.T, host bool, argv ...string) outcome {
 	}
 	argv = append([]string(nil), argv...)
 	for i, a := range argv {
-		argv[i] = strings.ReplaceAll(a, "%ME%", gtRig+"/"+name)
+		argv[i] = strings.ReplaceAll(a, "%ME%", g.rig+"/"+name)
 	}
 	var cmd *exec.Cmd
 	if host {
 		cmd = exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = g.worktree(name), g.sessionEnv(t, name)
 	} else {
-		args := []string{"exec", "-w", "/work/" + gtRig}
+		args := []string{"exec", "-w", "/work/" + g.rig}
 		for _, kv := range g.containerSessionEnv(t, name) {
 			args = append(args, "-e", kv)
 		}
-		cmd = exec.Command("docker", append(append(args, container(name)), argv...)...)
+		cmd = exec.Command("docker", append(append(args, g.container(name)), argv...)...)
 	}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -493,9 +500,9 @@ func (g *gasTown) sessionEnv(t *testing.T, name string) []string {
 // polecat's container: what hostd run passed on from Gas Town.
 func (g *gasTown) containerSessionEnv(t *testing.T, name string) []string {
 	t.Helper()
-	out, err := tryDocker("exec", container(name), "sh", "-c", `tr '\0' '\n' < /proc/$(tmux display-message -p -t polecat '#{pane_pid}')/environ`)
+	out, err := tryDocker("exec", g.container(name), "sh", "-c", `tr '\0' '\n' < /proc/$(tmux display-message -p -t polecat '#{pane_pid}')/environ`)
 	if err != nil {
-		t.Fatalf("reading the session environment in %s: %v %s", container(name), err, out)
+		t.Fatalf("reading the session environment in %s: %v %s", g.container(name), err, out)
 	}
 	return strings.Split(strings.TrimSpace(out), "\n")
 }
@@ -579,11 +586,11 @@ const nudgeText = "hello from the operator"
 // Witness) does, then checks that the line reached the agent and that
 // gt peek shows it.
 func (g *gasTown) nudgePeek(t *testing.T, name string) string {
-	out, err := g.gtCmd("nudge", gtRig+"/"+name, nudgeText).CombinedOutput()
+	out, err := g.gtCmd("nudge", g.rig+"/"+name, nudgeText).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(g.paneLog)
 		if name == g.box {
-			l, _ := tryDocker("exec", container(name), "cat", g.paneLog)
+			l, _ := tryDocker("exec", g.container(name), "cat", g.paneLog)
 			log = []byte(l)
 		}
 		t.Logf("gt nudge %s: %v\n%s\nits screen:\n%s\nwhat the agent got:\n%s", name, err, out, g.screen(name), log)
@@ -596,7 +603,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 			b, _ := os.ReadFile(g.paneLog)
 			log = string(b)
 		} else {
-			log, _ = tryDocker("exec", container(name), "cat", g.paneLog)
+			log, _ = tryDocker("exec", g.container(name), "cat", g.paneLog)
 		}
 		return strings.Contains(log, nudgeText)
 	}
@@ -609,7 +616,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 		return res + "; the agent got nothing"
 	}
 	res += "; the agent got the line"
-	peek, err := g.gtCmd("peek", gtRig+"/"+name).CombinedOutput()
+	peek, err := g.gtCmd("peek", g.rig+"/"+name).CombinedOutput()
 	if err != nil || !strings.Contains(string(peek), nudgeText) {
 		return res + fmt.Sprintf("; gt peek does not show it (%v)", err)
 	}
@@ -618,11 +625,11 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 
 // listed is the polecat's state in gt polecat list.
 func (g *gasTown) listed(t *testing.T, name string) string {
-	out := g.gtMust(t, "polecat", "list", gtRig)
+	out := g.gtMust(t, "polecat", "list", g.rig)
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
-			if f[i] == gtRig+"/"+name {
+			if f[i] == g.rig+"/"+name {
 				return f[i+1]
 			}
 		}
@@ -647,11 +654,11 @@ func (g *gasTown) wip(t *testing.T, name string, rm bool) {
 		}
 		return
 	}
-	script := "echo wip > /work/" + gtRig + "/wip.txt"
+	script := "echo wip > /work/" + g.rig + "/wip.txt"
 	if rm {
-		script = "rm -f /work/" + gtRig + "/wip.txt"
+		script = "rm -f /work/" + g.rig + "/wip.txt"
 	}
-	if out, err := tryDocker("exec", container(name), "sh", "-c", script); err != nil {
+	if out, err := tryDocker("exec", g.container(name), "sh", "-c", script); err != nil {
 		t.Fatalf("%s: %v %s", script, err, out)
 	}
 }
@@ -662,13 +669,13 @@ func (g *gasTown) hasWIP(name string) bool {
 		_, err := os.Stat(filepath.Join(g.worktree(name), "wip.txt"))
 		return err == nil
 	}
-	_, err := tryDocker("exec", container(name), "test", "-e", "/work/"+gtRig+"/wip.txt")
+	_, err := tryDocker("exec", g.container(name), "test", "-e", "/work/"+g.rig+"/wip.txt")
 	return err == nil
 }
 
 // containerID is the id of the polecat's container ("" when none).
-func containerID(name string) string {
-	out, err := tryDocker("inspect", "-f", "{{.Id}}", container(name))
+func (g *gasTown) containerID(name string) string {
+	out, err := tryDocker("inspect", "-f", "{{.Id}}", g.container(name))
 	if err != nil {
 		return ""
 	}
@@ -681,8 +688,8 @@ func containerID(name string) string {
 func (g *gasTown) restart(t *testing.T, name string) string {
 	g.wip(t, name, false)
 	defer g.wip(t, name, true)
-	before, box := g.panePID(t, name), containerID(name)
-	if out, err := g.gtCmd("session", "restart", gtRig+"/"+name).CombinedOutput(); err != nil {
+	before, box := g.panePID(t, name), g.containerID(name)
+	if out, err := g.gtCmd("session", "restart", g.rig+"/"+name).CombinedOutput(); err != nil {
 		return fmt.Sprintf("gt session restart failed: %v %s", err, out)
 	}
 	g.ready(t, name)
@@ -691,7 +698,7 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 		res = "the same pane process"
 	}
 	if name == g.box {
-		if id := containerID(name); id != box {
+		if id := g.containerID(name); id != box {
 			res += "; a new container"
 		}
 		eventually(t, 10*time.Second, "hostd in the session's GT_PROCESS_NAMES", func() bool {
@@ -728,46 +735,46 @@ func (g *gasTown) cycle(t *testing.T, name string) string {
 
 // done commits a change as the polecat's agent, in its working copy (the
 // container's pushes its branch to hostd first), and runs gt done there.
-func (g *gasTown) done(t *testing.T, name string) string {
+// It returns what happened and the commit's author on origin.
+func (g *gasTown) done(t *testing.T, name string) (res, author string) {
 	commit := "echo work > work.txt && git add work.txt && git commit -q -m 'the work'"
 	if name == g.box {
 		commit += " && git push -q origin HEAD"
 	}
 	if o := g.run(t, name == g.host, "sh", "-c", commit); o.code != 0 {
-		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out)
+		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out), ""
 	}
 	o := g.run(t, name == g.host, "gt", "done")
-	res := fmt.Sprintf("exit %d", o.code)
+	res = fmt.Sprintf("exit %d", o.code)
 	if m := regexp.MustCompile(`MR ID: (\S+)`).FindStringSubmatch(o.out); m != nil && strings.Contains(o.out, "Work submitted to merge queue") {
 		res += "; merge request filed"
 	} else {
 		t.Logf("gt done as %s:\n%s", name, o.out)
 		res += "; no merge request"
 	}
-	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "--format=%s", "--branches=polecat/"+name+"*").Output()
-	if strings.Contains(string(out), "the work") {
-		res += "; the commit on origin"
-	} else {
-		res += "; the commit not on origin"
+	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "-1", "--format=%s by %an <%ae>", "--branches=polecat/"+name+"*").Output()
+	landed := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(landed, "the work by ") {
+		return res + "; the commit not on origin", ""
 	}
-	return res
+	return res + "; the commit on origin", strings.ReplaceAll(strings.TrimPrefix(landed, "the work by "), name, "NAME")
 }
 
 // nuke removes the polecat as Gas Town does; for the container polecat
 // hostd serve then removes its sandbox and revokes it.
 func (g *gasTown) nuke(t *testing.T, name string) string {
-	out, err := g.gtCmd("polecat", "nuke", gtRig+"/"+name, "--force").CombinedOutput()
+	out, err := g.gtCmd("polecat", "nuke", g.rig+"/"+name, "--force").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("gt polecat nuke failed: %v %s", err, out)
 	}
 	res := "exit 0"
-	if _, err := os.Stat(filepath.Join(g.dir, gtRig, "polecats", name)); err == nil {
+	if _, err := os.Stat(filepath.Join(g.dir, g.rig, "polecats", name)); err == nil {
 		res += "; directory kept"
 	} else {
 		res += "; directory removed"
 	}
 	if name == g.box {
-		eventually(t, 30*time.Second, "the container removed", func() bool { return containerID(name) == "" })
+		eventually(t, 30*time.Second, "the container removed", func() bool { return g.containerID(name) == "" })
 		g.r.wait(10*time.Second, name+" revoked", harness.InState(name, "revoked"))
 		res += "; container removed, certificate revoked"
 	}
