@@ -267,14 +267,14 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	if err := rt.Stop(stopCtx, o.spec, id); err != nil {
-		fmt.Fprintf(os.Stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), err)
+		fmt.Fprintf(stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), err)
 	}
 	var ee *exec.ExitError
 	if exited != nil && !errors.As(exited, &ee) {
 		return fmt.Errorf("running the session in %s: %w", sandbox.Name(id), exited)
 	}
 	if code != 0 && errb.Len() > 0 {
-		fmt.Fprintf(os.Stderr, "hostd run: %s", errb.String())
+		fmt.Fprintf(stderr, "hostd run: %s", errb.String()) // from the container: escaped
 	}
 	return exit.Status(code)
 }
