@@ -43,7 +43,7 @@ RUN useradd -u 1000 -m agent && mkdir -p /home/agent/.local/bin /home/agent/.loc
     ln -s /home/agent/.local/share/claude/versions/9.9.9 /home/agent/.local/bin/claude && chown -R agent:agent /home/agent
 USER agent
 `)
-	if out, err := tryDocker("build", "-q", "-t", claudeBase, dir); err != nil {
+	if out, err := tryDocker("build", "--force-rm", "-q", "-t", claudeBase, dir); err != nil {
 		t.Fatalf("building the Claude Code base: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
@@ -69,7 +69,7 @@ USER agent
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			image := tag + "-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
-			out, err := tryDocker("build", "-f", "../../Dockerfile.polecat", "-t", image, "--build-arg", "BASE_IMAGE="+tc.base,
+			out, err := tryDocker("build", "--force-rm", "-f", "../../Dockerfile.polecat", "-t", image, "--build-arg", "BASE_IMAGE="+tc.base,
 				"--build-arg", "GO_IMAGE="+base, "--build-arg", "PREBUILT=true", "--build-arg", "CLAUDE_CODE="+tc.claudeCode, ctx)
 			t.Cleanup(func() { _, _ = tryDocker("rmi", "-f", image) })
 			for _, want := range tc.built {
