@@ -158,7 +158,7 @@ func newAttachCmd(a *app) *cobra.Command {
 		Use:   "attach <rig>/<name>",
 		Short: "Attach this terminal to the polecat's tmux session (read-only unless --rw)",
 		Long: `Attach this terminal to the polecat's tmux session through its agent, as
-'tmux attach -t gt-<rig>-<name>' would on the host: a tmux client runs in the
+'tmux attach' would on the host: a tmux client runs in the
 container in a terminal the size of yours, and follows your resizes. It is
 read-only unless --rw. Detach with tmux's detach key (C-b d by default);
 read-only, C-b d or Ctrl-C detach here, as hostd forwards no key of a

@@ -62,6 +62,9 @@ and show it on this terminal: keys in, screen out. Gas Town's exec wrapper:
 
   <town>/<rig>/settings/config.json: {"runtime": {"exec_wrapper": ["hostd", "run", "--"]}}
 
+(when the rig names an agent, give its command in the same runtime: Gas Town
+takes a rig's runtime over its agent; docs/migrating.md)
+
 with the image and other settings in <town>/.runtime/hostd/config.yaml
 (sandbox.image, ...). Gas Town's tmux pane then runs hostd run, so gt nudge
 and gt peek reach the container's session, and hostd adds itself to the
