@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -46,7 +47,7 @@ func newSessionRunCmd() *cobra.Command {
 
 // sessionOptions are the flags gt-agent session's subcommands share.
 type sessionOptions struct {
-	name, tmuxSocket string
+	name, tmuxSocket, tag string
 }
 
 // server is the tmux server the sessions are on.
@@ -71,6 +72,7 @@ nudges, peek, attach and the beats follow it.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.name, "session", "polecat", "the tmux session (the one gt-agent up --watch-session watches)")
 	cmd.PersistentFlags().StringVar(&o.tmuxSocket, "tmux-socket", "", "tmux server socket path (default: tmux's own)")
+	cmd.PersistentFlags().StringVar(&o.tag, "tag", "", "name of the session (letters, digits, '-', '_'): stop with the same tag ends this session and not a later one that replaced it")
 	cmd.AddCommand(newSessionStartCmd(o), newSessionStopCmd(o))
 	return cmd
 }
@@ -110,7 +112,7 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	srv := o.server()
-	status, err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env})
+	status, err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env, Tag: o.tag})
 	if err != nil {
 		return err
 	}
@@ -128,9 +130,17 @@ func newSessionStopCmd(o *sessionOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "End the session and its command (the sandbox stays)",
-		Args:  cobra.NoArgs,
+		Long: `End the session and its command; the sandbox stays. With --tag, only
+the session started with that tag: one a later 'session start' replaced
+runs on (hostd run's session ending as the next one starts, after a
+respawn of Gas Town's pane).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.server().Kill(cmd.Context(), o.name)
+			stopped, err := liveness.StopSession(cmd.Context(), o.server(), o.name, o.tag)
+			if err == nil && !stopped && o.tag != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gt-agent: session %s is not the one tagged %s (a later session replaced it, or it ended): left as it is\n", o.name, o.tag)
+			}
+			return err
 		},
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +74,9 @@ pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
 The first session makes the sandbox: a one-time join token, gt-agent up in
 the container (watching the session), and a clone of the rig on the
 polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
-Every later session (gt session restart, a respawn) starts in the same container,
+Every later session (gt session restart, a respawn, the polecat's own gt
+handoff --cycle: hostd serve respawns the pane hostd run records in
+<town>/.runtime/hostd/panes) starts in the same container,
 with its files, uncommitted work and branch as they were, replacing the
 session before. The command runs with the variables Gas Town set (GT_*,
 BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
@@ -168,6 +171,13 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err := markLiveness(ctx); err != nil {
 		fmt.Fprintf(progress, "hostd run: Gas Town's liveness will not see this session: %v\n", err)
 	}
+	if p, ok := sandbox.PaneFromEnv(os.Getenv); ok {
+		panes := &sandbox.Panes{Dir: state.For(o.town()).Panes()}
+		if err := panes.Record(id, p); err != nil {
+			fmt.Fprintf(progress, "hostd run: a gt handoff --cycle from the container will save the state but not start the next session: %v\n", err)
+		}
+		defer panes.Forget(id, p.PID)
+	}
 	return o.session(ctx, rt, id, args)
 }
 
@@ -237,7 +247,8 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, args)
+	tag := rand.Text()
+	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, tag, args)
 	if err != nil {
 		return err
 	}
@@ -269,7 +280,7 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	// The session is over for Gas Town whichever way it ended.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	if err := rt.Stop(stopCtx, o.spec, id); err != nil {
+	if err := rt.Stop(stopCtx, o.spec, id, tag); err != nil {
 		fmt.Fprintf(stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), err)
 	}
 	var ee *exec.ExitError

@@ -32,6 +32,26 @@ type SessionSpec struct {
 	// handed over in a file only the session reads, never on a command
 	// line, which the pane and the beats show.
 	Env []string
+	// Tag names this session for StopSession: whoever started it ends it
+	// and not a later one that replaced it ("" for none).
+	Tag string
+}
+
+// tagOption is the tmux session option holding the running session's Tag.
+const tagOption = "@gt-agent-session-tag"
+
+// validTag says whether tag can name a session: letters, digits, '-' and
+// '_' (it goes into a tmux format), at most 64 of them.
+func validTag(tag string) bool {
+	if len(tag) > 64 {
+		return false
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // StartSession starts spec's command in its tmux session under 'gt-agent
@@ -40,10 +60,14 @@ type SessionSpec struct {
 // starts replaces the one before. It returns where the status will be
 // recorded.
 func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) (string, error) {
+	if !validTag(spec.Tag) {
+		return "", fmt.Errorf("session tag %q: use at most 64 letters, digits, '-' and '_'", spec.Tag)
+	}
 	argv, opts, status, err := wrap(spec.Name, spec.Command)
 	if err != nil {
 		return "", err
 	}
+	opts[tagOption] = spec.Tag
 	if spec.Dir != "" {
 		argv = append(argv[:2:2], append([]string{"--dir", spec.Dir}, argv[2:]...)...)
 	}
@@ -69,6 +93,25 @@ func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) (strin
 		}
 	}
 	return status, err
+}
+
+// StopSession ends session name (its processes get SIGHUP) when tag is ""
+// or the session's Tag: a session that a later StartSession replaced is
+// left running, and stopped is false. The check and the end are one tmux
+// command, so a replacement cannot slip in between. No such session is not
+// an error.
+func StopSession(ctx context.Context, srv tmux.Server, name, tag string) (stopped bool, err error) {
+	if !validTag(tag) {
+		return false, fmt.Errorf("session tag %q: use at most 64 letters, digits, '-' and '_'", tag)
+	}
+	if tag == "" {
+		_, found, err := srv.ReadPane(ctx, name)
+		if err != nil || !found {
+			return false, err
+		}
+		return true, srv.Kill(ctx, name)
+	}
+	return srv.KillIf(ctx, name, tagOption, tag)
 }
 
 // ReadEnvFile reads and removes the environment StartSession handed over.

@@ -121,3 +121,67 @@ func TestSandboxSessions(t *testing.T) {
 		}
 	})
 }
+
+// TestStopSession: stopping by tag ends the tagged session only, never
+// the later one that replaced it (hostd run's old session ending while
+// the new one starts after a respawn of Gas Town's pane); an untagged stop
+// ends whatever runs; a malformed tag is refused before tmux sees it.
+func TestStopSession(t *testing.T) {
+	srv := privateTmux(t)
+	ctx := context.Background()
+	start := func(tag string) {
+		t.Helper()
+		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}, Tag: tag}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := func() bool {
+		p, found, err := srv.ReadPane(ctx, "polecat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found && !p.Dead
+	}
+	tests := []struct {
+		name        string
+		started     []string // tags, in order; the last one runs
+		stop        string
+		wantStopped bool
+		wantErr     string
+	}{
+		{"its own tag", []string{"first"}, "first", true, ""},
+		{"replaced by a later session", []string{"first", "second"}, "first", false, ""},
+		{"the later session's tag", []string{"first", "second"}, "second", true, ""},
+		{"no tag stops whatever runs", []string{"first"}, "", true, ""},
+		{"no session", nil, "first", false, ""},
+		{"tmux format in the tag", []string{"first"}, "x},#{session_name", false, "session tag"},
+		{"too long", []string{"first"}, strings.Repeat("a", 65), false, "session tag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_ = srv.Kill(ctx, "polecat")
+			for _, tag := range tt.started {
+				start(tag)
+			}
+			stopped, err := StopSession(ctx, srv, "polecat", tt.stop)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("StopSession(%q) = %v, want an error about %q", tt.stop, err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if stopped != tt.wantStopped {
+				t.Errorf("stopped = %v, want %v", stopped, tt.wantStopped)
+			}
+			if want := len(tt.started) > 0 && !tt.wantStopped; running() != want {
+				t.Errorf("session running after the stop: %v, want %v", running(), want)
+			}
+		})
+	}
+	t.Run("a malformed tag does not start", func(t *testing.T) {
+		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Tag: "a b"}); err == nil {
+			t.Fatal("StartSession took the tag \"a b\"")
+		}
+	})
+}

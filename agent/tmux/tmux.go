@@ -235,6 +235,26 @@ func (t Server) KeepRunning(ctx context.Context) error {
 	return nil
 }
 
+// KillIf ends session like Kill when its user option opt is value, in one
+// tmux command (no other command runs between the check and the end);
+// killed is false when the session is not there or opt differs. value
+// must not hold tmux format syntax ('#', '{', '}', ',').
+func (t Server) KillIf(ctx context.Context, session, opt, value string) (killed bool, err error) {
+	if _, found, err := t.ReadPane(ctx, session); err != nil || !found {
+		return false, err
+	}
+	target := "=" + session + ":"
+	out, err := t.command(ctx, "if-shell", "-F", "-t", target, "#{==:#{"+opt+"},"+value+"}",
+		"kill-session -t '="+session+"'", "display-message -p -t '"+target+"' kept").Output()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+		return false, nil // gone since
+	}
+	if err != nil {
+		return false, fmt.Errorf("ending tmux session %q: %w", session, err)
+	}
+	return strings.TrimSpace(string(out)) != "kept", nil
+}
+
 // Kill ends session and the processes in its panes (SIGHUP); no such
 // session is not an error.
 func (t Server) Kill(ctx context.Context, session string) error {

@@ -56,6 +56,11 @@ type Config struct {
 	// MaxStdinBuffer waiting before it is killed, with an error naming
 	// both settings.
 	StdinStall time.Duration
+	// Cycle, when set, is called once a relayed 'gt handoff --cycle' has
+	// exited 0 and the shim has its status. Relayed, gt runs outside any
+	// tmux pane, so it saves the state and does not respawn the session;
+	// Cycle does (hostd serve: sandbox.Panes.Respawn).
+	Cycle func(ctx context.Context, id wire.Identity)
 	// Logger receives one line per relayed command.
 	Logger *slog.Logger
 }
@@ -202,6 +207,9 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	b, _ := json.Marshal(exit)
 	_ = w.Frame(wire.RelayFrameExit, b)
 	_ = st.CloseWrite()
+	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && cmd == "gt" && sub == "handoff" && cycles(req.Argv[1:]) {
+		s.cfg.Cycle(ctx, id)
+	}
 }
 
 func (s *Service) refuse(w *wire.RelayFrameWriter, id wire.Identity, cmd, sub string, err error) {

@@ -216,21 +216,22 @@ func (s Spec) createArgs(town string, id wire.Identity) []string {
 }
 
 // Session is the runtime running one session of polecat id in its
-// sandbox (see sessionArgs) until it ends; the caller shows it (hostd's
-// pane channel) and waits. Its exit status is the session's.
-func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, command []string) (*exec.Cmd, error) {
-	return r.Command(ctx, s.sessionArgs(id, command)...)
+// sandbox (see sessionArgs), tagged tag for Stop, until it ends; the
+// caller shows it (hostd's pane channel) and waits. Its exit status is
+// the session's.
+func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, tag string, command []string) (*exec.Cmd, error) {
+	return r.Command(ctx, s.sessionArgs(id, tag, command)...)
 }
 
 // sessionArgs is the argv (after the runtime's name) that runs one session
 // of polecat id in its sandbox, in its clone, with the variables of Env
 // passed on by name (their values stay off every command line).
-func (s Spec) sessionArgs(id wire.Identity, command []string) []string {
+func (s Spec) sessionArgs(id wire.Identity, tag string, command []string) []string {
 	args := []string{"exec"}
 	for _, name := range s.Env {
 		args = append(args, "-e", name)
 	}
-	args = append(args, Name(id), s.Agent, "session", "start", "--dir", WorkDir(id))
+	args = append(args, Name(id), s.Agent, "session", "start", "--tag", tag, "--dir", WorkDir(id))
 	for _, name := range s.Env {
 		args = append(args, "--env", name)
 	}
@@ -266,10 +267,12 @@ func containerCommand(command []string) []string {
 	return c
 }
 
-// Stop ends the session running in polecat id's sandbox, if any; the
-// sandbox stays.
-func (r Runtime) Stop(ctx context.Context, s Spec, id wire.Identity) error {
-	_, err := r.run(ctx, nil, "exec", Name(id), s.Agent, "session", "stop")
+// Stop ends the session Session started with tag in polecat id's
+// sandbox, if it still runs; a later session that replaced it (the next
+// hostd run, after Gas Town respawned the pane) runs on, and the sandbox
+// stays.
+func (r Runtime) Stop(ctx context.Context, s Spec, id wire.Identity, tag string) error {
+	_, err := r.run(ctx, nil, "exec", Name(id), s.Agent, "session", "stop", "--tag", tag)
 	return err
 }
 

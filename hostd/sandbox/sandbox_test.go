@@ -45,11 +45,12 @@ func TestContainerCommand(t *testing.T) {
 }
 
 // TestSessionArgs: a session runs in the polecat's clone, with the named
-// variables passed by name only (their values stay off the command line).
+// variables passed by name only (their values stay off the command line),
+// tagged for Stop.
 func TestSessionArgs(t *testing.T) {
 	s := Spec{Agent: "/usr/local/bin/gt-agent", Env: []string{"GT_RIG", "ANTHROPIC_API_KEY"}}
-	got := strings.Join(s.sessionArgs(toast, []string{"claude"}), " ")
-	want := "exec -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --dir /work/gastown --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
+	got := strings.Join(s.sessionArgs(toast, "c0ffee", []string{"claude"}), " ")
+	want := "exec -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --tag c0ffee --dir /work/gastown --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
 	if got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}

@@ -214,6 +214,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Relay.Town, cfg.Relay.Logger = cfg.Town, cfg.Logger
+	panes := &sandbox.Panes{Dir: s.dir.Panes()}
+	cfg.Relay.Cycle = func(ctx context.Context, id wire.Identity) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		switch err := panes.Respawn(ctx, id, s.log); {
+		case errors.Is(err, sandbox.ErrNoPane):
+			s.log.Info("gt handoff --cycle saved the state; no hostd run pane to respawn (the session is not in a sandbox of hostd run)", "polecat", id)
+		case err != nil:
+			s.log.Warn("gt handoff --cycle saved the state; respawning the session failed", "polecat", id, "err", err)
+		default:
+			s.log.Info("gt handoff --cycle: respawned the polecat's pane; its next session starts in the same sandbox", "polecat", id)
+		}
+	}
 	rel, err := relay.New(cfg.Relay)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,9 @@
 // Package state owns hostd's runtime directory, <town>/.runtime/hostd:
 // where each file lives (the control socket, config.yaml, the persisted
 // liveness states, upstream and nudge queues, the git hooks, the data
-// channel's bases and journal, the QUIC reset key), and how JSON state is
-// loaded and saved (atomic replacement, one clear error for a corrupt
-// file). Every service that persists goes through it.
+// channel's bases and journal, the QUIC reset key, hostd run's panes),
+// and how JSON state is loaded and saved (atomic replacement, one clear
+// error for a corrupt file). Every service that persists goes through it.
 package state
 
 import (
@@ -55,6 +55,10 @@ func (d Dir) Nudges() string { return d.file("nudges.json") }
 
 // Landed holds each push's record of the refs it landed, emptied at start.
 func (d Dir) Landed() string { return d.file("landed") }
+
+// Panes holds, per polecat, the host tmux pane its hostd run shows its
+// sandbox's session in.
+func (d Dir) Panes() string { return d.file("panes") }
 
 func (d Dir) file(name string) string { return filepath.Join(string(d), name) }
 

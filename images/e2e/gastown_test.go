@@ -148,9 +148,9 @@ func TestGasTown(t *testing.T) {
 	})
 	flow("gt handoff --cycle", func(t *testing.T) {
 		h, b := g.cycle(t, g.host), g.cycle(t, g.box)
-		g.row("gt handoff --cycle (from the agent)", h, b, h == b,
-			"relayed, gt runs on the host outside any tmux pane (hostd passes no TMUX), so it saves state only; "+
-				"respawning would be worse: Gas Town's restart command leaves out runtime.exec_wrapper, so the agent would come back on the host")
+		g.checkRow(t, "gt handoff --cycle (from the agent)", h, b, h == b,
+			"relayed, gt runs outside any tmux pane and saves the state; hostd then respawns the pane hostd run recorded, "+
+				"with Gas Town's startup command (its own restart command leaves out runtime.exec_wrapper)")
 	})
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
 		h, ha := g.done(t, g.host)
@@ -697,6 +697,14 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 	if g.panePID(t, name) == before {
 		res = "the same pane process"
 	}
+	return res + g.kept(t, name, box)
+}
+
+// kept says, after a session cycle, whether the polecat's sandbox (the
+// container it had, box) and its uncommitted work are still there, and
+// how gt polecat list shows it.
+func (g *gasTown) kept(t *testing.T, name, box string) string {
+	res := ""
 	if name == g.box {
 		if id := g.containerID(name); id != box {
 			res += "; a new container"
@@ -714,9 +722,12 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 }
 
 // cycle runs gt handoff --cycle as the polecat's agent (Claude's
-// PreCompact hook does) and says whether the host pane was respawned.
+// PreCompact hook does) and says whether the host pane was respawned with
+// the agent back, the sandbox and the uncommitted work kept.
 func (g *gasTown) cycle(t *testing.T, name string) string {
-	before := g.panePID(t, name)
+	g.wip(t, name, false)
+	defer g.wip(t, name, true)
+	before, box := g.panePID(t, name), g.containerID(name)
 	o := g.run(t, name == g.host, "gt", "handoff", "--cycle", "-s", "context cycle")
 	res := fmt.Sprintf("exit %d", o.code)
 	respawned := false
@@ -724,13 +735,11 @@ func (g *gasTown) cycle(t *testing.T, name string) string {
 		respawned = g.panePID(t, name) != before
 	}
 	if !respawned {
-		if strings.Contains(o.out, "not in tmux") {
-			return res + "; not in tmux: state saved, no respawn"
-		}
+		t.Logf("gt handoff --cycle as %s:\n%s", name, o.out)
 		return res + "; no respawn"
 	}
 	g.ready(t, name)
-	return res + "; pane respawned, agent back"
+	return res + "; pane respawned, agent back" + g.kept(t, name, box)
 }
 
 // done commits a change as the polecat's agent, in its working copy (the
