@@ -1,0 +1,500 @@
+// Package history is the record and the judge of a soak run: the driver
+// in images/soak writes every operation's invocation and outcome, every
+// fault, observation and resource sample as one JSON line (Writer), and
+// afterwards Read loads the file and Check asserts the run's invariants
+// (Jepsen-style: an operation whose outcome the driver never saw is
+// indeterminate, which may or may not have taken effect, never a
+// violation by itself). WritePlot draws hostd's resources over the run.
+//
+// The history is self-contained: what the driver observed at the end
+// (lines typed into panes, calls the stand-in gt recorded, commits found,
+// final file contents) is in it as "observe" events, so Check needs
+// nothing but the events.
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event kinds. The operations (invoke, then ok or fail) are KindNudge,
+// KindPush, KindRelay, KindData, KindPeek and KindFetch.
+const (
+	// KindNudge is a nudge sent to a polecat; its outcome event carries
+	// hostd's final word on it.
+	KindNudge = "nudge"
+	// KindPush is a git push from a polecat (Branch, Commit).
+	KindPush = "push"
+	// KindRelay is a relayed gt/bd command; its Op is what the stand-in gt
+	// records when it runs it.
+	KindRelay = "relay"
+	// KindData is a write into a polecat's data root on one Side.
+	KindData = "data"
+	// KindPeek is a pane peek.
+	KindPeek = "peek"
+	// KindFetch is a git fetch.
+	KindFetch = "fetch"
+	// KindTyped observes a nudge's text submitted in an agent's pane, once
+	// per time it was seen.
+	KindTyped = "typed"
+	// KindRan observes the stand-in gt/bd running a relay op, once per run.
+	KindRan = "ran"
+	// KindLanded observes a commit found in a repository (Where).
+	KindLanded = "landed"
+	// KindFsck observes a git fsck of a repository (Where, OK, Err).
+	KindFsck = "fsck"
+	// KindFile observes a data file's content at the end (Hash, or "" for
+	// absent); Of is set on a conflict copy.
+	KindFile = "file"
+	// KindStatus observes an agent's state as hostd status showed it.
+	KindStatus = "status"
+	// KindDisk observes disk use against its budget.
+	KindDisk = "disk"
+	// KindOriginReachable observes that origin is reachable: from then on
+	// it must hold every pushed commit.
+	KindOriginReachable = "origin-reachable"
+	// KindFault is a fault injected (start) and lifted (end).
+	KindFault = "fault"
+	// KindSample is a sample of hostd's goroutines, FDs and RSS.
+	KindSample = "sample"
+	// KindRun marks the run's start (with its Seed) and end.
+	KindRun = "run"
+)
+
+// Event phases.
+const (
+	// PhaseInvoke starts an operation.
+	PhaseInvoke = "invoke"
+	// PhaseOK ends an operation the client saw succeed.
+	PhaseOK = "ok"
+	// PhaseFail ends an operation the client saw fail (Err).
+	PhaseFail = "fail"
+	// PhaseOutcome is hostd's final word on an accepted nudge.
+	PhaseOutcome = "outcome"
+	// PhaseObserve is an observation, during the run or at its end.
+	PhaseObserve = "observe"
+	// PhaseStart starts a fault or the run.
+	PhaseStart = "start"
+	// PhaseEnd ends a fault or the run.
+	PhaseEnd = "end"
+	// PhaseBaseline is a resource sample before any load.
+	PhaseBaseline = "baseline"
+	// PhaseLoad is a resource sample under load.
+	PhaseLoad = "load"
+	// PhaseAfter is a resource sample once the load and faults are over.
+	PhaseAfter = "after"
+)
+
+// Nudge outcomes (Event.Outcome of a nudge's outcome event).
+const (
+	// OutcomeDelivered says hostd typed the nudge.
+	OutcomeDelivered = "delivered"
+	// OutcomeExpired says the nudge's wait ran out before it was typed.
+	OutcomeExpired = "expired"
+	// OutcomeFailed says hostd gave up on the nudge.
+	OutcomeFailed = "failed"
+	// OutcomeCancelled says the nudge was cancelled before it was typed.
+	OutcomeCancelled = "cancelled"
+)
+
+// Values of Event.Side and Event.Where.
+const (
+	// SideHost is the host's copy of a polecat's data.
+	SideHost = "host"
+	// SideContainer is the container's copy of a polecat's data.
+	SideContainer = "container"
+	// WhereRepo is hostd's .repo.git.
+	WhereRepo = "repo"
+	// WhereOrigin is the rig's origin.
+	WhereOrigin = "origin"
+)
+
+// Fault kinds the driver injects (Event.Fault); Check accepts any string.
+const (
+	FaultHostdKill9          = "hostd-kill9"          // SIGKILL hostd, then restart it
+	FaultAgentSigkill        = "agent-sigkill"        // SIGKILL an agent
+	FaultAgentSigstop        = "agent-sigstop"        // SIGSTOP an agent, SIGCONT at the end
+	FaultUDPBlock            = "udp-block"            // drop heartbeat UDP
+	FaultTCPCut              = "tcp-cut"              // cut the tunnel's TCP connections
+	FaultDiskFull            = "disk-full"            // fill the disk
+	FaultContainerPause      = "container-pause"      // docker pause
+	FaultContainerRestart    = "container-restart"    // docker restart
+	FaultContainerDisconnect = "container-disconnect" // docker network disconnect
+	FaultClockStep           = "clock-step"           // step the clock
+)
+
+// Event is one line of the history.
+type Event struct {
+	// T is when it happened; Writer.Add sets it when zero.
+	T time.Time `json:"t"`
+	// Kind is what happened: one of the Kind constants.
+	Kind string `json:"kind"`
+	// Phase is which part of it: one of the Phase constants.
+	Phase string `json:"phase"`
+	// Agent is the polecat's identity "rig/name"; "" for hostd-wide events.
+	Agent string `json:"agent,omitempty"`
+	// Op identifies an operation (its invoke and outcome share it), a
+	// fault (start and end), or, on a ran observation, the relay op run.
+	// A typed observation may carry the nudge op whose text was seen, so
+	// that a nudge whose client saw no NudgeID (fail, indeterminate) can
+	// still be matched: such a nudge may be typed at most once.
+	Op string `json:"op,omitempty"`
+
+	// NudgeID is hostd's id for an accepted nudge.
+	NudgeID string `json:"nudge_id,omitempty"`
+	// Mode is a nudge's mode: "wait-idle" or "immediate".
+	Mode string `json:"mode,omitempty"`
+	// Outcome is a nudge's outcome: one of the Outcome constants.
+	Outcome string `json:"outcome,omitempty"`
+	// Reason is why a nudge failed or expired; required for those.
+	Reason string `json:"reason,omitempty"`
+	// Branch is a push's or landed commit's branch.
+	Branch string `json:"branch,omitempty"`
+	// Commit is a push's or landed observation's commit.
+	Commit string `json:"commit,omitempty"`
+	// Where is which repository: WhereRepo or WhereOrigin.
+	Where string `json:"where,omitempty"`
+	// Side is which copy of the data: SideHost or SideContainer.
+	Side string `json:"side,omitempty"`
+	// Path is a data file's path relative to the polecat's data root.
+	Path string `json:"path,omitempty"`
+	// Hash is the hex sha256 of a data write or of a final file; "" for
+	// a file observed absent.
+	Hash string `json:"hash,omitempty"`
+	// Of is, on a file observation of a conflict copy, the path it is a
+	// copy of.
+	Of string `json:"of,omitempty"`
+	// Fault is a fault's kind: one of the Fault constants.
+	Fault string `json:"fault,omitempty"`
+	// Bound is, on a fault's start or end, within how long after its end
+	// every affected agent must be back.
+	Bound Duration `json:"bound,omitempty"`
+	// State is an agent's state as hostd status showed it; anything but
+	// "disconnected" or "" counts as back.
+	State string `json:"state,omitempty"`
+	// Goroutines is a sample's count of hostd's goroutines.
+	Goroutines int `json:"goroutines,omitempty"`
+	// FDs is a sample's count of hostd's open file descriptors.
+	FDs int `json:"fds,omitempty"`
+	// RSS is a sample's resident set size of hostd, in bytes.
+	RSS int64 `json:"rss,omitempty"`
+	// Bytes is a disk observation's bytes used.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Budget is a disk observation's budget for Bytes.
+	Budget int64 `json:"budget,omitempty"`
+	// OK is an fsck observation's result.
+	OK bool `json:"ok,omitempty"`
+	// Err is the error a failed operation's client saw, or fsck's output.
+	Err string `json:"err,omitempty"`
+	// Seed is the run start's random seed.
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// String renders e on one line for people: its time, kind, phase and
+// every field that is set, as key=value (quoted when needed).
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(e.T.Format("15:04:05.000"))
+	b.WriteString(" " + e.Kind + " " + e.Phase)
+	kv := func(k, v string) {
+		if v == "" {
+			return
+		}
+		b.WriteString(" " + k + "=")
+		if needsQuote(v) {
+			b.WriteString(strconv.Quote(v))
+		} else {
+			b.WriteString(v)
+		}
+	}
+	kv("agent", e.Agent)
+	kv("op", e.Op)
+	kv("nudge_id", e.NudgeID)
+	kv("mode", e.Mode)
+	kv("outcome", e.Outcome)
+	kv("reason", e.Reason)
+	kv("branch", e.Branch)
+	kv("commit", e.Commit)
+	kv("where", e.Where)
+	kv("side", e.Side)
+	kv("path", e.Path)
+	kv("hash", e.Hash)
+	kv("of", e.Of)
+	kv("fault", e.Fault)
+	if e.Bound != 0 {
+		kv("bound", time.Duration(e.Bound).String())
+	}
+	kv("state", e.State)
+	if e.Kind == KindSample {
+		kv("goroutines", strconv.Itoa(e.Goroutines))
+		kv("fds", strconv.Itoa(e.FDs))
+		kv("rss", strconv.FormatInt(e.RSS, 10))
+	}
+	if e.Kind == KindDisk {
+		kv("bytes", strconv.FormatInt(e.Bytes, 10))
+		kv("budget", strconv.FormatInt(e.Budget, 10))
+	}
+	if e.Kind == KindFsck {
+		kv("ok", strconv.FormatBool(e.OK))
+	}
+	kv("err", e.Err)
+	if e.Seed != 0 {
+		kv("seed", strconv.FormatInt(e.Seed, 10))
+	}
+	return b.String()
+}
+
+// needsQuote reports whether v must be quoted to stay one readable token.
+func needsQuote(v string) bool {
+	for _, r := range v {
+		if r <= ' ' || r == '"' || r == '=' || r == 0x7f || !strconv.IsPrint(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration that marshals as a Go duration string
+// ("30s") and unmarshals from one, or from a number of nanoseconds.
+type Duration time.Duration
+
+// MarshalJSON encodes d as a quoted Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// UnmarshalJSON decodes a Go duration string or an integer of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("decoding duration %s: %w", b, err)
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("decoding duration: %w", err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("decoding duration %s: not a duration string or integer nanoseconds", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// FlushInterval is the longest a Writer holds an added event before
+// writing it to the file: what a killed driver can lose.
+const FlushInterval = 100 * time.Millisecond
+
+// Writer appends events to a history file. It is safe for concurrent use.
+type Writer struct {
+	mu     sync.Mutex
+	f      *os.File
+	buf    *bufio.Writer
+	err    error // the first error writing, returned by Close and Err
+	closed bool
+	base   time.Time // wall clock at Create, with its monotonic reading
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Create creates (or truncates) the history file at path and starts
+// flushing what is added to it every FlushInterval.
+func Create(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating history: %w", err)
+	}
+	w := &Writer{
+		f:    f,
+		buf:  bufio.NewWriterSize(f, 64<<10),
+		base: time.Now(),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go w.flusher()
+	return w, nil
+}
+
+// flusher flushes the buffer every FlushInterval until Close.
+func (w *Writer) flusher() {
+	defer close(w.done)
+	t := time.NewTicker(FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if !w.closed && w.buf.Buffered() > 0 {
+				w.fail(w.buf.Flush())
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// fail records err as the Writer's error when it is the first.
+func (w *Writer) fail(err error) {
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing history %s: %w", w.f.Name(), err)
+	}
+}
+
+// Now is the Writer's clock, which Add stamps events with: the wall clock
+// at Create advanced by the monotonic clock, so that stepping the system
+// clock (a clock-step fault) neither reorders nor shifts the history.
+// Drivers that set Event.T themselves should take it from here.
+func (w *Writer) Now() time.Time {
+	return w.base.Add(time.Since(w.base)).Round(0)
+}
+
+// Add appends e as one line, setting e.T to Now() when it is zero. Events
+// added after Close are dropped; an error writing is kept for Err and
+// Close.
+func (w *Writer) Add(e Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if e.T.IsZero() {
+		e.T = w.Now() // under the lock, so the file's order is T's order
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		w.fail(fmt.Errorf("encoding %s %s event: %w", e.Kind, e.Phase, err))
+		return
+	}
+	line = append(line, '\n')
+	_, err = w.buf.Write(line)
+	w.fail(err)
+}
+
+// Err returns the first error adding events, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes what is buffered, syncs and closes the file, and returns
+// the first error adding or writing events.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.err
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fail(w.buf.Flush())
+	w.fail(w.f.Sync())
+	if err := w.f.Close(); err != nil {
+		w.fail(err)
+	}
+	return w.err
+}
+
+// MaxLine is the longest line Read accepts, without its newline.
+const MaxLine = 1 << 20
+
+// ReadFile reads the history file at path (see Read).
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading history: %w", err)
+	}
+	defer f.Close()
+	evs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading history %s: %w", path, err)
+	}
+	return evs, nil
+}
+
+// Read decodes a history, one event per line, in the order written. Blank
+// lines are skipped. A last line without its newline that does not decode
+// (the driver was killed mid-write) is ignored; any other line that does
+// not decode, has no kind, or is longer than MaxLine is an error naming
+// its line number.
+func Read(r io.Reader) ([]Event, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var evs []Event
+	for n := 1; ; n++ {
+		line, complete, err := readLine(br)
+		if err != nil {
+			return nil, fmt.Errorf("reading line %d: %w", n, err)
+		}
+		if line == nil {
+			return evs, nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			if !complete {
+				return evs, nil // torn last line
+			}
+			return nil, fmt.Errorf("decoding line %d: %w", n, err)
+		}
+		if e.Kind == "" {
+			if !complete {
+				return evs, nil
+			}
+			return nil, fmt.Errorf("decoding line %d: no kind", n)
+		}
+		evs = append(evs, e)
+	}
+}
+
+// errLineTooLong is what readLine returns for a line over MaxLine.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLine)
+
+// readLine returns the next line without its newline, and whether it had
+// one; nil at the end. It never holds more than MaxLine bytes of a line.
+func readLine(br *bufio.Reader) (line []byte, complete bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine+1 || (len(line)+len(chunk) == MaxLine+1 && !bytes.HasSuffix(chunk, []byte("\n"))) {
+			return nil, false, errLineTooLong
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(line) == 0 {
+				return nil, false, nil
+			}
+			return line, false, nil
+		default:
+			return nil, false, err
+		}
+	}
+}
