@@ -263,6 +263,7 @@ func encode(t testing.TB, evs []Event) []byte {
 
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(""))
+	f.Add(encode(f, cleanHistory()))
 	f.Add([]byte(`{"t":"2026-01-02T03:04:05.123+01:00","kind":"fault","phase":"start","bound":"1m","op":"x"}` + "\n{\"kind\":"))
 	f.Add([]byte("null\n"))
 	f.Add([]byte(`{"kind":"x","phase":"y","bound":-9223372036854775808,"err":"\xff"}`))

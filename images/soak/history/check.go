@@ -1,0 +1,818 @@
+package history
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The invariants Check asserts, in the order of Report.Invariants.
+const (
+	// InvNudge: every accepted nudge is typed exactly once, or hostd said
+	// why it was not (expired, failed, cancelled with a reason) and it was
+	// never typed.
+	InvNudge = "nudge exactly once"
+	// InvPush: every acknowledged push landed in hostd's repository, and
+	// in origin once origin was reachable; every fsck passed.
+	InvPush = "push durable"
+	// InvData: each side's last write of each data file survives, as the
+	// file or as a conflict copy of it, on either side. A write with no
+	// Hash is a deletion and has nothing to keep.
+	InvData = "data not lost"
+	// InvRelay: every acknowledged relay ran exactly once, every other at
+	// most once.
+	InvRelay = "relay exactly once"
+	// InvRecovery: every agent a fault affected was back within the
+	// fault's bound after it ended.
+	InvRecovery = "recovery within bound"
+	// InvLeak: hostd's goroutines, FDs and RSS after the run are within a
+	// margin of the baseline, and disk use within its budget.
+	InvLeak = "no leak"
+)
+
+// invariants is every invariant's name, in Report order.
+var invariants = []string{InvNudge, InvPush, InvData, InvRelay, InvRecovery, InvLeak}
+
+// FaultWindow is how far before the first and after the last event of a
+// violation Check looks for faults to name beside it.
+const FaultWindow = 5 * time.Second
+
+// Margins are how much hostd's resources may grow from the baseline to
+// the after sample.
+type Margins struct {
+	// Goroutines is how many more goroutines are allowed; 0 means 20.
+	Goroutines int
+	// FDs is how many more open file descriptors are allowed; 0 means 20.
+	FDs int
+	// RSS is the fraction by which the RSS may grow (0.25 is 25%); 0
+	// means 0.30.
+	RSS float64
+}
+
+// Options tune Check.
+type Options struct {
+	// Margin is the allowed resource growth for the "no leak" invariant.
+	Margin Margins
+}
+
+// Report is what Check found.
+type Report struct {
+	// Invariants is one result per invariant, in the order of the Inv
+	// constants.
+	Invariants []InvariantResult
+	// Ops counts the operations per Kind.
+	Ops map[string]OpCount
+	// Faults counts the faults started per fault kind.
+	Faults map[string]int
+	// Recovery is the worst recovery time measured per fault kind.
+	Recovery map[string]time.Duration
+	// Seed is the run's seed.
+	Seed int64
+}
+
+// InvariantResult is one invariant's verdict.
+type InvariantResult struct {
+	// Name is the invariant's name, one of the Inv constants.
+	Name string
+	// Checked is how many items the invariant looked at.
+	Checked int
+	// Violations are the ways the history broke the invariant.
+	Violations []Violation
+}
+
+// OK reports whether the invariant held.
+func (r InvariantResult) OK() bool { return len(r.Violations) == 0 }
+
+// OpCount counts the operations of one kind by how they ended.
+type OpCount struct {
+	// Invoked is how many were started.
+	Invoked int
+	// OK is how many the client saw succeed.
+	OK int
+	// Failed is how many the client saw fail.
+	Failed int
+	// Indeterminate is how many have no outcome in the history.
+	Indeterminate int
+}
+
+// Violation is one breach of an invariant.
+type Violation struct {
+	// Invariant is the name of the invariant broken.
+	Invariant string
+	// Message says what went wrong, naming the operation.
+	Message string
+	// Events are the events involved: the operation's, and the
+	// observations that convict it.
+	Events []Event
+	// Faults are the start and end events of the faults active within
+	// FaultWindow of Events (of their non-observation events when there
+	// are any, since end-of-run observations would take in every fault).
+	Faults []Event
+}
+
+// OK reports whether every invariant held.
+func (r Report) OK() bool {
+	for _, inv := range r.Invariants {
+		if !inv.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// Invariant returns the result of the invariant named name, and whether
+// the report has it.
+func (r Report) Invariant(name string) (InvariantResult, bool) {
+	for _, inv := range r.Invariants {
+		if inv.Name == name {
+			return inv, true
+		}
+	}
+	return InvariantResult{}, false
+}
+
+// WriteText writes a summary of r for people (the seed, operations and
+// faults per kind, each invariant's verdict, the worst recovery per fault
+// kind), then every violation with its events and the faults around
+// them, one event per line.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "soak history: %s, seed %d\n", verdict, r.Seed)
+	b.WriteString("operations:\n")
+	for _, k := range slices.Sorted(maps.Keys(r.Ops)) {
+		c := r.Ops[k]
+		fmt.Fprintf(&b, "  %-8s invoked %d, ok %d, failed %d, indeterminate %d\n", k, c.Invoked, c.OK, c.Failed, c.Indeterminate)
+	}
+	b.WriteString("faults:\n")
+	kinds := slices.Sorted(maps.Keys(r.Faults))
+	for k := range r.Recovery {
+		if _, ok := r.Faults[k]; !ok {
+			kinds = append(kinds, k)
+		}
+	}
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %-20s %d", k, r.Faults[k])
+		if d, ok := r.Recovery[k]; ok {
+			fmt.Fprintf(&b, ", worst recovery %s", d)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("invariants:\n")
+	for _, inv := range r.Invariants {
+		v := "PASS"
+		if !inv.OK() {
+			v = fmt.Sprintf("FAIL (%d violation%s)", len(inv.Violations), plural(len(inv.Violations)))
+		}
+		fmt.Fprintf(&b, "  %-22s checked %-6d %s\n", inv.Name, inv.Checked, v)
+	}
+	for _, inv := range r.Invariants {
+		for _, v := range inv.Violations {
+			fmt.Fprintf(&b, "\nVIOLATION %s: %s\n", v.Invariant, v.Message)
+			for _, e := range v.Events {
+				fmt.Fprintf(&b, "    %s\n", e)
+			}
+			if len(v.Faults) > 0 {
+				b.WriteString("  faults around:\n")
+				for _, e := range v.Faults {
+					fmt.Fprintf(&b, "    %s\n", e)
+				}
+			}
+		}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+// op is one operation: its invoke and, when the client saw one, its
+// outcome (ok or fail).
+type op struct {
+	invoke Event
+	end    *Event
+}
+
+// ok reports whether the client saw op succeed.
+func (o *op) ok() bool { return o.end != nil && o.end.Phase == PhaseOK }
+
+// agent is the operation's agent, from its invoke or else its outcome.
+func (o *op) agent() string {
+	if o.invoke.Agent == "" && o.end != nil {
+		return o.end.Agent
+	}
+	return o.invoke.Agent
+}
+
+// events is the operation's events.
+func (o *op) events() []Event {
+	if o.end == nil {
+		return []Event{o.invoke}
+	}
+	return []Event{o.invoke, *o.end}
+}
+
+// fault is one fault: its start and end events, either possibly missing.
+type fault struct {
+	id         string
+	kind       string
+	agent      string
+	start, end *Event
+	bound      time.Duration
+}
+
+// affects reports whether f touches agent.
+func (f *fault) affects(agent string) bool { return f.agent == "" || f.agent == agent }
+
+// checker holds the indexed history while Check runs.
+type checker struct {
+	events   []Event
+	ops      map[string][]*op // per kind, in invoke order
+	faults   []*fault         // in start order
+	byKind   map[string][]Event
+	statuses map[string][]Event // per agent, by T
+	lastT    time.Time          // of the last status observation
+	report   Report
+}
+
+// Check asserts the invariants over events (in any order: Check sorts a
+// copy by T, keeping the file's order for equal times) and counts what
+// the run did.
+func Check(events []Event, opts Options) Report {
+	m := opts.Margin
+	if m.Goroutines == 0 {
+		m.Goroutines = 20
+	}
+	if m.FDs == 0 {
+		m.FDs = 20
+	}
+	if m.RSS == 0 {
+		m.RSS = 0.30
+	}
+	c := newChecker(events)
+	c.report.Invariants = []InvariantResult{
+		c.nudges(),
+		c.pushes(),
+		c.data(),
+		c.relays(),
+		c.recovery(),
+		c.leaks(m),
+	}
+	for i := range c.report.Invariants {
+		inv := &c.report.Invariants[i]
+		if inv.Checked == 0 && inv.Name != InvData && inv.Name != InvRecovery && len(inv.Violations) == 0 {
+			inv.Violations = append(inv.Violations, Violation{Invariant: inv.Name, Message: "nothing to check"})
+		}
+	}
+	return c.report
+}
+
+// newChecker indexes events.
+func newChecker(events []Event) *checker {
+	c := &checker{
+		events:   slices.Clone(events),
+		ops:      map[string][]*op{},
+		byKind:   map[string][]Event{},
+		statuses: map[string][]Event{},
+		report: Report{
+			Ops:      map[string]OpCount{},
+			Faults:   map[string]int{},
+			Recovery: map[string]time.Duration{},
+		},
+	}
+	slices.SortStableFunc(c.events, func(a, b Event) int { return a.T.Compare(b.T) })
+
+	type key struct{ kind, id string }
+	opIndex := map[key]*op{}
+	faultIndex := map[string]*fault{}
+	for _, e := range c.events {
+		switch {
+		case e.Kind == KindFault:
+			f := faultIndex[e.Op]
+			if f == nil || e.Op == "" {
+				f = &fault{id: e.Op, kind: e.Fault, agent: e.Agent}
+				faultIndex[e.Op] = f
+				c.faults = append(c.faults, f)
+			}
+			ev := e
+			switch e.Phase {
+			case PhaseStart:
+				if f.start == nil {
+					f.start = &ev
+					c.report.Faults[e.Fault]++
+				}
+			case PhaseEnd:
+				if f.end == nil {
+					f.end = &ev
+				}
+			}
+			if f.kind == "" {
+				f.kind = e.Fault
+			}
+			if e.Bound != 0 && (f.bound == 0 || e.Phase == PhaseEnd) {
+				f.bound = time.Duration(e.Bound)
+			}
+		case e.Phase == PhaseInvoke:
+			k := key{e.Kind, e.Op}
+			if opIndex[k] != nil && e.Op != "" {
+				continue // a repeated invoke: the first one counts
+			}
+			o := &op{invoke: e}
+			opIndex[k] = o
+			c.ops[e.Kind] = append(c.ops[e.Kind], o)
+		case e.Phase == PhaseOK || e.Phase == PhaseFail:
+			if o := opIndex[key{e.Kind, e.Op}]; o != nil && o.end == nil {
+				ev := e
+				o.end = &ev
+			}
+		case e.Kind == KindRun && e.Phase == PhaseStart:
+			c.report.Seed = e.Seed
+		}
+		if e.Kind == KindStatus && e.Phase == PhaseObserve {
+			c.statuses[e.Agent] = append(c.statuses[e.Agent], e)
+			c.lastT = e.T
+		}
+		c.byKind[e.Kind] = append(c.byKind[e.Kind], e)
+	}
+	for kind, ops := range c.ops {
+		var n OpCount
+		for _, o := range ops {
+			n.Invoked++
+			switch {
+			case o.end == nil:
+				n.Indeterminate++
+			case o.ok():
+				n.OK++
+			default:
+				n.Failed++
+			}
+		}
+		c.report.Ops[kind] = n
+	}
+	return c
+}
+
+// observations returns the observe events of kind, by T.
+func (c *checker) observations(kind string) []Event {
+	var out []Event
+	for _, e := range c.byKind[kind] {
+		if e.Phase == PhaseObserve {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// violation builds a violation of inv over evs, with the faults around
+// them.
+func (c *checker) violation(inv, msg string, evs ...Event) Violation {
+	v := Violation{Invariant: inv, Message: msg, Events: evs}
+	var window []Event
+	for _, e := range evs {
+		if e.Phase != PhaseObserve && !e.T.IsZero() {
+			window = append(window, e)
+		}
+	}
+	if len(window) == 0 {
+		for _, e := range evs {
+			if !e.T.IsZero() {
+				window = append(window, e)
+			}
+		}
+	}
+	if len(window) == 0 {
+		return v
+	}
+	lo, hi := window[0].T, window[0].T
+	for _, e := range window[1:] {
+		if e.T.Before(lo) {
+			lo = e.T
+		}
+		if e.T.After(hi) {
+			hi = e.T
+		}
+	}
+	lo, hi = lo.Add(-FaultWindow), hi.Add(FaultWindow)
+	for _, f := range c.faults {
+		if f.start != nil && f.start.T.After(hi) {
+			continue
+		}
+		if f.end != nil && f.end.T.Before(lo) {
+			continue
+		}
+		if f.start != nil {
+			v.Faults = append(v.Faults, *f.start)
+		}
+		if f.end != nil {
+			v.Faults = append(v.Faults, *f.end)
+		}
+	}
+	return v
+}
+
+// nudges checks InvNudge.
+func (c *checker) nudges() InvariantResult {
+	res := InvariantResult{Name: InvNudge}
+	type nkey struct{ agent, id string }
+	accepted := map[nkey]*op{}
+	byOp := map[string]*op{}
+	for _, o := range c.ops[KindNudge] {
+		if o.invoke.Op != "" {
+			byOp[o.invoke.Op] = o
+		}
+		if o.ok() && o.end.NudgeID != "" {
+			accepted[nkey{o.agent(), o.end.NudgeID}] = o
+		}
+	}
+	// hostd's outcomes, by nudge id (and agent when the outcome names one)
+	outcomes := map[nkey]Event{}
+	for _, e := range c.byKind[KindNudge] {
+		if e.Phase == PhaseOutcome {
+			outcomes[nkey{e.Agent, e.NudgeID}] = e
+		}
+	}
+	outcome := func(agent, id string) (Event, bool) {
+		if e, ok := outcomes[nkey{agent, id}]; ok {
+			return e, true
+		}
+		e, ok := outcomes[nkey{"", id}]
+		return e, ok
+	}
+	typed := map[*op][]Event{}
+	for _, e := range c.observations(KindTyped) {
+		if o := accepted[nkey{e.Agent, e.NudgeID}]; o != nil && e.NudgeID != "" {
+			typed[o] = append(typed[o], e)
+			continue
+		}
+		if o := byOp[e.Op]; o != nil && e.Op != "" && o.agent() == e.Agent && (e.NudgeID == "" || !o.ok()) {
+			typed[o] = append(typed[o], e)
+			continue
+		}
+		res.Checked++
+		res.Violations = append(res.Violations, c.violation(InvNudge,
+			fmt.Sprintf("nudge %q typed into %s's pane but never accepted for it", e.NudgeID, e.Agent), e))
+	}
+	for _, o := range c.ops[KindNudge] {
+		n := len(typed[o])
+		evs := append(o.events(), typed[o]...)
+		if !o.ok() {
+			if n > 1 {
+				res.Checked++
+				res.Violations = append(res.Violations, c.violation(InvNudge,
+					fmt.Sprintf("nudge op %s (client saw no acceptance) typed %d times", o.invoke.Op, n), evs...))
+			} else if n == 1 {
+				res.Checked++
+			}
+			continue
+		}
+		res.Checked++
+		id := o.end.NudgeID
+		if id == "" {
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s accepted without a nudge id", o.invoke.Op), evs...))
+			continue
+		}
+		out, hasOutcome := outcome(o.agent(), id)
+		if hasOutcome {
+			evs = append(evs, out)
+		}
+		switch {
+		case n == 1:
+		case n > 1:
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) typed %d times", o.invoke.Op, id, n), evs...))
+		case !hasOutcome:
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) silently lost: accepted, never typed, no outcome", o.invoke.Op, id), evs...))
+		case out.Outcome == OutcomeDelivered:
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) reported delivered but never typed", o.invoke.Op, id), evs...))
+		case out.Outcome != OutcomeExpired && out.Outcome != OutcomeFailed && out.Outcome != OutcomeCancelled:
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) never typed, unknown outcome %q", o.invoke.Op, id, out.Outcome), evs...))
+		case out.Reason == "":
+			res.Violations = append(res.Violations, c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) %s without a reason", o.invoke.Op, id, out.Outcome), evs...))
+		}
+	}
+	return res
+}
+
+// pushes checks InvPush.
+func (c *checker) pushes() InvariantResult {
+	res := InvariantResult{Name: InvPush}
+	type lkey struct{ commit, where string }
+	landed := map[lkey]bool{}
+	for _, e := range c.observations(KindLanded) {
+		landed[lkey{e.Commit, e.Where}] = true
+	}
+	reachable := c.observations(KindOriginReachable)
+	for _, o := range c.ops[KindPush] {
+		if !o.ok() {
+			continue
+		}
+		res.Checked++
+		commit := cmp.Or(o.invoke.Commit, o.end.Commit)
+		if commit == "" {
+			res.Violations = append(res.Violations, c.violation(InvPush,
+				fmt.Sprintf("push op %s acknowledged without a commit", o.invoke.Op), o.events()...))
+			continue
+		}
+		if !landed[lkey{commit, WhereRepo}] {
+			res.Violations = append(res.Violations, c.violation(InvPush,
+				fmt.Sprintf("push op %s acknowledged but commit %s not in hostd's repository", o.invoke.Op, commit), o.events()...))
+		}
+		if len(reachable) > 0 && !landed[lkey{commit, WhereOrigin}] {
+			res.Violations = append(res.Violations, c.violation(InvPush,
+				fmt.Sprintf("push op %s acknowledged but commit %s not in origin, which was reachable", o.invoke.Op, commit),
+				append(o.events(), reachable[0])...))
+		}
+	}
+	for _, e := range c.observations(KindFsck) {
+		res.Checked++
+		if !e.OK {
+			res.Violations = append(res.Violations, c.violation(InvPush,
+				fmt.Sprintf("git fsck of %s failed", cmp.Or(e.Where, "a repository")), e))
+		}
+	}
+	return res
+}
+
+// data checks InvData.
+func (c *checker) data() InvariantResult {
+	res := InvariantResult{Name: InvData}
+	// the final observation of each file: the last per (agent, side, path)
+	type fkey struct{ agent, side, path string }
+	final := map[fkey]Event{}
+	observed := map[string]bool{}
+	for _, e := range c.observations(KindFile) {
+		final[fkey{e.Agent, e.Side, e.Path}] = e
+		observed[e.Agent] = true
+	}
+	// each side's last write of each path
+	last := map[fkey]*op{}
+	var order []fkey
+	for _, o := range c.ops[KindData] {
+		k := fkey{o.agent(), o.invoke.Side, o.invoke.Path}
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = o
+	}
+	unobserved := map[string][]Event{}
+	var unobservedOrder []string
+	for _, k := range order {
+		o := last[k]
+		if o.invoke.Hash == "" {
+			continue // a deletion: nothing to keep
+		}
+		res.Checked++
+		if !observed[k.agent] {
+			if _, ok := unobserved[k.agent]; !ok {
+				unobservedOrder = append(unobservedOrder, k.agent)
+			}
+			unobserved[k.agent] = append(unobserved[k.agent], o.events()...)
+			continue
+		}
+		var seen []Event
+		found := false
+		for _, f := range final {
+			if f.Agent != k.agent || (f.Path != k.path && f.Of != k.path) {
+				continue
+			}
+			seen = append(seen, f)
+			if f.Hash == o.invoke.Hash {
+				found = true
+			}
+		}
+		if found {
+			continue
+		}
+		slices.SortStableFunc(seen, func(a, b Event) int { return a.T.Compare(b.T) })
+		res.Violations = append(res.Violations, c.violation(InvData,
+			fmt.Sprintf("data op %s: %s's last %s write of %s (%s) lost: neither the file nor a conflict copy holds it",
+				o.invoke.Op, k.agent, k.side, k.path, short(o.invoke.Hash)),
+			append(o.events(), seen...)...))
+	}
+	for _, a := range unobservedOrder {
+		res.Violations = append(res.Violations, c.violation(InvData,
+			fmt.Sprintf("agent %s: no final observation of its data files", a), unobserved[a]...))
+	}
+	return res
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// short is the first 12 characters of a hash.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// relays checks InvRelay.
+func (c *checker) relays() InvariantResult {
+	res := InvariantResult{Name: InvRelay}
+	ran := map[string][]Event{}
+	for _, e := range c.observations(KindRan) {
+		ran[e.Op] = append(ran[e.Op], e)
+	}
+	invoked := map[string]bool{}
+	for _, o := range c.ops[KindRelay] {
+		invoked[o.invoke.Op] = true
+		res.Checked++
+		runs := ran[o.invoke.Op]
+		evs := append(o.events(), runs...)
+		switch {
+		case o.ok() && len(runs) != 1:
+			res.Violations = append(res.Violations, c.violation(InvRelay,
+				fmt.Sprintf("relay op %s succeeded but ran %d times", o.invoke.Op, len(runs)), evs...))
+		case !o.ok() && len(runs) > 1:
+			how := "failed"
+			if o.end == nil {
+				how = "indeterminate"
+			}
+			res.Violations = append(res.Violations, c.violation(InvRelay,
+				fmt.Sprintf("relay op %s (%s) ran %d times", o.invoke.Op, how, len(runs)), evs...))
+		}
+	}
+	for _, e := range c.observations(KindRan) {
+		if !invoked[e.Op] {
+			res.Checked++
+			res.Violations = append(res.Violations, c.violation(InvRelay,
+				fmt.Sprintf("relay op %q ran but was never invoked", e.Op), e))
+		}
+	}
+	return res
+}
+
+// back reports whether a status observation's state counts as back.
+func back(state string) bool { return state != "" && state != "disconnected" }
+
+// recovery checks InvRecovery.
+func (c *checker) recovery() InvariantResult {
+	res := InvariantResult{Name: InvRecovery}
+	for _, f := range c.faults {
+		if f.start == nil || f.end == nil || f.bound <= 0 {
+			continue
+		}
+		var agents []string
+		if f.agent != "" {
+			agents = []string{f.agent}
+		} else {
+			for a, st := range c.statuses {
+				if a != "" && st[0].T.Before(f.start.T) {
+					agents = append(agents, a)
+				}
+			}
+			slices.Sort(agents)
+		}
+		for _, a := range agents {
+			from, bound, ok := c.measureFrom(f, a)
+			if !ok {
+				continue // another fault on a is never lifted
+			}
+			var first *Event
+			var lastBefore *Event
+			for i, s := range c.statuses[a] {
+				if s.T.Before(from) {
+					continue
+				}
+				if back(s.State) {
+					first = &c.statuses[a][i]
+					break
+				}
+				lastBefore = &c.statuses[a][i]
+			}
+			evs := []Event{*f.start, *f.end}
+			if lastBefore != nil {
+				evs = append(evs, *lastBefore)
+			}
+			if first == nil {
+				if c.lastT.Before(from.Add(bound)) {
+					continue // the run stopped watching before the bound
+				}
+				res.Checked++
+				res.Violations = append(res.Violations, c.violation(InvRecovery,
+					fmt.Sprintf("fault %s (%s): %s not back within %s of %s", f.id, f.kind, a, bound, from.Format("15:04:05.000")), evs...))
+				continue
+			}
+			res.Checked++
+			took := first.T.Sub(from)
+			if worst, ok := c.report.Recovery[f.kind]; !ok || took > worst {
+				c.report.Recovery[f.kind] = took
+			}
+			if took > bound {
+				res.Violations = append(res.Violations, c.violation(InvRecovery,
+					fmt.Sprintf("fault %s (%s): %s back after %s, bound %s", f.id, f.kind, a, took, bound), append(evs, *first)...))
+			}
+		}
+	}
+	return res
+}
+
+// measureFrom is when agent's recovery from f is measured from, and the
+// bound it gets: f's end, or, while another fault on agent is active
+// then, that fault's end (repeatedly), with the larger bound. ok is false
+// when one of those faults never ends.
+func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound time.Duration, ok bool) {
+	from, bound = f.end.T, f.bound
+	for changed := true; changed; {
+		changed = false
+		for _, g := range c.faults {
+			if g == f || g.start == nil || !g.affects(agent) || g.start.T.After(from) {
+				continue
+			}
+			if g.end == nil {
+				return from, bound, false
+			}
+			if g.end.T.After(from) {
+				from, bound, changed = g.end.T, max(bound, g.bound), true
+			}
+		}
+	}
+	return from, bound, true
+}
+
+// leaks checks InvLeak.
+func (c *checker) leaks(m Margins) InvariantResult {
+	res := InvariantResult{Name: InvLeak}
+	var baseline []Event
+	var after *Event
+	for _, e := range c.byKind[KindSample] {
+		switch e.Phase {
+		case PhaseBaseline:
+			baseline = append(baseline, e)
+		case PhaseAfter:
+			ev := e
+			after = &ev
+		}
+	}
+	disks := c.observations(KindDisk)
+	switch {
+	case len(baseline) == 0 && after == nil && len(disks) == 0:
+		// reported as nothing to check
+	case len(baseline) == 0:
+		var evs []Event
+		if after != nil {
+			evs = append(evs, *after)
+		}
+		res.Violations = append(res.Violations, c.violation(InvLeak, "not measured: no baseline sample", evs...))
+	case after == nil:
+		res.Violations = append(res.Violations, c.violation(InvLeak, "not measured: no after sample", baseline...))
+	default:
+		res.Checked += 3
+		g := median(baseline, func(e Event) float64 { return float64(e.Goroutines) })
+		fd := median(baseline, func(e Event) float64 { return float64(e.FDs) })
+		rss := median(baseline, func(e Event) float64 { return float64(e.RSS) })
+		if float64(after.Goroutines) > g+float64(m.Goroutines) {
+			res.Violations = append(res.Violations, c.violation(InvLeak,
+				fmt.Sprintf("goroutines: %d after, baseline median %g, margin %d", after.Goroutines, g, m.Goroutines), *after))
+		}
+		if float64(after.FDs) > fd+float64(m.FDs) {
+			res.Violations = append(res.Violations, c.violation(InvLeak,
+				fmt.Sprintf("fds: %d after, baseline median %g, margin %d", after.FDs, fd, m.FDs), *after))
+		}
+		if float64(after.RSS) > rss*(1+m.RSS) {
+			res.Violations = append(res.Violations, c.violation(InvLeak,
+				fmt.Sprintf("rss: %.1f MiB after, baseline median %.1f MiB, margin %g%%",
+					float64(after.RSS)/(1<<20), rss/(1<<20), m.RSS*100), *after))
+		}
+	}
+	for _, e := range disks {
+		res.Checked++
+		if e.Bytes > e.Budget {
+			res.Violations = append(res.Violations, c.violation(InvLeak,
+				fmt.Sprintf("disk: %d bytes used, over the budget of %d", e.Bytes, e.Budget), e))
+		}
+	}
+	return res
+}
+
+// median is the median of f over evs (not empty).
+func median(evs []Event, f func(Event) float64) float64 {
+	v := make([]float64, len(evs))
+	for i, e := range evs {
+		v[i] = f(e)
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}

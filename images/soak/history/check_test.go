@@ -1,0 +1,454 @@
+package history
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// at is t0 plus s seconds.
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+const mib = 1 << 20
+
+// cleanHistory is a small run that keeps every invariant.
+func cleanHistory() []Event {
+	bound := func(s int) Duration { return Duration(time.Duration(s) * time.Second) }
+	return []Event{
+		{T: at(0), Kind: KindRun, Phase: PhaseStart, Seed: 42},
+		{T: at(1), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "connected"},
+		{T: at(1), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"},
+		{T: at(2), Kind: KindSample, Phase: PhaseBaseline, Goroutines: 100, FDs: 50, RSS: 100 * mib},
+		{T: at(3), Kind: KindSample, Phase: PhaseBaseline, Goroutines: 102, FDs: 51, RSS: 101 * mib},
+		{T: at(4), Kind: KindSample, Phase: PhaseBaseline, Goroutines: 98, FDs: 49, RSS: 99 * mib},
+
+		{T: at(10), Kind: KindNudge, Phase: PhaseInvoke, Agent: "rig/a", Op: "n1", Mode: "immediate"},
+		{T: at(11), Kind: KindNudge, Phase: PhaseOK, Agent: "rig/a", Op: "n1", NudgeID: "h-1"},
+		{T: at(12), Kind: KindNudge, Phase: PhaseInvoke, Agent: "rig/b", Op: "n2", Mode: "wait-idle"},
+		{T: at(13), Kind: KindNudge, Phase: PhaseOK, Agent: "rig/b", Op: "n2", NudgeID: "h-2"},
+		{T: at(14), Kind: KindNudge, Phase: PhaseInvoke, Agent: "rig/a", Op: "n3", Mode: "immediate"},
+		{T: at(15), Kind: KindNudge, Phase: PhaseFail, Agent: "rig/a", Op: "n3", Err: "refused: queue full"},
+		{T: at(20), Kind: KindPush, Phase: PhaseInvoke, Agent: "rig/a", Op: "p1", Branch: "polecat/a", Commit: "c1"},
+		{T: at(21), Kind: KindPush, Phase: PhaseOK, Agent: "rig/a", Op: "p1"},
+		{T: at(22), Kind: KindRelay, Phase: PhaseInvoke, Agent: "rig/a", Op: "r1"},
+		{T: at(23), Kind: KindRelay, Phase: PhaseOK, Agent: "rig/a", Op: "r1"},
+		{T: at(24), Kind: KindRelay, Phase: PhaseInvoke, Agent: "rig/b", Op: "r2"},
+		{T: at(25), Kind: KindRelay, Phase: PhaseFail, Agent: "rig/b", Op: "r2", Err: "tunnel closed"},
+		{T: at(26), Kind: KindRelay, Phase: PhaseInvoke, Agent: "rig/b", Op: "r3"},
+		{T: at(27), Kind: KindPeek, Phase: PhaseInvoke, Agent: "rig/b", Op: "k1"},
+		{T: at(28), Kind: KindPeek, Phase: PhaseOK, Agent: "rig/b", Op: "k1"},
+		{T: at(30), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d1", Side: SideHost, Path: "notes.txt", Hash: "aaaa1"},
+		{T: at(31), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d1"},
+		{T: at(32), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d2", Side: SideContainer, Path: "notes.txt", Hash: "bbbb2"},
+		{T: at(33), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d2"},
+		{T: at(40), Kind: KindNudge, Phase: PhaseOutcome, Agent: "rig/b", NudgeID: "h-2", Outcome: OutcomeExpired, Reason: "agent busy for 30s"},
+
+		{T: at(50), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "f1", Fault: FaultAgentSigkill},
+		{T: at(52), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "disconnected"},
+		{T: at(55), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/a", Op: "f1", Fault: FaultAgentSigkill, Bound: bound(30)},
+		{T: at(60), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "connected"},
+		{T: at(70), Kind: KindFault, Phase: PhaseStart, Op: "f2", Fault: FaultHostdKill9, Bound: bound(20)},
+		{T: at(72), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "disconnected"},
+		{T: at(72), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "disconnected"},
+		{T: at(75), Kind: KindFault, Phase: PhaseEnd, Op: "f2", Fault: FaultHostdKill9},
+		{T: at(80), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "connected"},
+		{T: at(85), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "working"},
+		{T: at(90), Kind: KindSample, Phase: PhaseLoad, Goroutines: 300, FDs: 120, RSS: 200 * mib},
+		{T: at(190), Kind: KindSample, Phase: PhaseAfter, Goroutines: 110, FDs: 55, RSS: 120 * mib},
+		{T: at(191), Kind: KindDisk, Phase: PhaseObserve, Bytes: 100, Budget: 1000},
+
+		{T: at(200), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", NudgeID: "h-1"},
+		{T: at(201), Kind: KindRan, Phase: PhaseObserve, Op: "r1"},
+		{T: at(202), Kind: KindLanded, Phase: PhaseObserve, Commit: "c1", Branch: "polecat/a", Where: WhereRepo},
+		{T: at(203), Kind: KindOriginReachable, Phase: PhaseObserve},
+		{T: at(204), Kind: KindLanded, Phase: PhaseObserve, Commit: "c1", Branch: "polecat/a", Where: WhereOrigin},
+		{T: at(205), Kind: KindFsck, Phase: PhaseObserve, Where: WhereRepo, OK: true},
+		{T: at(206), Kind: KindFsck, Phase: PhaseObserve, Where: WhereOrigin, OK: true},
+		{T: at(207), Kind: KindFile, Phase: PhaseObserve, Agent: "rig/a", Side: SideHost, Path: "notes.txt", Hash: "bbbb2"},
+		{T: at(208), Kind: KindFile, Phase: PhaseObserve, Agent: "rig/a", Side: SideContainer, Path: "notes.txt", Hash: "bbbb2"},
+		{T: at(209), Kind: KindFile, Phase: PhaseObserve, Agent: "rig/a", Side: SideHost, Path: "notes.txt.conflict-host", Of: "notes.txt", Hash: "aaaa1"},
+		{T: at(210), Kind: KindRun, Phase: PhaseEnd},
+	}
+}
+
+// without drops the events matching drop.
+func without(drop func(Event) bool) func([]Event) []Event {
+	return func(evs []Event) []Event { return slices.DeleteFunc(evs, drop) }
+}
+
+// with appends more.
+func with(more ...Event) func([]Event) []Event {
+	return func(evs []Event) []Event { return append(evs, more...) }
+}
+
+// edit changes the events matching match.
+func edit(match func(Event) bool, change func(*Event)) func([]Event) []Event {
+	return func(evs []Event) []Event {
+		for i := range evs {
+			if match(evs[i]) {
+				change(&evs[i])
+			}
+		}
+		return evs
+	}
+}
+
+// is matches events of kind and phase whose op is op ("" for any).
+func is(kind, phase, op string) func(Event) bool {
+	return func(e Event) bool { return e.Kind == kind && e.Phase == phase && (op == "" || e.Op == op) }
+}
+
+// then applies changes in order.
+func then(changes ...func([]Event) []Event) func([]Event) []Event {
+	return func(evs []Event) []Event {
+		for _, c := range changes {
+			evs = c(evs)
+		}
+		return evs
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func([]Event) []Event // of the clean history; nil for none
+		fail   []string              // the invariants that must fail
+		msg    string                // in a violation of each
+	}{
+		{name: "clean"},
+
+		// nudge exactly once
+		{name: "nudge typed twice",
+			change: with(Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", NudgeID: "h-1"}),
+			fail:   []string{InvNudge}, msg: "nudge op n1 (h-1) typed 2 times"},
+		{name: "nudge accepted, never typed, no outcome",
+			change: without(is(KindTyped, PhaseObserve, "")),
+			fail:   []string{InvNudge}, msg: "nudge op n1 (h-1) silently lost"},
+		{name: "nudge expired without reason",
+			change: edit(is(KindNudge, PhaseOutcome, ""), func(e *Event) { e.Reason = "" }),
+			fail:   []string{InvNudge}, msg: "nudge op n2 (h-2) expired without a reason"},
+		{name: "nudge delivered but never typed",
+			change: edit(is(KindNudge, PhaseOutcome, ""), func(e *Event) { e.Outcome = OutcomeDelivered }),
+			fail:   []string{InvNudge}, msg: "nudge op n2 (h-2) reported delivered"},
+		{name: "nudge typed into the wrong pane",
+			change: edit(is(KindTyped, PhaseObserve, ""), func(e *Event) { e.Agent = "rig/b" }),
+			fail:   []string{InvNudge}, msg: "h-1"},
+		{name: "nudge typed that was never accepted",
+			change: with(Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/b", NudgeID: "h-99"}),
+			fail:   []string{InvNudge}, msg: `nudge "h-99" typed into rig/b's pane but never accepted`},
+		{name: "failed nudge typed once, matched by op",
+			change: with(Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n3", NudgeID: "h-3"})},
+		{name: "failed nudge typed twice",
+			change: with(
+				Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n3"},
+				Event{T: at(200.6), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n3"}),
+			fail: []string{InvNudge}, msg: "nudge op n3"},
+
+		// push durable
+		{name: "push ok but not landed",
+			change: without(func(e Event) bool { return e.Kind == KindLanded && e.Where == WhereRepo }),
+			fail:   []string{InvPush}, msg: "push op p1 acknowledged but commit c1 not in hostd's repository"},
+		{name: "push in repo but not origin after origin-reachable",
+			change: without(func(e Event) bool { return e.Kind == KindLanded && e.Where == WhereOrigin }),
+			fail:   []string{InvPush}, msg: "push op p1 acknowledged but commit c1 not in origin"},
+		{name: "push not in origin, origin never reachable",
+			change: without(func(e Event) bool {
+				return e.Kind == KindOriginReachable || (e.Kind == KindLanded && e.Where == WhereOrigin)
+			})},
+		{name: "failed push not landed",
+			change: then(
+				edit(is(KindPush, PhaseOK, "p1"), func(e *Event) { e.Phase = PhaseFail; e.Err = "remote hung up" }),
+				without(is(KindLanded, PhaseObserve, "")),
+				without(is(KindOriginReachable, PhaseObserve, "")))},
+		{name: "fsck not ok",
+			change: edit(func(e Event) bool { return e.Kind == KindFsck && e.Where == WhereOrigin },
+				func(e *Event) { e.OK = false; e.Err = "error: missing blob" }),
+			fail: []string{InvPush}, msg: "git fsck of origin failed"},
+
+		// data not lost
+		{name: "host write overwritten by the container's, no conflict copy",
+			change: without(func(e Event) bool { return e.Kind == KindFile && e.Of != "" }),
+			fail:   []string{InvData}, msg: "data op d1: rig/a's last host write of notes.txt"},
+		{name: "conflict copy on the container side",
+			change: edit(func(e Event) bool { return e.Kind == KindFile && e.Of != "" }, func(e *Event) { e.Side = SideContainer })},
+		{name: "superseded write need not survive",
+			change: with(
+				Event{T: at(29), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d0", Side: SideHost, Path: "notes.txt", Hash: "0000"},
+				Event{T: at(29.5), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d0"})},
+		{name: "failed write lost",
+			change: then(
+				edit(is(KindData, PhaseOK, "d1"), func(e *Event) { e.Phase = PhaseFail; e.Err = "sync: tunnel closed" }),
+				without(func(e Event) bool { return e.Kind == KindFile && e.Of != "" })),
+			fail: []string{InvData}, msg: "data op d1"},
+		{name: "file observed absent",
+			change: edit(is(KindFile, PhaseObserve, ""), func(e *Event) { e.Hash = "" }),
+			fail:   []string{InvData}, msg: "data op d2"},
+		{name: "no final observation",
+			change: without(is(KindFile, PhaseObserve, "")),
+			fail:   []string{InvData}, msg: "agent rig/a: no final observation"},
+
+		// relay exactly once
+		{name: "relay ok, never ran",
+			change: without(is(KindRan, PhaseObserve, "r1")),
+			fail:   []string{InvRelay}, msg: "relay op r1 succeeded but ran 0 times"},
+		{name: "relay ran twice",
+			change: with(Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r1"}),
+			fail:   []string{InvRelay}, msg: "relay op r1 succeeded but ran 2 times"},
+		{name: "relay failed but ran once",
+			change: with(Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r2"})},
+		{name: "relay indeterminate ran twice",
+			change: with(
+				Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r3"},
+				Event{T: at(201.6), Kind: KindRan, Phase: PhaseObserve, Op: "r3"}),
+			fail: []string{InvRelay}, msg: "relay op r3 (indeterminate) ran 2 times"},
+		{name: "relay ran but never invoked",
+			change: with(Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r9"}),
+			fail:   []string{InvRelay}, msg: `relay op "r9" ran but was never invoked`},
+
+		// recovery within bound
+		{name: "recovery beyond bound",
+			change: edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
+		{name: "never back",
+			change: then(
+				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
+				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"})),
+			fail: []string{InvRecovery}, msg: "rig/a not back within"},
+		{name: "run stopped watching before the bound",
+			change: without(func(e Event) bool { return e.Kind == KindStatus && e.T.After(at(55)) })},
+		{name: "recovery from overlapping faults",
+			change: with(
+				Event{T: at(100), Kind: KindFault, Phase: PhaseStart, Agent: "rig/b", Op: "f3", Fault: FaultAgentSigstop, Bound: Duration(5 * time.Second)},
+				Event{T: at(105), Kind: KindFault, Phase: PhaseStart, Agent: "rig/b", Op: "f4", Fault: FaultUDPBlock, Bound: Duration(30 * time.Second)},
+				Event{T: at(110), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/b", Op: "f3", Fault: FaultAgentSigstop},
+				Event{T: at(112), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "disconnected"},
+				Event{T: at(130), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/b", Op: "f4", Fault: FaultUDPBlock},
+				Event{T: at(135), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "connected"})},
+		{name: "the same recovery without the overlapping fault",
+			change: with(
+				Event{T: at(100), Kind: KindFault, Phase: PhaseStart, Agent: "rig/b", Op: "f3", Fault: FaultAgentSigstop, Bound: Duration(5 * time.Second)},
+				Event{T: at(110), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/b", Op: "f3", Fault: FaultAgentSigstop},
+				Event{T: at(112), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "disconnected"},
+				Event{T: at(135), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "connected"}),
+			fail: []string{InvRecovery}, msg: "fault f3 (agent-sigstop): rig/b back after 25s, bound 5s"},
+
+		// no leak
+		{name: "goroutine leak",
+			change: edit(is(KindSample, PhaseAfter, ""), func(e *Event) { e.Goroutines = 121 }),
+			fail:   []string{InvLeak}, msg: "goroutines: 121 after, baseline median 100, margin 20"},
+		{name: "goroutines at the margin",
+			change: edit(is(KindSample, PhaseAfter, ""), func(e *Event) { e.Goroutines = 120 })},
+		{name: "fd leak",
+			change: edit(is(KindSample, PhaseAfter, ""), func(e *Event) { e.FDs = 71 }),
+			fail:   []string{InvLeak}, msg: "fds: 71 after, baseline median 50"},
+		{name: "rss leak",
+			change: edit(is(KindSample, PhaseAfter, ""), func(e *Event) { e.RSS = 131 * mib }),
+			fail:   []string{InvLeak}, msg: "rss: 131.0 MiB after, baseline median 100.0 MiB"},
+		{name: "disk over budget",
+			change: edit(is(KindDisk, PhaseObserve, ""), func(e *Event) { e.Bytes = 1001 }),
+			fail:   []string{InvLeak}, msg: "disk: 1001 bytes used, over the budget of 1000"},
+		{name: "no after sample",
+			change: without(is(KindSample, PhaseAfter, "")),
+			fail:   []string{InvLeak}, msg: "not measured: no after sample"},
+		{name: "no baseline sample",
+			change: without(is(KindSample, PhaseBaseline, "")),
+			fail:   []string{InvLeak}, msg: "not measured: no baseline sample"},
+
+		{name: "empty history",
+			change: func([]Event) []Event { return nil },
+			fail:   []string{InvNudge, InvPush, InvRelay, InvLeak}, msg: "nothing to check"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs := cleanHistory()
+			if tt.change != nil {
+				evs = tt.change(evs)
+			}
+			r := Check(evs, Options{})
+			if len(r.Invariants) != len(invariants) {
+				t.Fatalf("%d invariant results, want %d", len(r.Invariants), len(invariants))
+			}
+			for i, inv := range r.Invariants {
+				if inv.Name != invariants[i] {
+					t.Errorf("invariant %d is %q, want %q", i, inv.Name, invariants[i])
+				}
+				wantFail := slices.Contains(tt.fail, inv.Name)
+				if inv.OK() == wantFail {
+					t.Errorf("%s: OK=%v, want %v; violations: %v", inv.Name, inv.OK(), !wantFail, messages(inv))
+					continue
+				}
+				if !wantFail {
+					continue
+				}
+				found := false
+				for _, v := range inv.Violations {
+					if v.Invariant != inv.Name {
+						t.Errorf("violation %q names invariant %q, listed under %q", v.Message, v.Invariant, inv.Name)
+					}
+					found = found || strings.Contains(v.Message, tt.msg)
+				}
+				if !found {
+					t.Errorf("%s: no violation says %q; got %v", inv.Name, tt.msg, messages(inv))
+				}
+			}
+			if r.OK() != (len(tt.fail) == 0) {
+				t.Errorf("Report.OK() = %v with failures %v", r.OK(), tt.fail)
+			}
+		})
+	}
+}
+
+// messages lists inv's violation messages.
+func messages(inv InvariantResult) []string {
+	var out []string
+	for _, v := range inv.Violations {
+		out = append(out, v.Message)
+	}
+	return out
+}
+
+func TestCheckClean(t *testing.T) {
+	r := Check(cleanHistory(), Options{})
+	if !r.OK() {
+		t.Fatalf("clean history fails:\n%s", text(t, r))
+	}
+	wantChecked := map[string]int{
+		InvNudge:    2, // n1 typed once, n2 expired
+		InvPush:     3, // p1, two fscks
+		InvData:     2, // the last host and container writes of notes.txt
+		InvRelay:    3, // r1 ok, r2 failed, r3 indeterminate
+		InvRecovery: 3, // f1 on rig/a, f2 on rig/a and rig/b
+		InvLeak:     4, // goroutines, fds, rss, one disk observation
+	}
+	for _, inv := range r.Invariants {
+		if inv.Checked != wantChecked[inv.Name] {
+			t.Errorf("%s checked %d, want %d", inv.Name, inv.Checked, wantChecked[inv.Name])
+		}
+	}
+	if r.Seed != 42 {
+		t.Errorf("seed %d, want 42", r.Seed)
+	}
+	wantOps := map[string]OpCount{
+		KindNudge: {Invoked: 3, OK: 2, Failed: 1},
+		KindPush:  {Invoked: 1, OK: 1},
+		KindRelay: {Invoked: 3, OK: 1, Failed: 1, Indeterminate: 1},
+		KindData:  {Invoked: 2, OK: 2},
+		KindPeek:  {Invoked: 1, OK: 1},
+	}
+	for k, want := range wantOps {
+		if r.Ops[k] != want {
+			t.Errorf("ops %s: %+v, want %+v", k, r.Ops[k], want)
+		}
+	}
+	if len(r.Ops) != len(wantOps) {
+		t.Errorf("ops of %d kinds, want %d: %v", len(r.Ops), len(wantOps), r.Ops)
+	}
+	if r.Faults[FaultAgentSigkill] != 1 || r.Faults[FaultHostdKill9] != 1 || len(r.Faults) != 2 {
+		t.Errorf("faults %v", r.Faults)
+	}
+	// f1: rig/a back 5s after; f2: rig/a after 5s, rig/b after 10s
+	if r.Recovery[FaultAgentSigkill] != 5*time.Second || r.Recovery[FaultHostdKill9] != 10*time.Second {
+		t.Errorf("recovery %v", r.Recovery)
+	}
+
+	// the order of the events does not matter
+	shuffled := cleanHistory()
+	slices.Reverse(shuffled)
+	if r2 := Check(shuffled, Options{}); !r2.OK() {
+		t.Errorf("clean history reversed fails:\n%s", text(t, r2))
+	}
+}
+
+func TestCheckMargins(t *testing.T) {
+	evs := edit(is(KindSample, PhaseAfter, ""), func(e *Event) { e.Goroutines = 110; e.FDs = 55; e.RSS = 120 * mib })(cleanHistory())
+	tests := []struct {
+		name string
+		m    Margins
+		ok   bool
+	}{
+		{"defaults", Margins{}, true},
+		{"tight goroutines", Margins{Goroutines: 9}, false},
+		{"tight fds", Margins{FDs: 4}, false},
+		{"tight rss", Margins{RSS: 0.1}, false},
+		{"exact", Margins{Goroutines: 10, FDs: 5, RSS: 0.2}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv, _ := Check(evs, Options{Margin: tt.m}).Invariant(InvLeak)
+			if inv.OK() != tt.ok {
+				t.Errorf("OK=%v, want %v: %v", inv.OK(), tt.ok, messages(inv))
+			}
+		})
+	}
+}
+
+func TestViolationFaults(t *testing.T) {
+	evs := with(
+		Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", NudgeID: "h-1"},
+		// overlaps the nudge (10..11) within FaultWindow
+		Event{T: at(5), Kind: KindFault, Phase: PhaseStart, Op: "near", Fault: FaultTCPCut},
+		Event{T: at(7), Kind: KindFault, Phase: PhaseEnd, Op: "near", Fault: FaultTCPCut, Bound: Duration(time.Minute)},
+		// spans the nudge
+		Event{T: at(1), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "long", Fault: FaultClockStep},
+		// neither
+		Event{T: at(17), Kind: KindFault, Phase: PhaseStart, Op: "later", Fault: FaultDiskFull},
+		Event{T: at(18), Kind: KindFault, Phase: PhaseEnd, Op: "later", Fault: FaultDiskFull},
+	)(cleanHistory())
+	inv, _ := Check(evs, Options{}).Invariant(InvNudge)
+	if len(inv.Violations) != 1 {
+		t.Fatalf("violations %v, want the nudge typed twice", messages(inv))
+	}
+	v := inv.Violations[0]
+	var ops, faults []string
+	for _, e := range v.Events {
+		ops = append(ops, e.Kind+" "+e.Phase+" "+e.Op)
+	}
+	for _, e := range v.Faults {
+		faults = append(faults, e.Phase+" "+e.Op)
+	}
+	wantOps := []string{"nudge invoke n1", "nudge ok n1", "typed observe ", "typed observe "}
+	if !slices.Equal(ops, wantOps) {
+		t.Errorf("events %q, want %q", ops, wantOps)
+	}
+	wantFaults := []string{"start long", "start near", "end near"}
+	if !slices.Equal(faults, wantFaults) {
+		t.Errorf("faults %q, want %q", faults, wantFaults)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	evs := then(
+		with(Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", NudgeID: "h-1"}),
+		edit(is(KindDisk, PhaseObserve, ""), func(e *Event) { e.Bytes = 1001 }),
+	)(cleanHistory())
+	out := text(t, Check(evs, Options{}))
+	for _, want := range []string{
+		"soak history: FAIL, seed 42",
+		"relay    invoked 3, ok 1, failed 1, indeterminate 1",
+		"hostd-kill9          1, worst recovery 10s",
+		"nudge exactly once     checked 2      FAIL (1 violation)",
+		"push durable           checked 3      PASS",
+		"VIOLATION nudge exactly once: nudge op n1 (h-1) typed 2 times",
+		"    00:00:10.000 nudge invoke agent=rig/a op=n1 mode=immediate",
+		"    00:03:20.500 typed observe agent=rig/a nudge_id=h-1",
+		"VIOLATION no leak: disk: 1001 bytes used",
+		"    00:03:11.000 disk observe bytes=1001 budget=1000",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// text is r.WriteText's output.
+func text(t *testing.T, r Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
