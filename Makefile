@@ -25,7 +25,7 @@ GASTOWN_TOOLS ?= $(HOME)/.cache/polecat-sidecar/gastown-tools/gt-$(GT_VERSION)_b
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown clean
+.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -120,11 +120,26 @@ e2e-gastown: gastown-tools ## the Gas Town suite (root, Docker): a town made by 
 	cd images/e2e && GASTOWN_TOOLS=$(GASTOWN_TOOLS) E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 \
 		../../$(BIN)/e2e-gastown.test -test.v -test.run '^TestGasTown$$' -test.timeout 20m
 
+SOAK_DURATION ?= 10m
+SOAK_AGENTS   ?= 50
+SOAK_OUT      ?= $(BIN)/soak
+SOAK_TIMEOUT  ?= 4h
+soak: ## the soak (root, Docker): SOAK_AGENTS agents and 3 containers under overlapping faults for SOAK_DURATION; every promise checked on its history (SOAK_SEED replays a schedule)
+	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
+	CGO_ENABLED=0 $(GO) test -tags e2e,soak -c -o $(BIN)/soak.test ./images/e2e
+	rm -rf $(SOAK_OUT) && mkdir -p $(SOAK_OUT)
+	cd images/e2e && E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_AGENTS=$(SOAK_AGENTS) SOAK_OUT=$(abspath $(SOAK_OUT)) \
+		../../$(BIN)/soak.test -test.v -test.run '^TestSoak$$' -test.timeout $(SOAK_TIMEOUT)
+
+soak-quick: ## the soak for 60 s (what CI runs)
+	$(MAKE) --no-print-directory soak SOAK_DURATION=60s SOAK_TIMEOUT=20m
+
 lint: ## gofmt, go vet, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
 	$(GO) vet -tags e2e,gastown ./images/e2e
+	$(GO) vet -tags e2e,soak ./images/e2e
 	$(MAKE) --no-print-directory yamux-check
 
 cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its packages (tests too) for each; gt-agent and gt (Linux-only) for linux/arm64

@@ -142,7 +142,7 @@ func (r *rig) startPolecat(name string) {
 		"-e", "GT_PROXY_URL=https://"+r.addr, "-e", "GT_AGENT_JOIN="+token,
 		"-e", "GT_RIG=gastown", "-e", "GT_POLECAT="+name,
 		"-e", "GT_AGENT_BEAT_INTERVAL=1s", "-e", "GT_AGENT_QUIC_PROBE=2s",
-		"-e", harness.PaneEnv+"=claude", "-e", harness.PaneLogEnv+"=/tmp/pane.log",
+		"-e", harness.PaneEnv+"=claude", "-e", harness.PaneLogEnv+"=/tmp/pane.log", "-e", harness.PaneBusyEnv+"=/tmp/busy",
 		"-v", r.binary+":/usr/local/bin/claude:ro", r.image)
 	undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", c) })
 }

@@ -19,9 +19,11 @@ const (
 	// InvPush: every acknowledged push landed in hostd's repository, and
 	// in origin once origin was reachable; every fsck passed.
 	InvPush = "push durable"
-	// InvData: each side's last write of each data file survives, as the
-	// file or as a conflict copy of it, on either side. A write with no
-	// Hash is a deletion and has nothing to keep.
+	// InvData: every data write survives. A write appends one line (its
+	// Hash) to a file, and the end observes every line of every file, one
+	// KindFile event each, so each write's line must be in its file or in
+	// a conflict copy of it, on either side. A write with no Hash is a
+	// deletion and has nothing to keep.
 	InvData = "data not lost"
 	// InvRelay: every acknowledged relay ran exactly once, every other at
 	// most once.
@@ -548,28 +550,22 @@ func (c *checker) pushes() InvariantResult {
 // data checks InvData.
 func (c *checker) data() InvariantResult {
 	res := InvariantResult{Name: InvData}
-	// the final observation of each file: the last per (agent, side, path)
+	// every line each file (or conflict copy) held at the end
 	type fkey struct{ agent, side, path string }
-	final := map[fkey]Event{}
+	var final []Event
 	observed := map[string]bool{}
 	for _, e := range c.observations(KindFile) {
-		final[fkey{e.Agent, e.Side, e.Path}] = e
+		final = append(final, e)
 		observed[e.Agent] = true
 	}
-	// each side's last write of each path
-	last := map[fkey]*op{}
-	var order []fkey
+	var writes []*op
 	for _, o := range c.ops[KindData] {
-		k := fkey{o.agent(), o.invoke.Side, o.invoke.Path}
-		if _, ok := last[k]; !ok {
-			order = append(order, k)
-		}
-		last[k] = o
+		writes = append(writes, o)
 	}
 	unobserved := map[string][]Event{}
 	var unobservedOrder []string
-	for _, k := range order {
-		o := last[k]
+	for _, o := range writes {
+		k := fkey{o.agent(), o.invoke.Side, o.invoke.Path}
 		if o.invoke.Hash == "" {
 			continue // a deletion: nothing to keep
 		}
@@ -597,7 +593,7 @@ func (c *checker) data() InvariantResult {
 		}
 		slices.SortStableFunc(seen, func(a, b Event) int { return a.T.Compare(b.T) })
 		res.Violations = append(res.Violations, c.violation(InvData,
-			fmt.Sprintf("data op %s: %s's last %s write of %s (%s) lost: neither the file nor a conflict copy holds it",
+			fmt.Sprintf("data op %s: %s's %s write of %s (%s) lost: neither the file nor a conflict copy holds it",
 				o.invoke.Op, k.agent, k.side, k.path, short(o.invoke.Hash)),
 			append(o.events(), seen...)...))
 	}

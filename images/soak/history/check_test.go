@@ -171,13 +171,19 @@ func TestCheck(t *testing.T) {
 		// data not lost
 		{name: "host write overwritten by the container's, no conflict copy",
 			change: without(func(e Event) bool { return e.Kind == KindFile && e.Of != "" }),
-			fail:   []string{InvData}, msg: "data op d1: rig/a's last host write of notes.txt"},
+			fail:   []string{InvData}, msg: "data op d1: rig/a's host write of notes.txt"},
 		{name: "conflict copy on the container side",
 			change: edit(func(e Event) bool { return e.Kind == KindFile && e.Of != "" }, func(e *Event) { e.Side = SideContainer })},
-		{name: "superseded write need not survive",
+		{name: "an earlier write's line lost",
 			change: with(
 				Event{T: at(29), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d0", Side: SideHost, Path: "notes.txt", Hash: "0000"},
-				Event{T: at(29.5), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d0"})},
+				Event{T: at(29.5), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d0"}),
+			fail: []string{InvData}, msg: "data op d0"},
+		{name: "an earlier write's line kept beside a later one",
+			change: with(
+				Event{T: at(29), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d0", Side: SideHost, Path: "notes.txt", Hash: "0000"},
+				Event{T: at(29.5), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d0"},
+				Event{T: at(210), Kind: KindFile, Phase: PhaseObserve, Agent: "rig/a", Side: SideContainer, Path: "notes.txt", Hash: "0000"})},
 		{name: "failed write lost",
 			change: then(
 				edit(is(KindData, PhaseOK, "d1"), func(e *Event) { e.Phase = PhaseFail; e.Err = "sync: tunnel closed" }),
@@ -318,7 +324,7 @@ func TestCheckClean(t *testing.T) {
 	wantChecked := map[string]int{
 		InvNudge:    2, // n1 typed once, n2 expired
 		InvPush:     3, // p1, two fscks
-		InvData:     2, // the last host and container writes of notes.txt
+		InvData:     2, // the host's and the container's write of notes.txt
 		InvRelay:    3, // r1 ok, r2 failed, r3 indeterminate
 		InvRecovery: 3, // f1 on rig/a, f2 on rig/a and rig/b
 		InvLeak:     4, // goroutines, fds, rss, one disk observation

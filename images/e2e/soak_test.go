@@ -1,0 +1,871 @@
+//go:build e2e && soak
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/images/soak/history"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// The soak: one hostd, SOAK_AGENTS agents as processes on the host (each
+// through its own userspace relay, so its UDP can be blocked and its path
+// cut alone) and SOAK_CONTAINERS polecat containers from the e2e image,
+// each doing a randomised mix of Gas Town's work for SOAK_DURATION while a
+// chaos loop overlaps faults. Every operation, fault, observation and
+// resource sample goes into a history (images/soak/history) that the
+// checker reads at the end; the run fails on any violated invariant.
+// SOAK_SEED reproduces a run's schedule of operations and faults.
+
+// soakConfig is the run's scale, from the environment.
+type soakConfig struct {
+	duration   time.Duration
+	agents     int
+	containers int
+	seed       uint64
+	out        string // history.jsonl, summary.txt, resources.svg
+}
+
+func soakSettings(t *testing.T) soakConfig {
+	c := soakConfig{duration: 10 * time.Minute, agents: 50, containers: 3, seed: rand.Uint64() >> 1}
+	if v := os.Getenv("SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("SOAK_DURATION=%q: want a duration such as 60s or 10m", v)
+		}
+		c.duration = d
+	}
+	for env, p := range map[string]*int{"SOAK_AGENTS": &c.agents, "SOAK_CONTAINERS": &c.containers} {
+		if v := os.Getenv(env); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 2000 {
+				t.Fatalf("%s=%q: want a number from 0 to 2000", env, v)
+			}
+			*p = n
+		}
+	}
+	if c.containers > len(polecatNames) {
+		t.Fatalf("SOAK_CONTAINERS=%d: at most %d", c.containers, len(polecatNames))
+	}
+	if v := os.Getenv("SOAK_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			t.Fatalf("SOAK_SEED=%q: want a number", v)
+		}
+		c.seed = s
+	}
+	c.out = os.Getenv("SOAK_OUT")
+	if c.out == "" {
+		c.out = filepath.Join(os.TempDir(), fmt.Sprintf("soak-%d", c.seed))
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Recovery bounds: how long after a fault ends its agents must be back.
+// The agents reconnect with a backoff of at most 10 s; hostd notices a
+// silent tunnel after its idle timeout (8 s here).
+const (
+	boundProcess   = 30 * time.Second
+	boundHostd     = 45 * time.Second
+	boundContainer = 60 * time.Second
+)
+
+// soak is one run.
+type soak struct {
+	t    *testing.T
+	cfg  soakConfig
+	r    *rig
+	h    *history.Writer
+	api  *api.Client
+	self string // this binary: the pane program
+	ran  string // where the stand-in gt records each relayed op
+
+	seq     atomic.Int64 // operation and fault ids
+	mu      sync.Mutex   // guards the three below
+	hostds  []*harness.Proc
+	nudged  map[string]string // op -> hostd's id, for each nudge hostd accepted
+	pushed  map[string]string // commit -> branch, for each push the client saw succeed
+	hostdMu sync.Mutex // one hostd fault at a time
+
+	agents []*soakAgent
+}
+
+// soakAgent is one polecat under load.
+type soakAgent struct {
+	name      string
+	id        wire.Identity
+	container bool
+	relay     *tunneltest.Relay // process agents: the path to hostd
+	env, args []string          // process agents: how to start it again
+	sock      string            // process agents: GT_AGENT_SOCKET
+	clone     string            // process agents: its clone of the rig
+	dataRoot  string            // where the agent keeps its data: a directory here, or /work in a container
+	hostData  string            // the polecat's data on the host: <town>/gastown/polecats/<name>
+	paneLog   string
+	busy      string
+
+	mu     sync.Mutex // guards the fields below and faults on this agent
+	proc   *harness.Proc
+	killed bool // SIGKILLed, not restarted yet
+	frozen bool // SIGSTOPped
+}
+
+// TestSoak runs the soak (make soak, make soak-quick).
+func TestSoak(t *testing.T) {
+	cfg := soakSettings(t)
+	t.Logf("soak: seed %d (SOAK_SEED=%d reproduces the schedule), %v, %d agents + %d containers, output in %s",
+		cfg.seed, cfg.seed, cfg.duration, cfg.agents, cfg.containers, cfg.out)
+	h, err := history.Create(filepath.Join(cfg.out, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &soak{t: t, cfg: cfg, h: h, ran: filepath.Join(cfg.out, "ran"), nudged: map[string]string{}, pushed: map[string]string{}}
+	_ = os.Remove(s.ran)
+	if s.self, err = os.Executable(); err != nil {
+		t.Fatal(err)
+	}
+	h.Add(history.Event{Kind: "run", Phase: "start", Seed: int64(cfg.seed)})
+	defer func() {
+		if t.Failed() {
+			t.Logf("soak: seed %d; history %s", cfg.seed, filepath.Join(cfg.out, "history.jsonl"))
+		}
+	}()
+
+	s.r = newNetwork(t)
+	s.r.git = harness.SeedGitTown(t)
+	s.r.town = s.r.git.Town
+	s.r.serve = []string{"--server-name", s.r.gateway, "--relay-gt", s.r.fakeGT, "--relay-bd", s.r.fakeGT,
+		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "20s",
+		"--metrics-listen", s.r.metrics, "--sandbox-reap", "0", "--nudge-ttl", "2m", "--log-format", "json"}
+	s.api = api.NewClient(s.r.town.Dir)
+	s.startHostd()
+	s.startAgents()
+	s.waitAllBack(2 * time.Minute)
+
+	ctx, stopSampling := context.WithCancel(context.Background())
+	var samplers sync.WaitGroup
+	samplers.Add(1)
+	go func() { defer samplers.Done(); s.sampleStatus(ctx) }()
+	for range 3 {
+		s.sample("baseline")
+		time.Sleep(time.Second)
+	}
+	samplers.Add(1)
+	go func() { defer samplers.Done(); s.sampleResources(ctx) }()
+
+	load, stopLoad := context.WithTimeout(context.Background(), cfg.duration)
+	var workers sync.WaitGroup
+	for i, a := range s.agents {
+		workers.Add(1)
+		go func() { defer workers.Done(); s.work(load, a, rand.New(rand.NewPCG(cfg.seed, uint64(i)))) }()
+	}
+	workers.Add(2)
+	for c := range 2 {
+		go func() { defer workers.Done(); s.chaos(load, rand.New(rand.NewPCG(cfg.seed, uint64(1_000_000+c)))) }()
+	}
+	workers.Wait()
+	stopLoad()
+	t.Logf("soak: load and faults stopped after %v, %d operations and faults", cfg.duration, s.seq.Load())
+
+	s.heal()
+	s.waitAllBack(2 * time.Minute)
+	s.drainNudges(3 * time.Minute)
+	time.Sleep(15 * time.Second) // let hostd settle before the last samples
+	for range 3 {
+		s.sample("after")
+		time.Sleep(time.Second)
+	}
+	stopSampling()
+	samplers.Wait()
+	s.observe()
+	h.Add(history.Event{Kind: "run", Phase: "end"})
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.check()
+}
+
+// startHostd starts hostd (again) and keeps its process for its log.
+func (s *soak) startHostd() {
+	s.r.startHostd()
+	s.mu.Lock()
+	s.hostds = append(s.hostds, s.r.hostd)
+	s.mu.Unlock()
+}
+
+// startAgents starts the process agents, each through its own relay, and
+// the containers.
+func (s *soak) startAgents() {
+	t := s.t
+	for i := range s.cfg.agents {
+		name := fmt.Sprintf("soak%03d", i)
+		dir := t.TempDir()
+		a := &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, relay: tunneltest.NewRelay(t, s.r.addr),
+			sock: filepath.Join(dir, "agent.sock"), paneLog: filepath.Join(dir, "pane.log"), busy: filepath.Join(dir, "busy")}
+		gitAddr := tunneltest.FreeAddr(t)
+		a.dataRoot, a.hostData = filepath.Join(dir, "data"), filepath.Join(s.r.town.Dir, "gastown", "polecats", name)
+		a.env = append(harness.AgentEnv(a.relay.Addr, s.r.town.Issue("gastown/"+name, 48*time.Hour)),
+			"GT_AGENT_SOCKET="+a.sock, "GT_AGENT_BEAT_INTERVAL=1s", "GT_AGENT_QUIC_PROBE=2s", "GT_AGENT_DATA_ROOT="+a.dataRoot)
+		a.args = []string{"up", "--tmux-socket", harness.TmuxSocket(t), "--state-dir", filepath.Join(dir, "state"),
+			"--git-listen", gitAddr, "--idle-timeout", "8s", "--sync-checkpoint", "-1s",
+			"--", "env", harness.PaneEnv + "=claude", harness.PaneLogEnv + "=" + a.paneLog, harness.PaneBusyEnv + "=" + a.busy, s.self}
+		a.proc = harness.Start(t, a.env, "gt-agent", a.args...)
+		a.clone = filepath.Join(dir, "clone")
+		s.agents = append(s.agents, a)
+		// The clone needs the tunnel: made once the agent is up.
+		defer func() {
+			s.r.git.Git(t, dir, "clone", "-q", "http://"+gitAddr+"/v1/git/gastown", a.clone)
+			s.r.git.Git(t, a.clone, "checkout", "-q", "-b", "polecat/"+name+"-soak")
+		}()
+	}
+	for _, name := range polecatNames[:s.cfg.containers] {
+		s.r.startPolecat(name)
+		s.agents = append(s.agents, &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, container: true, paneLog: "/tmp/pane.log", busy: "/tmp/busy",
+			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name)})
+	}
+	s.waitAllBack(2 * time.Minute)
+}
+
+// waitAllBack waits until hostd shows every agent connected.
+func (s *soak) waitAllBack(d time.Duration) {
+	s.t.Helper()
+	var missing []string
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		st, err := s.api.Status(context.Background())
+		if err != nil {
+			continue
+		}
+		up := map[string]bool{}
+		for _, p := range st.Polecats {
+			up[p.Name] = p.Connected
+		}
+		missing = missing[:0]
+		for _, a := range s.agents {
+			if !up[a.name] {
+				missing = append(missing, a.name)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+	}
+	s.t.Fatalf("soak: not connected within %v: %v", d, missing)
+}
+
+// op records one operation: its invocation, then its outcome.
+func (s *soak) op(kind string, a *soakAgent, base history.Event, f func(opID string) (history.Event, error)) {
+	id := fmt.Sprintf("%s-%s-%d", kind, a.name, s.seq.Add(1))
+	base.Kind, base.Phase, base.Agent, base.Op = kind, "invoke", a.id.String(), id
+	s.h.Add(base)
+	res, err := f(id)
+	res.Kind, res.Agent, res.Op, res.Phase = kind, a.id.String(), id, "ok"
+	if err != nil {
+		res.Phase, res.Err = "fail", err.Error()
+	}
+	s.h.Add(res)
+	s.mu.Lock()
+	switch {
+	case err != nil:
+	case kind == "nudge":
+		s.nudged[id] = res.NudgeID
+	case kind == "push":
+		s.pushed[res.Commit] = res.Branch
+	}
+	s.mu.Unlock()
+}
+
+// work is one agent's load until ctx ends: relayed commands, pushes,
+// nudges (wait-idle and immediate) while its pane goes busy and idle,
+// peeks.
+func (s *soak) work(ctx context.Context, a *soakAgent, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(500+rng.IntN(2500)) * time.Millisecond):
+		}
+		switch p := rng.IntN(100); {
+		case p < 40:
+			s.op("relay", a, history.Event{}, func(opID string) (history.Event, error) { return history.Event{}, s.relayed(ctx, a, opID) })
+		case p < 55 && !a.container:
+			s.push(a)
+		case p < 75:
+			mode := wire.NudgeWaitIdle
+			if rng.IntN(2) == 0 {
+				mode = wire.NudgeImmediate
+			}
+			s.nudge(a, mode)
+		case p < 80:
+			s.setBusy(a, rng.IntN(2) == 0)
+		case p < 88:
+			side := "host"
+			if rng.IntN(2) == 0 {
+				side = "container"
+			}
+			s.dataWrite(a, side, fmt.Sprintf("results/soak-%d.txt", rng.IntN(4)))
+		case p < 92:
+			s.syncOp(a, rng.IntN(2) == 0)
+		default:
+			s.op("peek", a, history.Event{}, func(string) (history.Event, error) {
+				pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var out strings.Builder
+				return history.Event{}, s.api.Peek(pctx, a.id, 20, false, &out)
+			})
+		}
+	}
+}
+
+// relayed runs gt status through the agent; the stand-in gt records opID.
+func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	var cmd *exec.Cmd
+	if a.container {
+		cmd = exec.CommandContext(cctx, "docker", "exec", s.r.container(a.name), "gt", "status", "log", opID, s.ran)
+	} else {
+		cmd = exec.CommandContext(cctx, filepath.Join(harness.BinDir, "gt"), "status", "log", opID, s.ran)
+		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+a.sock)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, lastLine(string(out)))
+	}
+	return nil
+}
+
+// push commits in the agent's clone and pushes its branch through its
+// agent.
+func (s *soak) push(a *soakAgent) {
+	g := s.r.git
+	if _, err := os.Stat(a.clone); err != nil {
+		return // not cloned yet
+	}
+	_ = os.WriteFile(filepath.Join(a.clone, "soak.txt"), []byte(fmt.Sprintf("%d\n", time.Now().UnixNano())), 0o644)
+	if out, err := g.TryGit(a.clone, "commit", "-q", "-am", "soak", "--allow-empty"); err != nil {
+		s.t.Logf("soak: committing in %s: %v %s", a.name, err, out)
+		return
+	}
+	commit, _ := g.TryGit(a.clone, "rev-parse", "HEAD")
+	branch := "polecat/" + a.name + "-soak"
+	s.op("push", a, history.Event{Branch: branch, Commit: strings.TrimSpace(commit)}, func(string) (history.Event, error) {
+		cmd := exec.Command("timeout", "90", "git", "push", "-q", "origin", "HEAD:refs/heads/"+branch)
+		cmd.Dir, cmd.Env = a.clone, harness.GitEnv(g.Home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return history.Event{}, fmt.Errorf("%v: %s", err, lastLine(string(out)))
+		}
+		return history.Event{Branch: branch, Commit: strings.TrimSpace(commit)}, nil
+	})
+}
+
+// nudge asks hostd to nudge the agent, answered once the nudge is stored;
+// its text carries the op's id, so the pane's log says which it was.
+func (s *soak) nudge(a *soakAgent, mode string) {
+	s.op("nudge", a, history.Event{Mode: mode}, func(opID string) (history.Event, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		o, err := s.api.Nudge(ctx, a.id, api.NudgeRequest{Text: "soak " + opID, Mode: mode})
+		if err != nil {
+			return history.Event{}, err
+		}
+		return history.Event{NudgeID: o.ID, Mode: mode}, nil
+	})
+}
+
+// dataWrite appends a line naming the op to path on one side: the host's
+// copy of the polecat's data or the agent's. Appends never remove a line,
+// so every write's line must survive, merged or in a conflict copy.
+func (s *soak) dataWrite(a *soakAgent, side, path string) {
+	s.op("data", a, history.Event{Side: side, Path: path}, func(opID string) (history.Event, error) {
+		e := history.Event{Side: side, Path: path, Hash: opID}
+		var err error
+		switch {
+		case side == "host":
+			err = appendLine(filepath.Join(a.hostData, path), opID)
+		case a.container:
+			var out string
+			out, err = tryDocker("exec", s.r.container(a.name), "sh", "-c", `mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" >> "$1"`, "sh", a.dataRoot+"/"+path, opID)
+			if err != nil {
+				err = fmt.Errorf("%v: %s", err, lastLine(out))
+			}
+		default:
+			err = appendLine(filepath.Join(a.dataRoot, path), opID)
+		}
+		return e, err
+	})
+}
+
+// appendLine appends line to the file at path, making its directory.
+func appendLine(path, line string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	return errors.Join(err, f.Close())
+}
+
+// syncOp pulls the polecat's data to the host (merging) or pushes the
+// host's to it.
+func (s *soak) syncOp(a *soakAgent, pull bool) {
+	kind := "sync-push"
+	if pull {
+		kind = "sync-pull"
+	}
+	s.op(kind, a, history.Event{}, func(string) (history.Event, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var err error
+		if pull {
+			_, err = s.api.SyncPull(ctx, a.id, api.PullOptions{}, nil)
+		} else {
+			_, err = s.api.SyncPush(ctx, a.id, nil)
+		}
+		return history.Event{}, err
+	})
+}
+
+// setBusy makes the agent's pane show Claude Code's spinner, or not.
+func (s *soak) setBusy(a *soakAgent, busy bool) {
+	switch {
+	case a.container && busy:
+		_, _ = tryDocker("exec", s.r.container(a.name), "touch", a.busy)
+	case a.container:
+		_, _ = tryDocker("exec", s.r.container(a.name), "rm", "-f", a.busy)
+	case busy:
+		_ = os.WriteFile(a.busy, nil, 0o644)
+	default:
+		_ = os.Remove(a.busy)
+	}
+}
+
+// fault is one kind of fault the chaos loop injects.
+type fault struct {
+	kind      string
+	container bool // on a container (else a process agent, or hostd)
+	hostd     bool
+	bound     time.Duration
+	start     func(s *soak, a *soakAgent) bool // false: not applicable now
+	end       func(s *soak, a *soakAgent)
+}
+
+var faults = []fault{
+	{kind: "hostd-kill9", hostd: true, bound: boundHostd,
+		start: func(s *soak, _ *soakAgent) bool {
+			_ = s.r.hostd.Cmd.Process.Signal(syscall.SIGKILL)
+			_ = s.r.hostd.Exited(s.t, 10*time.Second)
+			return true
+		},
+		end: func(s *soak, _ *soakAgent) { s.startHostd() }},
+	{kind: "agent-sigkill", bound: boundProcess,
+		start: func(_ *soak, a *soakAgent) bool {
+			if a.killed || a.frozen {
+				return false
+			}
+			_ = a.proc.Cmd.Process.Signal(syscall.SIGKILL)
+			a.killed = true
+			return true
+		},
+		end: func(s *soak, a *soakAgent) {
+			_ = a.proc.Exited(s.t, 10*time.Second)
+			a.proc = harness.Start(s.t, a.env, "gt-agent", a.args...) // adopts its tmux session
+			a.killed = false
+		}},
+	{kind: "agent-sigstop", bound: boundProcess,
+		start: func(_ *soak, a *soakAgent) bool {
+			if a.killed || a.frozen {
+				return false
+			}
+			a.frozen = a.proc.Cmd.Process.Signal(syscall.SIGSTOP) == nil
+			return a.frozen
+		},
+		end: func(_ *soak, a *soakAgent) { _ = a.proc.Cmd.Process.Signal(syscall.SIGCONT); a.frozen = false }},
+	{kind: "udp-block", bound: boundProcess,
+		start: func(_ *soak, a *soakAgent) bool { a.relay.BlockUDP(true); return true },
+		end:   func(_ *soak, a *soakAgent) { a.relay.BlockUDP(false) }},
+	{kind: "tcp-cut", bound: boundProcess,
+		start: func(_ *soak, a *soakAgent) bool { a.relay.Cut(true); return true },
+		end:   func(_ *soak, a *soakAgent) { a.relay.Cut(false) }},
+	{kind: "container-pause", container: true, bound: boundContainer,
+		start: func(s *soak, a *soakAgent) bool { _, err := tryDocker("pause", s.r.container(a.name)); return err == nil },
+		end:   func(s *soak, a *soakAgent) { _, _ = tryDocker("unpause", s.r.container(a.name)) }},
+	{kind: "container-restart", container: true, bound: boundContainer,
+		start: func(s *soak, a *soakAgent) bool { _, err := tryDocker("restart", "-t", "2", s.r.container(a.name)); return err == nil },
+		end:   func(*soak, *soakAgent) {}},
+	{kind: "container-disconnect", container: true, bound: boundContainer,
+		start: func(s *soak, a *soakAgent) bool {
+			_, err := tryDocker("network", "disconnect", s.r.net, s.r.container(a.name))
+			return err == nil
+		},
+		end: func(s *soak, a *soakAgent) { _, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name)) }},
+}
+
+// activeFault is a fault started and not yet ended.
+type activeFault struct {
+	f  fault
+	a  *soakAgent // nil for hostd
+	op string
+}
+
+// chaos starts a random fault on a random target every few seconds,
+// holds it a random while and ends it, until ctx ends; two loops run at
+// once, so faults overlap.
+func (s *soak) chaos(ctx context.Context, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(3000+rng.IntN(7000)) * time.Millisecond):
+		}
+		f := faults[rng.IntN(len(faults))]
+		var a *soakAgent
+		if !f.hostd {
+			var pool []*soakAgent
+			for _, x := range s.agents {
+				if x.container == f.container {
+					pool = append(pool, x)
+				}
+			}
+			if len(pool) == 0 {
+				continue
+			}
+			a = pool[rng.IntN(len(pool))]
+		}
+		hold := time.Duration(2000+rng.IntN(13000)) * time.Millisecond
+		s.inject(activeFault{f: f, a: a}, hold)
+	}
+}
+
+// inject runs one fault for hold and records its start and end.
+func (s *soak) inject(af activeFault, hold time.Duration) {
+	if af.a != nil {
+		af.a.mu.Lock()
+		defer af.a.mu.Unlock()
+	} else {
+		s.hostdMu.Lock()
+		defer s.hostdMu.Unlock()
+	}
+	af.op = fmt.Sprintf("fault-%s-%d", af.f.kind, s.seq.Add(1))
+	agent := ""
+	if af.a != nil {
+		agent = af.a.id.String()
+	}
+	if !af.f.start(s, af.a) {
+		return
+	}
+	s.h.Add(history.Event{Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
+	time.Sleep(hold)
+	af.f.end(s, af.a)
+	s.h.Add(history.Event{Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
+}
+
+// heal undoes whatever a fault may have left (every fault has ended by
+// now; this is for one whose end failed).
+func (s *soak) heal() {
+	for _, a := range s.agents {
+		if a.container {
+			_, _ = tryDocker("unpause", s.r.container(a.name))
+			_, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name))
+			continue
+		}
+		a.relay.BlockUDP(false)
+		a.relay.Cut(false)
+		_ = a.proc.Cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// drainNudges waits until no agent has a nudge queued.
+func (s *soak) drainNudges(d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Second) {
+		queued := 0
+		for _, a := range s.agents {
+			items, err := s.api.NudgeList(context.Background(), a.id)
+			if err != nil {
+				queued++
+				continue
+			}
+			queued += len(items)
+		}
+		if queued == 0 {
+			return
+		}
+	}
+	s.t.Logf("soak: nudges still queued after %v (the checker judges them)", d)
+}
+
+// sampleStatus writes every agent's state as hostd status shows it,
+// every 2 s, until ctx ends.
+func (s *soak) sampleStatus(ctx context.Context) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := s.api.Status(sctx)
+		cancel()
+		if err != nil {
+			continue // hostd is down: no observation
+		}
+		for _, p := range st.Polecats {
+			state := p.State
+			if !p.Connected {
+				state = "disconnected"
+			}
+			s.h.Add(history.Event{Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: state})
+		}
+	}
+}
+
+// sampleResources samples hostd's goroutines, descriptors and RSS every
+// 5 s until ctx ends.
+func (s *soak) sampleResources(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.sample("load")
+		}
+	}
+}
+
+// sample writes one resource sample of hostd from its metrics endpoint.
+func (s *soak) sample(phase string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.r.metrics+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	e := history.Event{Kind: "sample", Phase: phase}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "go_goroutines":
+			e.Goroutines = int(f)
+		case "process_open_fds":
+			e.FDs = int(f)
+		case "process_resident_memory_bytes":
+			e.RSS = int64(f)
+		}
+	}
+	if e.Goroutines > 0 {
+		s.h.Add(e)
+	}
+}
+
+// observe writes what the run left: the lines each pane received, the
+// calls the stand-in gt recorded, the pushes found in .repo.git and
+// origin, git fsck of both, and hostd's word on every nudge.
+func (s *soak) observe() {
+	s.mu.Lock()
+	nudgeID, pushed := s.nudged, s.pushed
+	s.mu.Unlock()
+	for _, a := range s.agents {
+		var log string
+		if a.container {
+			log, _ = tryDocker("exec", s.r.container(a.name), "cat", a.paneLog)
+		} else {
+			b, _ := os.ReadFile(a.paneLog)
+			log = string(b)
+		}
+		for _, line := range strings.Split(log, "\n") {
+			var rec harness.PaneRecord
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			if op, ok := strings.CutPrefix(rec.Line, "soak "); ok {
+				s.h.Add(history.Event{Kind: "typed", Phase: "observe", Agent: a.id.String(), Op: op, NudgeID: nudgeID[op]})
+			}
+		}
+	}
+	s.observeData()
+	if b, err := os.ReadFile(s.ran); err == nil {
+		for _, op := range strings.Fields(string(b)) {
+			s.h.Add(history.Event{Kind: "ran", Phase: "observe", Op: op})
+		}
+	}
+	for _, p := range s.hostdLogs() {
+		s.h.Add(p)
+	}
+
+	// Every branch reaches origin through hostd's upstream queue.
+	g := s.r.git
+	inRepo := func(repo, commit, branch string) bool {
+		_, err := g.TryGit(repo, "merge-base", "--is-ancestor", commit, "refs/heads/"+branch)
+		return err == nil
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		missing := 0
+		for c, b := range pushed {
+			if !inRepo(g.Origin, c, b) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+	}
+	s.h.Add(history.Event{Kind: "origin-reachable", Phase: "observe"})
+	for c, b := range pushed {
+		for where, repo := range map[string]string{"repo": g.Repo, "origin": g.Origin} {
+			if inRepo(repo, c, b) {
+				s.h.Add(history.Event{Kind: "landed", Phase: "observe", Commit: c, Branch: b, Where: where})
+			}
+		}
+	}
+	for where, repo := range map[string]string{"repo": g.Repo, "origin": g.Origin} {
+		out, err := g.TryGit(repo, "fsck", "--no-progress")
+		s.h.Add(history.Event{Kind: "fsck", Phase: "observe", Where: where, OK: err == nil, Err: strings.TrimSpace(out)})
+	}
+}
+
+// observeData brings each polecat's data together (a pull, then a push,
+// retried) and writes every line of every soak file on both sides, and of
+// their conflict copies, as file observations.
+func (s *soak) observeData() {
+	for _, a := range s.agents {
+		for try := 0; try < 3; try++ {
+			s.syncOp(a, true)
+			s.syncOp(a, false)
+		}
+		sides := map[string]string{"host": s.listHost(a.hostData)}
+		if a.container {
+			sides["container"], _ = tryDocker("exec", s.r.container(a.name), "sh", "-c",
+				`cd /work/results 2>/dev/null && for f in soak-*; do [ -f "$f" ] && sed "s|^|results/$f\t|" "$f"; done; true`)
+		} else {
+			sides["container"] = s.listHost(a.dataRoot)
+		}
+		for side, listing := range sides {
+			for _, line := range strings.Split(listing, "\n") {
+				path, op, ok := strings.Cut(line, "\t")
+				if !ok {
+					continue
+				}
+				e := history.Event{Kind: "file", Phase: "observe", Agent: a.id.String(), Side: side, Path: path, Hash: op}
+				if base, _, isCopy := strings.Cut(path, ".conflict-"); isCopy {
+					e.Of = base
+				}
+				s.h.Add(e)
+			}
+		}
+	}
+}
+
+// listHost is every line of root/results/soak-*, each as "path\tline".
+func (s *soak) listHost(root string) string {
+	files, _ := filepath.Glob(filepath.Join(root, "results", "soak-*"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Fields(string(data)) {
+			fmt.Fprintf(&b, "results/%s\t%s\n", filepath.Base(f), line)
+		}
+	}
+	return b.String()
+}
+
+// hostdLogs is hostd's final word on each nudge, from every hostd's JSON
+// log ("nudge submitted", "nudge expired", ...).
+func (s *soak) hostdLogs() []history.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []history.Event
+	for _, p := range s.hostds {
+		for _, line := range strings.Split(p.Output(), "\n") {
+			var l struct {
+				Time    time.Time     `json:"time"`
+				Msg     string        `json:"msg"`
+				ID      string        `json:"id"`
+				Polecat wire.Identity `json:"polecat"`
+				Detail  string        `json:"detail"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.ID == "" {
+				continue
+			}
+			outcome, ok := strings.CutPrefix(l.Msg, "nudge ")
+			if !ok || outcome == "queued" {
+				continue
+			}
+			if outcome == "submitted" {
+				outcome = "delivered"
+			}
+			out = append(out, history.Event{T: l.Time, Kind: "nudge", Phase: "outcome", Agent: l.Polecat.String(), NudgeID: l.ID, Outcome: outcome, Reason: l.Detail})
+		}
+	}
+	return out
+}
+
+// check runs the checker on the history and writes the summary and the
+// resource plot; a violated invariant fails the run.
+func (s *soak) check() {
+	t := s.t
+	events, err := history.ReadFile(filepath.Join(s.cfg.out, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := history.Check(events, history.Options{})
+	var sum strings.Builder
+	if err := rep.WriteText(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.cfg.out, "summary.txt"), []byte(sum.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(s.cfg.out, "resources.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(history.WritePlot(f, events), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("soak summary (%s):\n%s", s.cfg.out, sum.String())
+	if !rep.OK() {
+		t.Fatalf("soak: invariants violated; seed %d reproduces the schedule", s.cfg.seed)
+	}
+}
