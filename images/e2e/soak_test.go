@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/images/soak/history"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -108,7 +108,7 @@ type soak struct {
 	hostds  []*harness.Proc
 	nudged  map[string]string // op -> hostd's id, for each nudge hostd accepted
 	pushed  map[string]string // commit -> branch, for each push the client saw succeed
-	hostdMu sync.Mutex // one hostd fault at a time
+	hostdMu sync.Mutex        // one hostd fault at a time
 
 	agents []*soakAgent
 }
@@ -512,11 +512,17 @@ var faults = []fault{
 		start: func(_ *soak, a *soakAgent) bool { a.relay.Cut(true); return true },
 		end:   func(_ *soak, a *soakAgent) { a.relay.Cut(false) }},
 	{kind: "container-pause", container: true, bound: boundContainer,
-		start: func(s *soak, a *soakAgent) bool { _, err := tryDocker("pause", s.r.container(a.name)); return err == nil },
-		end:   func(s *soak, a *soakAgent) { _, _ = tryDocker("unpause", s.r.container(a.name)) }},
+		start: func(s *soak, a *soakAgent) bool {
+			_, err := tryDocker("pause", s.r.container(a.name))
+			return err == nil
+		},
+		end: func(s *soak, a *soakAgent) { _, _ = tryDocker("unpause", s.r.container(a.name)) }},
 	{kind: "container-restart", container: true, bound: boundContainer,
-		start: func(s *soak, a *soakAgent) bool { _, err := tryDocker("restart", "-t", "2", s.r.container(a.name)); return err == nil },
-		end:   func(*soak, *soakAgent) {}},
+		start: func(s *soak, a *soakAgent) bool {
+			_, err := tryDocker("restart", "-t", "2", s.r.container(a.name))
+			return err == nil
+		},
+		end: func(*soak, *soakAgent) {}},
 	{kind: "container-disconnect", container: true, bound: boundContainer,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("network", "disconnect", s.r.net, s.r.container(a.name))
