@@ -15,7 +15,8 @@ import (
 const DefaultInterval = 5 * time.Second
 
 // Sender sends a beat every Interval on a heartbeat stream, opening a new
-// stream on each new tunnel.
+// stream on each new tunnel, also when a newer one replaces a tunnel
+// still up.
 type Sender struct {
 	Watcher  *Watcher
 	Sessions tunnel.Sessions
@@ -68,8 +69,22 @@ func (s *Sender) stream(ctx context.Context, sess *tunnel.Session) error {
 		case <-sess.Done():
 			return nil
 		case <-t.C:
+			if s.replaced(ctx, sess) {
+				return nil // Run opens a stream on the new tunnel
+			}
 		}
 	}
+}
+
+// replaced says whether the tunnel has a newer session than sess (the
+// supervisor moved back to QUIC): the beats move to it, so that the old
+// session, which stays open while a stream is, drains and closes at once
+// rather than at its drain limit, and hostd hears the transport in use.
+func (s *Sender) replaced(ctx context.Context, sess *tunnel.Session) bool {
+	now, cancel := context.WithCancel(ctx)
+	cancel() // the current session, without waiting for one
+	cur, err := s.Sessions.Session(now)
+	return err == nil && cur != sess
 }
 
 // take measures one beat.

@@ -132,6 +132,15 @@ func TestFallbackToTCPAndBackToQUIC(t *testing.T) {
 	began = time.Now()
 	tw.WaitStatus(10*time.Second, Connected("furiosa", tunnel.TransportQUIC))
 	t.Logf("back on QUIC after %v", time.Since(began).Round(time.Millisecond))
+	// The TCP tunnel it left closes once its streams are done: the beats
+	// moved to QUIC with it (the supervisor drains a replaced session for
+	// up to 5 minutes; the soak saw one kept that long by its beats).
+	for deadline := time.Now().Add(15 * time.Second); relay.OpenTCP() > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the TCP tunnel is still open 15 s after the return to QUIC (%d connections)", relay.OpenTCP())
+		}
+	}
+	t.Logf("the TCP tunnel closed %v after the return to QUIC", time.Since(began).Round(time.Millisecond))
 }
 
 func TestJoinToken(t *testing.T) {

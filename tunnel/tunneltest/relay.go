@@ -26,6 +26,7 @@ type Relay struct {
 	blockUDP atomic.Bool
 	cut      atomic.Bool
 	delay    atomic.Int64
+	tcpOpen  atomic.Int64 // client connections both of whose directions still copy
 
 	mu      sync.Mutex
 	conns   map[string]*net.UDPConn // client addr -> socket to target
@@ -127,9 +128,16 @@ func (r *Relay) connect(c net.Conn) {
 	if !r.track(c) || !r.track(up) {
 		return
 	}
-	go r.pipe(up, c)
-	go r.pipe(c, up)
+	r.tcpOpen.Add(1)
+	var both sync.WaitGroup
+	both.Add(2)
+	go func() { defer both.Done(); r.pipe(up, c) }()
+	go func() { defer both.Done(); r.pipe(c, up) }()
+	go func() { both.Wait(); r.tcpOpen.Add(-1) }()
 }
+
+// OpenTCP is how many TCP connections run through the relay now.
+func (r *Relay) OpenTCP() int { return int(r.tcpOpen.Load()) }
 
 // pipe copies src to dst in order, dropping bytes while cut and holding
 // each chunk for the current delay.
