@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -122,6 +123,7 @@ type soakAgent struct {
 	env, args []string          // process agents: how to start it again
 	sock      string            // process agents: GT_AGENT_SOCKET
 	clone     string            // process agents: its clone of the rig
+	gitURL    string            // process agents: the rig through its agent
 	dataRoot  string            // where the agent keeps its data: a directory here, or /work in a container
 	hostData  string            // the polecat's data on the host: <town>/gastown/polecats/<name>
 	paneLog   string
@@ -158,12 +160,11 @@ func TestSoak(t *testing.T) {
 	s.r.git = harness.SeedGitTown(t)
 	s.r.town = s.r.git.Town
 	s.r.serve = []string{"--server-name", s.r.gateway, "--relay-gt", s.r.fakeGT, "--relay-bd", s.r.fakeGT,
-		"--beat-interval", "1s", "--stale-beats", "2", "--idle-timeout", "8s", "--grace", "20s",
+		"--beat-interval", "5s", "--stale-beats", "3", "--idle-timeout", "8s", "--grace", "30s",
 		"--metrics-listen", s.r.metrics, "--sandbox-reap", "0", "--nudge-ttl", "2m", "--log-format", "json"}
 	s.api = api.NewClient(s.r.town.Dir)
 	s.startHostd()
 	s.startAgents()
-	s.waitAllBack(2 * time.Minute)
 
 	ctx, stopSampling := context.WithCancel(context.Background())
 	var samplers sync.WaitGroup
@@ -173,6 +174,7 @@ func TestSoak(t *testing.T) {
 		s.sample("baseline")
 		time.Sleep(time.Second)
 	}
+	s.goroutines("baseline")
 	samplers.Add(1)
 	go func() { defer samplers.Done(); s.sampleResources(ctx) }()
 
@@ -198,6 +200,7 @@ func TestSoak(t *testing.T) {
 		s.sample("after")
 		time.Sleep(time.Second)
 	}
+	s.goroutines("after")
 	stopSampling()
 	samplers.Wait()
 	s.observe()
@@ -228,25 +231,61 @@ func (s *soak) startAgents() {
 		gitAddr := tunneltest.FreeAddr(t)
 		a.dataRoot, a.hostData = filepath.Join(dir, "data"), filepath.Join(s.r.town.Dir, "gastown", "polecats", name)
 		a.env = append(harness.AgentEnv(a.relay.Addr, s.r.town.Issue("gastown/"+name, 48*time.Hour)),
-			"GT_AGENT_SOCKET="+a.sock, "GT_AGENT_BEAT_INTERVAL=1s", "GT_AGENT_QUIC_PROBE=2s", "GT_AGENT_DATA_ROOT="+a.dataRoot)
+			"GT_AGENT_SOCKET="+a.sock, "GT_AGENT_BEAT_INTERVAL=5s", "GT_AGENT_QUIC_PROBE=2s", "GT_AGENT_DATA_ROOT="+a.dataRoot)
 		a.args = []string{"up", "--tmux-socket", harness.TmuxSocket(t), "--state-dir", filepath.Join(dir, "state"),
 			"--git-listen", gitAddr, "--idle-timeout", "8s", "--sync-checkpoint", "-1s",
 			"--", "env", harness.PaneEnv + "=claude", harness.PaneLogEnv + "=" + a.paneLog, harness.PaneBusyEnv + "=" + a.busy, s.self}
 		a.proc = harness.Start(t, a.env, "gt-agent", a.args...)
 		a.clone = filepath.Join(dir, "clone")
+		a.gitURL = "http://" + gitAddr + "/v1/git/gastown"
 		s.agents = append(s.agents, a)
-		// The clone needs the tunnel: made once the agent is up.
-		defer func() {
-			s.r.git.Git(t, dir, "clone", "-q", "http://"+gitAddr+"/v1/git/gastown", a.clone)
-			s.r.git.Git(t, a.clone, "checkout", "-q", "-b", "polecat/"+name+"-soak")
-		}()
 	}
 	for _, name := range polecatNames[:s.cfg.containers] {
 		s.r.startPolecat(name)
-		s.agents = append(s.agents, &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, container: true, paneLog: "/tmp/pane.log", busy: "/tmp/busy",
-			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name)})
+		a := &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, container: true, paneLog: "/tmp/pane.log", busy: "/tmp/busy",
+			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name)}
+		// The containers' host data on a small filesystem of its own, for
+		// the disk-full fault.
+		if err := os.MkdirAll(a.hostData, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "soak-"+name, a.hostData).CombinedOutput(); err != nil {
+			t.Fatalf("mounting a small filesystem on %s: %v %s", a.hostData, err, out)
+		}
+		undo.push(func() { _ = exec.Command("umount", "-l", a.hostData).Run() })
+		t.Cleanup(func() { _ = exec.Command("umount", "-l", a.hostData).Run() })
+		s.agents = append(s.agents, a)
 	}
-	s.waitAllBack(2 * time.Minute)
+	s.waitAllBack(3 * time.Minute)
+	// Each process agent's clone of the rig, through its agent, four at a
+	// time.
+	sem, errs := make(chan struct{}, 4), make(chan error, len(s.agents))
+	for _, a := range s.agents {
+		if a.container {
+			continue
+		}
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			out, err := s.r.git.TryGit(filepath.Dir(a.clone), "clone", "-q", a.gitURL, a.clone)
+			if err == nil {
+				out, err = s.r.git.TryGit(a.clone, "checkout", "-q", "-b", "polecat/"+a.name+"-soak")
+			}
+			if err != nil {
+				err = fmt.Errorf("cloning the rig through %s's agent: %v: %s", a.name, err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // waitAllBack waits until hostd shows every agent connected.
@@ -277,7 +316,10 @@ func (s *soak) waitAllBack(d time.Duration) {
 
 // op records one operation: its invocation, then its outcome.
 func (s *soak) op(kind string, a *soakAgent, base history.Event, f func(opID string) (history.Event, error)) {
-	id := fmt.Sprintf("%s-%s-%d", kind, a.name, s.seq.Add(1))
+	id := base.Op
+	if id == "" {
+		id = s.opID(kind, a)
+	}
 	base.Kind, base.Phase, base.Agent, base.Op = kind, "invoke", a.id.String(), id
 	s.h.Add(base)
 	res, err := f(id)
@@ -295,6 +337,11 @@ func (s *soak) op(kind string, a *soakAgent, base history.Event, f func(opID str
 		s.pushed[res.Commit] = res.Branch
 	}
 	s.mu.Unlock()
+}
+
+// opID is a new operation id.
+func (s *soak) opID(kind string, a *soakAgent) string {
+	return fmt.Sprintf("%s-%s-%d", kind, a.name, s.seq.Add(1))
 }
 
 // work is one agent's load until ctx ends: relayed commands, pushes,
@@ -398,7 +445,8 @@ func (s *soak) nudge(a *soakAgent, mode string) {
 // copy of the polecat's data or the agent's. Appends never remove a line,
 // so every write's line must survive, merged or in a conflict copy.
 func (s *soak) dataWrite(a *soakAgent, side, path string) {
-	s.op("data", a, history.Event{Side: side, Path: path}, func(opID string) (history.Event, error) {
+	id := s.opID("data", a)
+	s.op("data", a, history.Event{Op: id, Side: side, Path: path, Hash: id}, func(opID string) (history.Event, error) {
 		e := history.Event{Side: side, Path: path, Hash: opID}
 		var err error
 		switch {
@@ -529,6 +577,27 @@ var faults = []fault{
 			return err == nil
 		},
 		end: func(s *soak, a *soakAgent) { _, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name)) }},
+	{kind: "disk-full", container: true, bound: boundContainer,
+		start: func(_ *soak, a *soakAgent) bool { return fill(filepath.Join(a.hostData, ".soak-filler")) == nil },
+		end:   func(_ *soak, a *soakAgent) { _ = os.Remove(filepath.Join(a.hostData, ".soak-filler")) }},
+}
+
+// fill writes path until its filesystem is full.
+func fill(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // activeFault is a fault started and not yet ended.
@@ -664,6 +733,22 @@ func (s *soak) sampleResources(ctx context.Context) {
 			s.sample("load")
 		}
 	}
+}
+
+// goroutines saves hostd's goroutines, grouped by stack, as
+// goroutines-<phase>.txt beside the history: what a leak is made of.
+func (s *soak) goroutines(phase string) {
+	resp, err := http.Get("http://" + s.r.metrics + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(s.cfg.out, "goroutines-"+phase+".txt"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
 }
 
 // sample writes one resource sample of hostd from its metrics endpoint.

@@ -22,8 +22,9 @@ const (
 	// InvData: every data write survives. A write appends one line (its
 	// Hash) to a file, and the end observes every line of every file, one
 	// KindFile event each, so each write's line must be in its file or in
-	// a conflict copy of it, on either side. A write with no Hash is a
-	// deletion and has nothing to keep.
+	// a conflict copy of it, on either side. A write the client saw fail
+	// (a full disk) wrote nothing; one with no outcome may have, so it is
+	// checked. A write with no Hash is a deletion and has nothing to keep.
 	InvData = "data not lost"
 	// InvRelay: every acknowledged relay ran exactly once, every other at
 	// most once.
@@ -566,7 +567,7 @@ func (c *checker) data() InvariantResult {
 	var unobservedOrder []string
 	for _, o := range writes {
 		k := fkey{o.agent(), o.invoke.Side, o.invoke.Path}
-		if o.invoke.Hash == "" {
+		if o.invoke.Hash == "" || (o.end != nil && !o.ok()) {
 			continue // a deletion: nothing to keep
 		}
 		res.Checked++

@@ -184,9 +184,13 @@ func TestCheck(t *testing.T) {
 				Event{T: at(29), Kind: KindData, Phase: PhaseInvoke, Agent: "rig/a", Op: "d0", Side: SideHost, Path: "notes.txt", Hash: "0000"},
 				Event{T: at(29.5), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d0"},
 				Event{T: at(210), Kind: KindFile, Phase: PhaseObserve, Agent: "rig/a", Side: SideContainer, Path: "notes.txt", Hash: "0000"})},
-		{name: "failed write lost",
+		{name: "a write that failed wrote nothing to keep",
 			change: then(
-				edit(is(KindData, PhaseOK, "d1"), func(e *Event) { e.Phase = PhaseFail; e.Err = "sync: tunnel closed" }),
+				edit(is(KindData, PhaseOK, "d1"), func(e *Event) { e.Phase = PhaseFail; e.Err = "no space left on device" }),
+				without(func(e Event) bool { return e.Kind == KindFile && e.Of != "" }))},
+		{name: "a write with no outcome may have written: checked",
+			change: then(
+				without(is(KindData, PhaseOK, "d1")),
 				without(func(e Event) bool { return e.Kind == KindFile && e.Of != "" })),
 			fail: []string{InvData}, msg: "data op d1"},
 		{name: "file observed absent",
