@@ -92,6 +92,10 @@ const (
 	boundProcess   = 30 * time.Second
 	boundHostd     = 45 * time.Second
 	boundContainer = 60 * time.Second
+	// detectDown is how soon hostd status must show an agent that went
+	// silent as down: its idle timeout (8 s), a status sample (2 s), and
+	// 4 s of slack for a loaded machine.
+	detectDown = 14 * time.Second
 )
 
 // soak is one run.
@@ -517,7 +521,8 @@ type fault struct {
 	kind      string
 	container bool // on a container (else a process agent, or hostd)
 	hostd     bool
-	bound     time.Duration
+	bound     time.Duration                    // back within this after the end
+	detect    time.Duration                    // shown down within this after the start (0: the fault implies no down state)
 	start     func(s *soak, a *soakAgent) bool // false: not applicable now
 	end       func(s *soak, a *soakAgent)
 }
@@ -530,7 +535,7 @@ var faults = []fault{
 			return true
 		},
 		end: func(s *soak, _ *soakAgent) { s.startHostd() }},
-	{kind: "agent-sigkill", bound: boundProcess,
+	{kind: "agent-sigkill", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool {
 			if a.killed || a.frozen {
 				return false
@@ -544,7 +549,7 @@ var faults = []fault{
 			a.proc = harness.Start(s.t, a.env, "gt-agent", a.args...) // adopts its tmux session
 			a.killed = false
 		}},
-	{kind: "agent-sigstop", bound: boundProcess,
+	{kind: "agent-sigstop", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool {
 			if a.killed || a.frozen {
 				return false
@@ -556,10 +561,10 @@ var faults = []fault{
 	{kind: "udp-block", bound: boundProcess,
 		start: func(_ *soak, a *soakAgent) bool { a.relay.BlockUDP(true); return true },
 		end:   func(_ *soak, a *soakAgent) { a.relay.BlockUDP(false) }},
-	{kind: "tcp-cut", bound: boundProcess,
+	{kind: "tcp-cut", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool { a.relay.Cut(true); return true },
 		end:   func(_ *soak, a *soakAgent) { a.relay.Cut(false) }},
-	{kind: "container-pause", container: true, bound: boundContainer,
+	{kind: "container-pause", container: true, bound: boundContainer, detect: detectDown,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("pause", s.r.container(a.name))
 			return err == nil
@@ -571,7 +576,7 @@ var faults = []fault{
 			return err == nil
 		},
 		end: func(*soak, *soakAgent) {}},
-	{kind: "container-disconnect", container: true, bound: boundContainer,
+	{kind: "container-disconnect", container: true, bound: boundContainer, detect: detectDown,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("network", "disconnect", s.r.net, s.r.container(a.name))
 			return err == nil
@@ -631,7 +636,7 @@ func (s *soak) chaos(ctx context.Context, rng *rand.Rand) {
 			}
 			a = pool[rng.IntN(len(pool))]
 		}
-		hold := time.Duration(2000+rng.IntN(13000)) * time.Millisecond
+		hold := time.Duration(2000+rng.IntN(23000)) * time.Millisecond
 		s.inject(activeFault{f: f, a: a}, hold)
 	}
 }
@@ -653,7 +658,7 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	if !af.f.start(s, af.a) {
 		return
 	}
-	s.h.Add(history.Event{Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
+	s.h.Add(history.Event{Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)})
 	time.Sleep(hold)
 	af.f.end(s, af.a)
 	s.h.Add(history.Event{Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})

@@ -32,13 +32,17 @@ const (
 	// InvRecovery: every agent a fault affected was back within the
 	// fault's bound after it ended.
 	InvRecovery = "recovery within bound"
+	// InvDetect: while a fault that takes an agent down (Detect set on its
+	// start) lasts longer than Detect, hostd status shows that agent down
+	// within Detect of the start: status is truthful about liveness.
+	InvDetect = "down shown within bound"
 	// InvLeak: hostd's goroutines, FDs and RSS after the run are within a
 	// margin of the baseline, and disk use within its budget.
 	InvLeak = "no leak"
 )
 
 // invariants is every invariant's name, in Report order.
-var invariants = []string{InvNudge, InvPush, InvData, InvRelay, InvRecovery, InvLeak}
+var invariants = []string{InvNudge, InvPush, InvData, InvRelay, InvRecovery, InvDetect, InvLeak}
 
 // FaultWindow is how far before the first and after the last event of a
 // violation Check looks for faults to name beside it.
@@ -229,6 +233,7 @@ type fault struct {
 	agent      string
 	start, end *Event
 	bound      time.Duration
+	detect     time.Duration
 }
 
 // affects reports whether f touches agent.
@@ -266,11 +271,12 @@ func Check(events []Event, opts Options) Report {
 		c.data(),
 		c.relays(),
 		c.recovery(),
+		c.detection(),
 		c.leaks(m),
 	}
 	for i := range c.report.Invariants {
 		inv := &c.report.Invariants[i]
-		if inv.Checked == 0 && inv.Name != InvData && inv.Name != InvRecovery && len(inv.Violations) == 0 {
+		if inv.Checked == 0 && inv.Name != InvData && inv.Name != InvRecovery && inv.Name != InvDetect && len(inv.Violations) == 0 {
 			inv.Violations = append(inv.Violations, Violation{Invariant: inv.Name, Message: "nothing to check"})
 		}
 	}
@@ -321,6 +327,9 @@ func newChecker(events []Event) *checker {
 			}
 			if e.Bound != 0 && (f.bound == 0 || e.Phase == PhaseEnd) {
 				f.bound = time.Duration(e.Bound)
+			}
+			if e.Detect != 0 && e.Phase == PhaseStart {
+				f.detect = time.Duration(e.Detect)
 			}
 		case e.Phase == PhaseInvoke:
 			k := key{e.Kind, e.Op}
@@ -717,6 +726,40 @@ func (c *checker) recovery() InvariantResult {
 				res.Violations = append(res.Violations, c.violation(InvRecovery,
 					fmt.Sprintf("fault %s (%s): %s back after %s, bound %s", f.id, f.kind, a, took, bound), append(evs, *first)...))
 			}
+		}
+	}
+	return res
+}
+
+// detection checks InvDetect: for each fault on one agent with a Detect
+// bound that lasted longer than it, a status observation between its
+// start and start+Detect shows the agent down. A fault whose window holds
+// no status observation at all (hostd was down, the sampler missed it) is
+// not judged.
+func (c *checker) detection() InvariantResult {
+	res := InvariantResult{Name: InvDetect}
+	for _, f := range c.faults {
+		if f.start == nil || f.end == nil || f.detect <= 0 || f.agent == "" || f.end.T.Sub(f.start.T) <= f.detect {
+			continue
+		}
+		until := f.start.T.Add(f.detect)
+		var seen []Event
+		down := false
+		for _, s := range c.statuses[f.agent] {
+			if s.T.Before(f.start.T) || s.T.After(until) {
+				continue
+			}
+			seen = append(seen, s)
+			down = down || !back(s.State)
+		}
+		if len(seen) == 0 {
+			continue
+		}
+		res.Checked++
+		if !down {
+			res.Violations = append(res.Violations, c.violation(InvDetect,
+				fmt.Sprintf("fault %s (%s): hostd status still showed %s up %s after the fault began", f.id, f.kind, f.agent, f.detect),
+				append([]Event{*f.start}, seen...)...))
 		}
 	}
 	return res

@@ -46,7 +46,7 @@ func cleanHistory() []Event {
 		{T: at(33), Kind: KindData, Phase: PhaseOK, Agent: "rig/a", Op: "d2"},
 		{T: at(40), Kind: KindNudge, Phase: PhaseOutcome, Agent: "rig/b", NudgeID: "h-2", Outcome: OutcomeExpired, Reason: "agent busy for 30s"},
 
-		{T: at(50), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "f1", Fault: FaultAgentSigkill},
+		{T: at(50), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "f1", Fault: FaultAgentSigkill, Detect: bound(4)},
 		{T: at(52), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "disconnected"},
 		{T: at(55), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/a", Op: "f1", Fault: FaultAgentSigkill, Bound: bound(30)},
 		{T: at(60), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "connected"},
@@ -219,6 +219,20 @@ func TestCheck(t *testing.T) {
 			fail:   []string{InvRelay}, msg: `relay op "r9" ran but was never invoked`},
 
 		// recovery within bound
+		// down shown within bound
+		{name: "status still up while the agent is down",
+			change: edit(func(e Event) bool { return e.Kind == KindStatus && e.T.Equal(at(52)) }, func(e *Event) { e.State = "working" }),
+			fail:   []string{InvDetect}, msg: "fault f1 (agent-sigkill): hostd status still showed rig/a up 4s after"},
+		{name: "down shown after the detect bound",
+			change: then(
+				edit(is(KindFault, PhaseStart, "f1"), func(e *Event) { e.Detect = Duration(1500 * time.Millisecond) }),
+				with(Event{T: at(51), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "working"})),
+			fail: []string{InvDetect}, msg: "still showed rig/a up 1.5s after"},
+		{name: "a fault shorter than its detect bound is not judged",
+			change: then(
+				edit(is(KindFault, PhaseStart, "f1"), func(e *Event) { e.Detect = Duration(10 * time.Second) }),
+				edit(func(e Event) bool { return e.Kind == KindStatus && e.T.Equal(at(52)) }, func(e *Event) { e.State = "working" }))},
+
 		{name: "recovery beyond bound",
 			change: edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
 			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
@@ -331,6 +345,7 @@ func TestCheckClean(t *testing.T) {
 		InvData:     2, // the host's and the container's write of notes.txt
 		InvRelay:    3, // r1 ok, r2 failed, r3 indeterminate
 		InvRecovery: 3, // f1 on rig/a, f2 on rig/a and rig/b
+		InvDetect:   1, // f1 on rig/a
 		InvLeak:     4, // goroutines, fds, rss, one disk observation
 	}
 	for _, inv := range r.Invariants {

@@ -178,6 +178,10 @@ type Event struct {
 	// Bound is, on a fault's start or end, within how long after its end
 	// every affected agent must be back.
 	Bound Duration `json:"bound,omitempty"`
+	// Detect is, on a fault's start, within how long hostd status must
+	// show its agent down (not back) while the fault lasts; 0 when the
+	// fault implies no such state (a UDP block: the agent moves to TCP).
+	Detect Duration `json:"detect,omitempty"`
 	// State is an agent's state as hostd status showed it; anything but
 	// "disconnected" or "" counts as back.
 	State string `json:"state,omitempty"`
@@ -232,6 +236,9 @@ func (e Event) String() string {
 	kv("fault", e.Fault)
 	if e.Bound != 0 {
 		kv("bound", time.Duration(e.Bound).String())
+	}
+	if e.Detect != 0 {
+		kv("detect", time.Duration(e.Detect).String())
 	}
 	kv("state", e.State)
 	if e.Kind == KindSample {
