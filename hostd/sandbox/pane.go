@@ -22,7 +22,7 @@ import (
 // agent. Relayed from a container, gt runs outside any pane and only saves
 // the state; Gas Town's own respawn command would also leave the exec
 // wrapper out and bring the agent back on the host. So 'hostd run'
-// records the pane it runs in (RecordPane) and, after such a relayed
+// records the pane it runs in (Panes.Record) and, after such a relayed
 // cycle, hostd serve respawns that pane with the command Gas Town started
 // it with (Panes.Respawn): the wrapper again, which starts the next
 // session in the same sandbox.
