@@ -245,7 +245,6 @@ func (s *soak) startAgents() {
 		s.agents = append(s.agents, a)
 	}
 	for _, name := range polecatNames[:s.cfg.containers] {
-		s.r.startPolecat(name)
 		a := &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, container: true, paneLog: "/tmp/pane.log", busy: "/tmp/busy",
 			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name)}
 		// The containers' host data on a small filesystem of its own, for
@@ -258,6 +257,7 @@ func (s *soak) startAgents() {
 		}
 		undo.push(func() { _ = exec.Command("umount", "-l", a.hostData).Run() })
 		t.Cleanup(func() { _ = exec.Command("umount", "-l", a.hostData).Run() })
+		s.r.startPolecat(name)
 		s.agents = append(s.agents, a)
 	}
 	s.waitAllBack(3 * time.Minute)
