@@ -773,8 +773,12 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 	from, bound = f.end.T, f.bound
 	for changed := true; changed; {
 		changed = false
+		// Until agent is seen back, a fault that begins meanwhile (hostd
+		// killed again, say, which also stops every status observation)
+		// restarts the clock at its end, as one already active does.
+		seenBack := c.backAt(agent, from)
 		for _, g := range c.faults {
-			if g == f || g.start == nil || !g.affects(agent) || g.start.T.After(from) {
+			if g == f || g.start == nil || !g.affects(agent) || g.start.T.After(seenBack) {
 				continue
 			}
 			if g.end == nil {
@@ -786,6 +790,17 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 		}
 	}
 	return from, bound, true
+}
+
+// backAt is when agent is first seen back at or after t; the end of the
+// history when never.
+func (c *checker) backAt(agent string, t time.Time) time.Time {
+	for _, s := range c.statuses[agent] {
+		if !s.T.Before(t) && back(s.State) {
+			return s.T
+		}
+	}
+	return c.lastT
 }
 
 // leaks checks InvLeak.

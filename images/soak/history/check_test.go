@@ -236,6 +236,11 @@ func TestCheck(t *testing.T) {
 		{name: "recovery beyond bound",
 			change: edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
 			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
+		{name: "a fault that begins before the agent is seen back restarts the clock",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				with(Event{T: at(57), Kind: KindFault, Phase: PhaseStart, Op: "f4", Fault: FaultHostdKill9},
+					Event{T: at(59), Kind: KindFault, Phase: PhaseEnd, Op: "f4", Fault: FaultHostdKill9, Bound: Duration(3 * time.Second)}))},
 		{name: "never back",
 			change: then(
 				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
