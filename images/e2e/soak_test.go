@@ -173,14 +173,14 @@ func TestSoak(t *testing.T) {
 	ctx, stopSampling := context.WithCancel(context.Background())
 	var samplers sync.WaitGroup
 	samplers.Add(1)
-	go func() { defer samplers.Done(); s.sampleStatus(ctx) }()
+	go func() { defer samplers.Done(); every(ctx, 2*time.Second, func() { s.sampleStatus(ctx) }) }()
 	for range 3 {
 		s.sample("baseline")
 		time.Sleep(time.Second)
 	}
 	s.goroutines("baseline")
 	samplers.Add(1)
-	go func() { defer samplers.Done(); s.sampleResources(ctx) }()
+	go func() { defer samplers.Done(); every(ctx, 5*time.Second, func() { s.sample("load") }) }()
 
 	load, stopLoad := context.WithTimeout(context.Background(), cfg.duration)
 	var workers sync.WaitGroup
@@ -698,45 +698,34 @@ func (s *soak) drainNudges(d time.Duration) {
 	s.t.Logf("soak: nudges still queued after %v (the checker judges them)", d)
 }
 
-// sampleStatus writes every agent's state as hostd status shows it,
-// every 2 s, until ctx ends.
-func (s *soak) sampleStatus(ctx context.Context) {
-	tick := time.NewTicker(2 * time.Second)
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := s.api.Status(sctx)
-		cancel()
-		if err != nil {
-			continue // hostd is down: no observation
-		}
-		for _, p := range st.Polecats {
-			state := p.State
-			if !p.Connected {
-				state = "disconnected"
-			}
-			s.h.Add(history.Event{Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: state})
+			f()
 		}
 	}
 }
 
-// sampleResources samples hostd's goroutines, descriptors and RSS every
-// 5 s until ctx ends.
-func (s *soak) sampleResources(ctx context.Context) {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			s.sample("load")
+// sampleStatus writes every agent's state as hostd status shows it.
+func (s *soak) sampleStatus(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	st, err := s.api.Status(sctx)
+	cancel()
+	if err != nil {
+		return // hostd is down: no observation
+	}
+	for _, p := range st.Polecats {
+		state := p.State
+		if !p.Connected {
+			state = "disconnected"
 		}
+		s.h.Add(history.Event{Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: state})
 	}
 }
 
