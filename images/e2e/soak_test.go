@@ -390,6 +390,16 @@ func (s *soak) work(ctx context.Context, a *soakAgent, rng *rand.Rand) {
 	}
 }
 
+// brief is a command's output on one line, its last 300 bytes: what the
+// history keeps of a failure.
+func brief(out string) string {
+	out = strings.Join(strings.Fields(out), " ")
+	if len(out) > 300 {
+		out = "..." + out[len(out)-300:]
+	}
+	return out
+}
+
 // relayed runs gt status through the agent; the stand-in gt records opID.
 func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
@@ -402,7 +412,7 @@ func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
 		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+a.sock)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v: %s", err, lastLine(string(out)))
+		return fmt.Errorf("%v: %s", err, brief(string(out)))
 	}
 	return nil
 }
@@ -425,7 +435,7 @@ func (s *soak) push(a *soakAgent) {
 		cmd := exec.Command("timeout", "90", "git", "push", "-q", "origin", "HEAD:refs/heads/"+branch)
 		cmd.Dir, cmd.Env = a.clone, harness.GitEnv(g.Home)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return history.Event{}, fmt.Errorf("%v: %s", err, lastLine(string(out)))
+			return history.Event{}, fmt.Errorf("%v: %s", err, brief(string(out)))
 		}
 		return history.Event{Branch: branch, Commit: strings.TrimSpace(commit)}, nil
 	})
@@ -460,7 +470,7 @@ func (s *soak) dataWrite(a *soakAgent, side, path string) {
 			var out string
 			out, err = tryDocker("exec", s.r.container(a.name), "sh", "-c", `mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" >> "$1"`, "sh", a.dataRoot+"/"+path, opID)
 			if err != nil {
-				err = fmt.Errorf("%v: %s", err, lastLine(out))
+				err = fmt.Errorf("%v: %s", err, brief(out))
 			}
 		default:
 			err = appendLine(filepath.Join(a.dataRoot, path), opID)
