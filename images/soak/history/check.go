@@ -33,8 +33,8 @@ const (
 	// fault's bound after it ended.
 	InvRecovery = "recovery within bound"
 	// InvDetect: while a fault that takes an agent down (Detect set on its
-	// start) lasts longer than Detect, hostd status shows that agent down
-	// within Detect of the start: status is truthful about liveness.
+	// start) lasts, hostd status shows that agent down from Detect after
+	// the start on: status is truthful about liveness.
 	InvDetect = "down shown within bound"
 	// InvLeak: hostd's goroutines, FDs and RSS after the run are within a
 	// margin of the baseline, and disk use within its budget.
@@ -732,33 +732,35 @@ func (c *checker) recovery() InvariantResult {
 }
 
 // detection checks InvDetect: for each fault on one agent with a Detect
-// bound that lasted longer than it, a status observation between its
-// start and start+Detect shows the agent down. A fault whose window holds
-// no status observation at all (hostd was down, the sampler missed it) is
-// not judged.
+// bound that lasted longer than it, every status observation from
+// start+Detect until the fault's end shows the agent down. A fault with
+// no observation in that span (hostd was down, the sampler fell behind on
+// a loaded machine) is not judged.
 func (c *checker) detection() InvariantResult {
 	res := InvariantResult{Name: InvDetect}
 	for _, f := range c.faults {
 		if f.start == nil || f.end == nil || f.detect <= 0 || f.agent == "" || f.end.T.Sub(f.start.T) <= f.detect {
 			continue
 		}
-		until := f.start.T.Add(f.detect)
-		var seen []Event
-		down := false
+		from := f.start.T.Add(f.detect)
+		var seen, up []Event
 		for _, s := range c.statuses[f.agent] {
-			if s.T.Before(f.start.T) || s.T.After(until) {
+			if s.T.Before(from) || s.T.After(f.end.T) {
 				continue
 			}
 			seen = append(seen, s)
-			down = down || !back(s.State)
+			if back(s.State) {
+				up = append(up, s)
+			}
 		}
 		if len(seen) == 0 {
 			continue
 		}
 		res.Checked++
-		if !down {
+		if len(up) > 0 {
 			res.Violations = append(res.Violations, c.violation(InvDetect,
-				fmt.Sprintf("fault %s (%s): hostd status still showed %s up %s after the fault began", f.id, f.kind, f.agent, f.detect),
+				fmt.Sprintf("fault %s (%s): hostd status showed %s up (%s) %s after the fault began", f.id, f.kind, f.agent,
+					up[0].State, up[0].T.Sub(f.start.T).Round(time.Millisecond)),
 				append([]Event{*f.start}, seen...)...))
 		}
 	}
