@@ -97,6 +97,25 @@ func TestPanesRespawn(t *testing.T) {
 		})
 	}
 
+	t.Run("a record reached through a symlink out of the directory is not read", func(t *testing.T) {
+		p, pids := paneUnderTest(t)
+		outside := &Panes{Dir: t.TempDir()}
+		if err := outside.Record(toast, p); err != nil {
+			t.Fatal(err)
+		}
+		panes := &Panes{Dir: t.TempDir()}
+		if err := os.Symlink(filepath.Join(outside.Dir, toast.Rig), filepath.Join(panes.Dir, toast.Rig)); err != nil {
+			t.Fatal(err)
+		}
+		if err := panes.Respawn(ctx, toast, log); err == nil || errors.Is(err, ErrNoPane) {
+			t.Fatalf("Respawn through the symlink = %v, want the escape refused", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if b, _ := os.ReadFile(pids); len(strings.Fields(string(b))) != 1 {
+			t.Fatalf("the pane was respawned: processes %q", b)
+		}
+	})
+
 	t.Run("forget keeps a later record", func(t *testing.T) {
 		panes := &Panes{Dir: t.TempDir()}
 		older, newer := Pane{Socket: "/s", ID: "%1", PID: 100}, Pane{Socket: "/s", ID: "%1", PID: 200}
