@@ -165,9 +165,36 @@ func (tw *Town) Serve(args ...string) (*Proc, string) {
 // ServeOn starts hostd listening on addr and waits for its control socket.
 func (tw *Town) ServeOn(addr string, args ...string) *Proc {
 	tw.t.Helper()
-	p := Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
+	p := tw.StartServe(addr, args...)
 	tw.WaitStatus(5*time.Second, func(api.Status) bool { return true })
 	return p
+}
+
+// StartServe starts hostd listening on addr without waiting for it (Up
+// waits).
+func (tw *Town) StartServe(addr string, args ...string) *Proc {
+	tw.t.Helper()
+	return Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
+}
+
+// Up waits up to d for hostd's control socket to answer, and says why it
+// did not. Unlike WaitStatus it does not fail the test, so a goroutine
+// other than the test's may call it.
+func (tw *Town) Up(d time.Duration) error {
+	c := api.NewClient(tw.Dir)
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Status(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("hostd did not answer within %v: %w", d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Issue writes a certificate for id and returns the directory holding it.

@@ -113,12 +113,23 @@ func newNetwork(t *testing.T) *rig {
 	return r
 }
 
-// startHostd starts hostd on the network's gateway. The test's cleanup
-// stops it; so does the undo stack, for a run ended by a signal.
+// startHostd starts hostd on the network's gateway and fails the test if
+// it does not answer within 5 s.
 func (r *rig) startHostd() {
-	p := r.town.ServeOn(r.addr, r.serve...)
+	if err := r.launchHostd(5 * time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// launchHostd starts hostd on the network's gateway and waits up to d for
+// it to answer. It does not fail the test, so the soak's chaos loop can
+// call it. The test's cleanup stops hostd; so does the undo stack, for a
+// run ended by a signal.
+func (r *rig) launchHostd(d time.Duration) error {
+	p := r.town.StartServe(r.addr, r.serve...)
 	undo.push(func() { _ = p.Cmd.Process.Kill() })
 	r.hostd = p
+	return r.town.Up(d)
 }
 
 // restartHostd kills hostd and starts it again on the same town.
