@@ -62,6 +62,7 @@ func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 // stops what it was doing for it.
 func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	f.trace(ctx, "accepted")
 	if f.Admit != nil {
 		if err := f.Admit(c); err != nil {
 			f.Logger.Warn("refused local connection", "kind", f.Kind, "err", err)
@@ -82,6 +83,7 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer st.Close()
+	f.trace(ctx, "opened")
 	if f.Attached != nil {
 		if err := f.Attached(c); err != nil {
 			return
@@ -100,6 +102,7 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	if _, err := st.Write(buf[:n]); err != nil {
 		return
 	}
+	f.trace(ctx, "sent")
 	go func() {
 		_, _ = io.CopyBuffer(st, c, buf)
 		if f.Gone != nil {
@@ -108,4 +111,15 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 		_ = st.CloseWrite()
 	}()
 	_, _ = io.Copy(c, st)
+	f.trace(ctx, "done")
+}
+
+// trace logs, at debug level, that a forwarded connection reached step:
+// accepted, its stream opened, the client's first bytes sent on it, and
+// everything the host sent delivered (the stream's end). With hostd's
+// relay trace it is the timeline BenchmarkRelayTrace reads.
+func (f *Forwarder) trace(ctx context.Context, step string) {
+	if f.Logger.Enabled(ctx, slog.LevelDebug) {
+		f.Logger.Debug("forward trace", "kind", f.Kind, "step", step)
+	}
 }

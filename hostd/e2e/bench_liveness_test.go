@@ -34,7 +34,7 @@ import (
 // window there; SIDECAR_BENCH_IDLE_TIMEOUT sets both ends' idle timeout
 // (the keepalive is half of it).
 func BenchmarkHostdAgents(b *testing.B) {
-	n := envInt("SIDECAR_BENCH_AGENTS", 1000)
+	n := envInt("SIDECAR_BENCH_AGENTS", 2000)
 	for _, agents := range []int{0, n} {
 		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) { benchAgents(b, agents) })
 	}

@@ -168,7 +168,10 @@ func runQuiet(cmd *exec.Cmd) error {
 // costs apart from starting a Go binary. impl=link is one datagram echoed
 // through the same kind of delaying relay: the round trip the link really
 // adds (the relay's timers fire late by a little), to count the others'
-// round trips in.
+// round trips in. impl=hello starts a static Go program that does
+// nothing: with impl=direct and impl=link it makes the floor a relayed
+// command cannot go below (a Go client's start, the command itself, one
+// round trip).
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	fake, _ := filepath.Abs("testdata/fake-gt.sh")
 	r := newRelayRig(b, rigOpts{viaRelay: true})
@@ -181,6 +184,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	link := newLinkProbe(b)
+	hello := buildHello(b)
 	for _, rtt := range []time.Duration{0, 10 * time.Millisecond} {
 		name := fmt.Sprintf("rtt=%dms", rtt.Milliseconds())
 		run := func(sub string, delay *tunneltest.Relay, op func() error) {
@@ -194,6 +198,9 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 		}
 		direct := func() error { return runQuiet(exec.Command(fake, args[1:]...)) }
 		run("client=process/impl=direct", nil, direct)
+		if rtt == 0 {
+			run("client=process/impl=hello", nil, func() error { return runQuiet(exec.Command(hello)) })
+		}
 		run("client=process/impl=ours", r.relay, func() error { return runQuiet(r.command("gt", args[1:]...)) })
 		run("client=process/impl=percall", pcRelay, func() error {
 			cmd := exec.Command(self, args...)

@@ -35,7 +35,7 @@ import (
 // the new hostd's start, and the most tunnels hostd accepted in any one
 // second, read from its metrics every 100 ms.
 func BenchmarkReconnectStorm(b *testing.B) {
-	n := envInt("SIDECAR_BENCH_AGENTS", 1000)
+	n := envInt("SIDECAR_BENCH_AGENTS", 2000)
 	tw := NewTown(b)
 	addr, metrics := tunneltest.FreeAddr(b), tunneltest.FreeAddr(b)
 	args := []string{"--log-level", "warn", "--metrics-listen", metrics}

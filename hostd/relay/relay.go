@@ -163,6 +163,7 @@ func New(cfg Config) (*Service, error) {
 // ServeStream runs one relayed command.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
+	s.trace(ctx, id, "stream")
 	w := wire.NewRelayFrameWriter(st)
 	fr := wire.NewRelayFrameReader(st)
 	_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -195,6 +196,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		return
 	}
 	defer release()
+	s.trace(ctx, id, "request")
 	start := time.Now()
 	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, fr, w)
 	s.metrics.observe(cmd, exit, err, time.Since(start))
@@ -207,8 +209,17 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	b, _ := json.Marshal(exit)
 	_ = w.Frame(wire.RelayFrameExit, b)
 	_ = st.CloseWrite()
+	s.trace(ctx, id, "exit-sent")
 	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && cmd == "gt" && sub == "handoff" && cycles(req.Argv[1:]) {
 		s.cfg.Cycle(ctx, id)
+	}
+}
+
+// trace logs, at debug level, that a relayed command reached step: with
+// the agent's forward trace, the timeline BenchmarkRelayTrace reads.
+func (s *Service) trace(ctx context.Context, id wire.Identity, step string) {
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("relay trace", "polecat", id, "step", step)
 	}
 }
 
@@ -245,6 +256,7 @@ func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin strin
 	if err != nil {
 		return wire.RelayExit{}, err
 	}
+	s.trace(ctx, id, "started")
 	stop := make(chan error, 3) // why the command must be killed: input, output, output
 	var pumps sync.WaitGroup
 	for _, o := range []struct {
@@ -284,6 +296,7 @@ func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin strin
 	case <-ctx.Done():
 		killedFor = errors.New("hostd is shutting down")
 	}
+	s.trace(ctx, id, "exited")
 	if killedFor != nil {
 		if errors.Is(killedFor, errStdinStalled) {
 			limits.Hit(limits.RelayStdin)
