@@ -4,11 +4,13 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -182,6 +184,7 @@ func TestSoak(t *testing.T) {
 	samplers.Add(1)
 	go func() { defer samplers.Done(); every(ctx, 5*time.Second, func() { s.sample("load") }) }()
 
+	started := s.h.Now()
 	load, stopLoad := context.WithTimeout(context.Background(), cfg.duration)
 	var workers sync.WaitGroup
 	for i, a := range s.agents {
@@ -192,9 +195,11 @@ func TestSoak(t *testing.T) {
 	for c := range 2 {
 		go func() { defer workers.Done(); s.chaos(load, rand.New(rand.NewPCG(cfg.seed, uint64(1_000_000+c)))) }()
 	}
+	samplers.Add(1)
+	go func() { defer samplers.Done(); every(load, min(safetyEvery, cfg.duration/4), func() { s.safety(stopLoad) }) }()
 	workers.Wait()
 	stopLoad()
-	t.Logf("soak: load and faults stopped after %v, %d operations and faults", cfg.duration, s.seq.Load())
+	t.Logf("soak: load and faults stopped after %v, %d operations and faults", s.h.Now().Sub(started), s.seq.Load())
 
 	s.heal()
 	s.waitAllBack(2 * time.Minute)
@@ -796,13 +801,41 @@ func (s *soak) sample(phase string) {
 	}
 }
 
-// observe writes what the run left: the lines each pane received, the
-// calls the stand-in gt recorded, the pushes found in .repo.git and
-// origin, git fsck of both, and hostd's word on every nudge.
-func (s *soak) observe() {
+// safetyEvery is how often the run checks, while it goes on, what no
+// later event can undo (history.Safety); a run shorter than four of them
+// checks four times.
+const safetyEvery = time.Minute
+
+// safety is the cheap check during the run: the history so far and the
+// lines typed and commands run so far, through history.Safety. A
+// violation fails the run and stops its load at once, so a long run does
+// not go on for hours past its failure; the end's full check still runs.
+func (s *soak) safety(stopLoad func()) {
+	events, err := history.ReadFile(filepath.Join(s.cfg.out, "history.jsonl"))
+	if err != nil {
+		s.t.Errorf("soak: the check during the run: %v", err)
+		return
+	}
+	vs := history.Safety(append(events, s.typedAndRan(s.h.Now())...))
+	for _, v := range vs {
+		s.t.Errorf("soak: during the run, %s violated: %s", v.Invariant, v.Message)
+		for _, e := range v.Events {
+			s.t.Logf("  %s", e)
+		}
+	}
+	if len(vs) > 0 {
+		s.t.Logf("soak: stopping the load early; seed %d", s.cfg.seed)
+		stopLoad()
+	}
+}
+
+// typedAndRan observes, at t, the nudge lines each pane has received and
+// the calls the stand-in gt has recorded.
+func (s *soak) typedAndRan(t time.Time) []history.Event {
 	s.mu.Lock()
-	nudgeID, pushed := s.nudged, s.pushed
+	nudgeID := maps.Clone(s.nudged)
 	s.mu.Unlock()
+	var out []history.Event
 	for _, a := range s.agents {
 		var log string
 		if a.container {
@@ -817,16 +850,30 @@ func (s *soak) observe() {
 				continue
 			}
 			if op, ok := strings.CutPrefix(rec.Line, "soak "); ok {
-				s.h.Add(history.Event{Kind: "typed", Phase: "observe", Agent: a.id.String(), Op: op, NudgeID: nudgeID[op]})
+				out = append(out, history.Event{T: t, Kind: "typed", Phase: "observe", Agent: a.id.String(), Op: op, NudgeID: nudgeID[op]})
 			}
 		}
 	}
-	s.observeData()
 	if b, err := os.ReadFile(s.ran); err == nil {
+		b = b[:bytes.LastIndexByte(b, '\n')+1] // whole lines: a call may be writing its own
 		for _, op := range strings.Fields(string(b)) {
-			s.h.Add(history.Event{Kind: "ran", Phase: "observe", Op: op})
+			out = append(out, history.Event{T: t, Kind: "ran", Phase: "observe", Op: op})
 		}
 	}
+	return out
+}
+
+// observe writes what the run left: the lines each pane received, the
+// calls the stand-in gt recorded, the pushes found in .repo.git and
+// origin, git fsck of both, and hostd's word on every nudge.
+func (s *soak) observe() {
+	s.mu.Lock()
+	pushed := s.pushed
+	s.mu.Unlock()
+	for _, e := range s.typedAndRan(time.Time{}) {
+		s.h.Add(e)
+	}
+	s.observeData()
 	for _, p := range s.hostdLogs() {
 		s.h.Add(p)
 	}

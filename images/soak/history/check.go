@@ -119,6 +119,9 @@ type Violation struct {
 	// FaultWindow of Events (of their non-observation events when there
 	// are any, since end-of-run observations would take in every fault).
 	Faults []Event
+	// settled: no later event can undo it (an operation done twice), so
+	// Safety reports it while the run goes on.
+	settled bool
 }
 
 // OK reports whether every invariant held.
@@ -281,6 +284,28 @@ func Check(events []Event, opts Options) Report {
 		}
 	}
 	return c.report
+}
+
+// Safety is the cheap check a run makes while it goes on, over the
+// history so far and what has been observed so far: the violations no
+// later event can undo, a nudge typed twice or a relayed command run
+// twice. Everything else (a nudge not typed yet, a push not yet in
+// origin, an agent not back yet) only the end can judge.
+func Safety(events []Event) []Violation {
+	c := newChecker(events)
+	var out []Violation
+	for _, v := range slices.Concat(c.nudges().Violations, c.relays().Violations) {
+		if v.settled {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// settled marks v as one no later event can undo (see Safety).
+func settled(v Violation) Violation {
+	v.settled = true
+	return v
 }
 
 // newChecker indexes events.
@@ -477,8 +502,8 @@ func (c *checker) nudges() InvariantResult {
 		if !o.ok() {
 			if n > 1 {
 				res.Checked++
-				res.Violations = append(res.Violations, c.violation(InvNudge,
-					fmt.Sprintf("nudge op %s (client saw no acceptance) typed %d times", o.invoke.Op, n), evs...))
+				res.Violations = append(res.Violations, settled(c.violation(InvNudge,
+					fmt.Sprintf("nudge op %s (client saw no acceptance) typed %d times", o.invoke.Op, n), evs...)))
 			} else if n == 1 {
 				res.Checked++
 			}
@@ -498,8 +523,8 @@ func (c *checker) nudges() InvariantResult {
 		switch {
 		case n == 1:
 		case n > 1:
-			res.Violations = append(res.Violations, c.violation(InvNudge,
-				fmt.Sprintf("nudge op %s (%s) typed %d times", o.invoke.Op, id, n), evs...))
+			res.Violations = append(res.Violations, settled(c.violation(InvNudge,
+				fmt.Sprintf("nudge op %s (%s) typed %d times", o.invoke.Op, id, n), evs...)))
 		case !hasOutcome:
 			res.Violations = append(res.Violations, c.violation(InvNudge,
 				fmt.Sprintf("nudge op %s (%s) silently lost: accepted, never typed, no outcome", o.invoke.Op, id), evs...))
@@ -645,15 +670,18 @@ func (c *checker) relays() InvariantResult {
 		evs := append(o.events(), runs...)
 		switch {
 		case o.ok() && len(runs) != 1:
-			res.Violations = append(res.Violations, c.violation(InvRelay,
-				fmt.Sprintf("relay op %s succeeded but ran %d times", o.invoke.Op, len(runs)), evs...))
+			v := c.violation(InvRelay, fmt.Sprintf("relay op %s succeeded but ran %d times", o.invoke.Op, len(runs)), evs...)
+			if len(runs) > 1 {
+				v = settled(v)
+			}
+			res.Violations = append(res.Violations, v)
 		case !o.ok() && len(runs) > 1:
 			how := "failed"
 			if o.end == nil {
 				how = "indeterminate"
 			}
-			res.Violations = append(res.Violations, c.violation(InvRelay,
-				fmt.Sprintf("relay op %s (%s) ran %d times", o.invoke.Op, how, len(runs)), evs...))
+			res.Violations = append(res.Violations, settled(c.violation(InvRelay,
+				fmt.Sprintf("relay op %s (%s) ran %d times", o.invoke.Op, how, len(runs)), evs...)))
 		}
 	}
 	for _, e := range c.observations(KindRan) {

@@ -484,3 +484,56 @@ func text(t *testing.T, r Report) string {
 	}
 	return b.String()
 }
+
+// TestSafety: the check made during a run reports what no later event can
+// undo, and nothing that only the end can judge.
+func TestSafety(t *testing.T) {
+	// midRun is the clean history cut before the end's observations.
+	midRun := without(func(e Event) bool { return e.T.After(at(199)) })
+	tests := []struct {
+		name   string
+		change func([]Event) []Event
+		want   string // in the one violation; "" for none
+	}{
+		{name: "clean, whole"},
+		{name: "mid-run: nothing typed, ran or landed yet", change: midRun},
+		{name: "nudge typed twice",
+			change: with(Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", NudgeID: "h-1"}),
+			want:   "nudge op n1 (h-1) typed 2 times"},
+		{name: "nudge the client saw fail typed twice",
+			change: with(
+				Event{T: at(200.5), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n3"},
+				Event{T: at(200.6), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n3"}),
+			want: "nudge op n3 (client saw no acceptance) typed 2 times"},
+		{name: "relay ran twice",
+			change: with(Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r1"}),
+			want:   "relay op r1 succeeded but ran 2 times"},
+		{name: "indeterminate relay ran twice",
+			change: with(Event{T: at(201.5), Kind: KindRan, Phase: PhaseObserve, Op: "r3"}, Event{T: at(201.6), Kind: KindRan, Phase: PhaseObserve, Op: "r3"}),
+			want:   "relay op r3 (indeterminate) ran 2 times"},
+		{name: "mid-run, a typed line whose acceptance is not written yet",
+			change: then(midRun, with(Event{T: at(150), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/b", NudgeID: "h-99"}))},
+		{name: "mid-run, a relay ran whose invoke is not written yet",
+			change: then(midRun, with(Event{T: at(150), Kind: KindRan, Phase: PhaseObserve, Op: "r9"}))},
+		{name: "mid-run, a succeeded relay not seen to run yet", change: then(midRun, without(is(KindRan, PhaseObserve, "")))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := cleanHistory()
+			if tc.change != nil {
+				evs = tc.change(evs)
+			}
+			vs := Safety(evs)
+			switch {
+			case tc.want == "" && len(vs) != 0:
+				t.Errorf("violations %v, want none", vs)
+			case tc.want != "" && (len(vs) != 1 || !strings.Contains(vs[0].Message, tc.want)):
+				t.Errorf("violations %v, want one saying %q", vs, tc.want)
+			}
+		})
+	}
+	// Check still reports the violations only the end can judge.
+	if r := Check(midRun(cleanHistory()), Options{}); r.OK() {
+		t.Error("Check passes a history cut mid-run: it judges what Safety leaves to the end")
+	}
+}
