@@ -181,20 +181,8 @@ func (tw *Town) StartServe(addr string, args ...string) *Proc {
 // did not. Unlike WaitStatus it does not fail the test, so a goroutine
 // other than the test's may call it.
 func (tw *Town) Up(d time.Duration) error {
-	c := api.NewClient(tw.Dir)
-	deadline := time.Now().Add(d)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := c.Status(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("hostd did not answer within %v: %w", d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	_, err := tw.poll(d, func(api.Status) bool { return true })
+	return err
 }
 
 // Issue writes a certificate for id and returns the directory holding it.
@@ -221,6 +209,16 @@ func AgentEnv(addr, dir string) []string {
 // if it does not within d.
 func (tw *Town) WaitStatus(d time.Duration, pred func(api.Status) bool) api.Status {
 	tw.t.Helper()
+	st, err := tw.poll(d, pred)
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	return st
+}
+
+// poll asks hostd for its status until pred holds, for up to d, and says
+// what it saw last when it does not.
+func (tw *Town) poll(d time.Duration, pred func(api.Status) bool) (api.Status, error) {
 	c := api.NewClient(tw.Dir)
 	deadline := time.Now().Add(d)
 	var last api.Status
@@ -230,13 +228,12 @@ func (tw *Town) WaitStatus(d time.Duration, pred func(api.Status) bool) api.Stat
 		st, err := c.Status(ctx)
 		cancel()
 		if err == nil && pred(st) {
-			return st
+			return st, nil
 		}
 		last, lastErr = st, err
 		time.Sleep(20 * time.Millisecond)
 	}
-	tw.t.Fatalf("status condition not met within %v; last status %+v, err %v", d, last, lastErr)
-	return last
+	return last, fmt.Errorf("status condition not met within %v; last status %+v, err %v", d, last, lastErr)
 }
 
 // Connected is true when the named polecat has a tunnel up, on transport
