@@ -99,10 +99,10 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	if err != nil {
 		return
 	}
+	f.trace(ctx, "read")
 	if _, err := st.Write(buf[:n]); err != nil {
 		return
 	}
-	f.trace(ctx, "sent")
 	go func() {
 		_, _ = io.CopyBuffer(st, c, buf)
 		if f.Gone != nil {
@@ -115,8 +115,8 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 }
 
 // trace logs, at debug level, that a forwarded connection reached step:
-// accepted, its stream opened, the client's first bytes sent on it, and
-// everything the host sent delivered (the stream's end). With hostd's
+// accepted, its stream opened, the client's first bytes read (about to be
+// sent on it), and everything the host sent delivered (the stream's end). With hostd's
 // relay trace it is the timeline BenchmarkRelayTrace reads.
 func (f *Forwarder) trace(ctx context.Context, step string) {
 	if f.Logger.Enabled(ctx, slog.LevelDebug) {

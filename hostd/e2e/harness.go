@@ -8,6 +8,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -109,12 +110,25 @@ func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
 // failing the test if it is still running.
 func (p *Proc) Exited(t testing.TB, d time.Duration) error {
 	t.Helper()
+	err := p.Wait(d)
+	if errors.Is(err, ErrRunning) {
+		t.Fatalf("%v; output:\n%s", err, p.Output())
+	}
+	return err
+}
+
+// ErrRunning is Wait's error for a process that has not ended.
+var ErrRunning = errors.New("still running")
+
+// Wait waits up to d for the process to end and returns its error, or
+// one wrapping ErrRunning. Unlike Exited it does not fail the test, so a
+// goroutine other than the test's may call it.
+func (p *Proc) Wait(d time.Duration) error {
 	select {
 	case <-p.done:
 		return p.err
 	case <-time.After(d):
-		t.Fatalf("still running after %v; output:\n%s", d, p.Output())
-		return nil
+		return fmt.Errorf("%w after %v", ErrRunning, d)
 	}
 }
 

@@ -163,7 +163,7 @@ func New(cfg Config) (*Service, error) {
 // ServeStream runs one relayed command.
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
-	s.trace(ctx, id, "stream")
+	arrived := time.Now() // for the trace, which logs nothing before the request is accepted
 	w := wire.NewRelayFrameWriter(st)
 	fr := wire.NewRelayFrameReader(st)
 	_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -196,7 +196,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		return
 	}
 	defer release()
-	s.trace(ctx, id, "request")
+	s.trace(ctx, id, "request", "stream_at", arrived)
 	start := time.Now()
 	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, fr, w)
 	s.metrics.observe(cmd, exit, err, time.Since(start))
@@ -207,19 +207,21 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 	s.log.Info("relayed command", "polecat", id, "command", cmd, "subcommand", sub, "exit", exit.Code, "signal", exit.Signal, "duration", time.Since(start))
 	b, _ := json.Marshal(exit)
+	s.trace(ctx, id, "exit")
 	_ = w.Frame(wire.RelayFrameExit, b)
 	_ = st.CloseWrite()
-	s.trace(ctx, id, "exit-sent")
 	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && cmd == "gt" && sub == "handoff" && cycles(req.Argv[1:]) {
 		s.cfg.Cycle(ctx, id)
 	}
 }
 
 // trace logs, at debug level, that a relayed command reached step: with
-// the agent's forward trace, the timeline BenchmarkRelayTrace reads.
-func (s *Service) trace(ctx context.Context, id wire.Identity, step string) {
+// the agent's forward trace, the timeline BenchmarkRelayTrace reads. Only
+// an accepted command is traced, so its lines are as many as the
+// commands a polecat's slots let it run, never one per refused stream.
+func (s *Service) trace(ctx context.Context, id wire.Identity, step string, attrs ...any) {
 	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("relay trace", "polecat", id, "step", step)
+		s.log.Debug("relay trace", append([]any{"polecat", id, "step", step}, attrs...)...)
 	}
 }
 

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -227,7 +228,9 @@ func (r *rig) iptables(args ...string) {
 // tryDocker runs docker and returns its combined output.
 func tryDocker(args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := exec.Command("docker", args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hung docker must not hang the run
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err

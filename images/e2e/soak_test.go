@@ -169,7 +169,9 @@ func TestSoak(t *testing.T) {
 		"--beat-interval", "5s", "--stale-beats", "3", "--idle-timeout", "8s", "--grace", "30s",
 		"--metrics-listen", s.r.metrics, "--sandbox-reap", "0", "--nudge-ttl", "2m", "--log-format", "json"}
 	s.api = api.NewClient(s.r.town.Dir)
-	s.startHostd()
+	if err := s.startHostd(); err != nil {
+		t.Fatal(err)
+	}
 	s.startAgents()
 
 	ctx, stopSampling := context.WithCancel(context.Background())
@@ -196,7 +198,10 @@ func TestSoak(t *testing.T) {
 		go func() { defer workers.Done(); s.chaos(load, rand.New(rand.NewPCG(cfg.seed, uint64(1_000_000+c)))) }()
 	}
 	samplers.Add(1)
-	go func() { defer samplers.Done(); every(load, min(safetyEvery, cfg.duration/4), func() { s.safety(stopLoad) }) }()
+	go func() {
+		defer samplers.Done()
+		every(load, min(safetyEvery, cfg.duration/4), func() { s.safety(stopLoad) })
+	}()
 	workers.Wait()
 	stopLoad()
 	t.Logf("soak: load and faults stopped after %v, %d operations and faults", s.h.Now().Sub(started), s.seq.Load())
@@ -222,15 +227,17 @@ func TestSoak(t *testing.T) {
 
 // startHostd starts hostd (again) and keeps its process for its log. On a
 // loaded machine a restarted hostd may take more than the e2e suite's 5 s
-// to answer: it gets a minute, and the recovery bounds judge the rest.
-func (s *soak) startHostd() {
+// to answer: it gets a minute. The fault's end is stamped before the
+// start, so its recovery bound counts hostd's own start too.
+func (s *soak) startHostd() error {
 	err := s.r.launchHostd(time.Minute)
 	s.mu.Lock()
 	s.hostds = append(s.hostds, s.r.hostd)
 	s.mu.Unlock()
 	if err != nil {
-		s.t.Errorf("soak: starting hostd: %v", err)
+		return fmt.Errorf("starting hostd: %w", err)
 	}
+	return nil
 }
 
 // startAgents starts the process agents, each through its own relay, and
@@ -551,10 +558,16 @@ var faults = []fault{
 	{kind: "hostd-kill9", hostd: true, bound: boundHostd,
 		start: func(s *soak, _ *soakAgent) bool {
 			_ = s.r.hostd.Cmd.Process.Signal(syscall.SIGKILL)
-			_ = s.r.hostd.Exited(s.t, 10*time.Second)
+			if err := s.r.hostd.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
+				s.t.Errorf("soak: hostd after SIGKILL: %v", err)
+			}
 			return true
 		},
-		end: func(s *soak, _ *soakAgent) { s.startHostd() }},
+		end: func(s *soak, _ *soakAgent) {
+			if err := s.startHostd(); err != nil {
+				s.t.Errorf("soak: %v", err)
+			}
+		}},
 	{kind: "agent-sigkill", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool {
 			if a.killed || a.frozen {
@@ -565,7 +578,9 @@ var faults = []fault{
 			return true
 		},
 		end: func(s *soak, a *soakAgent) {
-			_ = a.proc.Exited(s.t, 10*time.Second)
+			if err := a.proc.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
+				s.t.Errorf("soak: %s after SIGKILL: %v", a.name, err)
+			}
 			a.proc = harness.Start(s.t, a.env, "gt-agent", a.args...) // adopts its tmux session
 			a.killed = false
 		}},
@@ -680,8 +695,11 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	}
 	s.h.Add(history.Event{Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)})
 	time.Sleep(hold)
+	// The fault ends when its undoing begins: the recovery bound counts
+	// the undoing too (a restarted hostd's start, a container's unpause).
+	ended := s.h.Now()
 	af.f.end(s, af.a)
-	s.h.Add(history.Event{Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
+	s.h.Add(history.Event{T: ended, Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
 }
 
 // heal undoes whatever a fault may have left (every fault has ended by

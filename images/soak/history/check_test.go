@@ -515,7 +515,14 @@ func TestSafety(t *testing.T) {
 			change: then(midRun, with(Event{T: at(150), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/b", NudgeID: "h-99"}))},
 		{name: "mid-run, a relay ran whose invoke is not written yet",
 			change: then(midRun, with(Event{T: at(150), Kind: KindRan, Phase: PhaseObserve, Op: "r9"}))},
-		{name: "mid-run, a succeeded relay not seen to run yet", change: then(midRun, without(is(KindRan, PhaseObserve, "")))},
+		{name: "mid-run, a nudge typed before the client's acceptance is written",
+			change: then(midRun, without(is(KindNudge, PhaseOK, "n1")),
+				with(Event{T: at(150), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n1", NudgeID: "h-1"}))},
+		{name: "mid-run, the same nudge typed twice before its acceptance is written",
+			change: then(midRun, without(is(KindNudge, PhaseOK, "n1")),
+				with(Event{T: at(150), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n1", NudgeID: "h-1"},
+					Event{T: at(151), Kind: KindTyped, Phase: PhaseObserve, Agent: "rig/a", Op: "n1", NudgeID: "h-1"})),
+			want: "nudge op n1 (client saw no acceptance) typed 2 times"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
