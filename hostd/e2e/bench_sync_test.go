@@ -164,9 +164,11 @@ func BenchmarkSync(b *testing.B) {
 		if _, err := exec.LookPath("rsync"); err != nil {
 			b.Skip("rsync is not installed (make bench-deps)")
 		}
+		// src is a copy (its files are rewritten in place); dst links to
+		// the data root's files, which rsync replaces, never writes into.
 		src, dst := b.TempDir(), b.TempDir()
-		for _, d := range []string{src, dst} {
-			if out, err := exec.Command("cp", "-a", filepath.Join(data, "results"), d).CombinedOutput(); err != nil {
+		for _, cp := range [][]string{{"-a", filepath.Join(data, "results"), src}, {"-al", filepath.Join(data, "results"), dst}} {
+			if out, err := exec.Command("cp", cp...).CombinedOutput(); err != nil {
 				b.Fatalf("%v %s", err, out)
 			}
 		}
