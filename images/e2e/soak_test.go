@@ -750,8 +750,14 @@ func every(ctx context.Context, d time.Duration, f func()) {
 	}
 }
 
-// sampleStatus writes every agent's state as hostd status shows it.
+// sampleStatus writes every agent's state as hostd status shows it,
+// stamped when it was asked for: hostd's answer describes a moment at or
+// after that, so a loaded machine's slow answer never makes hostd look
+// late. A connected agent's observation carries when its tunnel
+// connected, so that its recovery is measured from hostd's own record,
+// not from when a starved sampler happened to look.
 func (s *soak) sampleStatus(ctx context.Context) {
+	asked := s.h.Now()
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	st, err := s.api.Status(sctx)
 	cancel()
@@ -759,11 +765,13 @@ func (s *soak) sampleStatus(ctx context.Context) {
 		return // hostd is down: no observation
 	}
 	for _, p := range st.Polecats {
-		state := p.State
-		if !p.Connected {
-			state = "disconnected"
+		e := history.Event{T: asked, Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: p.State}
+		if p.Connected {
+			e.Since = p.Since
+		} else {
+			e.State = "disconnected"
 		}
-		s.h.Add(history.Event{Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: state})
+		s.h.Add(e)
 	}
 }
 

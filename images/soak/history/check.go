@@ -746,7 +746,7 @@ func (c *checker) recovery() InvariantResult {
 				continue
 			}
 			res.Checked++
-			took := first.T.Sub(from)
+			took := backSince(*first, from).Sub(from)
 			if worst, ok := c.report.Recovery[f.kind]; !ok || took > worst {
 				c.report.Recovery[f.kind] = took
 			}
@@ -822,15 +822,34 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 	return from, bound, true
 }
 
-// backAt is when agent is first seen back at or after t; the end of the
+// backAt is when agent is first known back at or after t; the end of the
 // history when never.
 func (c *checker) backAt(agent string, t time.Time) time.Time {
 	for _, s := range c.statuses[agent] {
 		if !s.T.Before(t) && back(s.State) {
-			return s.T
+			return backSince(s, t)
 		}
 	}
 	return c.lastT
+}
+
+// backSince is when an agent that observation s (at or after t) shows
+// back came back: when its tunnel connected, as hostd reported it, but not
+// before t (a tunnel that outlived a fault was back when the fault
+// ended); the observation's time when hostd reported none.
+func backSince(s Event, t time.Time) time.Time {
+	if s.Since.IsZero() {
+		return s.T
+	}
+	return later(s.Since, t)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // leaks checks InvLeak.

@@ -238,6 +238,22 @@ func TestCheck(t *testing.T) {
 		{name: "recovery beyond bound",
 			change: edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
 			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
+		{name: "a late observation of a tunnel that connected in time",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
+					func(e *Event) { e.Since = at(57) }))},
+		{name: "a tunnel that connected late, observed at once",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
+					func(e *Event) { e.T, e.Since = at(58.5), at(58.5) })),
+			fail: []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 3.5s, bound 3s"},
+		{name: "a tunnel that outlived the fault is back when it ends",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
+					func(e *Event) { e.Since = at(40) }))},
 		{name: "a fault that begins before the agent is seen back restarts the clock",
 			change: then(
 				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),

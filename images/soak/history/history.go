@@ -185,6 +185,10 @@ type Event struct {
 	// State is an agent's state as hostd status showed it; anything but
 	// "disconnected" or "" counts as back.
 	State string `json:"state,omitempty"`
+	// Since is, on a status observation of a connected agent, when hostd
+	// says its tunnel connected: the agent has been back since then, however
+	// late the observation came.
+	Since time.Time `json:"since,omitzero"`
 	// Goroutines is a sample's count of hostd's goroutines.
 	Goroutines int `json:"goroutines,omitempty"`
 	// FDs is a sample's count of hostd's open file descriptors.
@@ -241,6 +245,9 @@ func (e Event) String() string {
 		kv("detect", time.Duration(e.Detect).String())
 	}
 	kv("state", e.State)
+	if !e.Since.IsZero() {
+		kv("since", e.Since.Format("15:04:05.000"))
+	}
 	if e.Kind == KindSample {
 		kv("goroutines", strconv.Itoa(e.Goroutines))
 		kv("fds", strconv.Itoa(e.FDs))

@@ -237,13 +237,25 @@ func TestDuration(t *testing.T) {
 }
 
 func TestEventString(t *testing.T) {
-	e := Event{
-		T: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC), Kind: KindNudge, Phase: PhaseFail,
-		Agent: "rig/a", Op: "n-1", Err: "connection reset\nby peer",
+	at := func(ms int) time.Time { return time.Date(2026, 1, 2, 3, 4, 5, ms*1e6, time.UTC) }
+	tests := []struct {
+		name string
+		e    Event
+		want string
+	}{
+		{name: "a failure's error, quoted",
+			e:    Event{T: at(6), Kind: KindNudge, Phase: PhaseFail, Agent: "rig/a", Op: "n-1", Err: "connection reset\nby peer"},
+			want: `03:04:05.006 nudge fail agent=rig/a op=n-1 err="connection reset\nby peer"`},
+		{name: "a connected agent's status, with when its tunnel connected",
+			e:    Event{T: at(900), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "idle", Since: at(250)},
+			want: `03:04:05.900 status observe agent=rig/a state=idle since=03:04:05.250`},
 	}
-	want := `03:04:05.006 nudge fail agent=rig/a op=n-1 err="connection reset\nby peer"`
-	if got := e.String(); got != want {
-		t.Errorf("String() = %s\nwant        %s", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.e.String(); got != tt.want {
+				t.Errorf("String() = %s\nwant        %s", got, tt.want)
+			}
+		})
 	}
 }
 
