@@ -71,15 +71,21 @@ func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Po
 // install moves a verified staging tree (staging, in t) into place:
 // directories made where missing, files and symlinks renamed over what
 // was there, a file or symlink replaced by a directory or the reverse.
-// Nothing is installed through a symlink in t (the Tree refuses it); the
-// whole archive is checked for that before anything moves.
+// A directory that is missing in t moves whole, in one rename, with
+// everything under it. Nothing is installed through a symlink in t (the
+// Tree refuses it); the whole archive is checked for that before
+// anything moves.
 func install(t *tree.Tree, staging string, m *sync.Manifest) error {
 	for _, e := range m.Entries {
 		if err := t.Parents(e.Path); err != nil {
 			return err
 		}
 	}
+	moved := map[string]bool{} // directories moved whole
 	for _, e := range m.Entries {
+		if under(e.Path, moved) {
+			continue
+		}
 		fi, err := t.Lstat(e.Path)
 		isDir := err == nil && fi.IsDir()
 		if e.Type == sync.TypeDir {
@@ -91,9 +97,10 @@ func install(t *tree.Tree, staging string, m *sync.Manifest) error {
 					return fmt.Errorf("installing %s: %w", e.Path, err)
 				}
 			}
-			if err := t.MkdirAll(e.Path, 0o700); err != nil {
+			if err := t.Rename(path.Join(staging, e.Path), e.Path); err != nil {
 				return fmt.Errorf("installing %s: %w", e.Path, err)
 			}
+			moved[e.Path] = true
 			continue
 		}
 		if isDir {
@@ -111,4 +118,14 @@ func install(t *tree.Tree, staging string, m *sync.Manifest) error {
 		}
 	}
 	return nil
+}
+
+// under reports whether one of the directories above rel is in dirs.
+func under(rel string, dirs map[string]bool) bool {
+	for i := len(rel) - 1; i > 0; i-- {
+		if rel[i] == '/' && dirs[rel[:i]] {
+			return true
+		}
+	}
+	return false
 }

@@ -103,13 +103,29 @@ func TestPackExtractRoundTrip(t *testing.T) {
 	if len(have) != len(want) {
 		t.Errorf("extracted tree %v, want %v", have, want)
 	}
-	// Whatever dst already had outside the archive stays.
+	// Whatever dst already had outside the archive stays. Extracting
+	// again over the tree, with one directory gone (moved back whole) and
+	// the rest in place (replaced file by file), gives the same tree.
 	_ = os.WriteFile(filepath.Join(dst, "mine.txt"), []byte("keep"), 0o644)
+	if err := os.RemoveAll(filepath.Join(dst, "results/deep")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dst, testPolicy, sync.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "mine.txt")); string(b) != "keep" {
 		t.Error("a file the archive does not name was touched")
+	}
+	have = listTree(t, dst)
+	delete(have, "mine.txt")
+	delete(have, ".claude/")
+	for k, v := range want {
+		if have[k] != v {
+			t.Errorf("extracted again, %s: got %q, want %q", k, have[k], v)
+		}
+	}
+	if len(have) != len(want) {
+		t.Errorf("extracted again, the tree is %v, want %v", have, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,7 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, li
 	defer zr.Close()
 	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
 	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}}
+	defer x.closeDir()
 	if err := (archives.Tar{}).Extract(ctx, out, x.take); err != nil {
 		if x.refused != nil {
 			return nil, x.refused // as the extractor said it, without the archives wrapping
@@ -87,6 +89,11 @@ type extractor struct {
 	bytes    int64
 	manifest *sync.Manifest
 	refused  error // why take refused a member
+	// dir is the directory the last file went into, held open: a tar
+	// made by Pack lists a directory's files together, so each costs
+	// one system call to create, not a walk of its path.
+	dir     *os.Root
+	dirName string
 }
 
 // take is member, remembering a refusal as it was said.
@@ -173,7 +180,12 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	if err := x.parent(e.Path); err != nil {
 		return err
 	}
-	out, err := x.root.Create(e.Path, 0o600)
+	d, err := x.openDir(path.Dir(e.Path))
+	if err != nil {
+		return err
+	}
+	name := path.Base(e.Path)
+	out, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", e.Path, err)
 	}
@@ -185,20 +197,54 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	defer src.Close()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(out, h), src)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		out.Close()
+		return fmt.Errorf("archive refused: %s is cut short after %d of %d bytes", e.Path, n, hdr.Size)
+	}
+	if err == nil && n != hdr.Size {
+		out.Close()
+		return fmt.Errorf("archive refused: %s declared %d bytes, %d arrived", e.Path, hdr.Size, n)
+	}
+	// Its mode and time now, on the file just written (verify sets the
+	// directories'), should the manifest agree: the owner keeps the right
+	// to read and write what is staged, as verify explains.
+	if err == nil {
+		err = out.Chmod(e.Mode | 0o600)
+	}
+	if err == nil {
+		err = d.Chtimes(name, e.MTime, e.MTime)
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("archive refused: %s is cut short after %d of %d bytes", e.Path, n, hdr.Size)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", e.Path, err)
 	}
-	if n != hdr.Size {
-		return fmt.Errorf("archive refused: %s declared %d bytes, %d arrived", e.Path, hdr.Size, n)
-	}
 	e.Type, e.Size, e.SHA256 = sync.TypeFile, n, hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// openDir is the staged directory rel, opened once for the run of files
+// in it.
+func (x *extractor) openDir(rel string) (*os.Root, error) {
+	if x.dir != nil && x.dirName == rel {
+		return x.dir, nil
+	}
+	x.closeDir()
+	d, err := x.root.OpenDir(rel)
+	if err != nil {
+		return nil, err
+	}
+	x.dir, x.dirName = d, rel
+	return d, nil
+}
+
+// closeDir closes the directory openDir holds, if any.
+func (x *extractor) closeDir() {
+	if x.dir != nil {
+		x.dir.Close()
+		x.dir = nil
+	}
 }
 
 // parent makes sure name's directory exists and was made by this
@@ -285,23 +331,18 @@ func (x *extractor) verify(base map[string]*sync.Entry) error {
 			}
 		}
 	}
-	// Modes and times last, deepest first, so that writing a file does not
-	// move its directory's time, and a read-only directory is filled first.
+	// Directories' modes and times last, deepest first, so that writing a
+	// file does not move its directory's time, and a read-only directory
+	// is filled first (files got theirs as they were written). The owner
+	// keeps the right to read, write and enter what is staged, whatever
+	// mode it came with, so it can be moved out, kept as the base and
+	// removed: a read-only directory would stop a merge half-way and stay
+	// behind.
 	for i := len(got) - 1; i >= 0; i-- {
-		e := got[i]
-		if e.Type == sync.TypeSymlink {
-			continue
-		}
-		// The owner keeps the right to read, write and enter what is
-		// staged, whatever mode it came with, so it can be moved out,
-		// kept as the base and removed: a read-only directory would stop
-		// a merge half-way and stay behind.
-		mode := e.Mode | 0o600
-		if e.Type == sync.TypeDir {
-			mode |= 0o700
-		}
-		if err := x.root.SetMeta(e.Path, mode, e.MTime); err != nil {
-			return err
+		if e := got[i]; e.Type == sync.TypeDir {
+			if err := x.root.SetMeta(e.Path, e.Mode|0o700, e.MTime); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
