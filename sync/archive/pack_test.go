@@ -94,15 +94,7 @@ func TestPackExtractRoundTrip(t *testing.T) {
 		}
 	}
 	delete(want, ".claude/") // a directory on the way: made, its own bits not carried over exactly
-	delete(have, ".claude/")
-	for k, v := range want {
-		if have[k] != v {
-			t.Errorf("%s: got %q, want %q", k, have[k], v)
-		}
-	}
-	if len(have) != len(want) {
-		t.Errorf("extracted tree %v, want %v", have, want)
-	}
+	sameTree(t, "extracted", have, want, ".claude/")
 	// Whatever dst already had outside the archive stays. Extracting
 	// again over the tree, with one directory gone (moved back whole) and
 	// the rest in place (replaced file by file), gives the same tree.
@@ -116,16 +108,23 @@ func TestPackExtractRoundTrip(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dst, "mine.txt")); string(b) != "keep" {
 		t.Error("a file the archive does not name was touched")
 	}
-	have = listTree(t, dst)
-	delete(have, "mine.txt")
-	delete(have, ".claude/")
+	sameTree(t, "extracted again", listTree(t, dst), want, ".claude/", "mine.txt")
+}
+
+// sameTree reports where have, a listTree, differs from want, leaving
+// out the paths in skip.
+func sameTree(t *testing.T, what string, have, want map[string]string, skip ...string) {
+	t.Helper()
+	for _, k := range skip {
+		delete(have, k)
+	}
 	for k, v := range want {
 		if have[k] != v {
-			t.Errorf("extracted again, %s: got %q, want %q", k, have[k], v)
+			t.Errorf("%s, %s: got %q, want %q", what, k, have[k], v)
 		}
 	}
 	if len(have) != len(want) {
-		t.Errorf("extracted again, the tree is %v, want %v", have, want)
+		t.Errorf("%s, the tree is %v, want %v", what, have, want)
 	}
 }
 

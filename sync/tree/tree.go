@@ -221,12 +221,9 @@ func (t *Tree) ReadDir(rel string) ([]string, error) {
 // (fstatat on its descriptor), so a walk costs one path resolution a
 // directory, not one a file.
 func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
-	fi, err := t.Lstat(rel)
+	fi, err := t.lstatDir(rel, "listing")
 	if err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("listing %s: not a directory", rel)
 	}
 	d, err := t.root.Open(rel)
 	if err != nil {
@@ -247,18 +244,28 @@ func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
 	return infos, nil
 }
 
+// lstatDir is Lstat of rel, which must be a directory (not a symlink to
+// one) for what the caller is doing.
+func (t *Tree) lstatDir(rel, doing string) (fs.FileInfo, error) {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s %s: not a directory", doing, rel)
+	}
+	return fi, nil
+}
+
 // OpenDir opens the real directory at rel as a root of its own, for a run
 // of operations on the names in it: each then costs one system call on
 // the directory's descriptor instead of a walk from the top. rel must be
 // a directory, not a symlink to one, and the one opened must be the one
 // Lstat saw; the caller closes it.
 func (t *Tree) OpenDir(rel string) (*os.Root, error) {
-	fi, err := t.Lstat(rel)
+	fi, err := t.lstatDir(rel, "opening")
 	if err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("opening %s: not a directory", rel)
 	}
 	d, err := t.root.OpenRoot(rel)
 	if err != nil {

@@ -103,6 +103,16 @@ func is(kind, phase, op string) func(Event) bool {
 }
 
 // then applies changes in order.
+// backAfterF1 gives fault f1 (which ends at 55 s) a bound of 3 s and has
+// rig/a's first observation back after it (at 60 s) made at sec instead,
+// saying its tunnel connected at since.
+func backAfterF1(sec float64, since time.Time) func([]Event) []Event {
+	return then(
+		edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+		edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
+			func(e *Event) { e.T, e.Since = at(sec), since }))
+}
+
 func then(changes ...func([]Event) []Event) func([]Event) []Event {
 	return func(evs []Event) []Event {
 		for _, c := range changes {
@@ -239,21 +249,12 @@ func TestCheck(t *testing.T) {
 			change: edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
 			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
 		{name: "a late observation of a tunnel that connected in time",
-			change: then(
-				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
-				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
-					func(e *Event) { e.Since = at(57) }))},
+			change: backAfterF1(60, at(57))},
 		{name: "a tunnel that connected late, observed at once",
-			change: then(
-				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
-				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
-					func(e *Event) { e.T, e.Since = at(58.5), at(58.5) })),
-			fail: []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 3.5s, bound 3s"},
+			change: backAfterF1(58.5, at(58.5)),
+			fail:   []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 3.5s, bound 3s"},
 		{name: "a tunnel that outlived the fault is back when it ends",
-			change: then(
-				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
-				edit(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) },
-					func(e *Event) { e.Since = at(40) }))},
+			change: backAfterF1(60, at(40))},
 		{name: "a fault that begins before the agent is seen back restarts the clock",
 			change: then(
 				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
