@@ -37,6 +37,7 @@ run with.`,
 			}
 			cfg := c.cfg
 			cfg.Version, cfg.Logger = version, slog.Default()
+			setServeGC()
 			s, err := server.New(cfg)
 			if err != nil {
 				return fmt.Errorf("starting hostd: %w", err)
