@@ -32,9 +32,12 @@ type Contents struct {
 	files map[string]contentsMember
 }
 
+// contentsMember is where a kept file is in the tar file: its content at
+// off, and the whole member, headers and padding included, from start to
+// end (what WriteContents copies as it is).
 type contentsMember struct {
-	off, size int64
-	mode      fs.FileMode
+	start, off, size, end int64
+	mode                  fs.FileMode
 }
 
 // OpenContents indexes the tar file at p (reading its headers only).
@@ -44,10 +47,12 @@ func OpenContents(p string) (*Contents, error) {
 		return nil, fmt.Errorf("opening kept contents: %w", err)
 	}
 	c := &Contents{f: f, files: map[string]contentsMember{}}
-	// A counting reader tells each member's offset; tar.Reader skips a
-	// member's data by seeking when it can, and the count follows.
-	cr := &offsetReader{countingReader: countingReader{r: f}, s: f}
+	// The reader tells each member's offset; tar.Reader skips a member's
+	// data by seeking, within the reader's buffer when it can, so that a
+	// tree of small files costs a read per buffer, not one per header.
+	cr := &headerReader{f: f, buf: make([]byte, 64<<10)}
 	tr := tar.NewReader(cr)
+	var end int64 // the last member's end: where the next one's headers start
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -57,10 +62,24 @@ func OpenContents(p string) (*Contents, error) {
 			f.Close()
 			return nil, fmt.Errorf("reading kept contents %s: %w", p, err)
 		}
+		m := contentsMember{start: end, off: cr.n, size: hdr.Size, end: cr.n + (hdr.Size+511)/512*512, mode: fs.FileMode(hdr.Mode).Perm()}
 		if hdr.Typeflag == tar.TypeReg && sync.ValidRel(hdr.Name) {
-			c.files[hdr.Name] = contentsMember{off: cr.n, size: hdr.Size, mode: fs.FileMode(hdr.Mode).Perm()}
+			c.files[hdr.Name] = m
 		}
+		end = m.end
 	}
+}
+
+// unchanged is where c keeps the file e, when e is a file the archive
+// left out as unchanged and c holds it at its size: WriteContents copies
+// such a member as it is, without reading it into memory or hashing it
+// again (Kept checks the hash whenever a merge uses it).
+func (c *Contents) unchanged(e sync.Entry) (contentsMember, bool) {
+	if c == nil || !e.Unchanged {
+		return contentsMember{}, false
+	}
+	m, ok := c.files[e.Path]
+	return m, ok && m.size == e.Size
 }
 
 // Open opens a kept file by its slash-separated path in the data root.
@@ -87,19 +106,50 @@ func (f *contentsFile) Stat() (fs.FileInfo, error) {
 }
 func (f *contentsFile) Close() error { return nil }
 
-// offsetReader is a countingReader that follows seeks too, so its count
-// is the offset, for OpenContents.
-type offsetReader struct {
-	countingReader
-	s io.Seeker
+// headerReader reads a tar file for OpenContents through a buffer,
+// seeking within the buffer, or in the file past it, and counting where
+// it is: n is the offset of the next byte Read returns.
+type headerReader struct {
+	f    io.ReadSeeker
+	buf  []byte
+	r, w int // buf[r:w] is read from f and not yet returned
+	n    int64
 }
 
-func (o *offsetReader) Seek(off int64, whence int) (int64, error) {
-	n, err := o.s.Seek(off, whence)
-	if err == nil {
-		o.n = n
+func (h *headerReader) Read(p []byte) (int, error) {
+	if h.r == h.w {
+		m, err := h.f.Read(h.buf)
+		h.r, h.w = 0, m
+		if m == 0 {
+			return 0, err
+		}
 	}
-	return n, err
+	m := copy(p, h.buf[h.r:h.w])
+	h.r += m
+	h.n += int64(m)
+	return m, nil
+}
+
+// Seek takes io.SeekCurrent and io.SeekStart (all tar.Reader uses).
+func (h *headerReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		off += h.n
+	case io.SeekStart:
+	default:
+		return h.n, errors.New("kept contents: seeking from the end")
+	}
+	if d := off - h.n; d >= 0 && d <= int64(h.w-h.r) {
+		h.r += int(d)
+		h.n = off
+		return off, nil
+	}
+	n, err := h.f.Seek(off, io.SeekStart)
+	if err != nil {
+		return h.n, err
+	}
+	h.r, h.w, h.n = 0, 0, n
+	return n, nil
 }
 
 // KeepContents makes Pack also write the contents of every file of at most
@@ -147,12 +197,43 @@ func ContentsSize(m *sync.Manifest) int64 {
 // the files an archive carried, from prev (the old base's contents, may be
 // nil) for those it marked unchanged. A file whose content is in neither,
 // or no longer hashes as m says, is left out: a merge of it then keeps
-// both versions rather than guessing.
+// both versions rather than guessing. When prev is a *Contents, the
+// unchanged files' members are copied from it as they are, runs of them
+// at a time, so that a pull of a few changes to a large tree does not
+// read and hash all of it again.
 func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error {
 	tw := tar.NewWriter(w)
+	kept, _ := prev.(*Contents)
+	var run contentsMember // members of kept to copy as they are, start to end
+	copyRun := func() error {
+		if run.end == run.start {
+			return nil
+		}
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("keeping the unchanged files: %w", err)
+		}
+		if _, err := io.Copy(w, io.NewSectionReader(kept.f, run.start, run.end-run.start)); err != nil {
+			return fmt.Errorf("keeping the unchanged files: %w", err)
+		}
+		run = contentsMember{}
+		return nil
+	}
 	for _, e := range m.Entries {
 		if e.Type != sync.TypeFile || e.Size > MaxKept {
 			continue
+		}
+		if km, ok := kept.unchanged(e); ok {
+			if run.end != km.start || run.end == run.start {
+				if err := copyRun(); err != nil {
+					return err
+				}
+				run.start = km.start
+			}
+			run.end = km.end
+			continue
+		}
+		if err := copyRun(); err != nil {
+			return err
 		}
 		b, err := readKept(e, dir, prev)
 		if err != nil {
@@ -167,6 +248,9 @@ func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error 
 		if _, err := tw.Write(b); err != nil {
 			return fmt.Errorf("keeping %s: %w", e.Path, err)
 		}
+	}
+	if err := copyRun(); err != nil {
+		return err
 	}
 	return tw.Close()
 }

@@ -1,13 +1,16 @@
 package archive
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,14 +85,17 @@ func keepTo(t *testing.T, root, dir string) (*Contents, *sync.Manifest) {
 
 // TestWriteContents: the contents of a received tree are kept from the
 // tree for what the archive carried, from the old contents for what it
-// marked unchanged, and left out where neither has what the manifest says.
+// marked unchanged (copied as they are when those are a *Contents, read
+// file by file from any other fs.FS), and left out where neither has what
+// the manifest says.
 func TestWriteContents(t *testing.T) {
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
-	fixture.WriteTree(t, root, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", "results/lost.txt": "lost"})
+	long := "results/" + strings.Repeat("l", 120) + ".txt" // a member with a long-name header before it
+	fixture.WriteTree(t, root, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", "results/lost.txt": "lost", long: "long"})
 	hourAgo := time.Now().Add(-time.Hour)
-	for _, f := range []string{"same.txt", "changed.txt", "lost.txt"} {
-		_ = os.Chtimes(filepath.Join(root, "results", f), hourAgo, hourAgo) // older than Since's two seconds
+	for _, f := range []string{"results/same.txt", "results/changed.txt", "results/lost.txt", long} {
+		_ = os.Chtimes(filepath.Join(root, f), hourAgo, hourAgo) // older than Since's two seconds
 	}
 	old, base := keepTo(t, root, work)
 
@@ -104,30 +110,84 @@ func TestWriteContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The old contents lack one unchanged file.
-	prev := fsWithout{old, "results/lost.txt"}
-	var out bytes.Buffer
-	if err := WriteContents(&out, theirs, tree, prev); err != nil {
-		t.Fatal(err)
+	want := map[string]string{"results/same.txt": "same", "results/changed.txt": "new", "results/added.txt": "added", "results/lost.txt": "lost", long: "long"}
+	tests := []struct {
+		name    string
+		prev    fs.FS
+		changed map[string]string // what differs from want
+		unused  []string          // kept, but Kept refuses it
+	}{
+		{name: "kept contents, copied as they are", prev: old},
+		{name: "another fs.FS, read file by file, one file missing",
+			prev: fsWithout{old, "results/lost.txt"}, changed: map[string]string{"results/lost.txt": "<none>"}},
+		{name: "kept contents without one file",
+			prev:    contentsOf(t, map[string]string{"results/same.txt": "same", "results/changed.txt": "old", long: "long"}),
+			changed: map[string]string{"results/lost.txt": "<none>"}},
+		{name: "kept contents whose file is another size: read, no longer hashes, left out",
+			prev:    contentsOf(t, map[string]string{"results/same.txt": "same!", "results/lost.txt": "lost", long: "long"}),
+			changed: map[string]string{"results/same.txt": "<none>"}},
+		{name: "kept contents whose file has other bytes of its size: copied, and no merge uses them",
+			prev:    contentsOf(t, map[string]string{"results/same.txt": "SAME", "results/lost.txt": "lost", long: "long"}),
+			changed: map[string]string{"results/same.txt": "SAME"}, unused: []string{"results/same.txt"}},
 	}
-	p := filepath.Join(work, "next.tar")
-	if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := WriteContents(&out, theirs, tree, tt.prev); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(t.TempDir(), "next.tar")
+			if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			next, err := OpenContents(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
+			idx := theirs.Index()
+			for path, w := range want {
+				if c, ok := tt.changed[path]; ok {
+					w = c
+				}
+				b, err := fs.ReadFile(next, path)
+				if err != nil {
+					b = []byte("<none>")
+				}
+				if string(b) != w {
+					t.Errorf("%s: kept %q, want %q", path, b, w)
+				}
+				if _, ok := Kept(next, idx[path]); ok == slices.Contains(tt.unused, path) && w != "<none>" {
+					t.Errorf("%s: Kept says %v", path, ok)
+				}
+			}
+		})
 	}
-	next, err := OpenContents(p)
+}
+
+// contentsOf is kept contents holding files, in the order of their paths.
+func contentsOf(t *testing.T, files map[string]string) *Contents {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kept.tar")
+	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.Close()
-	for path, want := range map[string]string{"results/same.txt": "same", "results/changed.txt": "new", "results/added.txt": "added", "results/lost.txt": "<none>"} {
-		b, err := fs.ReadFile(next, path)
-		if err != nil {
-			b = []byte("<none>")
-		}
-		if string(b) != want {
-			t.Errorf("%s: kept %q, want %q", path, b, want)
-		}
+	tw := tar.NewWriter(f)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		err = errors.Join(err, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(files[name])), Mode: 0o644}))
+		_, werr := tw.Write([]byte(files[name]))
+		err = errors.Join(err, werr)
 	}
+	if err = errors.Join(err, tw.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenContents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // fsWithout is an fs.FS with one path missing.
@@ -157,8 +217,9 @@ func TestContentsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, b := range map[string][]byte{
-		"cut in its header": good[:100],
-		"not tar":           bytes.Repeat([]byte("garbage!"), 200),
+		"cut in its header":  good[:100],
+		"cut in its content": good[:512+10],
+		"not tar":            bytes.Repeat([]byte("garbage!"), 200),
 	} {
 		p := filepath.Join(work, "damaged.tar")
 		_ = os.WriteFile(p, b, 0o600)
