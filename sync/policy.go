@@ -10,7 +10,8 @@ import (
 // container must never receive or send. A pattern without a slash matches
 // any one path element (path.Match syntax); one with slashes matches that
 // run of elements anywhere in a path. Whatever lies under a match is
-// excluded too.
+// excluded too. It is compiled when the package is initialised; changing
+// it later changes nothing.
 var Blacklist = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".config/gh",
 	".cache", ".npm", ".pki", ".git-credentials", "*.pem", "*.key", "id_*",
@@ -117,14 +118,53 @@ func (p Policy) Leads(rel string) bool {
 // blacklist or an excluded pattern.
 func (p Policy) Excluded(rel string) bool {
 	els := strings.Split(rel, "/")
-	for _, pats := range [][]string{Blacklist, p.Exclude} {
-		for _, pat := range pats {
-			if matchRun(strings.Split(pat, "/"), els) {
-				return true
-			}
+	for _, pat := range blacklist {
+		if matchRun(pat, els) {
+			return true
+		}
+	}
+	for _, pat := range p.Exclude {
+		if matchRun(compile(pat), els) {
+			return true
 		}
 	}
 	return false
+}
+
+// blacklist is Blacklist compiled, once: Excluded runs for every path of
+// a transfer.
+var blacklist = func() [][]patElem {
+	out := make([][]patElem, len(Blacklist))
+	for i, pat := range Blacklist {
+		out[i] = compile(pat)
+	}
+	return out
+}()
+
+// patElem is one element of a pattern: matched by path.Match, or, when it
+// has none of path.Match's special characters, by comparison.
+type patElem struct {
+	s    string
+	glob bool
+}
+
+// compile splits a pattern into its elements.
+func compile(pat string) []patElem {
+	els := strings.Split(pat, "/")
+	out := make([]patElem, len(els))
+	for i, el := range els {
+		out[i] = patElem{s: el, glob: strings.ContainsAny(el, `*?[\`)}
+	}
+	return out
+}
+
+// match says whether name matches the element.
+func (e patElem) match(name string) bool {
+	if !e.glob {
+		return e.s == name
+	}
+	m, _ := path.Match(e.s, name)
+	return m
 }
 
 // AllowedChild is Allowed for name in a directory dir that Allowed (or,
@@ -170,11 +210,11 @@ func matchEnding(pat, dir, name string) bool {
 }
 
 // matchRun says whether the pattern's elements match a run of els.
-func matchRun(pat, els []string) bool {
+func matchRun(pat []patElem, els []string) bool {
 	for i := 0; i+len(pat) <= len(els); i++ {
 		ok := true
 		for j, p := range pat {
-			if m, _ := path.Match(p, els[i+j]); !m {
+			if !p.match(els[i+j]) {
 				ok = false
 				break
 			}
