@@ -8,12 +8,12 @@
 package merge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/sync"
@@ -213,7 +213,22 @@ func (pl *planner) distinctTargets() error {
 }
 
 // comparePaths orders paths so that a directory comes right before what
-// is under it (a/b before a-b), as a walk would.
+// is under it (a/b before a-b), as a walk would: byte by byte, with '/'
+// below every other byte. It allocates nothing; a merge sorts every path
+// of the tree with it.
 func comparePaths(a, b string) int {
-	return strings.Compare(strings.ReplaceAll(a, "/", "\x00"), strings.ReplaceAll(b, "/", "\x00"))
+	for i := range min(len(a), len(b)) {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		return cmp.Compare(ca, cb)
+	}
+	return cmp.Compare(len(a), len(b))
 }

@@ -247,3 +247,30 @@ func TestMergeIgnoresWhatNoLongerCrosses(t *testing.T) {
 		t.Errorf("notes/n on the host: %q, want it kept", got)
 	}
 }
+
+// TestComparePaths: a directory comes right before what is under it, as
+// '/' read as the lowest byte orders them.
+func TestComparePaths(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"a", "a", 0},
+		{"a", "b", -1},
+		{"a/b", "a-b", -1}, // '-' is below '/' in ASCII, above it here
+		{"a-b", "a/b", 1},
+		{"a", "a/b", -1},
+		{"a/b", "a", 1},
+		{"a/b/c", "a/bc", -1},
+		{"results/d01/f", "results/d01.txt", -1},
+		{"", "a", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.a+" "+tt.b, func(t *testing.T) {
+			reference := strings.Compare(strings.ReplaceAll(tt.a, "/", "\x00"), strings.ReplaceAll(tt.b, "/", "\x00"))
+			if got := comparePaths(tt.a, tt.b); got != tt.want || got != reference {
+				t.Errorf("comparePaths(%q, %q) = %d, want %d (with '/' as NUL: %d)", tt.a, tt.b, got, tt.want, reference)
+			}
+		})
+	}
+}
