@@ -176,11 +176,14 @@ func (p Policy) AllowedChild(dir, name string) bool {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
 		return false
 	}
-	for _, pats := range [][]string{Blacklist, p.Exclude} {
-		for _, pat := range pats {
-			if matchEnding(pat, dir, name) {
-				return false
-			}
+	for _, pat := range blacklist {
+		if matchEnding(pat, dir, name) {
+			return false
+		}
+	}
+	for _, pat := range p.Exclude {
+		if matchEnding(compile(pat), dir, name) {
+			return false
 		}
 	}
 	return true
@@ -188,21 +191,20 @@ func (p Policy) AllowedChild(dir, name string) bool {
 
 // matchEnding says whether the pattern's elements match the run of
 // elements ending with name, in dir/name.
-func matchEnding(pat, dir, name string) bool {
+func matchEnding(pat []patElem, dir, name string) bool {
 	rel := name
-	for {
-		i := strings.LastIndexByte(pat, '/')
-		if m, _ := path.Match(pat[i+1:], rel); !m {
+	for i := len(pat) - 1; ; i-- {
+		if !pat[i].match(rel) {
 			return false
 		}
-		if i < 0 {
+		if i == 0 {
 			return true
 		}
 		if dir == "" || dir == "." {
 			return false
 		}
 		j := strings.LastIndexByte(dir, '/')
-		pat, rel, dir = pat[:i], dir[j+1:], dir[:max(j, 0)]
+		rel, dir = dir[j+1:], dir[:max(j, 0)]
 		if j < 0 {
 			dir = ""
 		}
