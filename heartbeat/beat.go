@@ -213,6 +213,21 @@ func (br *Reader) Read() (*Beat, error) {
 	if err != nil {
 		return nil, err
 	}
+	b, ok := decodeFast(line)
+	if !ok {
+		if b, err = decodeJSON(line); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid beat: %w", err)
+	}
+	return b, nil
+}
+
+// decodeJSON decodes a beat line with encoding/json, refusing unknown
+// fields and anything after the beat: what decodeFast does not take.
+func decodeJSON(line []byte) (*Beat, error) {
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.DisallowUnknownFields()
 	var b Beat
@@ -221,9 +236,6 @@ func (br *Reader) Read() (*Beat, error) {
 	}
 	if d.More() {
 		return nil, errors.New("malformed beat: more than one JSON value on the line")
-	}
-	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid beat: %w", err)
 	}
 	return &b, nil
 }
