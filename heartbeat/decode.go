@@ -3,7 +3,8 @@ package heartbeat
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
 // decodeFast decodes one beat line as encoding/json, refusing unknown
@@ -19,7 +20,7 @@ import (
 // bytes, in a third of the time or less.
 func decodeFast(line []byte) (b *Beat, ok bool) {
 	b = new(Beat)
-	s := scanner{b: line}
+	s := scanner{jsonscan.New(line)}
 	ok = s.object(func(key []byte) bool {
 		switch string(key) {
 		case "seq":
@@ -35,8 +36,7 @@ func decodeFast(line []byte) (b *Beat, ok bool) {
 		}
 		return false
 	})
-	s.space()
-	return b, ok && s.i == len(s.b)
+	return b, ok && s.End()
 }
 
 func (s *scanner) session(v *Session) bool {
@@ -104,43 +104,23 @@ func (s *scanner) agent(v *Agent) bool {
 	})
 }
 
-// scanner reads the JSON decodeFast takes, from b at i.
-type scanner struct {
-	b []byte
-	i int
-}
-
-// space skips JSON's white space.
-func (s *scanner) space() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-// take skips white space and then c, if c is next.
-func (s *scanner) take(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
+// scanner reads the JSON decodeFast takes.
+type scanner struct{ jsonscan.Scanner }
 
 // object reads an object, handing each key to field, which reads its
 // value and says whether it could; a key given twice is not taken.
 func (s *scanner) object(field func(key []byte) bool) bool {
-	if !s.take('{') {
+	if !s.Take('{') {
 		return false
 	}
-	if s.take('}') {
+	if s.Take('}') {
 		return true
 	}
 	var seenBuf [16][]byte // a beat's objects have at most 12 keys
 	seen := seenBuf[:0]
 	for {
-		key, ok := s.text()
-		if !ok || !s.take(':') {
+		key, ok := s.Text()
+		if !ok || !s.Take(':') {
 			return false
 		}
 		for _, k := range seen {
@@ -152,10 +132,10 @@ func (s *scanner) object(field func(key []byte) bool) bool {
 		if !field(key) {
 			return false
 		}
-		if s.take('}') {
+		if s.Take('}') {
 			return true
 		}
-		if !s.take(',') {
+		if !s.Take(',') {
 			return false
 		}
 	}
@@ -163,7 +143,7 @@ func (s *scanner) object(field func(key []byte) bool) bool {
 
 // str reads a string without escapes or control characters, valid UTF-8.
 func (s *scanner) str(v *string) bool {
-	b, ok := s.text()
+	b, ok := s.Text()
 	*v = string(b)
 	return ok
 }
@@ -171,7 +151,7 @@ func (s *scanner) str(v *string) bool {
 // word is str for a string that is usually one of usual, which it takes
 // without allocating.
 func (s *scanner) word(v *string, usual ...string) bool {
-	b, ok := s.text()
+	b, ok := s.Text()
 	for _, u := range usual {
 		if string(b) == u {
 			*v = u
@@ -182,33 +162,14 @@ func (s *scanner) word(v *string, usual ...string) bool {
 	return ok
 }
 
-// text reads a string as str does and returns its bytes, in s.b.
-func (s *scanner) text() ([]byte, bool) {
-	if !s.take('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], utf8.Valid(s.b[start : s.i-1])
-		case c < 0x20 || c == '\\':
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
 // strs reads an array of strings; [] is an empty slice, as encoding/json
 // makes it.
 func (s *scanner) strs(v *[]string) bool {
-	if !s.take('[') {
+	if !s.Take('[') {
 		return false
 	}
 	*v = []string{}
-	if s.take(']') {
+	if s.Take(']') {
 		return true
 	}
 	for {
@@ -217,59 +178,18 @@ func (s *scanner) strs(v *[]string) bool {
 			return false
 		}
 		*v = append(*v, x)
-		if s.take(']') {
+		if s.Take(']') {
 			return true
 		}
-		if !s.take(',') {
+		if !s.Take(',') {
 			return false
 		}
 	}
 }
 
-// number reads a number in JSON's syntax, returning its text (nil when it
-// is not one); integer says whether it has neither fraction nor exponent.
-func (s *scanner) number() (text []byte, integer bool) {
-	s.space()
-	start := s.i
-	digits := func() bool {
-		n := s.i
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-		}
-		return s.i > n
-	}
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
-		s.i++
-	} else if !digits() {
-		return nil, false
-	}
-	integer = true
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if !digits() {
-			return nil, false
-		}
-		integer = false
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if !digits() {
-			return nil, false
-		}
-		integer = false
-	}
-	return s.b[start:s.i], integer
-}
-
 // float reads a number as encoding/json does into a float64.
 func (s *scanner) float(v *float64) bool {
-	text, _ := s.number()
+	text, _ := s.Number()
 	f, err := strconv.ParseFloat(string(text), 64)
 	*v = f
 	return text != nil && err == nil
@@ -277,7 +197,7 @@ func (s *scanner) float(v *float64) bool {
 
 // int reads an integer that fits an int.
 func (s *scanner) int(v *int) bool {
-	text, integer := s.number()
+	text, integer := s.Number()
 	n, err := strconv.ParseInt(string(text), 10, strconv.IntSize)
 	*v = int(n)
 	return integer && err == nil
@@ -285,7 +205,7 @@ func (s *scanner) int(v *int) bool {
 
 // uint reads a non-negative integer that fits a uint64.
 func (s *scanner) uint(v *uint64) bool {
-	text, integer := s.number()
+	text, integer := s.Number()
 	n, err := strconv.ParseUint(string(text), 10, 64)
 	*v = n
 	return integer && err == nil

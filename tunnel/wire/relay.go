@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+
+	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
 // The relay channel (stream kind KindRelay) carries one gt/bd command. Both
@@ -238,16 +241,16 @@ var ErrMalformedRelayExit = errors.New("malformed exit status")
 func ParseRelayExit(b []byte) (RelayExit, error) {
 	var e RelayExit
 	var seen [2]bool
-	p := jsonScanner{b: b}
-	if !p.take('{') {
+	p := exitScanner{jsonscan.New(b)}
+	if !p.Take('{') {
 		return e, ErrMalformedRelayExit
 	}
-	for !p.take('}') {
-		if (seen[0] || seen[1]) && !p.take(',') {
+	for !p.Take('}') {
+		if (seen[0] || seen[1]) && !p.Take(',') {
 			return e, ErrMalformedRelayExit
 		}
 		key, ok := p.key()
-		if !ok || !p.take(':') {
+		if !ok || !p.Take(':') {
 			return e, ErrMalformedRelayExit
 		}
 		n, ok := p.int()
@@ -262,77 +265,37 @@ func ParseRelayExit(b []byte) (RelayExit, error) {
 			return e, ErrMalformedRelayExit
 		}
 	}
-	if !seen[0] || !p.end() {
+	if !seen[0] || !p.End() {
 		return e, ErrMalformedRelayExit
 	}
 	return e, nil
 }
 
-// jsonScanner reads the few JSON tokens ParseRelayExit accepts.
-type jsonScanner struct {
-	b []byte
-	i int
-}
-
-// space skips JSON whitespace.
-func (p *jsonScanner) space() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
-
-// take consumes c, after whitespace, if it is next.
-func (p *jsonScanner) take(c byte) bool {
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
+// exitScanner reads the few JSON tokens ParseRelayExit accepts.
+type exitScanner struct{ jsonscan.Scanner }
 
 // key reads a string of lower-case ASCII letters.
-func (p *jsonScanner) key() (string, bool) {
-	if !p.take('"') {
+func (p *exitScanner) key() (string, bool) {
+	text, ok := p.Text()
+	if !ok || len(text) == 0 {
 		return "", false
 	}
-	start := p.i
-	for p.i < len(p.b) && p.b[p.i] >= 'a' && p.b[p.i] <= 'z' {
-		p.i++
+	for _, c := range text {
+		if c < 'a' || c > 'z' {
+			return "", false
+		}
 	}
-	if p.i == start || p.i >= len(p.b) || p.b[p.i] != '"' {
-		return "", false
-	}
-	p.i++
-	return string(p.b[start : p.i-1]), true
+	return string(text), true
 }
 
 // int reads a JSON integer of at most nine digits.
-func (p *jsonScanner) int() (int, bool) {
-	p.space()
-	neg := p.i < len(p.b) && p.b[p.i] == '-'
-	if neg {
-		p.i++
-	}
-	start, n := p.i, 0
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' && p.i-start < 10 {
-		n = n*10 + int(p.b[p.i]-'0')
-		p.i++
-	}
-	digits := p.i - start
-	if digits == 0 || digits > 9 || (digits > 1 && p.b[start] == '0') {
+func (p *exitScanner) int() (int, bool) {
+	text, integer := p.Number()
+	if !integer || len(bytes.TrimPrefix(text, []byte("-"))) > 9 {
 		return 0, false
 	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
-// end says whether only whitespace is left.
-func (p *jsonScanner) end() bool {
-	p.space()
-	return p.i == len(p.b)
+	n, err := strconv.Atoi(string(text))
+	return n, err == nil
 }
 
 // DecodeRelayRequest decodes and validates a RelayFrameRequest payload. Unknown
