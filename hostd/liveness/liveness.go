@@ -138,6 +138,7 @@ func disconnectReason(err error) string {
 func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	id := st.Session().Peer()
 	r := heartbeat.NewReader(st)
+	accepted := s.metrics.beats.WithLabelValues("accepted") // looked up once, not per beat
 	for {
 		b, err := r.Read()
 		if err == nil && s.tooSoon(st.Session()) {
@@ -154,7 +155,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 			}
 			return
 		}
-		s.metrics.beats.WithLabelValues("accepted").Inc()
+		accepted.Inc()
 		s.judge.Beat(id, b)
 	}
 }
