@@ -7,8 +7,8 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
-// decodeFast decodes one beat line as encoding/json, refusing unknown
-// fields, decodes it into a Beat, for the form gt-agent writes: every key
+// decodeFast decodes one beat line into a Beat as encoding/json, refusing
+// unknown fields, would, when it has the form gt-agent writes: every key
 // spelt as its field's tag and given once, strings without escapes or
 // control characters, numbers in JSON's own syntax, no nulls. ok is false
 // for anything else, whether encoding/json would take it (another case of
