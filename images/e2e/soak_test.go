@@ -751,9 +751,9 @@ func every(ctx context.Context, d time.Duration, f func()) {
 }
 
 // sampleStatus writes every agent's state as hostd status shows it,
-// stamped when it was asked for: hostd's answer describes a moment at or
-// after that, so a loaded machine's slow answer never makes hostd look
-// late. A connected agent's observation carries when its tunnel
+// stamped when it was asked for and when the answer came: hostd's answer
+// describes a moment between the two, so a loaded machine's slow answer
+// never makes hostd look late, nor early. A connected agent's observation carries when its tunnel
 // connected, so that its recovery is measured from hostd's own record,
 // not from when a starved sampler happened to look.
 func (s *soak) sampleStatus(ctx context.Context) {
@@ -764,8 +764,9 @@ func (s *soak) sampleStatus(ctx context.Context) {
 	if err != nil {
 		return // hostd is down: no observation
 	}
+	answered := s.h.Now()
 	for _, p := range st.Polecats {
-		e := history.Event{T: asked, Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: p.State}
+		e := history.Event{T: asked, Answered: answered, Kind: "status", Phase: "observe", Agent: p.Identity.String(), State: p.State}
 		if p.Connected {
 			e.Since = p.Since
 		} else {

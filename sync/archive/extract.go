@@ -2,8 +2,10 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 
@@ -97,10 +99,18 @@ func install(t *tree.Tree, staging string, m *sync.Manifest) error {
 					return fmt.Errorf("installing %s: %w", e.Path, err)
 				}
 			}
-			if err := t.Rename(path.Join(staging, e.Path), e.Path); err != nil {
+			err = t.Rename(path.Join(staging, e.Path), e.Path)
+			if errors.Is(err, fs.ErrExist) {
+				// Made meanwhile, by something else writing in the root:
+				// what is under it is installed one by one, beside what
+				// that put there.
+				err = t.MkdirAll(e.Path, 0o700)
+			} else if err == nil {
+				moved[e.Path] = true
+			}
+			if err != nil {
 				return fmt.Errorf("installing %s: %w", e.Path, err)
 			}
-			moved[e.Path] = true
 			continue
 		}
 		if isDir {

@@ -716,22 +716,11 @@ func (c *checker) recovery() InvariantResult {
 			slices.Sort(agents)
 		}
 		for _, a := range agents {
-			from, bound, ok := c.measureFrom(f, a)
+			from, bound, killed, ok := c.measureFrom(f, a)
 			if !ok {
 				continue // another fault on a is never lifted
 			}
-			var first *Event
-			var lastBefore *Event
-			for i, s := range c.statuses[a] {
-				if s.T.Before(from) {
-					continue
-				}
-				if back(s.State) {
-					first = &c.statuses[a][i]
-					break
-				}
-				lastBefore = &c.statuses[a][i]
-			}
+			first, lastBefore := c.firstBack(a, from, killed)
 			evs := []Event{*f.start, *f.end}
 			if lastBefore != nil {
 				evs = append(evs, *lastBefore)
@@ -773,7 +762,9 @@ func (c *checker) detection() InvariantResult {
 		from := f.start.T.Add(f.detect)
 		var seen, up []Event
 		for _, s := range c.statuses[f.agent] {
-			if s.T.Before(from) || s.T.After(f.end.T) {
+			// Only what hostd showed between the bound and the fault's
+			// end: asked for after one, answered before the other.
+			if s.T.Before(from) || s.T.After(f.end.T) || s.Answered.After(f.end.T) {
 				continue
 			}
 			seen = append(seen, s)
@@ -797,46 +788,75 @@ func (c *checker) detection() InvariantResult {
 
 // measureFrom is when agent's recovery from f is measured from, and the
 // bound it gets: f's end, or, while another fault on agent is active
-// then, that fault's end (repeatedly), with the larger bound. ok is false
-// when one of those faults never ends.
-func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound time.Duration, ok bool) {
+// then, that fault's end (repeatedly), with the larger bound. killed is
+// the latest start of those faults that end every tunnel of the agent
+// (killsTunnel): a tunnel that connected before it is a dead one hostd
+// has not noticed yet. ok is false when one of those faults never ends.
+func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound time.Duration, killed time.Time, ok bool) {
 	from, bound = f.end.T, f.bound
+	if killsTunnel(f.kind) {
+		killed = f.start.T
+	}
 	for changed := true; changed; {
 		changed = false
 		// Until agent is seen back, a fault that begins meanwhile (hostd
 		// killed again, say, which also stops every status observation)
 		// restarts the clock at its end, as one already active does.
-		seenBack := c.backAt(agent, from)
+		seenBack := c.backAt(agent, from, killed)
 		for _, g := range c.faults {
 			if g == f || g.start == nil || !g.affects(agent) || g.start.T.After(seenBack) {
 				continue
 			}
 			if g.end == nil {
-				return from, bound, false
+				return from, bound, killed, false
 			}
 			if g.end.T.After(from) {
 				from, bound, changed = g.end.T, max(bound, g.bound), true
+				if killsTunnel(g.kind) {
+					killed = later(killed, g.start.T)
+				}
 			}
 		}
 	}
-	return from, bound, true
+	return from, bound, killed, true
 }
 
-// backAt is when agent is first known back at or after t; the end of the
-// history when never.
-func (c *checker) backAt(agent string, t time.Time) time.Time {
-	for _, s := range c.statuses[agent] {
-		if !s.T.Before(t) && back(s.State) {
-			return backSince(s, t)
+// killsTunnel says whether a fault of kind ends every tunnel of the
+// agents it affects: they must connect anew to be back.
+func killsTunnel(kind string) bool {
+	return kind == FaultAgentSigkill || kind == FaultHostdKill9 || kind == FaultContainerRestart
+}
+
+// firstBack is agent's first status observation at or after from that
+// shows it back on a tunnel that connected after killed (when hostd said
+// when), and the last one before it that did not.
+func (c *checker) firstBack(agent string, from, killed time.Time) (first, lastBefore *Event) {
+	for i, s := range c.statuses[agent] {
+		if s.T.Before(from) {
+			continue
 		}
+		if back(s.State) && (s.Since.IsZero() || !s.Since.Before(killed)) {
+			return &c.statuses[agent][i], lastBefore
+		}
+		lastBefore = &c.statuses[agent][i]
+	}
+	return nil, lastBefore
+}
+
+// backAt is when agent is first known back at or after t, on a tunnel
+// that connected after killed; the end of the history when never.
+func (c *checker) backAt(agent string, t, killed time.Time) time.Time {
+	if first, _ := c.firstBack(agent, t, killed); first != nil {
+		return backSince(*first, t)
 	}
 	return c.lastT
 }
 
 // backSince is when an agent that observation s (at or after t) shows
 // back came back: when its tunnel connected, as hostd reported it, but not
-// before t (a tunnel that outlived a fault was back when the fault
-// ended); the observation's time when hostd reported none.
+// before t (a tunnel that outlived a fault that leaves tunnels be was
+// back when the fault ended); the observation's time when hostd reported
+// none.
 func backSince(s Event, t time.Time) time.Time {
 	if s.Since.IsZero() {
 		return s.T

@@ -189,6 +189,10 @@ type Event struct {
 	// says its tunnel connected: the agent has been back since then, however
 	// late the observation came.
 	Since time.Time `json:"since,omitzero"`
+	// Answered is, on a status observation, when hostd's answer came (T is
+	// when it was asked for): the state shown held at some moment between
+	// the two.
+	Answered time.Time `json:"answered,omitzero"`
 	// Goroutines is a sample's count of hostd's goroutines.
 	Goroutines int `json:"goroutines,omitempty"`
 	// FDs is a sample's count of hostd's open file descriptors.
