@@ -176,20 +176,35 @@ func contentsHeader(e sync.Entry) *tar.Header {
 	return &tar.Header{Typeflag: tar.TypeReg, Name: e.Path, Size: e.Size, Mode: int64(e.Mode), ModTime: e.MTime}
 }
 
-// ContentsSize is at most how many bytes WriteContents writes for m: a
-// header (and a long name's extended header) and the padded content of
-// each file it keeps, and the trailer.
+// ContentsSize is how many bytes WriteContents writes for m at most: each
+// kept file's headers, as tar writes them (an extended header for a long
+// or non-ASCII name, or a time USTAR cannot hold, both of which the
+// container chooses), and its padded content, and the trailer.
 func ContentsSize(m *sync.Manifest) int64 {
+	var headers countingWriter
+	tw := tar.NewWriter(&headers)
 	n := int64(1024)
 	for _, e := range m.Entries {
 		if e.Type == sync.TypeFile && e.Size <= MaxKept {
-			n += 512 + (e.Size+511)/512*512
-			if len(e.Path) > 100 {
-				n += 1024 + (int64(len(e.Path))+511)/512*512
+			h := contentsHeader(e)
+			h.Size = 0 // the header alone; the content is counted below
+			if err := tw.WriteHeader(h); err != nil {
+				// WriteContents cannot write it either; count it
+				// generously and go on with a writer of its own.
+				tw, n = tar.NewWriter(&headers), n+3*512+int64(len(e.Path))
 			}
+			n += (e.Size + 511) / 512 * 512
 		}
 	}
-	return n
+	return n + headers.n
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // WriteContents writes to w, as a tar file Contents can read, the contents

@@ -250,3 +250,37 @@ func TestContentsDamaged(t *testing.T) {
 		t.Errorf("the intact base's content: %q, %v", b, ok)
 	}
 }
+
+// TestContentsSize: what WriteContents writes is what ContentsSize says,
+// whatever names and times the container gave its files (a long or
+// non-ASCII name, or a time USTAR cannot hold, takes an extended header).
+func TestContentsSize(t *testing.T) {
+	long := "results/" + strings.Repeat("l", 150)
+	tests := []struct {
+		name  string
+		path  string
+		mtime time.Time
+	}{
+		{"short ASCII name", "results/a.txt", time.Unix(1700000000, 0)},
+		{"long name", long, time.Unix(1700000000, 0)},
+		{"non-ASCII name", "results/résumé.txt", time.Unix(1700000000, 0)},
+		{"time before 1970", "results/old.txt", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"time past USTAR's range", "results/far.txt", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			content := strings.Repeat("x", 700)
+			fixture.WriteTree(t, dir, map[string]string{tt.path: content})
+			m := &sync.Manifest{Entries: []sync.Entry{{Path: tt.path, Type: sync.TypeFile, Size: int64(len(content)), Mode: 0o644,
+				MTime: tt.mtime, SHA256: sync.HashBytes([]byte(content))}}}
+			var out bytes.Buffer
+			if err := WriteContents(&out, m, dir, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := ContentsSize(m); got != int64(out.Len()) {
+				t.Errorf("ContentsSize %d, WriteContents wrote %d bytes", got, out.Len())
+			}
+		})
+	}
+}
