@@ -78,8 +78,19 @@ func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Po
 // Tree refuses it); the whole archive is checked for that before
 // anything moves.
 func install(t *tree.Tree, staging string, m *sync.Manifest) error {
+	dirs := map[string]bool{} // the directories the archive makes
 	for _, e := range m.Entries {
-		if err := t.Parents(e.Path); err != nil {
+		if e.Type == sync.TypeDir {
+			dirs[e.Path] = true
+		}
+	}
+	for _, e := range m.Entries {
+		err := t.Parents(e.Path)
+		var pe *tree.PlainPathError
+		if errors.As(err, &pe) && dirs[pe.Through] {
+			continue // a file or symlink the archive's directory replaces before anything goes under it
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -198,3 +198,46 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestExtractKindChanges: what the archive has as a directory replaces a
+// file or a symlink (which is removed, not followed) in the target, and
+// a file replaces a directory.
+func TestExtractKindChanges(t *testing.T) {
+	outside := t.TempDir()
+	tests := []struct {
+		name   string
+		src    map[string]string // the archive's tree
+		dst    map[string]string // the target before
+		want   string            // a path the archive's tree has, read after
+		absent string            // a path that must be gone
+	}{
+		{name: "a file becomes a directory", src: map[string]string{"results/x/y": "new"}, dst: map[string]string{"results/x": "old"}, want: "results/x/y"},
+		{name: "a symlink becomes a directory", src: map[string]string{"results/x/y": "new"}, dst: map[string]string{"results/x": "->" + outside}, want: "results/x/y"},
+		{name: "a directory becomes a file", src: map[string]string{"results/x": "new"}, dst: map[string]string{"results/x/y": "old"}, want: "results/x", absent: "results/x/y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			fixture.WriteTree(t, src, tt.src)
+			fixture.WriteTree(t, dst, tt.dst)
+			var buf bytes.Buffer
+			if _, _, err := Pack(context.Background(), src, testPolicy, &buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Extract(context.Background(), &buf, dst, testPolicy, sync.Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(dst, tt.want)); err != nil || string(b) != "new" {
+				t.Errorf("%s: %q, %v", tt.want, b, err)
+			}
+			if tt.absent != "" {
+				if _, err := os.Lstat(filepath.Join(dst, tt.absent)); err == nil {
+					t.Errorf("%s is still there", tt.absent)
+				}
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+				t.Errorf("written through the symlink: %d entries outside", len(ents))
+			}
+		})
+	}
+}
