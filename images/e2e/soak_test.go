@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,7 +333,26 @@ func (s *soak) waitAllBack(d time.Duration) {
 			return
 		}
 	}
-	s.t.Fatalf("soak: not connected within %v: %v", d, missing)
+	// A failure of the run, not its end: the history is still checked
+	// (the recovery invariant names what never came back), and the
+	// missing agents' own logs are kept beside it.
+	s.t.Errorf("soak: not connected within %v: %v (their logs: %s/<name>.log)", d, missing, s.cfg.out)
+	for _, a := range s.agents {
+		if !slices.Contains(missing, a.name) {
+			continue
+		}
+		var log string
+		if a.container {
+			log, _ = tryDocker("logs", s.r.container(a.name))
+		} else {
+			a.mu.Lock()
+			if a.proc != nil {
+				log = a.proc.Output()
+			}
+			a.mu.Unlock()
+		}
+		_ = os.WriteFile(filepath.Join(s.cfg.out, a.name+".log"), []byte(log), 0o644)
+	}
 }
 
 // op records one operation: its invocation, then its outcome.
