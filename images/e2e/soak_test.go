@@ -773,9 +773,10 @@ func every(ctx context.Context, d time.Duration, f func()) {
 // sampleStatus writes every agent's state as hostd status shows it,
 // stamped when it was asked for and when the answer came: hostd's answer
 // describes a moment between the two, so a loaded machine's slow answer
-// never makes hostd look late, nor early. A connected agent's observation carries when its tunnel
-// connected, so that its recovery is measured from hostd's own record,
-// not from when a starved sampler happened to look.
+// never makes hostd look late, nor early. A connected agent's
+// observation carries when its tunnel connected, so that its recovery is
+// measured from hostd's own record, not from when a starved sampler
+// happened to look.
 func (s *soak) sampleStatus(ctx context.Context) {
 	asked := s.h.Now()
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
