@@ -66,6 +66,7 @@ type Listener struct {
 
 	budgets          *peerBudgets
 	gate             *handshakeGate
+	silence          *silenceWatch
 	tcpHealth, quicH *loopHealth
 }
 
@@ -109,6 +110,8 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 			return nil, fmt.Errorf("tunnel: starting QUIC listener: %w", err)
 		}
 		l.quicH = newLoopHealth(TransportQUIC)
+		l.silence = newSilenceWatch(l.cfg.IdleTimeout)
+		go l.silence.run(l.ctx)
 		go l.serveQUIC(ql)
 	}
 	return l, nil

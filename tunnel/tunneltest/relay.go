@@ -25,6 +25,7 @@ type Relay struct {
 	udp      *net.UDPConn
 	blockUDP atomic.Bool
 	cut      atomic.Bool
+	mute     atomic.Bool
 	delay    atomic.Int64
 	tcpOpen  atomic.Int64 // client connections both of whose directions still copy
 
@@ -67,6 +68,10 @@ func (r *Relay) BlockUDP(on bool) { r.blockUDP.Store(on) }
 
 // Cut drops all traffic, both transports, while on is true.
 func (r *Relay) Cut(on bool) { r.cut.Store(on) }
+
+// Mute drops what clients send, both transports, while on is true: the
+// target still reaches them, as it would a frozen peer it keeps writing to.
+func (r *Relay) Mute(on bool) { r.mute.Store(on) }
 
 // SetDelay delays every datagram and TCP chunk by d in each direction, so a
 // round trip costs 2d more; a new TCP connection also waits 2d before its
@@ -131,17 +136,18 @@ func (r *Relay) connect(c net.Conn) {
 	r.tcpOpen.Add(1)
 	var both sync.WaitGroup
 	both.Add(2)
-	go func() { defer both.Done(); r.pipe(up, c) }()
-	go func() { defer both.Done(); r.pipe(c, up) }()
+	go func() { defer both.Done(); r.pipe(up, c, &r.mute) }()
+	go func() { defer both.Done(); r.pipe(c, up, nil) }()
 	go func() { both.Wait(); r.tcpOpen.Add(-1) }()
 }
 
 // OpenTCP is how many TCP connections run through the relay now.
 func (r *Relay) OpenTCP() int { return int(r.tcpOpen.Load()) }
 
-// pipe copies src to dst in order, dropping bytes while cut and holding
-// each chunk for the current delay.
-func (r *Relay) pipe(dst, src net.Conn) {
+// pipe copies src to dst in order, dropping bytes while cut (or while
+// muted, when mute is not nil) and holding each chunk for the current
+// delay.
+func (r *Relay) pipe(dst, src net.Conn, mute *atomic.Bool) {
 	type chunk struct {
 		b  []byte
 		at time.Time
@@ -151,7 +157,7 @@ func (r *Relay) pipe(dst, src net.Conn) {
 		defer func() { _ = dst.Close() }()
 		for c := range q {
 			time.Sleep(time.Until(c.at))
-			if r.cut.Load() {
+			if r.cut.Load() || (mute != nil && mute.Load()) {
 				continue
 			}
 			if _, err := dst.Write(c.b); err != nil {
@@ -163,7 +169,7 @@ func (r *Relay) pipe(dst, src net.Conn) {
 	for {
 		buf := make([]byte, 64<<10)
 		n, err := src.Read(buf)
-		if n > 0 && !r.cut.Load() {
+		if n > 0 && !r.cut.Load() && (mute == nil || !mute.Load()) {
 			q <- chunk{buf[:n], time.Now().Add(time.Duration(r.delay.Load()))}
 		}
 		if err != nil {
@@ -179,7 +185,7 @@ func (r *Relay) serveUDP() {
 		if err != nil {
 			return
 		}
-		if r.blockUDP.Load() || r.cut.Load() {
+		if r.blockUDP.Load() || r.cut.Load() || r.mute.Load() {
 			continue
 		}
 		up, err := r.upstream(from)

@@ -117,6 +117,17 @@ func (q *QUIC) Done() <-chan struct{} { return q.conn.Context().Done() }
 // Err says why the connection ended.
 func (q *QUIC) Err() error { return context.Cause(q.conn.Context()) }
 
+// PacketsReceived counts the packets the peer's address sent on this
+// connection so far.
+func (q *QUIC) PacketsReceived() uint64 { return q.conn.ConnectionStats().PacketsReceived }
+
+// PTO is the probe timeout RFC 9002 §6.2.1 derives from the path's round
+// trips (with the default 25 ms maximum acknowledgement delay).
+func (q *QUIC) PTO() time.Duration {
+	st := q.conn.ConnectionStats()
+	return st.SmoothedRTT + max(4*st.MeanDeviation, time.Millisecond) + 25*time.Millisecond
+}
+
 // RTT is quic-go's smoothed round-trip time.
 func (q *QUIC) RTT() time.Duration { return q.conn.ConnectionStats().SmoothedRTT }
 
