@@ -47,6 +47,7 @@ type rig struct {
 	binary  string            // this test binary, mounted in every container
 	fakeGT  string            // the host's stand-in gt and bd
 	tokens  map[string]string // each polecat's join token
+	ids     map[string]string // each polecat's container id
 }
 
 // newRig makes the network and its firewall and starts hostd on a git
@@ -65,7 +66,7 @@ func newRig(t *testing.T) *rig {
 // newNetwork makes the network and its firewall, and picks hostd's
 // addresses on its gateway; the caller sets the town and starts hostd.
 func newNetwork(t *testing.T) *rig {
-	r := &rig{t: t, image: os.Getenv("E2E_IMAGE"), tokens: map[string]string{}}
+	r := &rig{t: t, image: os.Getenv("E2E_IMAGE"), tokens: map[string]string{}, ids: map[string]string{}}
 	if r.image == "" {
 		t.Fatal("E2E_IMAGE names no polecat image: run 'make e2e', which builds one")
 	}
@@ -150,13 +151,37 @@ func (r *rig) startPolecat(name string) {
 	token := strings.TrimSpace(r.git.Run("token", "create", "gastown/"+name))
 	r.tokens[name] = token
 	c := r.container(name)
-	r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
+	r.ids[name] = strings.TrimSpace(r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
 		"-e", "GT_PROXY_URL=https://"+r.addr, "-e", "GT_AGENT_JOIN="+token,
 		"-e", "GT_RIG=gastown", "-e", "GT_POLECAT="+name,
 		"-e", "GT_AGENT_BEAT_INTERVAL=1s", "-e", "GT_AGENT_QUIC_PROBE=2s",
 		"-e", harness.PaneEnv+"=claude", "-e", harness.PaneLogEnv+"=/tmp/pane.log", "-e", harness.PaneBusyEnv+"=/tmp/busy",
-		"-v", r.binary+":/usr/local/bin/claude:ro", r.image)
+		"-v", r.binary+":/usr/local/bin/claude:ro", r.image))
 	undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", c) })
+}
+
+// thaw unfreezes name's container through its cgroup's freezer, for when
+// docker unpause fails: it has been seen to hang, with docker inspect, on
+// a container whose freezer stayed FROZEN. Docker still takes the
+// container for paused afterwards.
+func (r *rig) thaw(name string) error {
+	id := r.ids[name]
+	if id == "" {
+		return fmt.Errorf("thawing %s: its container id is unknown", name)
+	}
+	for _, f := range []struct{ glob, value string }{
+		{"/sys/fs/cgroup/freezer/*/" + id + "/freezer.state", "THAWED"},            // cgroup v1
+		{"/sys/fs/cgroup/*/" + id + "/cgroup.freeze", "0"},                         // v2, Docker's cgroupfs driver
+		{"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/cgroup.freeze", "0"}, // v2, systemd's
+	} {
+		if paths, _ := filepath.Glob(f.glob); len(paths) > 0 {
+			if err := os.WriteFile(paths[0], []byte(f.value), 0o644); err != nil {
+				return fmt.Errorf("thawing %s: %w", name, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("thawing %s: no freezer for container %s under /sys/fs/cgroup", name, id)
 }
 
 // docker runs docker and returns its output, failing the test on error.
@@ -227,8 +252,13 @@ func (r *rig) iptables(args ...string) {
 
 // tryDocker runs docker and returns its combined output.
 func tryDocker(args ...string) (string, error) {
+	return tryDockerWithin(2*time.Minute, args...) // a hung docker must not hang the run
+}
+
+// tryDockerWithin is tryDocker, giving up after d.
+func tryDockerWithin(d time.Duration, args ...string) (string, error) {
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hung docker must not hang the run
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "docker", args...)
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -571,7 +571,28 @@ type fault struct {
 	bound     time.Duration                    // back within this after the end
 	detect    time.Duration                    // shown down within this after the start (0: the fault implies no down state)
 	start     func(s *soak, a *soakAgent) bool // false: not applicable now
-	end       func(s *soak, a *soakAgent)
+	// end undoes the fault. An error means it is not undone, unless it
+	// is a workedAround: the machine failed and the harness got past it.
+	end func(s *soak, a *soakAgent) error
+}
+
+// workedAround is an undoing the machine failed and the harness completed
+// another way: the fault did end, when end returned, and the error is
+// the machine's, recorded on the fault's end.
+type workedAround struct{ error }
+
+// unpause undoes a container pause, thawing the container through its
+// freezer when docker unpause fails or hangs.
+func (s *soak) unpause(a *soakAgent) error {
+	out, err := tryDockerWithin(20*time.Second, "unpause", s.r.container(a.name))
+	if err == nil || strings.Contains(out, "is not paused") {
+		return nil
+	}
+	derr := fmt.Errorf("docker unpause: %v: %s", err, strings.TrimSpace(out))
+	if terr := s.r.thaw(a.name); terr != nil {
+		return errors.Join(derr, terr)
+	}
+	return workedAround{fmt.Errorf("%w; thawed through the freezer", derr)}
 }
 
 var faults = []fault{
@@ -583,10 +604,11 @@ var faults = []fault{
 			}
 			return true
 		},
-		end: func(s *soak, _ *soakAgent) {
+		end: func(s *soak, _ *soakAgent) error {
 			if err := s.startHostd(); err != nil {
 				s.t.Errorf("soak: %v", err)
 			}
+			return nil
 		}},
 	{kind: "agent-sigkill", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool {
@@ -597,12 +619,13 @@ var faults = []fault{
 			a.killed = true
 			return true
 		},
-		end: func(s *soak, a *soakAgent) {
+		end: func(s *soak, a *soakAgent) error {
 			if err := a.proc.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
 				s.t.Errorf("soak: %s after SIGKILL: %v", a.name, err)
 			}
 			a.proc = harness.Start(s.t, a.env, "gt-agent", a.args...) // adopts its tmux session
 			a.killed = false
+			return nil
 		}},
 	{kind: "agent-sigstop", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool {
@@ -612,34 +635,42 @@ var faults = []fault{
 			a.frozen = a.proc.Cmd.Process.Signal(syscall.SIGSTOP) == nil
 			return a.frozen
 		},
-		end: func(_ *soak, a *soakAgent) { _ = a.proc.Cmd.Process.Signal(syscall.SIGCONT); a.frozen = false }},
+		end: func(_ *soak, a *soakAgent) error {
+			a.frozen = false
+			return a.proc.Cmd.Process.Signal(syscall.SIGCONT)
+		}},
 	{kind: "udp-block", bound: boundProcess,
 		start: func(_ *soak, a *soakAgent) bool { a.relay.BlockUDP(true); return true },
-		end:   func(_ *soak, a *soakAgent) { a.relay.BlockUDP(false) }},
+		end:   func(_ *soak, a *soakAgent) error { a.relay.BlockUDP(false); return nil }},
 	{kind: "tcp-cut", bound: boundProcess, detect: detectDown,
 		start: func(_ *soak, a *soakAgent) bool { a.relay.Cut(true); return true },
-		end:   func(_ *soak, a *soakAgent) { a.relay.Cut(false) }},
+		end:   func(_ *soak, a *soakAgent) error { a.relay.Cut(false); return nil }},
 	{kind: "container-pause", container: true, bound: boundContainer, detect: detectDown,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("pause", s.r.container(a.name))
 			return err == nil
 		},
-		end: func(s *soak, a *soakAgent) { _, _ = tryDocker("unpause", s.r.container(a.name)) }},
+		end: func(s *soak, a *soakAgent) error { return s.unpause(a) }},
 	{kind: "container-restart", container: true, bound: boundContainer,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("restart", "-t", "2", s.r.container(a.name))
 			return err == nil
 		},
-		end: func(*soak, *soakAgent) {}},
+		end: func(*soak, *soakAgent) error { return nil }},
 	{kind: "container-disconnect", container: true, bound: boundContainer, detect: detectDown,
 		start: func(s *soak, a *soakAgent) bool {
 			_, err := tryDocker("network", "disconnect", s.r.net, s.r.container(a.name))
 			return err == nil
 		},
-		end: func(s *soak, a *soakAgent) { _, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name)) }},
+		end: func(s *soak, a *soakAgent) error {
+			if out, err := tryDocker("network", "connect", s.r.net, s.r.container(a.name)); err != nil {
+				return fmt.Errorf("docker network connect: %v: %s", err, strings.TrimSpace(out))
+			}
+			return nil
+		}},
 	{kind: "disk-full", container: true, bound: boundContainer,
 		start: func(_ *soak, a *soakAgent) bool { return fill(filepath.Join(a.hostData, ".soak-filler")) == nil },
-		end:   func(_ *soak, a *soakAgent) { _ = os.Remove(filepath.Join(a.hostData, ".soak-filler")) }},
+		end:   func(_ *soak, a *soakAgent) error { return os.Remove(filepath.Join(a.hostData, ".soak-filler")) }},
 }
 
 // fill writes path until its filesystem is full.
@@ -718,8 +749,19 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	// The fault ends when its undoing begins: the recovery bound counts
 	// the undoing too (a restarted hostd's start, a container's unpause).
 	ended := s.h.Now()
-	af.f.end(s, af.a)
-	s.h.Add(history.Event{T: ended, Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)})
+	end := history.Event{T: ended, Kind: "fault", Phase: "end", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound)}
+	var wa workedAround
+	switch err := af.f.end(s, af.a); {
+	case err == nil:
+	case errors.As(err, &wa):
+		// Ended when the harness got past the machine, not before.
+		end.T, end.Err = s.h.Now(), err.Error()
+		s.t.Logf("soak: %s %s: the machine failed to undo it, worked around: %v", af.op, agent, err)
+	default:
+		end.Phase, end.Err = history.PhaseFail, err.Error()
+		s.t.Errorf("soak: %s %s could not be undone (the machine's failure, not the product's): %v", af.op, agent, err)
+	}
+	s.h.Add(end)
 }
 
 // heal undoes whatever a fault may have left (every fault has ended by
@@ -727,8 +769,10 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 func (s *soak) heal() {
 	for _, a := range s.agents {
 		if a.container {
-			_, _ = tryDocker("unpause", s.r.container(a.name))
-			_, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name))
+			if err := s.unpause(a); err != nil {
+				s.t.Logf("soak: healing %s: %v", a.name, err)
+			}
+			_, _ = tryDocker("network", "connect", s.r.net, s.r.container(a.name)) // fails when connected
 			continue
 		}
 		a.relay.BlockUDP(false)

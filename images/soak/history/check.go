@@ -77,6 +77,11 @@ type Report struct {
 	Faults map[string]int
 	// Recovery is the worst recovery time measured per fault kind.
 	Recovery map[string]time.Duration
+	// Environment lists the faults whose undoing the machine failed (a
+	// fault event with Err): undone another way (its end carries the
+	// error), or not at all (PhaseFail, and no end: nothing after it on
+	// its agent is judged). A failure of the machine, not of the product.
+	Environment []Event
 	// Seed is the run's seed.
 	Seed int64
 }
@@ -174,6 +179,12 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, ", worst recovery %s", d)
 		}
 		b.WriteString("\n")
+	}
+	if len(r.Environment) > 0 {
+		b.WriteString("environment failures (not the product's):\n")
+		for _, e := range r.Environment {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
 	}
 	b.WriteString("invariants:\n")
 	for _, inv := range r.Invariants {
@@ -346,6 +357,9 @@ func newChecker(events []Event) *checker {
 				if f.end == nil {
 					f.end = &ev
 				}
+			}
+			if e.Err != "" {
+				c.report.Environment = append(c.report.Environment, ev)
 			}
 			if f.kind == "" {
 				f.kind = e.Fault

@@ -128,6 +128,7 @@ func TestCheck(t *testing.T) {
 		change func([]Event) []Event // of the clean history; nil for none
 		fail   []string              // the invariants that must fail
 		msg    string                // in a violation of each
+		env    int                   // the environment failures the report lists
 	}{
 		{name: "clean"},
 
@@ -274,6 +275,18 @@ func TestCheck(t *testing.T) {
 				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
 				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"})),
 			fail: []string{InvRecovery}, msg: "rig/a not back within"},
+		{name: "a fault the machine could not undo is not judged, and is listed",
+			change: then(
+				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
+				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"}),
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Phase, e.Err = PhaseFail, "docker unpause: hung" })),
+			env: 1},
+		{name: "a fault undone another way is judged, and listed",
+			change: then(
+				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
+				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"}),
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Err = "docker unpause: hung; thawed through the freezer" })),
+			fail: []string{InvRecovery}, msg: "rig/a not back within", env: 1},
 		{name: "run stopped watching before the bound",
 			change: without(func(e Event) bool { return e.Kind == KindStatus && e.T.After(at(55)) })},
 		{name: "recovery from overlapping faults",
@@ -353,6 +366,9 @@ func TestCheck(t *testing.T) {
 			}
 			if r.OK() != (len(tt.fail) == 0) {
 				t.Errorf("Report.OK() = %v with failures %v", r.OK(), tt.fail)
+			}
+			if len(r.Environment) != tt.env {
+				t.Errorf("%d environment failures listed, want %d: %v", len(r.Environment), tt.env, r.Environment)
 			}
 		})
 	}
