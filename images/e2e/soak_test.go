@@ -585,7 +585,7 @@ type workedAround struct{ error }
 // freezer when docker unpause fails or hangs.
 func (s *soak) unpause(a *soakAgent) error {
 	out, err := tryDockerWithin(20*time.Second, "unpause", s.r.container(a.name))
-	if err == nil || strings.Contains(out, "is not paused") {
+	if err == nil || strings.Contains(out, "not paused") { // "is not paused", or runc's "container not paused" after a thaw
 		return nil
 	}
 	derr := fmt.Errorf("docker unpause: %v: %s", err, strings.TrimSpace(out))
