@@ -279,16 +279,22 @@ func (s *soak) startAgents() {
 		s.agents = append(s.agents, a)
 	}
 	s.waitAllBack(3 * time.Minute)
-	// Each process agent's clone of the rig, through its agent, four at a
-	// time.
+	// Each agent's clone of the rig, through its agent, four at a time;
+	// a container's is inside it (containerClone).
 	sem, errs := make(chan struct{}, 4), make(chan error, len(s.agents))
 	for _, a := range s.agents {
-		if a.container {
-			continue
-		}
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
+			if a.container {
+				out, err := s.r.exec(a.name, "", "sh", "-c", "git clone -q http://127.0.0.1:9878/v1/git/gastown "+containerClone+
+					" && cd "+containerClone+" && git checkout -q -b polecat/"+a.name+"-soak")
+				if err != nil {
+					err = fmt.Errorf("cloning the rig in %s's container: %v: %s", a.name, err, out)
+				}
+				errs <- err
+				return
+			}
 			out, err := s.r.git.TryGit(filepath.Dir(a.clone), "clone", "-q", a.gitURL, a.clone)
 			if err == nil {
 				out, err = s.r.git.TryGit(a.clone, "checkout", "-q", "-b", "polecat/"+a.name+"-soak")
@@ -398,7 +404,7 @@ func (s *soak) work(ctx context.Context, a *soakAgent, rng *rand.Rand) {
 		switch p := rng.IntN(100); {
 		case p < 40:
 			s.op("relay", a, history.Event{}, func(opID string) (history.Event, error) { return history.Event{}, s.relayed(ctx, a, opID) })
-		case p < 55 && !a.container:
+		case p < 55:
 			s.push(a)
 		case p < 75:
 			mode := wire.NudgeWaitIdle
@@ -454,9 +460,16 @@ func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
 	return nil
 }
 
+// containerClone is where a container's clone of the rig is.
+const containerClone = "/home/polecat/soak-repo"
+
 // push commits in the agent's clone and pushes its branch through its
 // agent.
 func (s *soak) push(a *soakAgent) {
+	if a.container {
+		s.containerPush(a)
+		return
+	}
 	g := s.r.git
 	if _, err := os.Stat(a.clone); err != nil {
 		return // not cloned yet
@@ -475,6 +488,24 @@ func (s *soak) push(a *soakAgent) {
 			return history.Event{}, fmt.Errorf("%v: %s", err, brief(string(out)))
 		}
 		return history.Event{Branch: branch, Commit: strings.TrimSpace(commit)}, nil
+	})
+}
+
+// containerPush is push in a container: git there commits, and pushes
+// through the container's gt-agent.
+func (s *soak) containerPush(a *soakAgent) {
+	out, err := s.r.exec(a.name, "", "sh", "-c", "cd "+containerClone+" && date +%s%N > soak.txt && git add soak.txt"+
+		" && git -c user.name="+a.name+" -c user.email="+a.name+"@gastown commit -q -m soak && git rev-parse HEAD")
+	if err != nil {
+		return // no commit to push: the container is paused, restarting or cut off
+	}
+	commit, branch := lastLine(out), "polecat/"+a.name+"-soak"
+	s.op("push", a, history.Event{Branch: branch, Commit: commit}, func(string) (history.Event, error) {
+		out, err := s.r.exec(a.name, "", "timeout", "90", "git", "-C", containerClone, "push", "-q", "origin", "HEAD:refs/heads/"+branch)
+		if err != nil {
+			return history.Event{}, fmt.Errorf("%v: %s", err, brief(out))
+		}
+		return history.Event{Branch: branch, Commit: commit}, nil
 	})
 }
 
