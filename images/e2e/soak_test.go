@@ -96,8 +96,9 @@ const (
 	boundHostd     = 45 * time.Second
 	boundContainer = 60 * time.Second
 	// detectDown is how soon hostd status must show an agent that went
-	// silent as down: its idle timeout (8 s), a status sample (2 s), and
-	// 4 s of slack for a loaded machine.
+	// silent as down: its idle timeout (8 s) and the 1 s hostd's silence
+	// watch may add, a status sample (2 s), and 3 s of slack for a loaded
+	// machine.
 	detectDown = 14 * time.Second
 )
 
