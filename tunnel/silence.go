@@ -55,35 +55,43 @@ func (w *silenceWatch) add(q *connection.QUIC) {
 
 // run checks every tunnel each tick until ctx ends.
 func (w *silenceWatch) run(ctx context.Context) {
-	tick := time.NewTicker(w.idle / 8)
+	tick := time.NewTicker(max(w.idle/8, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
-			for _, q := range w.check(now) {
-				_ = q.Close(fmt.Sprintf("peer silent for %v", w.idle))
+		case <-tick.C:
+			// Now, not the tick's time: a late tick must not date what
+			// it counts earlier than it was counted.
+			for _, s := range w.check(time.Now()) {
+				_ = s.q.Close(fmt.Sprintf("peer silent for %v", s.limit))
 			}
 		}
 	}
 }
 
+// silent is a tunnel past its limit.
+type silent struct {
+	q     *connection.QUIC
+	limit time.Duration
+}
+
 // check notes what each tunnel received since the last tick and returns
 // those silent past their limit: the idle timeout, or, on a path slow
 // enough, three probe timeouts (QUIC's own floor).
-func (w *silenceWatch) check(now time.Time) []*connection.QUIC {
+func (w *silenceWatch) check(now time.Time) []silent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var silent []*connection.QUIC
+	var out []silent
 	for q, h := range w.conns {
 		if n := q.PacketsReceived(); n != h.packets {
 			h.packets, h.at = n, now
 			continue
 		}
-		if now.Sub(h.at) >= max(w.idle, 3*q.PTO()) {
-			silent = append(silent, q)
+		if limit := max(w.idle, 3*q.PTO()); now.Sub(h.at) >= limit {
+			out = append(out, silent{q, limit})
 		}
 	}
-	return silent
+	return out
 }

@@ -2,6 +2,7 @@ package tunnel_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestSilentPeerDropped(t *testing.T) {
 		within    time.Duration // idle, plus the watch's tick (QUIC) or a keepalive period (TCP), plus slack
 	}{
 		{tunnel.TransportQUIC, idle + idle/8 + 800*time.Millisecond}, // 3.05 s: without the watch, 3.5 s
-		{tunnel.TransportTCP, idle + idle/2 + 500*time.Millisecond},
+		{tunnel.TransportTCP, idle + idle/2 + time.Second}, // a ping every idle/2, each waiting up to idle
 	}
 	for _, c := range cases {
 		t.Run(c.transport, func(t *testing.T) {
@@ -59,20 +60,44 @@ func TestSilentPeerDropped(t *testing.T) {
 	}
 }
 
-// TestQuietPeerKept: a client that has nothing to say is not silent: its
-// keepalives hold the tunnel open however long it stays quiet.
+// TestQuietPeerKept: a client that has nothing to say is not silent. Its
+// keepalives hold the tunnel open however long it stays quiet, and while
+// the server writes to it, its acknowledgements alone do (it then sends
+// no keepalives: it hears the server).
 func TestQuietPeerKept(t *testing.T) {
+	const idle = 2 * time.Second
 	for _, tr := range transports {
-		t.Run(tr, func(t *testing.T) {
-			cfg := tunnel.Config{IdleTimeout: time.Second}
-			p := newPair(t, tr, pairOpts{server: cfg, client: cfg})
-			select {
-			case <-p.server.Done():
-				t.Fatalf("quiet client dropped: %v", p.server.Err())
-			case <-p.client.Done():
-				t.Fatalf("client ended: %v", p.client.Err())
-			case <-time.After(4 * time.Second):
-			}
-		})
+		for _, serverWrites := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/server-writes=%v", tr, serverWrites), func(t *testing.T) {
+				t.Parallel()
+				cfg := tunnel.Config{IdleTimeout: idle}
+				p := newPair(t, tr, pairOpts{server: cfg, client: cfg})
+				if serverWrites {
+					mux := tunnel.NewServeMux()
+					mux.HandleFunc("sink", func(ctx context.Context, st *tunnel.Stream) { _, _ = io.Copy(io.Discard, st) })
+					go p.client.Serve(context.Background(), mux)
+					down, err := p.server.OpenStream(context.Background(), "sink", nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tick := time.NewTicker(idle / 4)
+					t.Cleanup(tick.Stop)
+					go func() {
+						for range tick.C {
+							if _, err := down.Write([]byte("more")); err != nil {
+								return
+							}
+						}
+					}()
+				}
+				select {
+				case <-p.server.Done():
+					t.Fatalf("quiet client dropped: %v", p.server.Err())
+				case <-p.client.Done():
+					t.Fatalf("client ended: %v", p.client.Err())
+				case <-time.After(3 * idle):
+				}
+			})
+		}
 	}
 }

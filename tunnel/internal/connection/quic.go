@@ -117,8 +117,8 @@ func (q *QUIC) Done() <-chan struct{} { return q.conn.Context().Done() }
 // Err says why the connection ended.
 func (q *QUIC) Err() error { return context.Cause(q.conn.Context()) }
 
-// PacketsReceived counts the packets the peer's address sent on this
-// connection so far.
+// PacketsReceived counts the packets received on this connection so far
+// (quic-go counts those that decrypted, and no duplicates).
 func (q *QUIC) PacketsReceived() uint64 { return q.conn.ConnectionStats().PacketsReceived }
 
 // PTO is the probe timeout RFC 9002 §6.2.1 derives from the path's round
