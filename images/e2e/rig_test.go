@@ -151,13 +151,14 @@ func (r *rig) startPolecat(name string) {
 	token := strings.TrimSpace(r.git.Run("token", "create", "gastown/"+name))
 	r.tokens[name] = token
 	c := r.container(name)
-	r.ids[name] = strings.TrimSpace(r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
+	r.docker("run", "-d", "--name", c, "--hostname", name, "--label", label+"="+r.id, "--network", r.net,
 		"-e", "GT_PROXY_URL=https://"+r.addr, "-e", "GT_AGENT_JOIN="+token,
 		"-e", "GT_RIG=gastown", "-e", "GT_POLECAT="+name,
 		"-e", "GT_AGENT_BEAT_INTERVAL=1s", "-e", "GT_AGENT_QUIC_PROBE=2s",
 		"-e", harness.PaneEnv+"=claude", "-e", harness.PaneLogEnv+"=/tmp/pane.log", "-e", harness.PaneBusyEnv+"=/tmp/busy",
-		"-v", r.binary+":/usr/local/bin/claude:ro", r.image))
+		"-v", r.binary+":/usr/local/bin/claude:ro", r.image)
 	undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", c) })
+	r.ids[name] = strings.TrimSpace(r.docker("inspect", "--format", "{{.Id}}", c))
 }
 
 // thaw unfreezes name's container through its cgroup's freezer, for when
@@ -170,9 +171,10 @@ func (r *rig) thaw(name string) error {
 		return fmt.Errorf("thawing %s: its container id is unknown", name)
 	}
 	for _, f := range []struct{ glob, value string }{
-		{"/sys/fs/cgroup/freezer/*/" + id + "/freezer.state", "THAWED"},            // cgroup v1
-		{"/sys/fs/cgroup/*/" + id + "/cgroup.freeze", "0"},                         // v2, Docker's cgroupfs driver
-		{"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/cgroup.freeze", "0"}, // v2, systemd's
+		{"/sys/fs/cgroup/freezer/*/" + id + "/freezer.state", "THAWED"},              // cgroup v1, Docker's cgroupfs driver
+		{"/sys/fs/cgroup/freezer/*/docker-" + id + ".scope/freezer.state", "THAWED"}, // v1, systemd's
+		{"/sys/fs/cgroup/*/" + id + "/cgroup.freeze", "0"},                           // v2, Docker's cgroupfs driver
+		{"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/cgroup.freeze", "0"},   // v2, systemd's
 	} {
 		if paths, _ := filepath.Glob(f.glob); len(paths) > 0 {
 			if err := os.WriteFile(paths[0], []byte(f.value), 0o644); err != nil {

@@ -98,7 +98,8 @@ const (
 	// detectDown is how soon hostd status must show an agent that went
 	// silent as down: its idle timeout (8 s) and the 1 s hostd's silence
 	// watch may add, a status sample (2 s), and 3 s of slack for a loaded
-	// machine.
+	// machine. On TCP a ping every 4 s waits up to 8 s for its answer:
+	// 12 s and the sample, no slack.
 	detectDown = 14 * time.Second
 )
 
@@ -495,7 +496,8 @@ func (s *soak) push(a *soakAgent) {
 // containerPush is push in a container: git there commits, and pushes
 // through the container's gt-agent.
 func (s *soak) containerPush(a *soakAgent) {
-	out, err := s.r.exec(a.name, "", "sh", "-c", "cd "+containerClone+" && date +%s%N > soak.txt && git add soak.txt"+
+	// A commit a container restart killed leaves its lock behind.
+	out, err := s.r.exec(a.name, "", "sh", "-c", "cd "+containerClone+" && rm -f .git/index.lock && date +%s%N > soak.txt && git add soak.txt"+
 		" && git -c user.name="+a.name+" -c user.email="+a.name+"@gastown commit -q -m soak && git rev-parse HEAD")
 	if err != nil {
 		return // no commit to push: the container is paused, restarting or cut off
@@ -609,8 +611,8 @@ type fault struct {
 }
 
 // workedAround is an undoing the machine failed and the harness completed
-// another way: the fault did end, when end returned, and the error is
-// the machine's, recorded on the fault's end.
+// another way: the fault did end, when end returned (the end's Done), and
+// the error is the machine's, recorded on the fault's end.
 type workedAround struct{ error }
 
 // unpause undoes a container pause, thawing the container through its
@@ -786,8 +788,9 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	switch err := af.f.end(s, af.a); {
 	case err == nil:
 	case errors.As(err, &wa):
-		// Ended when the harness got past the machine, not before.
-		end.T, end.Err = s.h.Now(), err.Error()
+		// Held until the harness got past the machine: recovery counts
+		// from then, detection only up to when the undoing began.
+		end.Done, end.Err = s.h.Now(), err.Error()
 		s.t.Logf("soak: %s %s: the machine failed to undo it, worked around: %v", af.op, agent, err)
 	default:
 		end.Phase, end.Err = history.PhaseFail, err.Error()

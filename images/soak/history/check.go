@@ -79,8 +79,9 @@ type Report struct {
 	Recovery map[string]time.Duration
 	// Environment lists the faults whose undoing the machine failed (a
 	// fault event with Err): undone another way (its end carries the
-	// error), or not at all (PhaseFail, and no end: nothing after it on
-	// its agent is judged). A failure of the machine, not of the product.
+	// error, and Done), or not at all (PhaseFail, and no end: no recovery
+	// of its agents after it begins is judged, nor its detection). A
+	// failure of the machine, not of the product.
 	Environment []Event
 	// Seed is the run's seed.
 	Seed int64
@@ -805,9 +806,11 @@ func (c *checker) detection() InvariantResult {
 // then, that fault's end (repeatedly), with the larger bound. killed is
 // the latest start of those faults that end every tunnel of the agent
 // (killsTunnel): a tunnel that connected before it is a dead one hostd
-// has not noticed yet. ok is false when one of those faults never ends.
+// has not noticed yet. ok is false when one of those faults never ends. A
+// fault that begins after the bound has passed, with agent observed still
+// down at the bound, changes nothing: the verdict was in by then.
 func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound time.Duration, killed time.Time, ok bool) {
-	from, bound = f.end.T, f.bound
+	from, bound = undone(f.end), f.bound
 	if killsTunnel(f.kind) {
 		killed = f.start.T
 	}
@@ -821,11 +824,14 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 			if g == f || g.start == nil || !g.affects(agent) || g.start.T.After(seenBack) {
 				continue
 			}
+			if due := from.Add(bound); g.start.T.After(due) && c.observed(agent, due, g.start.T) {
+				continue
+			}
 			if g.end == nil {
 				return from, bound, killed, false
 			}
-			if g.end.T.After(from) {
-				from, bound, changed = g.end.T, max(bound, g.bound), true
+			if end := undone(g.end); end.After(from) {
+				from, bound, changed = end, max(bound, g.bound), true
 				if killsTunnel(g.kind) {
 					killed = later(killed, g.start.T)
 				}
@@ -833,6 +839,27 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 		}
 	}
 	return from, bound, killed, true
+}
+
+// observed reports whether hostd status was seen answering about agent
+// between lo and hi.
+func (c *checker) observed(agent string, lo, hi time.Time) bool {
+	for _, s := range c.statuses[agent] {
+		if !s.T.Before(lo) && !s.T.After(hi) {
+			return true
+		}
+	}
+	return false
+}
+
+// undone is when a fault whose end is e was undone: when its undoing
+// began, or, when the machine failed it and the harness got past that
+// another way, when that was done (Done).
+func undone(e *Event) time.Time {
+	if e.Done.After(e.T) {
+		return e.Done
+	}
+	return e.T
 }
 
 // killsTunnel says whether a fault of kind ends every tunnel of the

@@ -102,7 +102,6 @@ func is(kind, phase, op string) func(Event) bool {
 	return func(e Event) bool { return e.Kind == kind && e.Phase == phase && (op == "" || e.Op == op) }
 }
 
-// then applies changes in order.
 // backAfterF1 gives fault f1 (which ends at 55 s) a bound of 3 s and has
 // rig/a's first observation back after it (at 60 s) made at sec instead,
 // saying its tunnel connected at since.
@@ -113,6 +112,7 @@ func backAfterF1(sec float64, since time.Time) func([]Event) []Event {
 			func(e *Event) { e.T, e.Since = at(sec), since }))
 }
 
+// then applies changes in order.
 func then(changes ...func([]Event) []Event) func([]Event) []Event {
 	return func(evs []Event) []Event {
 		for _, c := range changes {
@@ -287,6 +287,33 @@ func TestCheck(t *testing.T) {
 				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"}),
 				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Err = "docker unpause: hung; thawed through the freezer" })),
 			fail: []string{InvRecovery}, msg: "rig/a not back within", env: 1},
+		{name: "a fault not undone, begun after the bound, hides no miss before it",
+			change: then(
+				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.After(at(55)) }),
+				with(Event{T: at(150), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/b", State: "idle"},
+					Event{T: at(107), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "disconnected"},
+					Event{T: at(110), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "f5", Fault: FaultContainerPause},
+					Event{T: at(120), Kind: KindFault, Phase: PhaseFail, Agent: "rig/a", Op: "f5", Fault: FaultContainerPause, Err: "docker unpause: hung"})),
+			fail: []string{InvRecovery}, msg: "rig/a not back within", env: 1},
+		{name: "a fault begun after the bound, the agent seen down at it, does not restart the clock",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				with(Event{T: at(58.2), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "disconnected"},
+					Event{T: at(58.5), Kind: KindFault, Phase: PhaseStart, Agent: "rig/a", Op: "f5", Fault: FaultAgentSigstop, Bound: Duration(30 * time.Second)},
+					Event{T: at(59), Kind: KindFault, Phase: PhaseEnd, Agent: "rig/a", Op: "f5", Fault: FaultAgentSigstop, Bound: Duration(30 * time.Second)})),
+			fail: []string{InvRecovery}, msg: "fault f1 (agent-sigkill): rig/a back after 5s, bound 3s"},
+		{name: "an undoing the harness finished another way: recovery counts from when it was done",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) {
+					e.Bound, e.Err, e.Done = Duration(3*time.Second), "docker unpause: hung; thawed through the freezer", at(58)
+				})),
+			env: 1},
+		{name: "the same without Done: back too late",
+			change: then(
+				edit(is(KindFault, PhaseEnd, "f1"), func(e *Event) { e.Bound = Duration(3 * time.Second) }),
+				without(func(e Event) bool { return e.Kind == KindStatus && e.Agent == "rig/a" && e.T.Equal(at(60)) }),
+				with(Event{T: at(60), Kind: KindStatus, Phase: PhaseObserve, Agent: "rig/a", State: "connected", Since: at(59.5)})),
+			fail: []string{InvRecovery}, msg: "rig/a back after 4.5s, bound 3s"},
 		{name: "run stopped watching before the bound",
 			change: without(func(e Event) bool { return e.Kind == KindStatus && e.T.After(at(55)) })},
 		{name: "recovery from overlapping faults",

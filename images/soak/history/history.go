@@ -189,6 +189,11 @@ type Event struct {
 	// says its tunnel connected: the agent has been back since then, however
 	// late the observation came.
 	Since time.Time `json:"since,omitzero"`
+	// Done is, on a fault's end whose undoing the machine failed (Err)
+	// and the harness completed another way, when that was done: the
+	// fault held until then, so recovery is measured from Done, while
+	// detection judges only up to T, when the undoing began.
+	Done time.Time `json:"done,omitzero"`
 	// Answered is, on a status observation, when hostd's answer came (T is
 	// when it was asked for): the state shown held at some moment between
 	// the two.
@@ -249,6 +254,9 @@ func (e Event) String() string {
 		kv("detect", time.Duration(e.Detect).String())
 	}
 	kv("state", e.State)
+	if !e.Done.IsZero() {
+		kv("done", e.Done.Format("15:04:05.000"))
+	}
 	if !e.Since.IsZero() {
 		kv("since", e.Since.Format("15:04:05.000"))
 	}
