@@ -775,10 +775,15 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	if af.a != nil {
 		agent = af.a.id.String()
 	}
+	// The fault begins when its injection does (a container's restart
+	// can reconnect it before docker restart returns), and is in place
+	// when the injection returns.
+	began := s.h.Now()
 	if !af.f.start(s, af.a) {
 		return
 	}
-	s.h.Add(history.Event{Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent, Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)})
+	s.h.Add(history.Event{T: began, Done: s.h.Now(), Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent,
+		Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)})
 	time.Sleep(hold)
 	// The fault ends when its undoing begins: the recovery bound counts
 	// the undoing too (a restarted hostd's start, a container's unpause).

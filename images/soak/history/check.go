@@ -771,10 +771,12 @@ func (c *checker) recovery() InvariantResult {
 func (c *checker) detection() InvariantResult {
 	res := InvariantResult{Name: InvDetect}
 	for _, f := range c.faults {
-		if f.start == nil || f.end == nil || f.detect <= 0 || f.agent == "" || f.end.T.Sub(f.start.T) <= f.detect {
+		if f.start == nil || f.end == nil || f.detect <= 0 || f.agent == "" || f.end.T.Sub(doneAt(f.start)) <= f.detect {
 			continue
 		}
-		from := f.start.T.Add(f.detect)
+		// From when the fault was in place: an injection (a docker call)
+		// can take seconds on a loaded machine.
+		from := doneAt(f.start).Add(f.detect)
 		var seen, up []Event
 		for _, s := range c.statuses[f.agent] {
 			// Only what hostd showed between the bound and the fault's
@@ -810,7 +812,7 @@ func (c *checker) detection() InvariantResult {
 // fault that begins after the bound has passed, with agent observed still
 // down at the bound, changes nothing: the verdict was in by then.
 func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound time.Duration, killed time.Time, ok bool) {
-	from, bound = undone(f.end), f.bound
+	from, bound = doneAt(f.end), f.bound
 	if killsTunnel(f.kind) {
 		killed = f.start.T
 	}
@@ -830,7 +832,7 @@ func (c *checker) measureFrom(f *fault, agent string) (from time.Time, bound tim
 			if g.end == nil {
 				return from, bound, killed, false
 			}
-			if end := undone(g.end); end.After(from) {
+			if end := doneAt(g.end); end.After(from) {
 				from, bound, changed = end, max(bound, g.bound), true
 				if killsTunnel(g.kind) {
 					killed = later(killed, g.start.T)
@@ -852,10 +854,11 @@ func (c *checker) observed(agent string, lo, hi time.Time) bool {
 	return false
 }
 
-// undone is when a fault whose end is e was undone: when its undoing
-// began, or, when the machine failed it and the harness got past that
-// another way, when that was done (Done).
-func undone(e *Event) time.Time {
+// doneAt is when what a fault's event e records was done: on its start,
+// when the injection returned (Done), T being when it began; on its end,
+// when its undoing began (T), or, when the machine failed that and the
+// harness got past it another way, when that was done (Done).
+func doneAt(e *Event) time.Time {
 	if e.Done.After(e.T) {
 		return e.Done
 	}

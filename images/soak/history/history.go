@@ -189,10 +189,12 @@ type Event struct {
 	// says its tunnel connected: the agent has been back since then, however
 	// late the observation came.
 	Since time.Time `json:"since,omitzero"`
-	// Done is, on a fault's end whose undoing the machine failed (Err)
-	// and the harness completed another way, when that was done: the
-	// fault held until then, so recovery is measured from Done, while
-	// detection judges only up to T, when the undoing began.
+	// Done is, on a fault's start, when its injection returned (T is when
+	// it began: a tunnel that connected after T is a new one; detection
+	// counts from Done). On a fault's end whose undoing the machine failed
+	// (Err) and the harness completed another way, it is when that was
+	// done: the fault held until then, so recovery is measured from Done,
+	// while detection judges only up to T, when the undoing began.
 	Done time.Time `json:"done,omitzero"`
 	// Answered is, on a status observation, when hostd's answer came (T is
 	// when it was asked for): the state shown held at some moment between
