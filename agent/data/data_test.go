@@ -37,7 +37,7 @@ func newHostSide(t *testing.T, root string) (*Service, hostSide) {
 // returns the agent's result.
 func (h hostSide) push(op, src string, p datasync.Policy) wire.SyncResult {
 	h.t.Helper()
-	st := h.open(op, p)
+	st := h.open(wire.SyncRequest{Op: op, Include: p.Include, Exclude: p.Exclude})
 	defer st.Close()
 	if _, _, err := archive.Pack(context.Background(), src, p, st); err != nil {
 		h.t.Fatal(err)
@@ -50,11 +50,13 @@ func (h hostSide) push(op, src string, p datasync.Policy) wire.SyncResult {
 	return res
 }
 
-// pull asks the agent for its data under p, as hostd does, and unpacks it
-// into a new directory.
+// pull asks the agent for all its data under p, as hostd does without a
+// base, and unpacks it into a new directory. (Without Full, files the
+// agent last exchanged and has not touched for 2 s are left out, against
+// a base this side does not keep.)
 func (h hostSide) pull(p datasync.Policy) *datasync.Manifest {
 	h.t.Helper()
-	st := h.open(wire.SyncPull, p)
+	st := h.open(wire.SyncRequest{Op: wire.SyncPull, Include: p.Include, Exclude: p.Exclude, Full: true})
 	defer st.Close()
 	m, err := archive.Unpack(context.Background(), st, h.t.TempDir(), p, datasync.Limits{})
 	if err != nil {
@@ -65,11 +67,11 @@ func (h hostSide) pull(p datasync.Policy) *datasync.Manifest {
 	return m
 }
 
-func (h hostSide) open(op string, p datasync.Policy) *tunnel.Stream {
+func (h hostSide) open(req wire.SyncRequest) *tunnel.Stream {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	h.t.Cleanup(cancel)
-	st, err := h.sess.OpenStream(ctx, wire.KindSync, wire.SyncRequest{Op: op, Include: p.Include, Exclude: p.Exclude})
+	st, err := h.sess.OpenStream(ctx, wire.KindSync, req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
