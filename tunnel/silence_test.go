@@ -21,7 +21,7 @@ func TestSilentPeerDropped(t *testing.T) {
 		within    time.Duration // idle, plus the watch's tick (QUIC) or a keepalive period (TCP), plus slack
 	}{
 		{tunnel.TransportQUIC, idle + idle/8 + 800*time.Millisecond}, // 3.05 s: without the watch, 3.5 s
-		{tunnel.TransportTCP, idle + idle/2 + time.Second}, // a ping every idle/2, each waiting up to idle
+		{tunnel.TransportTCP, idle + idle/2 + time.Second},           // a ping every idle/2, each waiting up to idle
 	}
 	for _, c := range cases {
 		t.Run(c.transport, func(t *testing.T) {
