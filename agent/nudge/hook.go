@@ -48,6 +48,7 @@ type Hooks struct {
 	mu      sync.Mutex
 	last    string
 	submits int
+	changed chan struct{} // closed, and replaced, at each event
 }
 
 // Last is the last event heard; ok is false before any.
@@ -59,6 +60,30 @@ func (h *Hooks) Last() (event string, ok bool) {
 	defer h.mu.Unlock()
 	return h.last, h.last != ""
 }
+
+// Changed is closed at the next event: a nudge waiting while the hooks
+// say busy waits for it instead of reading the pane again and again. A
+// nil *Hooks never changes.
+func (h *Hooks) Changed() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
+	}
+	return h.changed
+}
+
+// busy says whether the last event heard says the polecat is busy.
+func (h *Hooks) busy() bool {
+	ev, _ := h.Last()
+	return busyEvent(ev)
+}
+
+// busyEvent says whether event means the polecat is busy.
+func busyEvent(event string) bool { return event == HookUserPromptSubmit || event == HookPreToolUse }
 
 // Known says whether any hook has been heard: hooks are then trusted over
 // the screen.
@@ -87,6 +112,10 @@ func (h *Hooks) Record(event string) error {
 	h.last = event
 	if event == HookUserPromptSubmit {
 		h.submits++
+	}
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
 	}
 	return nil
 }

@@ -8,7 +8,10 @@
 // Idle comes from the best signal there is: Claude Code's hooks (gt-agent
 // hook, see hook.go), else the screen (busy patterns, the prompt seen
 // empty twice in a row), else the pane's silence. Text in the input line
-// always counts as busy: a nudge never mixes with someone's typing.
+// always counts as busy: a nudge never mixes with someone's typing. The
+// pane is read every Poll while waiting (each read is a tmux process),
+// except while the hooks say busy: then the next hook event ends the wait,
+// and the pane is read only every 5 s.
 package nudge
 
 import (

@@ -2,6 +2,7 @@ package nudge
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -57,4 +58,84 @@ func TestConfig(t *testing.T) {
 		{Name: "malformed busy pattern", Set: func(c *Config) { c.BusyPatterns = []string{"("} }, Want: `nudge: BusyPatterns is "(": error parsing regexp`},
 		{Name: "malformed prompt", Set: func(c *Config) { c.Prompt = "(" }, Want: `nudge: Prompt is "(": error parsing regexp`},
 	})
+}
+
+// TestWaitWhileHooksSayBusy: while Claude Code's hooks say busy, a
+// wait-idle nudge does not read the pane every Poll (each look is a tmux
+// process) but waits for the next hook event, and is typed as soon as
+// Stop arrives. tmux is the real one, run through a script on PATH that
+// counts its calls.
+func TestWaitWhileHooksSayBusy(t *testing.T) {
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	spy := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "tmux"), []byte(spy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
+	t.Cleanup(func() { _ = exec.Command(real, append(srv.Args, "kill-server")...).Run() })
+	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; cat"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	hooks := &Hooks{}
+	if err := hooks.Record(HookPreToolUse); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Session: "polecat", Tmux: srv, StateDir: dir, Poll: 50 * time.Millisecond}, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan wire.NudgeResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- s.Deliver(ctx, wire.NudgeRequest{ID: "n1", Mode: wire.NudgeWaitIdle}, "after the tool", nil)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	before := countLines(t, calls)
+	time.Sleep(1500 * time.Millisecond)
+	if looks := countLines(t, calls) - before; looks > 2 {
+		t.Errorf("%d tmux calls in 1.5 s while the hooks said busy (Poll 50 ms), want at most 2", looks)
+	}
+	stopped := time.Now()
+	if err := hooks.Record(HookStop); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if text, _ := srv.History(context.Background(), "polecat", 10); strings.Contains(text, "after the tool") {
+			break
+		}
+		if time.Since(stopped) > 3*time.Second {
+			t.Fatal("not typed 3 s after the Stop hook")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Claude Code takes the prompt: its hook is the submission's evidence.
+	if err := hooks.Record(HookUserPromptSubmit); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.Outcome != wire.NudgeSubmitted {
+			t.Fatalf("outcome %+v, want submitted", res)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no outcome 15 s after the Stop hook")
+	}
+}
+
+// countLines is how many lines the file at path has (0 when missing).
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
 }

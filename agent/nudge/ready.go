@@ -16,6 +16,7 @@ import (
 func (s *Service) waitReady(ctx context.Context, immediate bool, waiting func(string)) (why string, err error) {
 	idleOnce, told := false, ""
 	for {
+		hooked := s.hooks.Changed() // before the look: an event after it ends the wait below
 		scr, err := s.cfg.Tmux.Capture(ctx, s.cfg.Session)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -33,15 +34,27 @@ func (s *Service) waitReady(ctx context.Context, immediate bool, waiting func(st
 			waiting(why)
 			told = why
 		}
+		// While the hooks say busy, only their next event can make the
+		// polecat ready: wait for it (looking again now and then, should
+		// the hooks fall silent), not for the pane every Poll.
+		next := s.cfg.Poll
+		if !immediate && s.hooks.busy() {
+			next = max(next, hookBusyLook)
+		}
 		select {
 		case <-ctx.Done():
 			// Never "" here: that would mean ready, and the nudge is no
 			// longer wanted (or its time is up) even if idle was seen once.
 			return cmp.Or(why, "idle was seen once but not confirmed before the deadline (or hostd withdrew the nudge)"), nil
-		case <-time.After(s.cfg.Poll):
+		case <-hooked:
+		case <-time.After(next):
 		}
 	}
 }
+
+// hookBusyLook is how often the pane is read while the hooks say busy
+// (each look is a tmux process).
+const hookBusyLook = 5 * time.Second
 
 // judge says whether the screen allows typing now, and if not why.
 func (s *Service) judge(scr tmux.Screen, immediate bool) (bool, string) {
@@ -52,7 +65,7 @@ func (s *Service) judge(scr tmux.Screen, immediate bool) (bool, string) {
 		return true, ""
 	}
 	if ev, ok := s.hooks.Last(); ok {
-		if ev == HookUserPromptSubmit || ev == HookPreToolUse {
+		if busyEvent(ev) {
 			return false, "busy: Claude Code's " + ev + " hook fired and no Stop or Notification since"
 		}
 		return true, ""
