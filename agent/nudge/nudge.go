@@ -50,7 +50,8 @@ type Config struct {
 	// Silence is how long the pane must be quiet to count as idle when
 	// neither hooks nor the prompt say anything.
 	Silence time.Duration
-	// Poll is how often the pane is looked at while waiting.
+	// Poll is how often the pane is looked at while waiting (every 5 s
+	// while Claude Code's hooks say busy: their next event ends the wait).
 	Poll time.Duration
 	// EnterTries bounds the Enters pressed to submit one nudge.
 	EnterTries int
@@ -67,7 +68,8 @@ const DefaultPrompt = `^\s*[│|]?\s*[❯>](\s|$)`
 
 // DefaultConfig delivers to the "polecat" session, knows Claude Code's
 // busy screen and prompt, waits for 3 s of silence when nothing better is
-// known, looks every 200 ms and presses Enter at most 3 times. StateDir
+// known, looks every 200 ms (every 5 s while the hooks say busy) and
+// presses Enter at most 3 times. StateDir
 // has no default: outcomes are kept in the working directory.
 func DefaultConfig() Config {
 	return Config{

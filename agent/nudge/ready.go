@@ -35,8 +35,9 @@ func (s *Service) waitReady(ctx context.Context, immediate bool, waiting func(st
 			told = why
 		}
 		// While the hooks say busy, only their next event can make the
-		// polecat ready: wait for it (looking again now and then, should
-		// the hooks fall silent), not for the pane every Poll.
+		// polecat ready: wait for it, not for the pane every Poll. The
+		// look every hookBusyLook cannot make it ready; it updates why
+		// (text typed meanwhile) and notices a pane that is gone.
 		next := s.cfg.Poll
 		if !immediate && s.hooks.busy() {
 			next = max(next, hookBusyLook)
