@@ -69,8 +69,8 @@ const DefaultPrompt = `^\s*[│|]?\s*[❯>](\s|$)`
 // DefaultConfig delivers to the "polecat" session, knows Claude Code's
 // busy screen and prompt, waits for 3 s of silence when nothing better is
 // known, looks every 200 ms (every 5 s while the hooks say busy) and
-// presses Enter at most 3 times. StateDir
-// has no default: outcomes are kept in the working directory.
+// presses Enter at most 3 times. StateDir has no default: outcomes are
+// kept in the working directory.
 func DefaultConfig() Config {
 	return Config{
 		Session:      "polecat",
