@@ -18,6 +18,7 @@ import (
 
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
 // The Gas Town suite ('make e2e-gastown'): the real gt, bd and dolt
@@ -183,7 +184,7 @@ func (g *gasTown) environment() {
 	}
 	t.Setenv("PATH", strings.Join([]string{g.tools, harness.BinDir, standin, os.Getenv("PATH")}, ":"))
 	t.Setenv("GT_DOLT_HOST", "127.0.0.1")
-	t.Setenv("GT_DOLT_PORT", freePort(t, "127.0.0.1"))
+	t.Setenv("GT_DOLT_PORT", tunneltest.FreePort(t, "127.0.0.1"))
 	for _, kv := range [][]string{{"user.name", "operator"}, {"user.email", "operator@example.com"}, {"init.defaultBranch", "main"}} {
 		g.must(exec.Command("git", "config", "--global", kv[0], kv[1]))
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
 // label marks every container and network the suite makes with the run's
@@ -97,7 +98,7 @@ func newNetwork(t *testing.T) *rig {
 		"-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.name="+r.net, r.net)
 	undo.push(func() { _, _ = tryDocker("network", "rm", r.net) })
 	r.gateway = strings.TrimSpace(r.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", r.net))
-	r.addr = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
+	r.addr = net.JoinHostPort(r.gateway, tunneltest.FreePort(t, r.gateway))
 
 	// The host answers the bridge on hostd's port alone.
 	_, port, _ := net.SplitHostPort(r.addr)
@@ -111,7 +112,7 @@ func newNetwork(t *testing.T) *rig {
 	r.iptables("-I", "INPUT", "1", "-i", r.net, "-j", r.chain)
 	undo.push(func() { _ = exec.Command("iptables", "-D", "INPUT", "-i", r.net, "-j", r.chain).Run() })
 
-	r.metrics = net.JoinHostPort(r.gateway, freePort(t, r.gateway))
+	r.metrics = net.JoinHostPort(r.gateway, tunneltest.FreePort(t, r.gateway))
 	return r
 }
 
@@ -291,24 +292,4 @@ func removeLeftovers() {
 		_ = exec.Command("iptables", "-F", chain).Run()
 		_ = exec.Command("iptables", "-X", chain).Run()
 	}
-}
-
-// freePort is a TCP and UDP port free on host.
-func freePort(t *testing.T, host string) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(l.Addr().String())
-		u, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatalf("no port free for both TCP and UDP on %s", host)
-	return ""
 }

@@ -241,24 +241,3 @@ func (r *Relay) later(b []byte, send func([]byte)) {
 	}
 	time.AfterFunc(d, func() { send(b) })
 }
-
-// FreeAddr returns a loopback address whose port is free on both TCP and
-// UDP, for servers that listen on both.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free on both TCP and UDP")
-	return ""
-}
