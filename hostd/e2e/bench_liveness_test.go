@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,25 +102,41 @@ func benchAgents(b *testing.B, n int) {
 }
 
 // steadyWindow waits out the measured window, taking hostd's CPU profile
-// over it into $SIDECAR_BENCH_CPUPROFILE (for 'go tool pprof') when set.
+// over it when asked (profileHostd).
 func steadyWindow(b *testing.B, metrics string, d time.Duration) {
+	wait := profileHostd(b, metrics, d)
+	time.Sleep(d)
+	wait()
+}
+
+// profileHostd takes the CPU profile of the hostd serving metrics over the
+// next d (whole seconds) into $SIDECAR_BENCH_CPUPROFILE, for 'go tool
+// pprof', when that is set. wait returns once it is written; at once when
+// nothing is taken.
+func profileHostd(b *testing.B, metrics string, d time.Duration) (wait func()) {
 	path := os.Getenv("SIDECAR_BENCH_CPUPROFILE")
 	if path == "" {
-		time.Sleep(d)
-		return
+		return func() {}
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", metrics, int(d.Seconds())))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		b.Fatal(err)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", metrics, max(1, int(d.Seconds()))))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err == nil {
+			_, err = io.Copy(f, resp.Body)
+			err = errors.Join(err, f.Close())
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Fatalf("taking hostd's CPU profile: %v", err)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -63,10 +64,11 @@ func benchData(b *testing.B) (dir string, size int64) {
 func BenchmarkSync(b *testing.B) {
 	data, size := benchData(b)
 	tw := NewTown(b)
-	_, addr := tw.Serve("--config", writeConfig(b, fmt.Sprintf("sync:\n  roots:\n    gastown: %s/{name}\n", b.TempDir())))
+	metrics := tunneltest.FreeAddr(b)
+	hostd, addr := tw.Serve("--metrics-listen", metrics, "--config", writeConfig(b, fmt.Sprintf("sync:\n  roots:\n    gastown: %s/{name}\n", b.TempDir())))
 	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
 	container := b.TempDir()
-	Start(b, AgentEnv(addr, tw.Issue(id.String(), time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", b.TempDir(), "--sync-checkpoint", "-1s")
+	agent := Start(b, AgentEnv(addr, tw.Issue(id.String(), time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", b.TempDir(), "--sync-checkpoint", "-1s")
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 	// furiosa's host data root holds a copy of the benchmark's data.
 	root := rootOf(b, tw, "furiosa")
@@ -161,10 +163,18 @@ func BenchmarkSync(b *testing.B) {
 		}
 	})
 	b.Run("op=pull-100changed/impl=ours", func(b *testing.B) {
-		for n := 0; b.Loop(); n++ {
+		// Where a delta pull's time goes: each side's CPU per pull, and
+		// hostd's CPU profile over the first 10 s with
+		// SIDECAR_BENCH_CPUPROFILE set.
+		wait := profileHostd(b, metrics, 10*time.Second)
+		hostd0, agent0, n := cpuTicks(b, hostd.Cmd.Process.Pid), cpuTicks(b, agent.Cmd.Process.Pid), 0
+		for ; b.Loop(); n++ {
 			change100(b, container, n)
 			transfer(b, true)
 		}
+		b.ReportMetric(float64(cpuTicks(b, hostd.Cmd.Process.Pid)-hostd0)*10/float64(n), "hostd-cpu-ms")
+		b.ReportMetric(float64(cpuTicks(b, agent.Cmd.Process.Pid)-agent0)*10/float64(n), "agent-cpu-ms")
+		wait()
 	})
 	b.Run("op=pull-100changed/impl=rsync", func(b *testing.B) {
 		if _, err := exec.LookPath("rsync"); err != nil {
