@@ -141,27 +141,53 @@ var blacklist = func() [][]patElem {
 	return out
 }()
 
-// patElem is one element of a pattern: matched by path.Match, or, when it
-// has none of path.Match's special characters, by comparison.
+// patElem is one element of a pattern, matched as path.Match would: a
+// literal compared, a lone leading or trailing '*' around a literal (the
+// blacklist's *.pem, id_*) as a suffix or prefix, anything else through
+// path.Match. Excluded runs for every path of a transfer, twice on a pull.
 type patElem struct {
-	s    string
-	glob bool
+	s    string // the element; for prefix and suffix, its literal part
+	kind patKind
 }
+
+// patKind is how a patElem matches.
+type patKind uint8
+
+const (
+	patLiteral patKind = iota
+	patSuffix          // *s
+	patPrefix          // s*
+	patGlob
+)
 
 // compile splits a pattern into its elements.
 func compile(pat string) []patElem {
 	els := strings.Split(pat, "/")
 	out := make([]patElem, len(els))
 	for i, el := range els {
-		out[i] = patElem{s: el, glob: strings.ContainsAny(el, `*?[\`)}
+		switch {
+		case !strings.ContainsAny(el, `*?[\`):
+			out[i] = patElem{s: el, kind: patLiteral}
+		case strings.HasPrefix(el, "*") && !strings.ContainsAny(el[1:], `*?[\`):
+			out[i] = patElem{s: el[1:], kind: patSuffix}
+		case strings.HasSuffix(el, "*") && !strings.ContainsAny(el[:len(el)-1], `*?[\`):
+			out[i] = patElem{s: el[:len(el)-1], kind: patPrefix}
+		default:
+			out[i] = patElem{s: el, kind: patGlob}
+		}
 	}
 	return out
 }
 
-// match says whether name matches the element.
+// match says whether name, one element of a path, matches the element.
 func (e patElem) match(name string) bool {
-	if !e.glob {
+	switch e.kind {
+	case patLiteral:
 		return e.s == name
+	case patSuffix:
+		return strings.HasSuffix(name, e.s)
+	case patPrefix:
+		return strings.HasPrefix(name, e.s)
 	}
 	m, _ := path.Match(e.s, name)
 	return m

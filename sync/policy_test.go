@@ -1,6 +1,10 @@
 package sync
 
-import "testing"
+import (
+	"path"
+	"strings"
+	"testing"
+)
 
 func TestPolicyAllowed(t *testing.T) {
 	p := Policy{Include: []string{".claude/settings.json", ".claude/hooks", "results", "home"}, Exclude: []string{"*.sqlite", "tmp/cache"}}
@@ -120,4 +124,55 @@ func TestPolicyOverlap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPatElemMatch holds the literal, prefix and suffix shortcuts to
+// path.Match, the meaning a pattern's element has.
+func TestPatElemMatch(t *testing.T) {
+	tests := []struct {
+		pat, name string
+		kind      patKind
+	}{
+		{"*.pem", "server.pem", patSuffix},
+		{"*.pem", ".pem", patSuffix},
+		{"*.pem", "server.pem.bak", patSuffix},
+		{"*", "anything", patSuffix},
+		{"id_*", "id_ed25519", patPrefix},
+		{"id_*", "xid_rsa", patPrefix},
+		{"id_*", "id_", patPrefix},
+		{".ssh", ".ssh", patLiteral},
+		{".ssh", ".sshd", patLiteral},
+		{"*.p?m", "a.pem", patGlob},
+		{"*a*", "bab", patGlob},
+		{`\*.pem`, "*.pem", patGlob},
+		{"[a-", "a", patGlob},
+		{"*.pem", "caf\xe9.pem", patSuffix},
+	}
+	for _, tt := range tests {
+		el := compile(tt.pat)
+		if len(el) != 1 || el[0].kind != tt.kind {
+			t.Errorf("compile(%q) = %+v, want one element of kind %d", tt.pat, el, tt.kind)
+			continue
+		}
+		want, _ := path.Match(tt.pat, tt.name)
+		if got := el[0].match(tt.name); got != want {
+			t.Errorf("%q matching %q: %v, path.Match says %v", tt.pat, tt.name, got, want)
+		}
+	}
+}
+
+// FuzzPatElem: an element matches a name exactly when path.Match says so.
+func FuzzPatElem(f *testing.F) {
+	for _, s := range [][2]string{{"*.pem", "a.pem"}, {"id_*", "id_rsa"}, {".ssh", ".ssh"}, {"*", ""}, {"a*b", "ab"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pat, name string) {
+		if strings.Contains(pat, "/") || strings.Contains(name, "/") {
+			return // one element each
+		}
+		want, _ := path.Match(pat, name)
+		if got := compile(pat)[0].match(name); got != want {
+			t.Errorf("%q matching %q: %v, path.Match says %v", pat, name, got, want)
+		}
+	})
 }
