@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/sync/archive"
 	"github.com/polecat-sidecar/sidecar/sync/merge"
@@ -23,16 +25,30 @@ import (
 // them), or nil and nil if there is none yet (everything the container
 // has then counts as new). A manifest whose contents are missing or
 // unreadable comes with none: its paths changed on both sides conflict
-// rather than merge.
+// rather than merge. Both come from the cache while its files are the
+// ones it was made from.
 func (s *Service) loadBase(id wire.Identity) (*datasync.Manifest, *archive.Contents) {
+	jsonPath, tarPath := filepath.Join(s.baseDir(id), "base.json"), filepath.Join(s.baseDir(id), "base.tar")
+	jsonInfo, jerr := os.Stat(jsonPath)
+	tarInfo, terr := os.Stat(tarPath)
+	if jerr == nil && terr == nil {
+		if m, ix, ok := s.bases.get(id, jsonInfo, tarInfo); ok {
+			if c, err := archive.OpenIndexed(tarPath, ix); err == nil {
+				return m, c
+			}
+		}
+	}
 	var m *datasync.Manifest
-	if err := state.Load(filepath.Join(s.baseDir(id), "base.json"), &m); err != nil || m == nil {
+	if err := state.Load(jsonPath, &m); err != nil || m == nil {
 		return nil, nil
 	}
-	c, err := archive.OpenContents(filepath.Join(s.baseDir(id), "base.tar"))
+	c, err := archive.OpenContents(tarPath)
 	if err != nil {
 		s.log.Warn("sync: the base's contents are unreadable; files changed on both sides will conflict rather than merge", "polecat", id, "err", err)
 		return m, nil
+	}
+	if jerr == nil && terr == nil {
+		s.bases.put(id, m, c.Index(), jsonInfo, tarInfo)
 	}
 	return m, c
 }
@@ -52,17 +68,35 @@ func (s *Service) newContents(id wire.Identity) (*os.File, error) {
 }
 
 // replaceBase makes contents (a file from newContents, closed) and m the
-// polecat's base.
-func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest) error {
+// polecat's base. encoded is m as base.json holds it, when the caller has
+// it already; ix is the contents' index, when known (WriteContents), for
+// the cache.
+func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest, encoded []byte, ix *archive.ContentsIndex) error {
+	s.bases.drop(id)
 	dir := s.baseDir(id)
-	if err := os.Rename(contents, filepath.Join(dir, "base.tar")); err != nil {
+	jsonPath, tarPath := filepath.Join(dir, "base.json"), filepath.Join(dir, "base.tar")
+	if err := os.Rename(contents, tarPath); err != nil {
 		return fmt.Errorf("keeping the base: %w", err)
 	}
 	// A tree of copies is how hostd kept the contents before base.tar.
 	if err := os.RemoveAll(filepath.Join(dir, "base")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("sync: could not remove an old base tree", "polecat", id, "err", err)
 	}
-	return state.Save(filepath.Join(dir, "base.json"), m)
+	if encoded == nil {
+		var err error
+		if encoded, err = json.Marshal(m); err != nil {
+			return fmt.Errorf("encoding the base: %w", err)
+		}
+	}
+	if err := atomicfile.Write(jsonPath, append(encoded, '\n'), 0o600); err != nil {
+		return fmt.Errorf("keeping the base: %w", err)
+	}
+	jsonInfo, jerr := os.Stat(jsonPath)
+	tarInfo, terr := os.Stat(tarPath)
+	if ix != nil && jerr == nil && terr == nil {
+		s.bases.put(id, m, ix, jsonInfo, tarInfo)
+	}
+	return nil
 }
 
 // baseSize is the bytes the polecat's base takes on disk (its manifest,

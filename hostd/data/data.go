@@ -201,6 +201,7 @@ type Service struct {
 	rate       *limits.Rate     // agent-initiated transfers, per polecat
 	logLimit   *logging.Limiter // refusals, per polecat
 	mergeProcs limits.Pool      // git merge-file processes, across polecats
+	bases      baseCache        // the bases last kept, in memory
 
 	mu    gosync.Mutex
 	locks map[wire.Identity]chan struct{} // one transfer per polecat at a time

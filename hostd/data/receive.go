@@ -71,11 +71,17 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	theirs := in.Manifest
 	res := wire.SyncResult{}
 	res.Files, res.Bytes = theirs.Files()
+	// The new base, as base.json will hold it: admit counts its bytes.
+	next := theirs.Resolved()
+	encoded, err := json.Marshal(next)
+	if err != nil {
+		return nil, wire.SyncResult{Error: err.Error()}, fmt.Errorf("encoding the new base: %w", err)
+	}
 	plan, err := in.Plan(ctx, base, merge.Options{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
-	var next hold
+	var held hold
 	if err == nil {
-		next, err = s.admit(id, plan, base, theirs, o)
+		held, err = s.admit(id, plan, base, theirs, int64(len(encoded)+1), o)
 	}
 	if err != nil {
 		s.refused(id, err)
@@ -95,21 +101,22 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	defer os.Remove(kept.Name())
-	if err := errors.Join(archive.WriteContents(kept, theirs, in.Dir(), baseFS), kept.Close()); err != nil {
+	ix, err := archive.WriteContents(kept, theirs, in.Dir(), baseFS)
+	if err = errors.Join(err, kept.Close()); err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	if err := plan.Apply(); err != nil {
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}
-	if err := s.replaceBase(id, kept.Name(), theirs.Resolved()); err != nil {
+	if err := s.replaceBase(id, kept.Name(), next, encoded, ix); err != nil {
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}
 	if o.AllowDeletes {
-		err = s.confirm(id, theirs.Resolved()) // the operator's word: what the merge left is confirmed
+		err = s.confirm(id, next) // the operator's word: what the merge left is confirmed
 	} else {
-		err = state.Save(s.holdPath(id), next)
+		err = state.Save(s.holdPath(id), held)
 	}
 	if err != nil {
 		s.log.Warn("sync: could not keep the delete hold's state", "polecat", id, "err", err)
@@ -122,11 +129,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // over its budget, or hold it when it would take away more of the files
 // hostd last confirmed than the delete share lets, without the operator's
 // word (hold.go). Nothing has changed yet when it refuses. It returns the
-// hold state the merge leaves.
-func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, o api.PullOptions) (hold, error) {
-	var manifest countingWriter // the new base.json, as state.Save will write it
-	_ = json.NewEncoder(&manifest).Encode(theirs)
-	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs) + manifest.n
+// hold state the merge leaves. manifestBytes is what the new base.json
+// takes.
+func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, manifestBytes int64, o api.PullOptions) (hold, error) {
+	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs) + manifestBytes
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return hold{}, fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+

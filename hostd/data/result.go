@@ -11,14 +11,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// countingWriter counts what is written to it.
-type countingWriter struct{ n int64 }
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
-}
-
 // agentRefusal is a pull the agent refused (its reason is its own).
 type agentRefusal struct {
 	id wire.Identity

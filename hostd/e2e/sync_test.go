@@ -421,8 +421,15 @@ func TestSyncCheckpoint(t *testing.T) {
 	}
 	_ = os.WriteFile(filepath.Join(container, "results", "progress.txt"), []byte("half done"), 0o644)
 	waitFile(t, filepath.Join(host, "results", "progress.txt"), "half done", 10*time.Second)
-	if log := tw.Run("sync", "log"); !strings.Contains(log, "upload (checkpoint)") {
-		t.Errorf("the journal lacks the checkpoint:\n%s", log)
+	// The file lands before hostd journals the transfer that brought it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		log := tw.Run("sync", "log")
+		if strings.Contains(log, "upload (checkpoint)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the journal lacks the checkpoint:\n%s", log)
+		}
 	}
 }
 

@@ -28,9 +28,22 @@ const MaxKept = 8 << 20
 // no directories to list), over a tar file written by KeepContents or
 // WriteContents. Safe for concurrent use.
 type Contents struct {
-	f     *os.File
-	files map[string]contentsMember
+	f *os.File
+	*ContentsIndex
 }
+
+// ContentsIndex says where each file of a contents file is: what
+// OpenContents learns by reading every member's headers, and what
+// WriteContents knows as it writes them. OpenIndexed takes it instead of
+// reading the headers again. It is not changed once made, so any number
+// of Contents may share it.
+type ContentsIndex struct {
+	files map[string]contentsMember
+	size  int64 // the contents file's length
+}
+
+// Files is how many files the index holds.
+func (ix *ContentsIndex) Files() int { return len(ix.files) }
 
 // contentsMember is where a kept file is in the tar file: its content at
 // off, and the whole member, headers and padding included, from start to
@@ -46,7 +59,7 @@ func OpenContents(p string) (*Contents, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening kept contents: %w", err)
 	}
-	c := &Contents{f: f, files: map[string]contentsMember{}}
+	c := &Contents{f: f, ContentsIndex: &ContentsIndex{files: map[string]contentsMember{}}}
 	// The reader tells each member's offset; tar.Reader skips a member's
 	// data by seeking, within the reader's buffer when it can, so that a
 	// tree of small files costs a read per buffer, not one per header.
@@ -56,6 +69,12 @@ func OpenContents(p string) (*Contents, error) {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			fi, err := f.Stat()
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("reading kept contents %s: %w", p, err)
+			}
+			c.size = fi.Size()
 			return c, nil
 		}
 		if err != nil {
@@ -69,6 +88,29 @@ func OpenContents(p string) (*Contents, error) {
 		end = m.end
 	}
 }
+
+// OpenIndexed opens the contents file at p with its index ix, from
+// WriteContents or an earlier Contents of the same file, without reading
+// its headers. A file whose length is not the index's is refused: it is
+// not the file the index describes.
+func OpenIndexed(p string, ix *ContentsIndex) (*Contents, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening kept contents: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() != ix.size {
+		err = fmt.Errorf("%d bytes where its index says %d", fi.Size(), ix.size)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening kept contents %s: %w", p, err)
+	}
+	return &Contents{f: f, ContentsIndex: ix}, nil
+}
+
+// Index is c's index, for OpenIndexed.
+func (c *Contents) Index() *ContentsIndex { return c.ContentsIndex }
 
 // unchanged is where c keeps the file e, when e is a file the archive
 // left out as unchanged and c holds it at its size: WriteContents copies
@@ -215,11 +257,15 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // both versions rather than guessing. When prev is a *Contents, the
 // unchanged files' members are copied from it as they are, runs of them
 // at a time, so that a pull of a few changes to a large tree does not
-// read and hash all of it again.
-func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error {
-	tw := tar.NewWriter(w)
+// read and hash all of it again. It returns the index of what it wrote,
+// for OpenIndexed.
+func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) (*ContentsIndex, error) {
+	cw := &offsetWriter{w: w}
+	tw := tar.NewWriter(cw)
+	ix := &ContentsIndex{files: map[string]contentsMember{}}
 	kept, _ := prev.(*Contents)
 	var run contentsMember // members of kept to copy as they are, start to end
+	var runFiles []string  // their names
 	copyRun := func() error {
 		if run.end == run.start {
 			return nil
@@ -227,10 +273,16 @@ func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error 
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("keeping the unchanged files: %w", err)
 		}
-		if _, err := io.Copy(w, io.NewSectionReader(kept.f, run.start, run.end-run.start)); err != nil {
+		shift := cw.n - run.start
+		if _, err := io.Copy(cw, io.NewSectionReader(kept.f, run.start, run.end-run.start)); err != nil {
 			return fmt.Errorf("keeping the unchanged files: %w", err)
 		}
-		run = contentsMember{}
+		for _, name := range runFiles {
+			km := kept.files[name]
+			km.start, km.off, km.end = km.start+shift, km.off+shift, km.end+shift
+			ix.files[name] = km
+		}
+		run, runFiles = contentsMember{}, runFiles[:0]
 		return nil
 	}
 	for _, e := range m.Entries {
@@ -240,34 +292,57 @@ func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) error 
 		if km, ok := kept.unchanged(e); ok {
 			if run.end != km.start || run.end == run.start {
 				if err := copyRun(); err != nil {
-					return err
+					return nil, err
 				}
 				run.start = km.start
 			}
 			run.end = km.end
+			runFiles = append(runFiles, e.Path)
 			continue
 		}
 		if err := copyRun(); err != nil {
-			return err
+			return nil, err
 		}
 		b, err := readKept(e, dir, prev)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if b == nil || sync.HashBytes(b) != e.SHA256 {
 			continue
 		}
+		if err := tw.Flush(); err != nil { // the last member's padding: this one starts after it
+			return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
+		}
+		start := cw.n
 		if err := tw.WriteHeader(contentsHeader(e)); err != nil {
-			return fmt.Errorf("keeping %s: %w", e.Path, err)
+			return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
 		}
+		off := cw.n
 		if _, err := tw.Write(b); err != nil {
-			return fmt.Errorf("keeping %s: %w", e.Path, err)
+			return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
 		}
+		ix.files[e.Path] = contentsMember{start: start, off: off, size: e.Size, end: off + (e.Size+511)/512*512, mode: e.Mode.Perm()}
 	}
 	if err := copyRun(); err != nil {
-		return err
+		return nil, err
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	ix.size = cw.n
+	return ix, nil
+}
+
+// offsetWriter counts what it writes to w.
+type offsetWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (o *offsetWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.n += int64(n)
+	return n, err
 }
 
 // readKept reads one file for WriteContents: nil when it is not there.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -133,14 +134,25 @@ func TestWriteContents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := WriteContents(&out, theirs, tree, tt.prev); err != nil {
+			wrote, err := WriteContents(&out, theirs, tree, tt.prev)
+			if err != nil {
 				t.Fatal(err)
 			}
 			p := filepath.Join(t.TempDir(), "next.tar")
 			if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			next, err := OpenContents(p)
+			read, err := OpenContents(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer read.Close()
+			// The index WriteContents made is the one reading the file
+			// makes, and a Contents opened with it reads the same files.
+			if !reflect.DeepEqual(wrote, read.Index()) {
+				t.Errorf("WriteContents' index %+v, read from its file %+v", wrote, read.Index())
+			}
+			next, err := OpenIndexed(p, wrote)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,12 +287,64 @@ func TestContentsSize(t *testing.T) {
 			m := &sync.Manifest{Entries: []sync.Entry{{Path: tt.path, Type: sync.TypeFile, Size: int64(len(content)), Mode: 0o644,
 				MTime: tt.mtime, SHA256: sync.HashBytes([]byte(content))}}}
 			var out bytes.Buffer
-			if err := WriteContents(&out, m, dir, nil); err != nil {
+			if _, err := WriteContents(&out, m, dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := ContentsSize(m); got != int64(out.Len()) {
 				t.Errorf("ContentsSize %d, WriteContents wrote %d bytes", got, out.Len())
 			}
 		})
+	}
+}
+
+// TestOpenIndexed: an index opens only a file of the length it describes.
+func TestOpenIndexed(t *testing.T) {
+	c := contentsOf(t, map[string]string{"results/a.txt": "a"})
+	ix := c.Index()
+	p := filepath.Join(t.TempDir(), "kept.tar")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, io.NewSectionReader(c.f, 0, ix.size)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	tests := []struct {
+		name   string
+		change func()
+		ok     bool
+	}{
+		{"as written", func() {}, true},
+		{"grown", func() { appendTo(t, p, "x") }, false},
+		{"missing", func() { os.Remove(p) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change()
+			got, err := OpenIndexed(p, ix)
+			if (err == nil) != tt.ok {
+				t.Fatalf("OpenIndexed: %v, want ok %v", err, tt.ok)
+			}
+			if err != nil {
+				return
+			}
+			defer got.Close()
+			if b, err := fs.ReadFile(got, "results/a.txt"); err != nil || string(b) != "a" {
+				t.Errorf("read %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// appendTo appends s to the file at p.
+func appendTo(t *testing.T, p, s string) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
