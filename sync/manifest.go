@@ -177,8 +177,12 @@ func readEntries(d *json.Decoder, m *Manifest, seen map[string]bool, maxEntries 
 		if maxEntries > 0 && len(m.Entries) >= maxEntries {
 			return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(maxEntries)}
 		}
-		var e Entry
-		if err := d.Decode(&e); err != nil {
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return fmt.Errorf("manifest: %w", err)
+		}
+		e, err := decodeEntry(raw)
+		if err != nil {
 			return fmt.Errorf("manifest: %w", err)
 		}
 		if err := e.validate(); err != nil {

@@ -1,8 +1,9 @@
 // Package jsonscan reads the few JSON forms this module's hand-written
 // decoders take, without reflection: white space, punctuation, strings
-// without escapes, numbers in JSON's own syntax. Those decoders are for
-// hot paths and quick starts (hostd reading every polecat's beats, the
-// gt shim reading an exit status) and take only what their writers
+// without escapes, numbers in JSON's own syntax, true, false and null.
+// Those decoders are for hot paths and quick starts (hostd reading every
+// polecat's beats and every archive's manifest, the gt shim reading an
+// exit status) and take only what their writers
 // produce; anything else they refuse, or leave to encoding/json.
 package jsonscan
 
@@ -102,4 +103,14 @@ func (s *Scanner) Number() (text []byte, integer bool) {
 		integer = false
 	}
 	return s.b[start:s.i], integer
+}
+
+// Literal takes word (true, false or null) when it comes next.
+func (s *Scanner) Literal(word string) bool {
+	s.Space()
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
 }

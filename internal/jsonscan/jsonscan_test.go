@@ -75,3 +75,29 @@ func FuzzNumber(f *testing.F) {
 		}
 	})
 }
+
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		in, word string
+		ok       bool
+		rest     bool // something follows the word
+	}{
+		{"true", "true", true, false},
+		{" false,", "false", true, true},
+		{"null", "null", true, false},
+		{"tru", "true", false, false},
+		{"\"true\"", "true", false, false},
+		{"", "null", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			s := New([]byte(tt.in))
+			if got := s.Literal(tt.word); got != tt.ok {
+				t.Fatalf("Literal(%q) = %v, want %v", tt.word, got, tt.ok)
+			}
+			if tt.ok && s.End() == tt.rest {
+				t.Errorf("after %q: at the end %v", tt.word, !tt.rest)
+			}
+		})
+	}
+}
