@@ -1,7 +1,6 @@
 package heartbeat
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
@@ -21,7 +20,7 @@ import (
 func decodeFast(line []byte) (b *Beat, ok bool) {
 	b = new(Beat)
 	s := scanner{jsonscan.New(line)}
-	ok = s.object(func(key []byte) bool {
+	ok = s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "seq":
 			return s.uint(&b.Seq)
@@ -40,7 +39,7 @@ func decodeFast(line []byte) (b *Beat, ok bool) {
 }
 
 func (s *scanner) session(v *Session) bool {
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
 			return s.str(&v.Name)
@@ -73,7 +72,7 @@ func (s *scanner) session(v *Session) bool {
 }
 
 func (s *scanner) container(v *Container) bool {
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "load1":
 			return s.float(&v.Load1)
@@ -89,7 +88,7 @@ func (s *scanner) container(v *Container) bool {
 }
 
 func (s *scanner) agent(v *Agent) bool {
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "version":
 			return s.str(&v.Version)
@@ -106,40 +105,6 @@ func (s *scanner) agent(v *Agent) bool {
 
 // scanner reads the JSON decodeFast takes.
 type scanner struct{ jsonscan.Scanner }
-
-// object reads an object, handing each key to field, which reads its
-// value and says whether it could; a key given twice is not taken.
-func (s *scanner) object(field func(key []byte) bool) bool {
-	if !s.Take('{') {
-		return false
-	}
-	if s.Take('}') {
-		return true
-	}
-	var seenBuf [16][]byte // a beat's objects have at most 12 keys
-	seen := seenBuf[:0]
-	for {
-		key, ok := s.Text()
-		if !ok || !s.Take(':') {
-			return false
-		}
-		for _, k := range seen {
-			if bytes.Equal(k, key) {
-				return false
-			}
-		}
-		seen = append(seen, key)
-		if !field(key) {
-			return false
-		}
-		if s.Take('}') {
-			return true
-		}
-		if !s.Take(',') {
-			return false
-		}
-	}
-}
 
 // str reads a string without escapes or control characters, valid UTF-8.
 func (s *scanner) str(v *string) bool {

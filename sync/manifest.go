@@ -117,11 +117,27 @@ const MaxPathLen = 4096
 // operation on them a walk of every level.
 const MaxDepth = 256
 
-// ReadManifest decodes a manifest from r one entry at a time, checking
-// each as DecodeManifest does, and refuses more than maxEntries entries
-// (no limit when zero) before decoding the one past it, so a hostile
-// manifest costs no more memory than a real one of that many entries.
+// ReadManifest decodes a manifest from r, checking each entry as
+// DecodeManifest does, and refuses more than maxEntries entries (no limit
+// when zero). It reads all of r first: the caller bounds it (an archive's
+// manifest member is at most sync.max_manifest_bytes). A manifest of the
+// form AppendJSON writes is decoded in one pass without reflection
+// (decodeManifestFast); anything else goes to encoding/json, one entry at
+// a time, whose verdict stands.
 func ReadManifest(r io.Reader, maxEntries int) (*Manifest, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	if m, ok := decodeManifestFast(b, maxEntries); ok {
+		return m, nil
+	}
+	return readManifestJSON(bytes.NewReader(b), maxEntries)
+}
+
+// readManifestJSON is ReadManifest through encoding/json, one entry at a
+// time, refusing the entry past maxEntries before decoding it.
+func readManifestJSON(r io.Reader, maxEntries int) (*Manifest, error) {
 	d := json.NewDecoder(r)
 	d.DisallowUnknownFields()
 	if err := expectDelim(d, '{'); err != nil {
@@ -177,12 +193,8 @@ func readEntries(d *json.Decoder, m *Manifest, seen map[string]bool, maxEntries 
 		if maxEntries > 0 && len(m.Entries) >= maxEntries {
 			return &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(maxEntries)}
 		}
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			return fmt.Errorf("manifest: %w", err)
-		}
-		e, err := decodeEntry(raw)
-		if err != nil {
+		var e Entry
+		if err := d.Decode(&e); err != nil {
 			return fmt.Errorf("manifest: %w", err)
 		}
 		if err := e.validate(); err != nil {

@@ -1,9 +1,9 @@
 package sync
 
 import (
-	"bytes"
 	"encoding/json"
 	"io/fs"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,14 +14,16 @@ import (
 // archive and its record of the exchange, hostd's base) and decoded on
 // every one (hostd reads the archive's): encoding/json's reflection was a
 // third of the agent's CPU in a delta pull of 10,004 files, and reading
-// the manifest an eighth of hostd's. MarshalJSON writes the bytes
+// the manifest an eighth of hostd's. AppendJSON writes the bytes
 // encoding/json would, by hand; decodeEntryFast reads the form they have
-// and leaves anything else to encoding/json, whose verdict stands.
+// and leaves anything else to encoding/json, whose verdict stands. (Not a
+// MarshalJSON method: encoding/json would then scan and copy all it
+// returns again, which cost more than its reflection saved.)
 
-// MarshalJSON encodes m as encoding/json encodes the struct, byte for
-// byte (TestManifestJSON, FuzzEntryJSON), without reflection.
-func (m Manifest) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 64+len(m.Entries)*200)
+// AppendJSON appends m as json.Marshal encodes it, byte for byte
+// (TestManifestJSON, FuzzEntryJSON), without reflection.
+func (m *Manifest) AppendJSON(b []byte) ([]byte, error) {
+	b = slices.Grow(b, 64+len(m.Entries)*200)
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, int64(m.Version), 10)
 	b = append(b, `,"entries":`...)
@@ -102,61 +104,123 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// decodeEntryFast decodes one manifest entry as encoding/json, refusing
-// unknown fields, would, when it has the form MarshalJSON writes: every
-// key spelt as its tag and given once, strings without escapes or control
-// characters, integers in plain digits, no nulls. ok is false for
-// anything else, which the caller leaves to encoding/json.
-func decodeEntryFast(raw []byte) (e Entry, ok bool) {
-	s := jsonscan.New(raw)
-	if !s.Take('{') {
-		return e, false
+// decodeManifestFast decodes a manifest as readManifestJSON would, when
+// it has the form AppendJSON writes and passes every check: its keys
+// spelt as their tags and given once, strings without escapes or control
+// characters, integers in plain digits, entries valid and unique, no more
+// than maxEntries (when not zero) entries and skipped paths, nothing
+// after it. ok is false for anything else, which the caller leaves to
+// readManifestJSON.
+func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool) {
+	m = &Manifest{Version: -1}
+	s := jsonscan.New(b)
+	var seen map[string]struct{}
+	ok = s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "version":
+			var v uint64
+			ok := scanUint(&s, &v, 31)
+			m.Version = int(v)
+			return ok
+		case "entries":
+			if s.Literal("null") {
+				return true
+			}
+			seen = map[string]struct{}{}
+			return scanArray(&s, func() bool {
+				if maxEntries > 0 && len(m.Entries) >= maxEntries {
+					return false
+				}
+				e, ok := scanEntry(&s)
+				if _, dup := seen[e.Path]; !ok || dup || e.validate() != nil {
+					return false
+				}
+				seen[e.Path] = struct{}{}
+				m.Entries = append(m.Entries, e)
+				return true
+			})
+		case "skipped":
+			if s.Literal("null") {
+				return true
+			}
+			return scanArray(&s, func() bool {
+				var p string
+				if (maxEntries > 0 && len(m.Entries)+len(m.Skipped) >= maxEntries) || !scanString(&s, &p) || len(p) > MaxPathLen || !ValidRel(p) {
+					return false
+				}
+				m.Skipped = append(m.Skipped, p)
+				return true
+			})
+		}
+		return false
+	})
+	return m, ok && s.End() && m.Version == ManifestVersion
+}
+
+// scanArray reads an array, handing each element to elem, which reads it
+// and says whether it could.
+func scanArray(s *jsonscan.Scanner, elem func() bool) bool {
+	if !s.Take('[') {
+		return false
 	}
-	var seen uint8
-	if s.Take('}') {
-		return e, s.End()
+	if s.Take(']') {
+		return true
 	}
 	for {
-		key, ok := s.Text()
-		if !ok || !s.Take(':') {
-			return e, false
+		if !elem() {
+			return false
 		}
-		var bit uint8
-		switch string(key) {
-		case "path":
-			bit, ok = 1, scanString(&s, &e.Path)
-		case "type":
-			bit, ok = 2, scanType(&s, &e.Type)
-		case "mode":
-			var n uint64
-			bit, ok = 4, scanUint(&s, &n, 32)
-			e.Mode = fs.FileMode(n)
-		case "mtime":
-			bit, ok = 8, scanTime(&s, &e.MTime)
-		case "size":
-			var n uint64
-			bit, ok = 16, scanUint(&s, &n, 63)
-			e.Size = int64(n)
-		case "sha256":
-			bit, ok = 32, scanString(&s, &e.SHA256)
-		case "target":
-			bit, ok = 64, scanString(&s, &e.Target)
-		case "unchanged":
-			bit, ok = 128, scanBool(&s, &e.Unchanged)
-		default:
-			return e, false
-		}
-		if !ok || seen&bit != 0 {
-			return e, false
-		}
-		seen |= bit
-		if s.Take('}') {
-			return e, s.End()
+		if s.Take(']') {
+			return true
 		}
 		if !s.Take(',') {
-			return e, false
+			return false
 		}
 	}
+}
+
+// decodeEntryFast decodes raw, one entry, as scanEntry does, with nothing
+// after it.
+func decodeEntryFast(raw []byte) (Entry, bool) {
+	s := jsonscan.New(raw)
+	e, ok := scanEntry(&s)
+	return e, ok && s.End()
+}
+
+// scanEntry reads one manifest entry as encoding/json, refusing unknown
+// fields, would, when it has the form AppendJSON writes: every key spelt
+// as its tag and given once, strings without escapes or control
+// characters, integers in plain digits, no nulls. ok is false for
+// anything else.
+func scanEntry(s *jsonscan.Scanner) (e Entry, ok bool) {
+	ok = s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "path":
+			return scanString(s, &e.Path)
+		case "type":
+			return scanType(s, &e.Type)
+		case "mode":
+			var n uint64
+			ok := scanUint(s, &n, 32)
+			e.Mode = fs.FileMode(n)
+			return ok
+		case "mtime":
+			return scanTime(s, &e.MTime)
+		case "size":
+			var n uint64
+			ok := scanUint(s, &n, 63)
+			e.Size = int64(n)
+			return ok
+		case "sha256":
+			return scanString(s, &e.SHA256)
+		case "target":
+			return scanString(s, &e.Target)
+		case "unchanged":
+			return scanBool(s, &e.Unchanged)
+		}
+		return false
+	})
+	return e, ok
 }
 
 func scanString(s *jsonscan.Scanner, v *string) bool {
@@ -215,17 +279,4 @@ func scanBool(s *jsonscan.Scanner, v *bool) bool {
 		return false
 	}
 	return true
-}
-
-// decodeEntry decodes one entry: decodeEntryFast, or encoding/json
-// refusing unknown fields.
-func decodeEntry(raw []byte) (Entry, error) {
-	if e, ok := decodeEntryFast(raw); ok {
-		return e, nil
-	}
-	var e Entry
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	err := d.Decode(&e)
-	return e, err
 }

@@ -3,18 +3,15 @@ package sync
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"testing"
 	"time"
 )
 
-// plainManifest is Manifest without its MarshalJSON: what encoding/json
-// writes by reflection.
-type plainManifest Manifest
-
-// TestManifestJSON: MarshalJSON writes what encoding/json's reflection
-// writes, byte for byte, and what it writes decodes to the same manifest.
+// TestManifestJSON: AppendJSON writes what encoding/json writes, byte for
+// byte, and what it writes decodes to the same manifest.
 func TestManifestJSON(t *testing.T) {
 	at := time.Date(2026, 11, 25, 17, 3, 4, 500, time.UTC)
 	tests := []struct {
@@ -41,38 +38,38 @@ func TestManifestJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := json.Marshal(tt.m)
+			got, err := tt.m.AppendJSON(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := json.Marshal(plainManifest(tt.m))
+			want, err := json.Marshal(tt.m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("MarshalJSON:\n%s\nencoding/json:\n%s", got, want)
+				t.Errorf("AppendJSON:\n%s\nencoding/json:\n%s", got, want)
 			}
 			var back Manifest
 			if err := json.Unmarshal(got, &back); err != nil {
 				t.Fatal(err)
 			}
 			for i := range back.Entries {
-				fast, err := decodeEntry(mustEntryJSON(t, tt.m.Entries[i]))
-				if err != nil || !reflect.DeepEqual(fast, back.Entries[i]) {
-					t.Errorf("entry %d: decodeEntry %+v, %v; encoding/json %+v", i, fast, err, back.Entries[i])
+				fast, ok := decodeEntryFast(mustEntryJSON(t, tt.m.Entries[i]))
+				if want := back.Entries[i]; ok && !reflect.DeepEqual(fast, want) {
+					t.Errorf("entry %d: decodeEntryFast %+v, %v; encoding/json %+v", i, fast, ok, want)
 				}
 			}
 		})
 	}
 	// A year encoding/json cannot write is an error here too.
-	if _, err := json.Marshal(Manifest{Entries: []Entry{{MTime: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}); err == nil {
+	far := Manifest{Entries: []Entry{{MTime: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}
+	if _, err := far.AppendJSON(nil); err == nil {
 		t.Error("year 10000 encoded")
 	}
 }
 
-// TestDecodeEntryFast: the forms decodeEntryFast takes, and those it
-// leaves to encoding/json; either way decodeEntry gives encoding/json's
-// entry, or an error where it gives one.
+// TestDecodeEntryFast: the forms decodeEntryFast takes, each as
+// encoding/json takes it, and those it leaves to encoding/json.
 func TestDecodeEntryFast(t *testing.T) {
 	tests := []struct {
 		name string
@@ -110,18 +107,15 @@ func TestDecodeEntryFast(t *testing.T) {
 	}
 }
 
-// checkDecodeEntry holds decodeEntry to encoding/json refusing unknown
-// fields: the same entry, or an error from both.
+// checkDecodeEntry holds decodeEntryFast to encoding/json refusing
+// unknown fields: whatever it takes, encoding/json takes as the same
+// entry.
 func checkDecodeEntry(t *testing.T, raw []byte) {
 	t.Helper()
 	var want Entry
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	werr := d.Decode(&want)
-	got, err := decodeEntry(raw)
-	if (err != nil) != (werr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
-		t.Errorf("%s: decodeEntry %+v, %v; encoding/json %+v, %v", raw, got, err, want, werr)
-	}
 	if fast, ok := decodeEntryFast(raw); ok && (werr != nil || !reflect.DeepEqual(fast, want)) {
 		t.Errorf("%s: decodeEntryFast took %+v; encoding/json %+v, %v", raw, fast, want, werr)
 	}
@@ -147,13 +141,14 @@ func FuzzEntryJSON(f *testing.F) {
 			e.MTime = time.Unix(sec, nsec%1e9)
 		}
 		m := Manifest{Version: 1, Entries: []Entry{e}, Skipped: []string{target}}
-		got, gerr := json.Marshal(m)
-		want, werr := json.Marshal(plainManifest(m))
-		if (gerr != nil) != (werr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("MarshalJSON %s, %v; encoding/json %s, %v", got, gerr, want, werr)
+		got, gerr := m.AppendJSON(nil)
+		want, werr := json.Marshal(m)
+		if (gerr != nil) != (werr != nil) || (gerr == nil && !bytes.Equal(got, want)) {
+			t.Fatalf("AppendJSON %s, %v; encoding/json %s, %v", got, gerr, want, werr)
 		}
 		if gerr == nil {
 			checkDecodeEntry(t, mustEntryJSON(t, e))
+			checkReadManifest(t, got, 0)
 		}
 	})
 }
@@ -166,5 +161,78 @@ func FuzzDecodeEntryFast(f *testing.F) {
 	f.Add([]byte(`{"mode":01}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkDecodeEntry(t, raw)
+	})
+}
+
+// TestReadManifestFast: what AppendJSON writes is read in one pass
+// (decodeManifestFast takes it), and ReadManifest's verdict on any
+// manifest is encoding/json's: the same manifest, or an error from both.
+func TestReadManifestFast(t *testing.T) {
+	var m Manifest
+	m.Version = ManifestVersion
+	for i := range 50 {
+		m.Entries = append(m.Entries, Entry{Path: fmt.Sprintf("results/f%02d.txt", i), Type: TypeFile, Mode: 0o644,
+			MTime: time.Unix(1700000000, 0).UTC(), Size: int64(i), SHA256: HashBytes([]byte{byte(i)}), Unchanged: i%2 == 0})
+	}
+	m.Skipped = []string{"results/dev"}
+	ours, err := m.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := decodeManifestFast(ours, 0); !ok {
+		t.Fatalf("decodeManifestFast left AppendJSON's manifest to encoding/json: %s", ours)
+	}
+	sha := HashBytes(nil)
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		fast bool
+	}{
+		{"ours", string(ours), 0, true},
+		{"ours, at the entry limit", string(ours), 51, true},
+		{"over the entry limit", string(ours), 50, false},
+		{"empty tree", `{"version":1,"entries":null}`, 0, true},
+		{"no entries key", `{"version":1}`, 0, true},
+		{"skipped null", `{"version":1,"entries":[],"skipped":null}`, 0, true},
+		{"another version", `{"version":2,"entries":[]}`, 0, false},
+		{"no version", `{"entries":[]}`, 0, false},
+		{"entries twice", `{"version":1,"entries":[],"entries":[]}`, 0, false},
+		{"a path twice", `{"version":1,"entries":[{"path":"a","type":"dir"},{"path":"a","type":"dir"}]}`, 0, false},
+		{"a path leaving the root", `{"version":1,"entries":[{"path":"../a","type":"dir"}]}`, 0, false},
+		{"a bad hash", `{"version":1,"entries":[{"path":"a","type":"file","sha256":"zz"}]}`, 0, false},
+		{"a good file", `{"version":1,"entries":[{"path":"a","type":"file","size":0,"sha256":"` + sha + `"}]}`, 0, true},
+		{"an unknown key", `{"version":1,"entries":[],"owner":"x"}`, 0, false},
+		{"an escaped path", `{"version":1,"entries":[{"path":"\u0061","type":"dir"}]}`, 0, false},
+		{"data after it", `{"version":1,"entries":[]} {}`, 0, false},
+		{"cut short", `{"version":1,"entries":[`, 0, false},
+		{"a bad skipped path", `{"version":1,"entries":[],"skipped":["/etc"]}`, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := decodeManifestFast([]byte(tt.in), tt.max); ok != tt.fast {
+				t.Errorf("decodeManifestFast ok %v, want %v", ok, tt.fast)
+			}
+			checkReadManifest(t, []byte(tt.in), tt.max)
+		})
+	}
+}
+
+// checkReadManifest holds ReadManifest to readManifestJSON.
+func checkReadManifest(t *testing.T, b []byte, max int) {
+	t.Helper()
+	want, werr := readManifestJSON(bytes.NewReader(b), max)
+	got, err := ReadManifest(bytes.NewReader(b), max)
+	if (err != nil) != (werr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
+		t.Errorf("%.200s: ReadManifest %+v, %v; encoding/json %+v, %v", b, got, err, want, werr)
+	}
+}
+
+// FuzzReadManifest: ReadManifest's verdict on any bytes is encoding/json's.
+func FuzzReadManifest(f *testing.F) {
+	f.Add([]byte(`{"version":1,"entries":[{"path":"a","type":"dir","mode":493}],"skipped":["b"]}`), 0)
+	f.Add([]byte(`{"version":1,"entries":null}`), 1)
+	f.Fuzz(func(t *testing.T, b []byte, max int) {
+		checkReadManifest(t, b, max%5)
 	})
 }

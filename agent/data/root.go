@@ -36,7 +36,7 @@ func (s *Service) lastPath() string { return filepath.Join(s.cfg.StateDir, "sync
 // exchanged remembers m as the tree both sides now have.
 func (s *Service) exchanged(m *datasync.Manifest) {
 	s.last = m.Resolved()
-	b, _ := json.Marshal(s.last)
+	b, _ := s.last.AppendJSON(nil)
 	if err := atomicfile.Write(s.lastPath(), b, 0o600); err != nil {
 		s.cfg.Logger.Warn("sync: could not remember what was exchanged; the next transfer sends everything", "err", err)
 	}

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -84,7 +83,7 @@ func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Man
 	}
 	if encoded == nil {
 		var err error
-		if encoded, err = json.Marshal(m); err != nil {
+		if encoded, err = m.AppendJSON(nil); err != nil {
 			return fmt.Errorf("encoding the base: %w", err)
 		}
 	}

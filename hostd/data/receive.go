@@ -2,7 +2,6 @@ package data
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	res.Files, res.Bytes = theirs.Files()
 	// The new base, as base.json will hold it: admit counts its bytes.
 	next := theirs.Resolved()
-	encoded, err := json.Marshal(next)
+	encoded, err := next.AppendJSON(nil)
 	if err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, fmt.Errorf("encoding the new base: %w", err)
 	}

@@ -114,3 +114,39 @@ func (s *Scanner) Literal(word string) bool {
 	s.i += len(word)
 	return true
 }
+
+// Object reads an object, handing each key to field, which reads its
+// value and says whether it could. A key given twice is not taken
+// (encoding/json would take the last), nor is anything after a field
+// that could not be read.
+func (s *Scanner) Object(field func(key []byte) bool) bool {
+	if !s.Take('{') {
+		return false
+	}
+	if s.Take('}') {
+		return true
+	}
+	var seenBuf [16][]byte // the objects read this way have few keys
+	seen := seenBuf[:0]
+	for {
+		key, ok := s.Text()
+		if !ok || !s.Take(':') {
+			return false
+		}
+		for _, k := range seen {
+			if string(k) == string(key) {
+				return false
+			}
+		}
+		seen = append(seen, key)
+		if !field(key) {
+			return false
+		}
+		if s.Take('}') {
+			return true
+		}
+		if !s.Take(',') {
+			return false
+		}
+	}
+}

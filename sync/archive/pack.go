@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -269,7 +268,7 @@ func (pk *packer) packed(size int64) {
 // writeManifest packs the manifest as the last member.
 func (pk *packer) writeManifest() error {
 	pk.m.Skipped = pk.skipped
-	b, err := json.Marshal(pk.m)
+	b, err := pk.m.AppendJSON(nil)
 	if err != nil {
 		return err
 	}
