@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strings"
 	"time"
 )
@@ -119,21 +120,36 @@ const MaxDepth = 256
 
 // ReadManifest decodes a manifest from r, checking each entry as
 // DecodeManifest does, and refuses more than maxEntries entries (no limit
-// when zero). It reads all of r first: the caller bounds it (an archive's
-// manifest member is at most sync.max_manifest_bytes). A manifest of the
-// form AppendJSON writes is decoded in one pass without reflection
-// (decodeManifestFast); anything else goes to encoding/json, one entry at
-// a time, whose verdict stands.
+// when zero) before decoding the one past it, so a hostile manifest costs
+// no more memory than a real one of that many entries. A manifest of at
+// most wholeBytesPerEntry bytes an entry the limit allows, which costs no
+// more held whole than its entries decoded, is read whole and, when it
+// has the form AppendJSON writes, decoded in one pass without reflection
+// (decodeManifestFast); any other goes to encoding/json one entry at a
+// time, whose verdict stands.
 func ReadManifest(r io.Reader, maxEntries int) (*Manifest, error) {
-	b, err := io.ReadAll(r)
+	whole := int64(math.MaxInt64 - 1)
+	if maxEntries > 0 {
+		whole = int64(maxEntries) * wholeBytesPerEntry
+	}
+	b, err := io.ReadAll(io.LimitReader(r, whole+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	if int64(len(b)) > whole {
+		return readManifestJSON(io.MultiReader(bytes.NewReader(b), r), maxEntries)
 	}
 	if m, ok := decodeManifestFast(b, maxEntries); ok {
 		return m, nil
 	}
 	return readManifestJSON(bytes.NewReader(b), maxEntries)
 }
+
+// wholeBytesPerEntry is how many bytes of manifest an entry of the limit
+// lets ReadManifest hold whole: about what an entry costs decoded (its
+// Entry, path, hash and place in the duplicate check), and more than the
+// 150-250 bytes AppendJSON writes for one.
+const wholeBytesPerEntry = 400
 
 // readManifestJSON is ReadManifest through encoding/json, one entry at a
 // time, refusing the entry past maxEntries before decoding it.

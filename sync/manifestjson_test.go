@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"io/fs"
 	"reflect"
 	"testing"
@@ -207,6 +208,7 @@ func TestReadManifestFast(t *testing.T) {
 		{"data after it", `{"version":1,"entries":[]} {}`, 0, false},
 		{"cut short", `{"version":1,"entries":[`, 0, false},
 		{"a bad skipped path", `{"version":1,"entries":[],"skipped":["/etc"]}`, 0, false},
+		{"longer than it may be held whole: streamed", `{"version":1,"entries":[{"path":"` + strings.Repeat("a", 900) + `","type":"dir"}]}`, 2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
