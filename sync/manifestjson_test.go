@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"io/fs"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )

@@ -66,16 +66,46 @@ func (s *Service) newContents(id wire.Identity) (*os.File, error) {
 	return f, nil
 }
 
-// replaceBase makes contents (a file from newContents, closed) and m the
-// polecat's base. encoded is m as base.json holds it, when the caller has
-// it already; ix is the contents' index, when known (WriteContents), for
-// the cache.
+// newBaseContents writes the contents a new base m keeps (archive.
+// WriteContents: from dir, the received tree, and cur, the current
+// base's contents) to a file beside the current ones, and returns its
+// path, which the caller removes unless replaceBase took it, and its
+// index. When cur already holds exactly what m keeps (a transfer that
+// changed none of the files a base keeps), it writes nothing and returns
+// "" and cur's index: base.tar stays as it is. Rewriting it cost an
+// unchanged pull of 10,000 small files 25 MB written and flushed.
+func (s *Service) newBaseContents(id wire.Identity, m *datasync.Manifest, dir string, cur *archive.Contents) (string, *archive.ContentsIndex, error) {
+	if cur != nil && cur.Holds(m) {
+		return "", cur.Index(), nil
+	}
+	f, err := s.newContents(id)
+	if err != nil {
+		return "", nil, err
+	}
+	ix, err := archive.WriteContents(f, m, dir, fsOf(cur))
+	return f.Name(), ix, errors.Join(err, f.Close())
+}
+
+// fsOf is c as an fs.FS: nil, not a nil *Contents, when there is none.
+func fsOf(c *archive.Contents) fs.FS {
+	if c == nil {
+		return nil
+	}
+	return c
+}
+
+// replaceBase makes contents (a file from newContents, closed; "" to keep
+// the current base.tar) and m the polecat's base. encoded is m as
+// base.json holds it, when the caller has it already; ix is the
+// contents' index, when known, for the cache.
 func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest, encoded []byte, ix *archive.ContentsIndex) error {
 	s.bases.drop(id)
 	dir := s.baseDir(id)
 	jsonPath, tarPath := filepath.Join(dir, "base.json"), filepath.Join(dir, "base.tar")
-	if err := os.Rename(contents, tarPath); err != nil {
-		return fmt.Errorf("keeping the base: %w", err)
+	if contents != "" {
+		if err := os.Rename(contents, tarPath); err != nil {
+			return fmt.Errorf("keeping the base: %w", err)
+		}
 	}
 	// A tree of copies is how hostd kept the contents before base.tar.
 	if err := os.RemoveAll(filepath.Join(dir, "base")); err != nil && !errors.Is(err, fs.ErrNotExist) {

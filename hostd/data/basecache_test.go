@@ -184,3 +184,40 @@ func mustJSON(t *testing.T, m *datasync.Manifest) string {
 	}
 	return string(b)
 }
+
+// TestNewBaseContentsUnchanged: a transfer that changed none of the files
+// a base keeps leaves base.tar as it is; one that changed any writes new
+// contents.
+func TestNewBaseContentsUnchanged(t *testing.T) {
+	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
+	s := newService(t)
+	m := keepBase(t, s, id, map[string]string{"results/a.txt": "one", "results/b.txt": "bee"})
+	_, cur := s.loadBase(id)
+	defer cur.Close()
+	same := m.Resolved()
+	for i := range same.Entries {
+		same.Entries[i].Unchanged = true
+	}
+	p, ix, err := s.newBaseContents(id, same, t.TempDir(), cur)
+	if err != nil || p != "" || ix != cur.Index() {
+		t.Errorf("unchanged: wrote %q (index %p, current %p), %v", p, ix, cur.Index(), err)
+	}
+	dir := t.TempDir()
+	changed := m.Resolved()
+	for i := range changed.Entries {
+		changed.Entries[i].Unchanged = changed.Entries[i].Path != "results/a.txt"
+		if !changed.Entries[i].Unchanged {
+			if err := os.MkdirAll(filepath.Join(dir, "results"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "results", "a.txt"), []byte("one"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p, _, err = s.newBaseContents(id, changed, dir, cur)
+	if err != nil || p == "" {
+		t.Fatalf("changed: wrote %q, %v", p, err)
+	}
+	os.Remove(p)
+}

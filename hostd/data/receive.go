@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
@@ -52,11 +51,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	}
 	root := s.Root(id)
 	base, contents := s.loadBase(id)
-	var baseFS fs.FS // nil, not a nil *Contents, when none is kept
 	if contents != nil {
 		defer contents.Close()
-		baseFS = contents
 	}
+	baseFS := fsOf(contents)
 	in, err := merge.Receive(ctx, r, root, id.Name, s.policy, s.cfg.limits(), base)
 	var re *wire.RemoteError
 	if errors.As(err, &re) {
@@ -95,20 +93,18 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	}
 	// The new base is what the container has now: its contents kept
 	// before the merge moves files out of the staging tree.
-	kept, err := s.newContents(id)
-	if err != nil {
-		return nil, wire.SyncResult{Error: err.Error()}, err
+	kept, ix, err := s.newBaseContents(id, theirs, in.Dir(), contents)
+	if kept != "" {
+		defer os.Remove(kept)
 	}
-	defer os.Remove(kept.Name())
-	ix, err := archive.WriteContents(kept, theirs, in.Dir(), baseFS)
-	if err = errors.Join(err, kept.Close()); err != nil {
+	if err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, err
 	}
 	if err := plan.Apply(); err != nil {
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}
-	if err := s.replaceBase(id, kept.Name(), next, encoded, ix); err != nil {
+	if err := s.replaceBase(id, kept, next, encoded, ix); err != nil {
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}

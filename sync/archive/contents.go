@@ -109,6 +109,23 @@ func OpenIndexed(p string, ix *ContentsIndex) (*Contents, error) {
 	return &Contents{f: f, ContentsIndex: ix}, nil
 }
 
+// Holds says whether c is what WriteContents would write for m from c:
+// every file of m a base keeps is marked unchanged and kept in c at its
+// size, and c keeps nothing else.
+func (c *Contents) Holds(m *sync.Manifest) bool {
+	n := 0
+	for _, e := range m.Entries {
+		if e.Type != sync.TypeFile || e.Size > MaxKept {
+			continue
+		}
+		if _, ok := c.unchanged(e); !ok {
+			return false
+		}
+		n++
+	}
+	return n == len(c.files)
+}
+
 // Index is c's index, for OpenIndexed.
 func (c *Contents) Index() *ContentsIndex { return c.ContentsIndex }
 

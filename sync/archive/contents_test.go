@@ -348,3 +348,33 @@ func appendTo(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestContentsHolds: kept contents hold a manifest when every file a base
+// keeps is unchanged and in them at its size, and nothing else is.
+func TestContentsHolds(t *testing.T) {
+	c := contentsOf(t, map[string]string{"results/a.txt": "a", "results/b.txt": "bb"})
+	file := func(p string, size int64, unchanged bool) sync.Entry {
+		return sync.Entry{Path: p, Type: sync.TypeFile, Size: size, Unchanged: unchanged}
+	}
+	dir := sync.Entry{Path: "results", Type: sync.TypeDir}
+	big := file("results/big.bin", MaxKept+1, false)
+	tests := []struct {
+		name    string
+		entries []sync.Entry
+		holds   bool
+	}{
+		{"the same files, unchanged", []sync.Entry{dir, file("results/a.txt", 1, true), file("results/b.txt", 2, true)}, true},
+		{"and a file too big to keep", []sync.Entry{dir, file("results/a.txt", 1, true), file("results/b.txt", 2, true), big}, true},
+		{"one changed", []sync.Entry{file("results/a.txt", 1, false), file("results/b.txt", 2, true)}, false},
+		{"one of another size", []sync.Entry{file("results/a.txt", 3, true), file("results/b.txt", 2, true)}, false},
+		{"one gone", []sync.Entry{file("results/a.txt", 1, true)}, false},
+		{"one more", []sync.Entry{file("results/a.txt", 1, true), file("results/b.txt", 2, true), file("results/c.txt", 1, true)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.Holds(&sync.Manifest{Entries: tt.entries}); got != tt.holds {
+				t.Errorf("Holds = %v, want %v", got, tt.holds)
+			}
+		})
+	}
+}
