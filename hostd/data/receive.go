@@ -78,7 +78,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
 	var held hold
 	if err == nil {
-		held, err = s.admit(id, plan, base, theirs, int64(len(encoded)+1), o)
+		held, err = s.admit(id, plan, base, theirs, contents, int64(len(encoded)+1), o)
 	}
 	if err != nil {
 		s.refused(id, err)
@@ -124,10 +124,10 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 // over its budget, or hold it when it would take away more of the files
 // hostd last confirmed than the delete share lets, without the operator's
 // word (hold.go). Nothing has changed yet when it refuses. It returns the
-// hold state the merge leaves. manifestBytes is what the new base.json
-// takes.
-func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, manifestBytes int64, o api.PullOptions) (hold, error) {
-	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs) + manifestBytes
+// hold state the merge leaves. contents are the current base's (or nil);
+// manifestBytes is what the new base.json takes.
+func (s *Service) admit(id wire.Identity, plan *merge.Plan, base, theirs *datasync.Manifest, contents *archive.Contents, manifestBytes int64, o api.PullOptions) (hold, error) {
+	after := plan.Stored + plan.Growth + archive.ContentsSize(theirs, contents) + manifestBytes
 	if after > s.cfg.MaxStoredBytes {
 		limits.Hit(limits.SyncStorage)
 		return hold{}, fmt.Errorf("refused: hostd would store %d bytes for %s, over sync.max_stored_bytes (%d); nothing changed. "+

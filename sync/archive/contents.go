@@ -235,15 +235,21 @@ func contentsHeader(e sync.Entry) *tar.Header {
 	return &tar.Header{Typeflag: tar.TypeReg, Name: e.Path, Size: e.Size, Mode: int64(e.Mode), ModTime: e.MTime}
 }
 
-// ContentsSize is how many bytes WriteContents writes for m at most: each
-// kept file's headers, as tar writes them (an extended header for a long
-// or non-ASCII name, or a time USTAR cannot hold, both of which the
-// container chooses), and its padded content, and the trailer.
-func ContentsSize(m *sync.Manifest) int64 {
+// ContentsSize is how many bytes WriteContents writes for m from prev
+// (may be nil) at most: each kept file's headers, as tar writes them (an
+// extended header for a long or non-ASCII name, or a time USTAR cannot
+// hold, both of which the container chooses), and its padded content, and
+// the trailer; a member copied from prev as it is counts its length
+// there, without its headers being made again.
+func ContentsSize(m *sync.Manifest, prev *Contents) int64 {
 	var headers countingWriter
 	tw := tar.NewWriter(&headers)
 	n := int64(1024)
 	for _, e := range m.Entries {
+		if km, ok := prev.unchanged(e); ok && e.Size <= MaxKept {
+			n += km.end - km.start
+			continue
+		}
 		if e.Type == sync.TypeFile && e.Size <= MaxKept {
 			h := contentsHeader(e)
 			h.Size = 0 // the header alone; the content is counted below

@@ -290,8 +290,30 @@ func TestContentsSize(t *testing.T) {
 			if _, err := WriteContents(&out, m, dir, nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := ContentsSize(m); got != int64(out.Len()) {
+			if got := ContentsSize(m, nil); got != int64(out.Len()) {
 				t.Errorf("ContentsSize %d, WriteContents wrote %d bytes", got, out.Len())
+			}
+			// Next time the file is unchanged, copied from those
+			// contents, and another is new.
+			p := filepath.Join(t.TempDir(), "kept.tar")
+			if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			prev, err := OpenContents(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prev.Close()
+			fixture.WriteTree(t, dir, map[string]string{"results/new.txt": "new"})
+			next := &sync.Manifest{Entries: []sync.Entry{m.Entries[0], {Path: "results/new.txt", Type: sync.TypeFile, Size: 3, Mode: 0o644,
+				MTime: time.Unix(1700000000, 0), SHA256: sync.HashBytes([]byte("new"))}}}
+			next.Entries[0].Unchanged = true
+			out.Reset()
+			if _, err := WriteContents(&out, next, dir, prev); err != nil {
+				t.Fatal(err)
+			}
+			if got := ContentsSize(next, prev); got != int64(out.Len()) {
+				t.Errorf("from kept contents: ContentsSize %d, WriteContents wrote %d bytes", got, out.Len())
 			}
 		})
 	}
