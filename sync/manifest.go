@@ -139,8 +139,8 @@ func ReadManifest(r io.Reader, maxEntries int) (*Manifest, error) {
 	if int64(len(b)) > whole {
 		return readManifestJSON(io.MultiReader(bytes.NewReader(b), r), maxEntries)
 	}
-	if m, ok := decodeManifestFast(b, maxEntries); ok {
-		return m, nil
+	if m, ok, err := decodeManifestFast(b, maxEntries); ok || err != nil {
+		return m, err
 	}
 	return readManifestJSON(bytes.NewReader(b), maxEntries)
 }

@@ -107,14 +107,22 @@ func appendString(b []byte, s string) []byte {
 // decodeManifestFast decodes a manifest as readManifestJSON would, when
 // it has the form AppendJSON writes and passes every check: its keys
 // spelt as their tags and given once, strings without escapes or control
-// characters, integers in plain digits, entries valid and unique, no more
-// than maxEntries (when not zero) entries and skipped paths, nothing
+// characters, integers in plain digits, entries valid and unique, nothing
 // after it. ok is false for anything else, which the caller leaves to
-// readManifestJSON.
-func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool) {
+// readManifestJSON, except for more than maxEntries (when not zero)
+// entries and skipped paths: refused with readManifestJSON's error at the
+// first one past the limit, which readManifestJSON refuses without
+// reading either.
+func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool, err error) {
 	m = &Manifest{Version: -1}
 	s := jsonscan.New(b)
 	var seen map[string]struct{}
+	over := func(n int) bool {
+		if maxEntries > 0 && n >= maxEntries {
+			err = &LimitError{Limit: "entry count", Setting: "sync.max_files", Max: int64(maxEntries)}
+		}
+		return err != nil
+	}
 	ok = s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "version":
@@ -128,7 +136,7 @@ func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool) {
 			}
 			seen = map[string]struct{}{}
 			return scanArray(&s, func() bool {
-				if maxEntries > 0 && len(m.Entries) >= maxEntries {
+				if over(len(m.Entries)) {
 					return false
 				}
 				e, ok := scanEntry(&s)
@@ -145,7 +153,7 @@ func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool) {
 			}
 			return scanArray(&s, func() bool {
 				var p string
-				if (maxEntries > 0 && len(m.Entries)+len(m.Skipped) >= maxEntries) || !scanString(&s, &p) || len(p) > MaxPathLen || !ValidRel(p) {
+				if over(len(m.Entries)+len(m.Skipped)) || !scanString(&s, &p) || len(p) > MaxPathLen || !ValidRel(p) {
 					return false
 				}
 				m.Skipped = append(m.Skipped, p)
@@ -154,7 +162,10 @@ func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool) {
 		}
 		return false
 	})
-	return m, ok && s.End() && m.Version == ManifestVersion
+	if err != nil {
+		return nil, false, err
+	}
+	return m, ok && s.End() && m.Version == ManifestVersion, nil
 }
 
 // scanArray reads an array, handing each element to elem, which reads it

@@ -3,6 +3,7 @@ package sync
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"reflect"
@@ -180,40 +181,43 @@ func TestReadManifestFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := decodeManifestFast(ours, 0); !ok {
+	if _, ok, _ := decodeManifestFast(ours, 0); !ok {
 		t.Fatalf("decodeManifestFast left AppendJSON's manifest to encoding/json: %s", ours)
 	}
 	sha := HashBytes(nil)
 	tests := []struct {
-		name string
-		in   string
-		max  int
-		fast bool
+		name  string
+		in    string
+		max   int
+		fast  bool
+		limit bool
 	}{
-		{"ours", string(ours), 0, true},
-		{"ours, at the entry limit", string(ours), 51, true},
-		{"over the entry limit", string(ours), 50, false},
-		{"empty tree", `{"version":1,"entries":null}`, 0, true},
-		{"no entries key", `{"version":1}`, 0, true},
-		{"skipped null", `{"version":1,"entries":[],"skipped":null}`, 0, true},
-		{"another version", `{"version":2,"entries":[]}`, 0, false},
-		{"no version", `{"entries":[]}`, 0, false},
-		{"entries twice", `{"version":1,"entries":[],"entries":[]}`, 0, false},
-		{"a path twice", `{"version":1,"entries":[{"path":"a","type":"dir"},{"path":"a","type":"dir"}]}`, 0, false},
-		{"a path leaving the root", `{"version":1,"entries":[{"path":"../a","type":"dir"}]}`, 0, false},
-		{"a bad hash", `{"version":1,"entries":[{"path":"a","type":"file","sha256":"zz"}]}`, 0, false},
-		{"a good file", `{"version":1,"entries":[{"path":"a","type":"file","size":0,"sha256":"` + sha + `"}]}`, 0, true},
-		{"an unknown key", `{"version":1,"entries":[],"owner":"x"}`, 0, false},
-		{"an escaped path", `{"version":1,"entries":[{"path":"\u0061","type":"dir"}]}`, 0, false},
-		{"data after it", `{"version":1,"entries":[]} {}`, 0, false},
-		{"cut short", `{"version":1,"entries":[`, 0, false},
-		{"a bad skipped path", `{"version":1,"entries":[],"skipped":["/etc"]}`, 0, false},
-		{"longer than it may be held whole: streamed", `{"version":1,"entries":[{"path":"` + strings.Repeat("a", 900) + `","type":"dir"}]}`, 2, true},
+		{"ours", string(ours), 0, true, false},
+		{"ours, at the entry limit", string(ours), 51, true, false},
+		{"over the entry limit", string(ours), 50, false, true},
+		{"a trailing comma at the entry limit", `{"version":1,"entries":[{"path":"a","type":"dir"},]}`, 1, false, true},
+		{"over the entry limit with skipped paths", `{"version":1,"entries":[{"path":"a","type":"dir"}],"skipped":["b"]}`, 1, false, true},
+		{"empty tree", `{"version":1,"entries":null}`, 0, true, false},
+		{"no entries key", `{"version":1}`, 0, true, false},
+		{"skipped null", `{"version":1,"entries":[],"skipped":null}`, 0, true, false},
+		{"another version", `{"version":2,"entries":[]}`, 0, false, false},
+		{"no version", `{"entries":[]}`, 0, false, false},
+		{"entries twice", `{"version":1,"entries":[],"entries":[]}`, 0, false, false},
+		{"a path twice", `{"version":1,"entries":[{"path":"a","type":"dir"},{"path":"a","type":"dir"}]}`, 0, false, false},
+		{"a path leaving the root", `{"version":1,"entries":[{"path":"../a","type":"dir"}]}`, 0, false, false},
+		{"a bad hash", `{"version":1,"entries":[{"path":"a","type":"file","sha256":"zz"}]}`, 0, false, false},
+		{"a good file", `{"version":1,"entries":[{"path":"a","type":"file","size":0,"sha256":"` + sha + `"}]}`, 0, true, false},
+		{"an unknown key", `{"version":1,"entries":[],"owner":"x"}`, 0, false, false},
+		{"an escaped path", `{"version":1,"entries":[{"path":"\u0061","type":"dir"}]}`, 0, false, false},
+		{"data after it", `{"version":1,"entries":[]} {}`, 0, false, false},
+		{"cut short", `{"version":1,"entries":[`, 0, false, false},
+		{"a bad skipped path", `{"version":1,"entries":[],"skipped":["/etc"]}`, 0, false, false},
+		{"longer than it may be held whole: streamed", `{"version":1,"entries":[{"path":"` + strings.Repeat("a", 900) + `","type":"dir"}]}`, 2, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := decodeManifestFast([]byte(tt.in), tt.max); ok != tt.fast {
-				t.Errorf("decodeManifestFast ok %v, want %v", ok, tt.fast)
+			if _, ok, err := decodeManifestFast([]byte(tt.in), tt.max); ok != tt.fast || err != nil != tt.limit {
+				t.Errorf("decodeManifestFast ok %v, %v; want ok %v, refused at the limit %v", ok, err, tt.fast, tt.limit)
 			}
 			checkReadManifest(t, []byte(tt.in), tt.max)
 		})
@@ -225,7 +229,8 @@ func checkReadManifest(t *testing.T, b []byte, max int) {
 	t.Helper()
 	want, werr := readManifestJSON(bytes.NewReader(b), max)
 	got, err := ReadManifest(bytes.NewReader(b), max)
-	if (err != nil) != (werr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
+	var le, wle *LimitError
+	if (err != nil) != (werr != nil) || (err == nil && !reflect.DeepEqual(got, want)) || errors.As(err, &le) != errors.As(werr, &wle) {
 		t.Errorf("%.200s: ReadManifest %+v, %v; encoding/json %+v, %v", b, got, err, want, werr)
 	}
 }
