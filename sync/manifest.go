@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"strings"
 	"time"
 )
@@ -107,7 +106,7 @@ func (m *Manifest) Index() map[string]*Entry {
 // version, every path valid and unique, known types, permission bits only,
 // sizes not negative, hashes well-formed, symlink targets inside the root.
 func DecodeManifest(b []byte) (*Manifest, error) {
-	return ReadManifest(bytes.NewReader(b), 0)
+	return decodeManifest(b, 0)
 }
 
 // MaxPathLen bounds a path or a symlink's target in a manifest: Linux's
@@ -118,27 +117,34 @@ const MaxPathLen = 4096
 // operation on them a walk of every level.
 const MaxDepth = 256
 
-// ReadManifest decodes a manifest from r, checking each entry as
-// DecodeManifest does, and refuses more than maxEntries entries (no limit
-// when zero) before decoding the one past it, so a hostile manifest costs
-// no more memory than a real one of that many entries. A manifest of at
-// most wholeBytesPerEntry bytes an entry the limit allows, which costs no
-// more held whole than its entries decoded, is read whole and, when it
-// has the form AppendJSON writes, decoded in one pass without reflection
-// (decodeManifestFast); any other goes to encoding/json one entry at a
-// time, whose verdict stands.
-func ReadManifest(r io.Reader, maxEntries int) (*Manifest, error) {
-	whole := int64(math.MaxInt64 - 1)
-	if maxEntries > 0 {
-		whole = int64(maxEntries) * wholeBytesPerEntry
+// ReadManifest decodes a manifest of size bytes from r, checking each
+// entry as DecodeManifest does, and refuses more than maxEntries entries
+// (no limit when zero) at the entry past the limit, so a hostile manifest
+// costs no more memory than a real one of that many entries. A manifest
+// of at most wholeBytesPerEntry bytes an entry the limit allows, which
+// costs no more held whole than its entries decoded, is read whole and,
+// when it has the form AppendJSON writes, decoded in one pass without
+// reflection (decodeManifestFast); any other is decoded by encoding/json
+// one entry at a time, whose verdict stands. (One the fast pass leaves
+// late, an escape in its last entry say, costs the decoding of its
+// entries twice.)
+func ReadManifest(r io.Reader, size int64, maxEntries int) (*Manifest, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("manifest of %d bytes", size)
 	}
-	b, err := io.ReadAll(io.LimitReader(r, whole+1))
-	if err != nil {
+	if maxEntries > 0 && size > int64(maxEntries)*wholeBytesPerEntry {
+		return readManifestJSON(io.LimitReader(r, size), maxEntries)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, fmt.Errorf("reading the manifest: %w", err)
 	}
-	if int64(len(b)) > whole {
-		return readManifestJSON(io.MultiReader(bytes.NewReader(b), r), maxEntries)
-	}
+	return decodeManifest(b, maxEntries)
+}
+
+// decodeManifest decodes the manifest b: decodeManifestFast, or
+// readManifestJSON when that leaves it.
+func decodeManifest(b []byte, maxEntries int) (*Manifest, error) {
 	if m, ok, err := decodeManifestFast(b, maxEntries); ok || err != nil {
 		return m, err
 	}

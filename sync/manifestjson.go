@@ -15,7 +15,7 @@ import (
 // every one (hostd reads the archive's): encoding/json's reflection was a
 // third of the agent's CPU in a delta pull of 10,004 files, and reading
 // the manifest an eighth of hostd's. AppendJSON writes the bytes
-// encoding/json would, by hand; decodeEntryFast reads the form they have
+// encoding/json would, by hand; decodeManifestFast reads the form they have
 // and leaves anything else to encoding/json, whose verdict stands. (Not a
 // MarshalJSON method: encoding/json would then scan and copy all it
 // returns again, which cost more than its reflection saved.)
@@ -188,14 +188,6 @@ func scanArray(s *jsonscan.Scanner, elem func() bool) bool {
 			return false
 		}
 	}
-}
-
-// decodeEntryFast decodes raw, one entry, as scanEntry does, with nothing
-// after it.
-func decodeEntryFast(raw []byte) (Entry, bool) {
-	s := jsonscan.New(raw)
-	e, ok := scanEntry(&s)
-	return e, ok && s.End()
 }
 
 // scanEntry reads one manifest entry as encoding/json, refusing unknown

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
 // TestManifestJSON: AppendJSON writes what encoding/json writes, byte for
@@ -228,7 +230,7 @@ func TestReadManifestFast(t *testing.T) {
 func checkReadManifest(t *testing.T, b []byte, max int) {
 	t.Helper()
 	want, werr := readManifestJSON(bytes.NewReader(b), max)
-	got, err := ReadManifest(bytes.NewReader(b), max)
+	got, err := ReadManifest(bytes.NewReader(b), int64(len(b)), max)
 	var le, wle *LimitError
 	if (err != nil) != (werr != nil) || (err == nil && !reflect.DeepEqual(got, want)) || errors.As(err, &le) != errors.As(werr, &wle) {
 		t.Errorf("%.200s: ReadManifest %+v, %v; encoding/json %+v, %v", b, got, err, want, werr)
@@ -242,4 +244,12 @@ func FuzzReadManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, max int) {
 		checkReadManifest(t, b, max%5)
 	})
+}
+
+// decodeEntryFast decodes raw, one entry, as scanEntry does, with nothing
+// after it.
+func decodeEntryFast(raw []byte) (Entry, bool) {
+	s := jsonscan.New(raw)
+	e, ok := scanEntry(&s)
+	return e, ok && s.End()
 }

@@ -95,10 +95,9 @@ func fsOf(c *archive.Contents) fs.FS {
 }
 
 // replaceBase makes contents (a file from newContents, closed; "" to keep
-// the current base.tar) and m the polecat's base. encoded is m as
-// base.json holds it, when the caller has it already; ix is the
-// contents' index, when known, for the cache.
-func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest, encoded []byte, ix *archive.ContentsIndex) error {
+// the current base.tar) and m the polecat's base. ix is the contents'
+// index, when known, for the cache.
+func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Manifest, ix *archive.ContentsIndex) error {
 	s.bases.drop(id)
 	dir := s.baseDir(id)
 	jsonPath, tarPath := filepath.Join(dir, "base.json"), filepath.Join(dir, "base.tar")
@@ -111,11 +110,9 @@ func (s *Service) replaceBase(id wire.Identity, contents string, m *datasync.Man
 	if err := os.RemoveAll(filepath.Join(dir, "base")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("sync: could not remove an old base tree", "polecat", id, "err", err)
 	}
-	if encoded == nil {
-		var err error
-		if encoded, err = m.AppendJSON(nil); err != nil {
-			return fmt.Errorf("encoding the base: %w", err)
-		}
+	encoded, err := m.AppendJSON(nil)
+	if err != nil {
+		return fmt.Errorf("encoding the base: %w", err)
 	}
 	if err := atomicfile.Write(jsonPath, append(encoded, '\n'), 0o600); err != nil {
 		return fmt.Errorf("keeping the base: %w", err)

@@ -16,13 +16,14 @@ import (
 // base.json and reading every member's headers in base.tar again. An
 // entry is used only while both files are the ones it was made from (the
 // same file, size and modification time), so whatever else changes them
-// is seen. It holds at most maxCachedEntries manifest entries across
-// polecats, the least recently used going first. Safe for concurrent use.
+// is seen. It holds at most maxCachedBytes across polecats, as baseCost
+// counts them, the least recently used going first. Safe for concurrent
+// use.
 type baseCache struct {
-	mu      gosync.Mutex
-	bases   map[wire.Identity]*cachedBase
-	entries int    // manifest entries held
-	clock   uint64 // counts uses, for least recently used
+	mu    gosync.Mutex
+	bases map[wire.Identity]*cachedBase
+	bytes int64  // what the bases held cost
+	clock uint64 // counts uses, for least recently used
 }
 
 // cachedBase is one polecat's base in the cache.
@@ -30,13 +31,30 @@ type cachedBase struct {
 	manifest  *datasync.Manifest
 	index     *archive.ContentsIndex
 	json, tar os.FileInfo // base.json and base.tar as they were
+	cost      int64       // baseCost
 	used      uint64
 }
 
-// maxCachedEntries bounds the manifest entries the cache holds, across
-// polecats: each costs about 300 bytes with its place in the contents
-// index, so some 30 MB in all.
-const maxCachedEntries = 100_000
+// maxCachedBytes bounds what the cache holds across polecats, as baseCost
+// counts it: about 20 bases of 10,000 files with paths of 30 bytes. A
+// container chooses its paths' lengths (up to 4 KiB each, and as much
+// again for a symlink's target), so the bound is in bytes, not entries.
+const maxCachedBytes = 64 << 20
+
+// baseCost is what holding m and its contents' index costs, near enough:
+// each entry's fields and strings, and its path again as the index's key.
+func baseCost(m *datasync.Manifest) int64 {
+	const perEntry = 200 // an Entry, the index's member and map slots
+	n := int64(0)
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		n += perEntry + int64(2*len(e.Path)+len(e.Target)+len(e.SHA256))
+	}
+	for _, p := range m.Skipped {
+		n += 16 + int64(len(p))
+	}
+	return n
+}
 
 // get is id's base when the cache holds it for the files json and tar:
 // a copy of the manifest (the caller may change it) and the contents'
@@ -55,19 +73,19 @@ func (c *baseCache) get(id wire.Identity, json, tar os.FileInfo) (*datasync.Mani
 
 // put keeps m (a copy of it) and ix as id's base, made from the files
 // json and tar, making room by dropping the least recently used bases. A
-// base bigger than the whole cache is not kept.
+// base costing more than the whole cache is not kept.
 func (c *baseCache) put(id wire.Identity, m *datasync.Manifest, ix *archive.ContentsIndex, json, tar os.FileInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(id)
-	n := len(m.Entries)
-	if n > maxCachedEntries {
+	cost := baseCost(m)
+	if cost > maxCachedBytes {
 		return
 	}
 	if c.bases == nil {
 		c.bases = map[wire.Identity]*cachedBase{}
 	}
-	for c.entries+n > maxCachedEntries {
+	for c.bytes+cost > maxCachedBytes {
 		var oldest wire.Identity
 		var at uint64
 		for k, b := range c.bases {
@@ -78,8 +96,8 @@ func (c *baseCache) put(id wire.Identity, m *datasync.Manifest, ix *archive.Cont
 		c.dropLocked(oldest)
 	}
 	c.clock++
-	c.bases[id] = &cachedBase{manifest: cloneManifest(m), index: ix, json: json, tar: tar, used: c.clock}
-	c.entries += n
+	c.bases[id] = &cachedBase{manifest: cloneManifest(m), index: ix, json: json, tar: tar, cost: cost, used: c.clock}
+	c.bytes += cost
 }
 
 // drop forgets id's base.
@@ -91,7 +109,7 @@ func (c *baseCache) drop(id wire.Identity) {
 
 func (c *baseCache) dropLocked(id wire.Identity) {
 	if b := c.bases[id]; b != nil {
-		c.entries -= len(b.manifest.Entries)
+		c.bytes -= b.cost
 		delete(c.bases, id)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func keepBase(t *testing.T, s *Service, id wire.Identity, files map[string]strin
 		t.Fatal(err)
 	}
 	f.Close()
-	if err := s.replaceBase(id, f.Name(), m, nil, ix); err != nil {
+	if err := s.replaceBase(id, f.Name(), m, ix); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -140,8 +141,9 @@ func statOf(t *testing.T, s *Service, id wire.Identity, name string) os.FileInfo
 	return fi
 }
 
-// TestBaseCacheBound: the cache holds at most maxCachedEntries entries,
-// dropping the least recently used base, and none bigger than it all.
+// TestBaseCacheBound: the cache holds at most maxCachedBytes, dropping
+// the least recently used base, and no base costing more than it all;
+// long paths count for what they hold.
 func TestBaseCacheBound(t *testing.T) {
 	var c baseCache
 	p := filepath.Join(t.TempDir(), "f")
@@ -152,28 +154,39 @@ func TestBaseCacheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := func(n int) *datasync.Manifest { return &datasync.Manifest{Entries: make([]datasync.Entry, n)} }
+	long := strings.Repeat("p", 1000)
+	one := baseCost(&datasync.Manifest{Entries: []datasync.Entry{{Path: long}}})
+	manifest := func(cost int64) *datasync.Manifest {
+		m := &datasync.Manifest{Entries: make([]datasync.Entry, cost/one)}
+		for i := range m.Entries {
+			m.Entries[i].Path = long
+		}
+		return m
+	}
 	ids := make([]wire.Identity, 4)
 	for i := range ids {
 		ids[i] = wire.Identity{Rig: "r", Name: fmt.Sprintf("p%d", i)}
 	}
-	third := maxCachedEntries / 3
+	third := int64(maxCachedBytes / 3)
 	c.put(ids[0], manifest(third), nil, fi, fi)
 	c.put(ids[1], manifest(third), nil, fi, fi)
 	c.put(ids[2], manifest(third), nil, fi, fi)
 	c.get(ids[0], fi, fi) // p0 used: p1 is now the least recently used
 	c.put(ids[3], manifest(third), nil, fi, fi)
-	if c.entries > maxCachedEntries {
-		t.Errorf("%d entries held, over %d", c.entries, maxCachedEntries)
+	if c.bytes > maxCachedBytes {
+		t.Errorf("%d bytes held, over %d", c.bytes, maxCachedBytes)
 	}
 	for i, want := range []bool{true, false, true, true} {
 		if _, _, ok := c.get(ids[i], fi, fi); ok != want {
 			t.Errorf("%s cached %v, want %v", ids[i], ok, want)
 		}
 	}
-	c.put(ids[1], manifest(maxCachedEntries+1), nil, fi, fi)
+	c.put(ids[1], manifest(maxCachedBytes+one), nil, fi, fi)
 	if _, _, ok := c.get(ids[1], fi, fi); ok {
-		t.Error("a base bigger than the cache was kept")
+		t.Error("a base costing more than the cache was kept")
+	}
+	if c.bytes > maxCachedBytes {
+		t.Errorf("%d bytes held, over %d", c.bytes, maxCachedBytes)
 	}
 }
 

@@ -77,7 +77,7 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if err != nil {
 		return res, err
 	}
-	if err := s.replaceBase(id, kept.Name(), m, nil, nil); err != nil {
+	if err := s.replaceBase(id, kept.Name(), m, nil); err != nil {
 		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
 	}
 	if err := s.confirm(id, m); err != nil { // the host's own data: what the delete hold counts from

@@ -68,17 +68,20 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	theirs := in.Manifest
 	res := wire.SyncResult{}
 	res.Files, res.Bytes = theirs.Files()
-	// The new base, as base.json will hold it: admit counts its bytes.
+	// The new base, as base.json will hold it: admit counts its bytes
+	// (encoded again when it is kept, rather than held through the merge;
+	// the encoding is dead after the count).
 	next := theirs.Resolved()
 	encoded, err := next.AppendJSON(nil)
 	if err != nil {
 		return nil, wire.SyncResult{Error: err.Error()}, fmt.Errorf("encoding the new base: %w", err)
 	}
+	manifestBytes := int64(len(encoded) + 1)
 	plan, err := in.Plan(ctx, base, merge.Options{Polecat: id.Name, Now: time.Now(), Policy: s.policy, Base: baseFS,
 		MaxBothChanged: s.cfg.MaxConflicts, Gate: func() (func(), error) { return s.mergeProcs.Take(ctx, s.cfg.Timeout) }})
 	var held hold
 	if err == nil {
-		held, err = s.admit(id, plan, base, theirs, contents, int64(len(encoded)+1), o)
+		held, err = s.admit(id, plan, base, theirs, contents, manifestBytes, o)
 	}
 	if err != nil {
 		s.refused(id, err)
@@ -104,7 +107,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}
-	if err := s.replaceBase(id, kept, next, encoded, ix); err != nil {
+	if err := s.replaceBase(id, kept, next, ix); err != nil {
 		res.Error = err.Error()
 		return plan.Changes, res, err
 	}

@@ -42,9 +42,6 @@ type ContentsIndex struct {
 	size  int64 // the contents file's length
 }
 
-// Files is how many files the index holds.
-func (ix *ContentsIndex) Files() int { return len(ix.files) }
-
 // contentsMember is where a kept file is in the tar file: its content at
 // off, and the whole member, headers and padding included, from start to
 // end (what WriteContents copies as it is).

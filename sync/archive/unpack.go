@@ -266,8 +266,7 @@ func (x *extractor) parent(name string) error {
 }
 
 // readManifest takes the manifest member: its size is checked before it
-// is read, and it is decoded one entry at a time, no more than the entry
-// limit (sync.ReadManifest).
+// is read, and it is decoded within the entry limit (sync.ReadManifest).
 func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 	if hdr.Typeflag != tar.TypeReg {
 		return errors.New("archive refused: the manifest is not a file")
@@ -280,7 +279,7 @@ func (x *extractor) readManifest(hdr *tar.Header, f archives.FileInfo) error {
 		return err
 	}
 	defer src.Close()
-	m, err := sync.ReadManifest(io.LimitReader(src, hdr.Size), x.lim.MaxFiles)
+	m, err := sync.ReadManifest(src, hdr.Size, x.lim.MaxFiles)
 	if err != nil {
 		var le *sync.LimitError
 		if errors.As(err, &le) {

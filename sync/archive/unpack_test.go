@@ -31,7 +31,7 @@ func TestUnpackManifestMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := sync.ReadManifest(strings.NewReader(manifest), limit)
+	_, err := sync.ReadManifest(strings.NewReader(manifest), int64(len(manifest)), limit)
 	runtime.ReadMemStats(&after)
 	var le *sync.LimitError
 	if !errors.As(err, &le) || le.Setting != "sync.max_files" {
