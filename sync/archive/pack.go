@@ -52,7 +52,8 @@ func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
+	pk := &packer{ctx: ctx, root: r, dirs: r.Dirs(), policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
+	defer pk.dirs.Close()
 	for _, o := range opts {
 		o(pk)
 	}
@@ -152,8 +153,12 @@ func Size(root string, p sync.Policy) (files int, bytes int64, err error) {
 
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
-	ctx     context.Context
-	root    *tree.Tree
+	ctx  context.Context
+	root *tree.Tree
+	// dirs holds the directory of the last file packed open: the walk
+	// gives a directory's files together, so each is opened with one
+	// system call, not a walk of its path.
+	dirs    *tree.DirCache
 	policy  sync.Policy
 	jobs    chan archives.ArchiveAsyncJob
 	m       *sync.Manifest
@@ -219,7 +224,7 @@ func (pk *packer) addFile(rel string, fi fs.FileInfo, e sync.Entry, info archive
 		pk.packed(e.Size)
 		return nil
 	}
-	f, err := pk.root.OpenAs(rel, fi) // the file the listing saw, or a refusal
+	f, err := pk.dirs.OpenAs(rel, fi) // the file the listing saw, or a refusal
 	if err != nil {
 		pk.skipped = append(pk.skipped, rel)
 		return nil

@@ -52,8 +52,8 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, li
 	}
 	defer zr.Close()
 	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
-	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}}
-	defer x.closeDir()
+	x := &extractor{root: root, dirs: root.Dirs(), policy: p, lim: lim, seen: map[string]string{}}
+	defer x.dirs.Close()
 	if err := (archives.Tar{}).Extract(ctx, out, x.take); err != nil {
 		if x.refused != nil {
 			return nil, x.refused // as the extractor said it, without the archives wrapping
@@ -81,7 +81,11 @@ func refusal(err error) error {
 
 // extractor takes members one at a time.
 type extractor struct {
-	root     *tree.Tree
+	root *tree.Tree
+	// dirs holds the directory the last file went into open: a tar made
+	// by Pack lists a directory's files together, so each costs one
+	// system call to create, not a walk of its path.
+	dirs     *tree.DirCache
 	policy   sync.Policy
 	lim      sync.Limits
 	seen     map[string]string // path -> type, in archive order
@@ -89,11 +93,6 @@ type extractor struct {
 	bytes    int64
 	manifest *sync.Manifest
 	refused  error // why take refused a member
-	// dir is the directory the last file went into, held open: a tar
-	// made by Pack lists a directory's files together, so each costs
-	// one system call to create, not a walk of its path.
-	dir     *os.Root
-	dirName string
 }
 
 // take is member, remembering a refusal as it was said.
@@ -180,7 +179,7 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	if err := x.parent(e.Path); err != nil {
 		return err
 	}
-	d, err := x.openDir(path.Dir(e.Path))
+	d, err := x.dirs.Dir(path.Dir(e.Path))
 	if err != nil {
 		return err
 	}
@@ -222,29 +221,6 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	}
 	e.Type, e.Size, e.SHA256 = sync.TypeFile, n, hex.EncodeToString(h.Sum(nil))
 	return nil
-}
-
-// openDir is the staged directory rel, opened once for the run of files
-// in it.
-func (x *extractor) openDir(rel string) (*os.Root, error) {
-	if x.dir != nil && x.dirName == rel {
-		return x.dir, nil
-	}
-	x.closeDir()
-	d, err := x.root.OpenDir(rel)
-	if err != nil {
-		return nil, err
-	}
-	x.dir, x.dirName = d, rel
-	return d, nil
-}
-
-// closeDir closes the directory openDir holds, if any.
-func (x *extractor) closeDir() {
-	if x.dir != nil {
-		x.dir.Close()
-		x.dir = nil
-	}
 }
 
 // parent makes sure name's directory exists and was made by this

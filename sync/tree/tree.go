@@ -183,13 +183,28 @@ func (t *Tree) Open(rel string) (*os.File, error) {
 // OpenAs opens the regular file at rel that a listing (a Walk)
 // described as fi: the file opened must be that one.
 func (t *Tree) OpenAs(rel string, fi fs.FileInfo) (*os.File, error) {
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("refusing to open %s: not a regular file", rel)
+	if err := regular(rel, fi); err != nil {
+		return nil, err
 	}
 	f, err := t.root.Open(rel)
 	if err != nil {
 		return nil, err
 	}
+	return same(rel, fi, f)
+}
+
+// regular refuses to open what a listing described as fi unless it is a
+// regular file.
+func regular(rel string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("refusing to open %s: not a regular file", rel)
+	}
+	return nil
+}
+
+// same is f, opened at rel, when it is the file a listing described as
+// fi; otherwise f is closed and refused.
+func same(rel string, fi fs.FileInfo, f *os.File) (*os.File, error) {
 	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
 		f.Close()
 		return nil, fmt.Errorf("refusing to open %s: it changed while being opened", rel)
