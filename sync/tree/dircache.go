@@ -12,6 +12,16 @@ import (
 // directory's descriptor costs one system call where a path from the
 // tree's root costs one for each directory on the way (os.Root walks it).
 // Not safe for concurrent use; make one with Tree.Dirs and Close it.
+//
+// The directory is checked when it is opened (OpenDir: reached without a
+// symlink, the directory Lstat saw), not again for each file of the run:
+// a directory moved away meanwhile, out of the root even, is still the
+// one its files are opened in. Only files a listing described, the same
+// inodes, are opened through it (OpenAs), so what can be read that way
+// is what the listing saw inside the root; and on hostd nothing a
+// polecat sends moves a directory (a merge renames within the root). A
+// path opened from the root's os.Root has the same gap while one file is
+// read; here it lasts a directory's run.
 type DirCache struct {
 	t    *Tree
 	name string
@@ -36,8 +46,10 @@ func (d *DirCache) Dir(rel string) (*os.Root, error) {
 	return r, nil
 }
 
-// OpenAs is Tree.OpenAs through rel's directory: the regular file at rel
-// that a listing described as fi, or a refusal.
+// OpenAs opens, through rel's directory (Dir), the regular file at rel
+// that a listing described as fi, or refuses: like Tree.OpenAs, but a
+// symlink among rel's parents is refused even when it leads inside the
+// root, and the directory is the one checked at the start of its run.
 func (d *DirCache) OpenAs(rel string, fi fs.FileInfo) (*os.File, error) {
 	if err := regular(rel, fi); err != nil {
 		return nil, err

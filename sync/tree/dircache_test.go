@@ -12,14 +12,17 @@ import (
 // TestDirCacheOpenAs: files are opened through their directories, one
 // directory after another, and only the file a listing described: one
 // replaced since, a symlink in its place, or a directory that became a
-// symlink leading out of the root is refused.
+// symlink leading out of the root before its run is refused; and through
+// a directory moved out of the root during its run, only the files the
+// listing saw there.
 func TestDirCacheOpenAs(t *testing.T) {
 	parent := t.TempDir()
 	fixture.WriteTree(t, parent, map[string]string{
 		"root/results/a/1": "a1", "root/results/a/2": "a2", "root/results/b/1": "b1",
 		"root/results/swapped": "old", "root/results/linked": "file",
 		"root/results/c/1": "c1",
-		"outside/c/1":      "secret",
+		"root/results/d/1": "d1", "root/results/d/2": "d2",
+		"outside/c/1": "secret",
 	})
 	dir := filepath.Join(parent, "root")
 	tr, err := Open(dir)
@@ -28,7 +31,7 @@ func TestDirCacheOpenAs(t *testing.T) {
 	}
 	defer tr.Close()
 	listed := map[string]os.FileInfo{}
-	for _, rel := range []string{"results/a/1", "results/a/2", "results/b/1", "results/swapped", "results/linked", "results/c/1", "results/a"} {
+	for _, rel := range []string{"results/a/1", "results/a/2", "results/b/1", "results/swapped", "results/linked", "results/c/1", "results/a", "results/d/1", "results/d/2"} {
 		fi, err := tr.Lstat(rel)
 		if err != nil {
 			t.Fatal(err)
@@ -68,6 +71,8 @@ func TestDirCacheOpenAs(t *testing.T) {
 		{"results/linked", ""},
 		{"results/c/1", ""},
 		{"results/a", ""}, // a directory, not a file
+		{"results/d/1", "d1"},
+		{"results/d/2", ""}, // moved out with its directory after 1, and replaced there
 	}
 	for _, tt := range tests {
 		f, err := d.OpenAs(tt.rel, listed[tt.rel])
@@ -86,6 +91,18 @@ func TestDirCacheOpenAs(t *testing.T) {
 		f.Close()
 		if string(b) != tt.want {
 			t.Errorf("%s: read %q, want %q", tt.rel, b, tt.want)
+		}
+		if tt.rel == "results/d/1" { // its run started: d goes, and 2 in it is another file now
+			moved := filepath.Join(parent, "outside", "d")
+			if err := os.Rename(filepath.Join(dir, "results", "d"), moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(moved, "2.new"), []byte("written outside"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(moved, "2.new"), filepath.Join(moved, "2")); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -4,7 +4,9 @@
 // symlink, so nothing an archive or a merge does leads outside the root
 // whatever the root holds. It also walks the paths a policy lets cross,
 // keeps the staging directories transfers unpack into, and locks a root
-// for one merge at a time.
+// for one merge at a time. A DirCache reaches a run of files through
+// their directory's own os.Root, checked once for the run (see its
+// comment for what that leaves).
 package tree
 
 import (
