@@ -120,7 +120,8 @@ type soak struct {
 	pushed  map[string]string // commit -> branch, for each push the client saw succeed
 	hostdMu sync.Mutex        // one hostd fault at a time
 
-	agents []*soakAgent
+	agents   []*soakAgent
+	agentBin string // the process agents' gt-agent: gt-agent-clock where its clock can be stepped
 }
 
 // soakAgent is one polecat under load.
@@ -137,6 +138,7 @@ type soakAgent struct {
 	hostData  string            // the polecat's data on the host: <town>/gastown/polecats/<name>
 	paneLog   string
 	busy      string
+	clock     *clock // process agents: its wall clock's offset (nil: the real clock)
 
 	mu     sync.Mutex // guards the fields below and faults on this agent
 	proc   *harness.Proc
@@ -174,6 +176,10 @@ func TestSoak(t *testing.T) {
 	s.api = api.NewClient(s.r.town.Dir)
 	if err := s.startHostd(); err != nil {
 		t.Fatal(err)
+	}
+	s.agentBin = "gt-agent"
+	if bin := buildClockAgent(t); bin != "" {
+		s.agentBin = bin
 	}
 	s.startAgents()
 
@@ -259,7 +265,11 @@ func (s *soak) startAgents() {
 		a.args = []string{"up", "--tmux-socket", harness.TmuxSocket(t), "--state-dir", filepath.Join(dir, "state"),
 			"--git-listen", gitAddr, "--idle-timeout", "8s", "--sync-checkpoint", "-1s",
 			"--", "env", harness.PaneEnv + "=claude", harness.PaneLogEnv + "=" + a.paneLog, harness.PaneBusyEnv + "=" + a.busy, s.self}
-		a.proc = harness.Start(t, a.env, "gt-agent", a.args...)
+		if s.agentBin != "gt-agent" {
+			a.clock = newClock(t, filepath.Join(dir, "clock"))
+			a.env = append(a.env, a.clock.env())
+		}
+		a.proc = harness.Start(t, a.env, s.agentBin, a.args...)
 		a.clone = filepath.Join(dir, "clone")
 		a.gitURL = "http://" + gitAddr + "/v1/git/gastown"
 		s.agents = append(s.agents, a)
@@ -602,9 +612,9 @@ type fault struct {
 	kind      string
 	container bool // on a container (else a process agent, or hostd)
 	hostd     bool
-	bound     time.Duration                    // back within this after the end
-	detect    time.Duration                    // shown down within this after the start (0: the fault implies no down state)
-	start     func(s *soak, a *soakAgent) bool // false: not applicable now
+	bound     time.Duration                              // back within this after the end
+	detect    time.Duration                              // shown down within this after the start (0: the fault implies no down state)
+	start     func(s *soak, a *soakAgent, r uint64) bool // false: not applicable now; r is the chaos loop's random number for it
 	// end undoes the fault. An error means it is not undone, unless it
 	// is a workedAround: the machine failed and the harness got past it.
 	end func(s *soak, a *soakAgent) error
@@ -631,7 +641,7 @@ func (s *soak) unpause(a *soakAgent) error {
 
 var faults = []fault{
 	{kind: "hostd-kill9", hostd: true, bound: boundHostd,
-		start: func(s *soak, _ *soakAgent) bool {
+		start: func(s *soak, _ *soakAgent, _ uint64) bool {
 			_ = s.r.hostd.Cmd.Process.Signal(syscall.SIGKILL)
 			if err := s.r.hostd.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
 				s.t.Errorf("soak: hostd after SIGKILL: %v", err)
@@ -645,7 +655,7 @@ var faults = []fault{
 			return nil
 		}},
 	{kind: "agent-sigkill", bound: boundProcess, detect: detectDown,
-		start: func(_ *soak, a *soakAgent) bool {
+		start: func(_ *soak, a *soakAgent, _ uint64) bool {
 			if a.killed || a.frozen {
 				return false
 			}
@@ -657,12 +667,12 @@ var faults = []fault{
 			if err := a.proc.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
 				s.t.Errorf("soak: %s after SIGKILL: %v", a.name, err)
 			}
-			a.proc = harness.Start(s.t, a.env, "gt-agent", a.args...) // adopts its tmux session
+			a.proc = harness.Start(s.t, a.env, s.agentBin, a.args...) // adopts its tmux session
 			a.killed = false
 			return nil
 		}},
 	{kind: "agent-sigstop", bound: boundProcess, detect: detectDown,
-		start: func(_ *soak, a *soakAgent) bool {
+		start: func(_ *soak, a *soakAgent, _ uint64) bool {
 			if a.killed || a.frozen {
 				return false
 			}
@@ -674,25 +684,37 @@ var faults = []fault{
 			return a.proc.Cmd.Process.Signal(syscall.SIGCONT)
 		}},
 	{kind: "udp-block", bound: boundProcess,
-		start: func(_ *soak, a *soakAgent) bool { a.relay.BlockUDP(true); return true },
+		start: func(_ *soak, a *soakAgent, _ uint64) bool { a.relay.BlockUDP(true); return true },
 		end:   func(_ *soak, a *soakAgent) error { a.relay.BlockUDP(false); return nil }},
 	{kind: "tcp-cut", bound: boundProcess, detect: detectDown,
-		start: func(_ *soak, a *soakAgent) bool { a.relay.Cut(true); return true },
+		start: func(_ *soak, a *soakAgent, _ uint64) bool { a.relay.Cut(true); return true },
 		end:   func(_ *soak, a *soakAgent) error { a.relay.Cut(false); return nil }},
+	// The agent's wall clock alone is stepped (soakclock_test.go), behind
+	// or ahead; hostd's is not. The agent must stay connected, or be back
+	// within the bound, and no invariant may break while its clock is off.
+	{kind: history.FaultClockStep, bound: boundProcess,
+		start: func(_ *soak, a *soakAgent, r uint64) bool {
+			if a.clock == nil {
+				return false
+			}
+			a.clock.step(clockStep(r))
+			return true
+		},
+		end: func(_ *soak, a *soakAgent) error { a.clock.step(0); return nil }},
 	{kind: "container-pause", container: true, bound: boundContainer, detect: detectDown,
-		start: func(s *soak, a *soakAgent) bool {
+		start: func(s *soak, a *soakAgent, _ uint64) bool {
 			_, err := tryDocker("pause", s.r.container(a.name))
 			return err == nil
 		},
 		end: func(s *soak, a *soakAgent) error { return s.unpause(a) }},
 	{kind: "container-restart", container: true, bound: boundContainer,
-		start: func(s *soak, a *soakAgent) bool {
+		start: func(s *soak, a *soakAgent, _ uint64) bool {
 			_, err := tryDocker("restart", "-t", "2", s.r.container(a.name))
 			return err == nil
 		},
 		end: func(*soak, *soakAgent) error { return nil }},
 	{kind: "container-disconnect", container: true, bound: boundContainer, detect: detectDown,
-		start: func(s *soak, a *soakAgent) bool {
+		start: func(s *soak, a *soakAgent, _ uint64) bool {
 			_, err := tryDocker("network", "disconnect", s.r.net, s.r.container(a.name))
 			return err == nil
 		},
@@ -703,8 +725,10 @@ var faults = []fault{
 			return nil
 		}},
 	{kind: "disk-full", container: true, bound: boundContainer,
-		start: func(_ *soak, a *soakAgent) bool { return fill(filepath.Join(a.hostData, ".soak-filler")) == nil },
-		end:   func(_ *soak, a *soakAgent) error { return os.Remove(filepath.Join(a.hostData, ".soak-filler")) }},
+		start: func(_ *soak, a *soakAgent, _ uint64) bool {
+			return fill(filepath.Join(a.hostData, ".soak-filler")) == nil
+		},
+		end: func(_ *soak, a *soakAgent) error { return os.Remove(filepath.Join(a.hostData, ".soak-filler")) }},
 }
 
 // fill writes path until its filesystem is full.
@@ -729,6 +753,7 @@ func fill(path string) error {
 type activeFault struct {
 	f  fault
 	a  *soakAgent // nil for hostd
+	r  uint64     // the fault's own random number (a clock step's size)
 	op string
 }
 
@@ -757,7 +782,7 @@ func (s *soak) chaos(ctx context.Context, rng *rand.Rand) {
 			a = pool[rng.IntN(len(pool))]
 		}
 		hold := time.Duration(2000+rng.IntN(23000)) * time.Millisecond
-		s.inject(activeFault{f: f, a: a}, hold)
+		s.inject(activeFault{f: f, a: a, r: rng.Uint64()}, hold)
 	}
 }
 
@@ -779,11 +804,15 @@ func (s *soak) inject(af activeFault, hold time.Duration) {
 	// can reconnect it before docker restart returns), and is in place
 	// when the injection returns.
 	began := s.h.Now()
-	if !af.f.start(s, af.a) {
+	if !af.f.start(s, af.a, af.r) {
 		return
 	}
-	s.h.Add(history.Event{T: began, Done: s.h.Now(), Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent,
-		Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)})
+	start := history.Event{T: began, Done: s.h.Now(), Kind: "fault", Phase: "start", Op: af.op, Fault: af.f.kind, Agent: agent,
+		Bound: history.Duration(af.f.bound), Detect: history.Duration(af.f.detect)}
+	if af.f.kind == history.FaultClockStep {
+		start.Step = history.Duration(clockStep(af.r))
+	}
+	s.h.Add(start)
 	time.Sleep(hold)
 	// The fault ends when its undoing begins: the recovery bound counts
 	// the undoing too (a restarted hostd's start, a container's unpause).
@@ -817,6 +846,9 @@ func (s *soak) heal() {
 		}
 		a.relay.BlockUDP(false)
 		a.relay.Cut(false)
+		if a.clock != nil {
+			a.clock.step(0)
+		}
 		_ = a.proc.Cmd.Process.Signal(syscall.SIGCONT)
 	}
 }

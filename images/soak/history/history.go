@@ -182,6 +182,9 @@ type Event struct {
 	// show its agent down (not back) while the fault lasts; 0 when the
 	// fault implies no such state (a UDP block: the agent moves to TCP).
 	Detect Duration `json:"detect,omitempty"`
+	// Step is, on a clock-step fault's start, how far the agent's wall
+	// clock was stepped (negative: behind hostd's).
+	Step Duration `json:"step,omitempty"`
 	// State is an agent's state as hostd status showed it; anything but
 	// "disconnected" or "" counts as back.
 	State string `json:"state,omitempty"`
