@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -90,11 +91,16 @@ func fileErr(what, path string, err error) error {
 
 // check verifies leaf against the CA at t, for client use.
 func (s *Store) check(leaf *x509.Certificate, t time.Time) error {
-	switch {
-	case t.After(leaf.NotAfter):
+	if t.After(leaf.NotAfter) {
 		return fmt.Errorf("certificate %s expired at %s: get a new one ('hostd cert issue' or 'hostd token create' + --join)", s.paths.Cert, leaf.NotAfter.Format(time.RFC3339))
-	case t.Before(leaf.NotBefore):
-		return fmt.Errorf("certificate %s is not valid until %s: check this machine's clock", s.paths.Cert, leaf.NotBefore.Format(time.RFC3339))
+	}
+	if t.Before(leaf.NotBefore) {
+		// Not refused: hostd judges the certificate by its own clock, and
+		// this one is behind (a laptop's Docker VM after a sleep), so a
+		// fresh certificate or renewal would otherwise lock the polecat out.
+		slog.Warn("this machine's clock is behind the certificate's start: hostd judges it by its own clock; fix this clock (NTP) if it persists",
+			"certificate", s.paths.Cert, "not_before", leaf.NotBefore.Format(time.RFC3339), "behind_by_at_least", leaf.NotBefore.Sub(t).Round(time.Second))
+		t = leaf.NotBefore
 	}
 	_, err := leaf.Verify(x509.VerifyOptions{Roots: s.pool, CurrentTime: t, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {

@@ -46,10 +46,18 @@ const (
 	MaxTTL = 90 * 24 * time.Hour
 	// MinTTL is the shortest (renewal needs room to happen).
 	MinTTL = 5 * time.Second
-	// clockSkew backdates NotBefore so a container whose clock runs a
-	// little behind still accepts a fresh certificate (a tenth of a short
-	// lifetime at most, so short-lived certificates stay short).
+	// clockSkew backdates a polecat certificate's NotBefore so a
+	// container whose clock runs a little behind still accepts a fresh
+	// certificate (a tenth of a short lifetime at most, so short-lived
+	// certificates stay short). gt-agent does not refuse its own
+	// certificate for a clock further behind (hostd judges it by its own).
 	clockSkew = time.Minute
+	// caClockSkew backdates a new CA's NotBefore, and so hostd's server
+	// certificate's, which starts with its CA: a container verifies
+	// hostd by its own clock, and a laptop's Docker VM can wake from a
+	// sleep hours behind. A new town's CA must not be "not yet valid"
+	// to it.
+	caClockSkew = 24 * time.Hour
 )
 
 // CA is an opened certificate authority directory.
@@ -93,7 +101,7 @@ func Init(dir, trustDomain string) (*CA, bool, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "Gas Town polecat CA", Organization: []string{"Gas Town"}},
-		NotBefore:             now.Add(-clockSkew),
+		NotBefore:             now.Add(-caClockSkew),
 		NotAfter:              now.AddDate(10, 0, 0),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
@@ -290,10 +298,13 @@ func (ca *CA) ServerCert(names []string, ips []net.IP, ttl time.Duration) (tls.C
 		Subject:      pkix.Name{CommonName: "hostd"},
 		DNSNames:     names,
 		IPAddresses:  ips,
-		NotBefore:    now.Add(-clockSkew),
-		NotAfter:     earliest(now.Add(ttl), ca.Cert.NotAfter),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		// Valid from its CA's start: a polecat whose clock is behind
+		// verifies hostd by that clock (backdating a server certificate
+		// extends nothing: it is reissued at every start).
+		NotBefore:   ca.Cert.NotBefore,
+		NotAfter:    earliest(now.Add(ttl), ca.Cert.NotAfter),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	cert, err := ca.sign(tmpl, key.Public())
 	if err != nil {

@@ -302,9 +302,22 @@ func TestServerCert(t *testing.T) {
 	if _, err := c.Leaf.Verify(opts); err != nil {
 		t.Errorf("server cert: %v", err)
 	}
+	// A polecat verifies hostd by its own clock, which may be hours
+	// behind (a laptop's Docker VM after a sleep): a server certificate
+	// issued just now by a CA made just now must verify there.
+	for _, behind := range []time.Duration{2 * time.Minute, 30 * time.Minute, 6 * time.Hour} {
+		opts.CurrentTime = time.Now().Add(-behind)
+		if _, err := c.Leaf.Verify(opts); err != nil {
+			t.Errorf("server cert verified by a clock %v behind: %v", behind, err)
+		}
+	}
+	opts.CurrentTime = time.Time{}
 	opts.KeyUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	if _, err := c.Leaf.Verify(opts); err == nil {
 		t.Error("server cert verifies as a client certificate")
+	}
+	if !c.Leaf.NotAfter.Before(time.Now().Add(time.Hour + time.Minute)) {
+		t.Errorf("server cert valid until %v: its lifetime was 1 h", c.Leaf.NotAfter)
 	}
 }
 
