@@ -62,6 +62,11 @@ type Manifest struct {
 	// symlink. The receiver reports them; they count toward the entry
 	// limit.
 	Skipped []string `json:"skipped,omitempty"`
+	// Racy lists, for the packer's own record only (never sent), the
+	// files whose modification time was too recent at packing to tell a
+	// later write in the same second from what was read
+	// (archive.TrackRacy).
+	Racy []string `json:"-"`
 }
 
 // ManifestVersion is the manifest format archive.Pack writes and
@@ -69,11 +74,19 @@ type Manifest struct {
 const ManifestVersion = 1
 
 // Resolved is m without the Unchanged marks (and what was skipped): the
-// tree it describes.
+// tree it describes. A racy file's entry keeps no modification time, so
+// a later archive.Since reads the file again rather than trust it.
 func (m *Manifest) Resolved() *Manifest {
 	out := &Manifest{Version: m.Version, Entries: make([]Entry, len(m.Entries))}
+	racy := map[string]bool{}
+	for _, p := range m.Racy {
+		racy[p] = true
+	}
 	for i, e := range m.Entries {
 		e.Unchanged = false
+		if racy[e.Path] {
+			e.MTime = time.Time{}
+		}
 		out.Entries[i] = e
 	}
 	return out

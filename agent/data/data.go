@@ -192,7 +192,7 @@ func (s *Service) send(ctx context.Context, st *tunnel.Stream, p datasync.Policy
 	if delta {
 		prev = s.last
 	}
-	m, _, err := archive.Pack(ctx, s.cfg.Root, p, st, archive.Since(prev))
+	m, _, err := archive.Pack(ctx, s.cfg.Root, p, st, archive.Since(prev), archive.TrackRacy())
 	if err != nil {
 		return wire.SyncResult{}, fmt.Errorf("packing %s: %w", s.cfg.Root, err)
 	}

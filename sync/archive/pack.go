@@ -52,7 +52,7 @@ func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, root: r, dirs: r.Dirs(), policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
+	pk := &packer{ctx: ctx, rootDir: root, root: r, dirs: r.Dirs(), policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
 	defer pk.dirs.Close()
 	for _, o := range opts {
 		o(pk)
@@ -86,9 +86,12 @@ type PackOption func(*packer)
 
 // Since leaves out the files that are as prev (the base both sides share)
 // lists them: same size, modification time and mode, and not modified in
-// the last two seconds (a write within the same second could otherwise go
-// unseen). The manifest still lists them, marked Unchanged, with prev's
-// hash; the receiver takes them from its base.
+// the last two seconds by this process's clock. A write within the same
+// second as the pack that recorded prev could keep all three: prev must
+// come from a manifest whose racy files were forgotten (TrackRacy, then
+// Manifest.Resolved), as the two-second rule cannot see it. The manifest
+// still lists them, marked Unchanged, with prev's hash; the receiver
+// takes them from its base.
 func Since(prev *sync.Manifest) PackOption { return func(pk *packer) { pk.prev = prev.Index() } }
 
 // Rewrite packs each file for which match is true as f makes it from its
@@ -153,8 +156,9 @@ func Size(root string, p sync.Policy) (files int, bytes int64, err error) {
 
 // packer walks a root and feeds the tar writer one member at a time.
 type packer struct {
-	ctx  context.Context
-	root *tree.Tree
+	ctx     context.Context
+	rootDir string
+	root    *tree.Tree
 	// dirs holds the directory of the last file packed open: the walk
 	// gives a directory's files together, so each is opened with one
 	// system call, not a walk of its path.
@@ -169,9 +173,12 @@ type packer struct {
 	// rewrite, when set, changes some files on their way (Rewrite).
 	rewrite *rewrite
 	// keep, when set, receives a copy of what is sent (KeepContents).
-	keep  *tar.Writer
-	files int // packed so far
-	bytes int64
+	keep *tar.Writer
+	// racyFrom, when set (TrackRacy), is the time from which a file's
+	// modification time is too recent to trust later.
+	racyFrom time.Time
+	files    int // packed so far
+	bytes    int64
 }
 
 // skip lists a path the walk left out.
@@ -235,6 +242,9 @@ func (pk *packer) addFile(rel string, fi fs.FileInfo, e sync.Entry, info archive
 		return fmt.Errorf("reading %s: %w", rel, err)
 	}
 	e.Type, e.Size, e.Mode, e.MTime = sync.TypeFile, st.Size(), st.Mode().Perm(), st.ModTime().Truncate(time.Second).UTC()
+	if !pk.racyFrom.IsZero() && !st.ModTime().Before(pk.racyFrom) {
+		pk.m.Racy = append(pk.m.Racy, rel)
+	}
 	var body io.Reader = io.LimitReader(f, e.Size)
 	if rewrite {
 		b, err := pk.rewrite.apply(rel, f)

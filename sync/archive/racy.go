@@ -1,0 +1,53 @@
+package archive
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/sync"
+)
+
+// racyMargin is how close to a pack's start (by the data root's own
+// clock) a file's modification time may be and still be trusted by a
+// later Since: a write in the same second (or, on a filesystem that keeps
+// 2 s times, the same two) keeps both its size and its time to the second.
+const racyMargin = 2 * time.Second
+
+// TrackRacy lists in the manifest's Racy every file packed whose
+// modification time is within racyMargin of the pack's start, or after
+// it, by the data root's clock: a later write to it may keep the time and
+// size the manifest records, so Since must read it again (as git treats
+// an index entry as racily clean). The data root's clock is what a file
+// made there is given, not this process's, which may be stepped or be
+// another machine's (a bind mount); where no file can be made there, it
+// is this process's.
+func TrackRacy() PackOption {
+	return func(pk *packer) { pk.racyFrom = rootNow(pk.rootDir).Add(-racyMargin) }
+}
+
+// rootNow is the data root's filesystem clock now: the modification time
+// of a file made in dir and removed at once (its name is reserved, so no
+// policy lets it cross should it ever be left behind).
+func rootNow(dir string) time.Time {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return time.Now()
+	}
+	defer r.Close()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := sync.ReservedPrefix + "clock." + hex.EncodeToString(b)
+	f, err := r.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return time.Now()
+	}
+	fi, err := f.Stat()
+	_ = f.Close()
+	_ = r.Remove(name)
+	if err != nil {
+		return time.Now()
+	}
+	return fi.ModTime()
+}
