@@ -82,7 +82,9 @@ func (d *deliverer) run(ctx context.Context) {
 			if res.Repeat {
 				detail += " (reported again: the agent had delivered it before)"
 			}
-			d.end(head.ID, Outcome{ID: head.ID, Polecat: d.id, Outcome: res.Outcome, At: res.At, Detail: detail})
+			// At is when hostd heard, by its clock: the agent's is the
+			// polecat's word, and its clock may be hours off.
+			d.end(head.ID, Outcome{ID: head.ID, Polecat: d.id, Outcome: res.Outcome, At: time.Now(), Detail: detail})
 			continue
 		}
 		d.sleep(ctx, s.cfg.Retry-time.Since(start)) // no faster than one attempt per Retry

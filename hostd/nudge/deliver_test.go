@@ -91,6 +91,20 @@ func wait(t *testing.T, s *Service, id string) Outcome {
 	return o
 }
 
+// TestDeliverStampsHostdTime: an outcome's time is hostd's, not what the
+// agent wrote: a container's clock can be hours behind (a laptop's VM
+// after a sleep) and the polecat may write anything there.
+func TestDeliverStampsHostdTime(t *testing.T) {
+	s, reg := newService(t, Config{Retry: 50 * time.Millisecond})
+	connect(t, reg, &agent{answer: answers(wire.NudgeResult{Outcome: wire.NudgeSubmitted, At: time.Now().Add(-3 * time.Hour), Detail: "prompt cleared"})})
+	run(t, s)
+	before := time.Now()
+	o := wait(t, s, enqueue(t, s, Request{Text: "run the tests"}).ID)
+	if o.At.Before(before) || o.At.After(time.Now()) {
+		t.Errorf("outcome at %v, want hostd's time between %v and now", o.At, before)
+	}
+}
+
 func TestDeliver(t *testing.T) {
 	submitted := wire.NudgeResult{Outcome: wire.NudgeSubmitted, At: time.Now(), Detail: "prompt cleared"}
 	tests := []struct {

@@ -98,7 +98,8 @@ func (r NudgeRequest) Validate() error {
 type NudgeResult struct {
 	// Outcome is NudgeSubmitted, NudgeBusy or NudgeFailed.
 	Outcome string `json:"outcome"`
-	// At is when it was submitted (or given up).
+	// At is when it was submitted (or given up), by the agent's clock:
+	// hostd records its own time of hearing instead, and shows that.
 	At time.Time `json:"at"`
 	// Detail says what was seen: the evidence of submission, or why not.
 	Detail string `json:"detail,omitempty"`
