@@ -34,6 +34,10 @@ type ServerConfig struct {
 	Join func(conn *tls.Conn)
 	// ServerVersion is sent to clients in the welcome.
 	ServerVersion string
+	// Now is the clock the welcome reports to clients (Session.PeerNow);
+	// time.Now when nil. Tests set it to play a server whose clock is not
+	// the client's.
+	Now func() time.Time
 	// Config tunes sessions; zero fields take their defaults.
 	Config Config
 	// Logger receives refused handshakes; slog.Default() when nil.
@@ -47,6 +51,15 @@ type ServerConfig struct {
 	// DisableQUIC serves TCP only (for tests of the fallback, and for
 	// hosts where UDP cannot be served).
 	DisableQUIC bool
+}
+
+// welcome is what the server tells a client it accepted as id.
+func (sc *ServerConfig) welcome(id wire.Identity) wire.Welcome {
+	now := time.Now
+	if sc.Now != nil {
+		now = sc.Now
+	}
+	return wire.Welcome{Identity: id, ServerVersion: sc.ServerVersion, Time: now()}
 }
 
 // Listener accepts tunnels on one port number, QUIC on UDP and TLS+yamux

@@ -7,7 +7,6 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // dialQUIC establishes a QUIC session (see connection.DialQUIC).
@@ -16,9 +15,7 @@ func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(t, cfg)
-	s.welcome = wel
-	return s, nil
+	return newClientSession(t, cfg, wel), nil
 }
 
 // serveQUIC accepts QUIC connections until ln closes, handing each
@@ -37,7 +34,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 				_ = conn.CloseWithError(1, "unauthorized")
 				return
 			}
-			t, err := connection.WelcomeQUIC(conn, wire.Welcome{Identity: id, ServerVersion: l.sc.ServerVersion})
+			t, err := connection.WelcomeQUIC(conn, l.sc.welcome(id))
 			if err != nil {
 				l.log.Warn("tunnel: sending welcome failed", "transport", TransportQUIC, "remote", conn.RemoteAddr(), "err", err)
 				return

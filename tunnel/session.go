@@ -61,6 +61,13 @@ func newSession(t transport, cfg Config) *Session {
 	return &Session{t: t, cfg: cfg, since: time.Now()}
 }
 
+// newClientSession is a dialled session, with the server's welcome.
+func newClientSession(t transport, cfg Config, wel wire.Welcome) *Session {
+	s := newSession(t, cfg)
+	s.welcome = wel
+	return s
+}
+
 // Peer is the identity of the other side, read from its certificate. It is
 // the zero wire.Identity on the client (the server is hostd).
 func (s *Session) Peer() wire.Identity { return s.peer }
@@ -72,6 +79,18 @@ func (s *Session) PeerCertificate() *x509.Certificate { return s.cert }
 // Welcome is what the server said when the session was established
 // (client side only).
 func (s *Session) Welcome() wire.Welcome { return s.welcome }
+
+// PeerNow is the server's clock now as the client reckons it: the time
+// its welcome carried, plus the time since by this machine's monotonic
+// clock, which a step of this machine's wall clock does not move (off
+// by the welcome's one-way delay). It is the zero Time when the server
+// sent no time (an older hostd), and on the server.
+func (s *Session) PeerNow() time.Time {
+	if s.welcome.Time.IsZero() {
+		return time.Time{}
+	}
+	return s.welcome.Time.Add(time.Since(s.since))
+}
 
 // Transport names the transport in use: TransportQUIC or TransportTCP.
 func (s *Session) Transport() string { return s.t.Name() }

@@ -17,9 +17,7 @@ func dialTCP(ctx context.Context, addr string, tlsConf *tls.Config, cfg Config) 
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(t, cfg)
-	s.welcome = wel
-	return s, nil
+	return newClientSession(t, cfg, wel), nil
 }
 
 // serveTCP accepts TCP connections until ln closes. Each handshake runs in
@@ -71,7 +69,7 @@ func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config) {
 	id, err := l.sc.authorize(cs)
 	var t *connection.TCP
 	if err == nil {
-		t, err = connection.WelcomeTCP(conn, wire.Welcome{Identity: id, ServerVersion: l.sc.ServerVersion}, l.cfg.transport())
+		t, err = connection.WelcomeTCP(conn, l.sc.welcome(id), l.cfg.transport())
 	} else {
 		_ = conn.Close()
 	}

@@ -114,6 +114,7 @@ type Service struct {
 
 	mu   sync.Mutex
 	seen map[string]record // outcomes by nudge id, persisted
+	seq  uint64            // the newest record's Seq
 }
 
 // New checks the Config and its patterns; zero Config fields take
@@ -129,6 +130,9 @@ func New(cfg Config, hooks *Hooks) (*Service, error) {
 	}
 	if b, err := os.ReadFile(s.statePath()); err == nil {
 		_ = json.Unmarshal(b, &s.seen)
+		for _, r := range s.seen {
+			s.seq = max(s.seq, r.Seq)
+		}
 	}
 	return s, nil
 }
@@ -144,7 +148,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		_ = st.Reject(err.Error())
 		return
 	}
-	ctx, cancel := context.WithDeadline(ctx, req.Deadline)
+	ctx, cancel := withHostdDeadline(ctx, req.Deadline, st.Session().PeerNow())
 	defer cancel()
 	// hostd closing its side means it no longer wants this nudge.
 	go func() {
@@ -157,6 +161,18 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	res := s.Deliver(ctx, req, text, waiting)
 	_ = wire.WriteNudgeResult(st, res)
 	_ = st.CloseWrite()
+}
+
+// withHostdDeadline bounds ctx by deadline, a time by hostd's clock:
+// reckoned from hostdNow (tunnel.Session.PeerNow) as a wait, since this
+// machine's clock may be far off hostd's (ahead by more than the wait,
+// it would answer busy to every nudge), or as this machine's time when
+// hostd sent none.
+func withHostdDeadline(ctx context.Context, deadline, hostdNow time.Time) (context.Context, context.CancelFunc) {
+	if hostdNow.IsZero() {
+		return context.WithDeadline(ctx, deadline)
+	}
+	return context.WithTimeout(ctx, deadline.Sub(hostdNow))
 }
 
 // Deliver types one nudge, unless it was delivered before (then that

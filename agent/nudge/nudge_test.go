@@ -11,6 +11,8 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
+	"github.com/polecat-sidecar/sidecar/tunnel"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -138,4 +140,77 @@ func countLines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), "\n")
+}
+
+// TestServeStreamByHostdClock: a nudge's deadline is hostd's time, and an
+// agent whose clock is 30 minutes ahead of hostd's (a laptop's Docker VM
+// after a sleep) still waits until it by hostd's clock, as reckoned from
+// the tunnel's welcome: it used to judge the deadline passed and answer
+// busy to every nudge, so none was ever typed.
+func TestServeStreamByHostdClock(t *testing.T) {
+	dir := t.TempDir()
+	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
+	t.Cleanup(func() { _ = exec.Command("tmux", append(srv.Args, "kill-server")...).Run() })
+	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; cat"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	s, err := New(Config{Session: "polecat", Tmux: srv, StateDir: dir, EnterTries: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ca := tunneltest.NewCA(t)
+	sc := ca.ServerConfig(ca.Server(t))
+	hostdNow := func() time.Time { return time.Now().Add(-30 * time.Minute) }
+	sc.Now = hostdNow
+	ln, err := tunnel.Listen("127.0.0.1:0", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	agentSide, err := tunnel.Dial(ctx, ln.Addr(), ca.ClientConfig(ca.Client(t, wire.Identity{Rig: "gastown", Name: "furiosa"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agentSide.Close() })
+	hostdSide, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hostdSide.Close() })
+	if skew := time.Since(agentSide.PeerNow()); skew < 29*time.Minute || skew > 31*time.Minute {
+		t.Fatalf("the agent reckons hostd %v behind, want 30 min", skew)
+	}
+	mux := tunnel.NewServeMux()
+	mux.Handle(wire.KindNudge, s)
+	tunneltest.Serve(t, agentSide, mux)
+
+	const text = "by hostd's clock"
+	st, err := hostdSide.OpenStream(ctx, wire.KindNudge, wire.NudgeRequest{ID: "n1", Mode: wire.NudgeImmediate, Deadline: hostdNow().Add(10 * time.Second), Size: len(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	results := wire.NewNudgeResults(st)
+	for {
+		res, err := results.Next()
+		if err != nil {
+			t.Fatalf("no final answer: %v", err)
+		}
+		if res.Outcome != wire.NudgeBusy {
+			break
+		}
+		if !strings.Contains(res.Detail, "typing") {
+			t.Fatalf("busy: %q (the deadline judged by the agent's clock?)", res.Detail)
+		}
+	}
+	if got, _ := srv.History(context.Background(), "polecat", 10); !strings.Contains(got, text) {
+		t.Fatalf("not typed:\n%s", got)
+	}
 }

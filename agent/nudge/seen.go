@@ -1,6 +1,7 @@
 package nudge
 
 import (
+	"cmp"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,10 @@ import (
 type record struct {
 	Result wire.NudgeResult `json:"result"`
 	Typing bool             `json:"typing,omitempty"`
+	// Seq orders the records, oldest first: the outcomes' times are this
+	// machine's clock, which a step back would make the newest look
+	// oldest (and evict it, so a retried nudge could be typed again).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // maxRecords bounds the outcomes kept: far more than hostd's queue holds.
@@ -36,13 +41,14 @@ func (s *Service) remember(id string, res wire.NudgeResult, typing bool) {
 	if res.At.IsZero() {
 		res.At = time.Now()
 	}
-	s.seen[id] = record{Result: res, Typing: typing}
+	s.seq++
+	s.seen[id] = record{Result: res, Typing: typing, Seq: s.seq}
 	if len(s.seen) > maxRecords {
 		ids := make([]string, 0, len(s.seen))
 		for k := range s.seen {
 			ids = append(ids, k)
 		}
-		slices.SortFunc(ids, func(a, b string) int { return s.seen[a].Result.At.Compare(s.seen[b].Result.At) })
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.seen[a].Seq, s.seen[b].Seq) })
 		for _, k := range ids[:len(ids)-maxRecords] {
 			delete(s.seen, k)
 		}

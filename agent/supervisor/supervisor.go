@@ -244,7 +244,7 @@ func (s *Supervisor) refusal(err error, closedFor string) error {
 // the certificate can no longer be used.
 func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) (closedFor string, err error) {
 	s.connected(ctx, sess, "connected")
-	renew := time.NewTimer(time.Until(s.cfg.Creds.RenewAt()))
+	renew := time.NewTimer(untilByHostd(sess, s.cfg.Creds.RenewAt()))
 	defer renew.Stop()
 	probe := time.NewTicker(s.cfg.ProbeInterval)
 	defer probe.Stop()
@@ -287,6 +287,12 @@ func (s *Supervisor) connected(ctx context.Context, sess *tunnel.Session, what s
 	s.setCurrent(sess)
 	w := sess.Welcome()
 	s.log.Info("tunnel "+what, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "identity", w.Identity, "hostd", w.ServerVersion, "rtt", sess.RTT())
+	if hostdNow := sess.PeerNow(); !hostdNow.IsZero() {
+		if off := time.Until(hostdNow); off > clockWarn || off < -clockWarn {
+			s.log.Warn("this machine's clock is off hostd's; nudge deadlines and renewals go by hostd's clock, but fix this one (NTP)",
+				"hostd_minus_this", off.Round(time.Second))
+		}
+	}
 	go func() { _ = sess.Serve(ctx, s.cfg.Handler) }()
 }
 
@@ -296,7 +302,7 @@ func (s *Supervisor) renew(ctx context.Context, sess *tunnel.Session) (time.Dura
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.cfg.Creds.Renew(rctx, sess); err != nil {
-		left := time.Until(s.cfg.Creds.Leaf().NotAfter)
+		left := untilByHostd(sess, s.cfg.Creds.Leaf().NotAfter)
 		if left <= 0 {
 			return 0, &FatalError{Err: fmt.Errorf("certificate expired without renewal: %w", err), Refused: true}
 		}
@@ -306,7 +312,23 @@ func (s *Supervisor) renew(ctx context.Context, sess *tunnel.Session) (time.Dura
 	}
 	leaf := s.cfg.Creds.Leaf()
 	s.log.Info("certificate renewed", "serial", leaf.SerialNumber.Text(16), "not_after", leaf.NotAfter)
-	return max(time.Until(s.cfg.Creds.RenewAt()), time.Second), nil
+	return max(untilByHostd(sess, s.cfg.Creds.RenewAt()), time.Second), nil
+}
+
+// clockWarn is how far this machine's clock may be off hostd's before
+// the agent says so.
+const clockWarn = time.Minute
+
+// untilByHostd is how long until t, a time by hostd's clock (a
+// certificate's), reckoned from hostd's time as sess's welcome gave it:
+// this machine's clock may be hours off (renewing that much late, or
+// giving up on a certificate hostd still accepts). By this machine's
+// clock when hostd sent no time.
+func untilByHostd(sess *tunnel.Session, t time.Time) time.Duration {
+	if now := sess.PeerNow(); !now.IsZero() {
+		return t.Sub(now)
+	}
+	return time.Until(t)
 }
 
 // drainLimit bounds how long a replaced session is kept for its streams.

@@ -72,9 +72,17 @@ type hostd struct {
 
 func newHostd(t *testing.T, renew bool) *hostd {
 	t.Helper()
+	return newHostdAt(t, renew, time.Now)
+}
+
+// newHostdAt is newHostd with a clock of its own, which its welcome
+// reports and its renewals are dated by.
+func newHostdAt(t *testing.T, renew bool, now func() time.Time) *hostd {
+	t.Helper()
 	ca := tunneltest.NewCA(t)
 	h := &hostd{ca: ca, sessions: make(chan *tunnel.Session, 8)}
 	sc := ca.ServerConfig(ca.Server(t))
+	sc.Now = now
 	sc.Authorize = func(wire.Identity, *x509.Certificate) error {
 		if h.revoked.Load() {
 			return errors.New("certificate revoked")
@@ -104,7 +112,7 @@ func newHostd(t *testing.T, renew bool) *hostd {
 		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 		tmpl := &x509.Certificate{
 			SerialNumber: serial, URIs: st.Session().PeerCertificate().URIs,
-			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+			NotBefore: now().Add(-time.Minute), NotAfter: now().Add(time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}
 		cert, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, csr.PublicKey, ca.Key)
@@ -375,6 +383,31 @@ func TestRenew(t *testing.T) {
 				t.Errorf("the session ended with the renewal: %v", sess.Err())
 			}
 		})
+	}
+}
+
+// TestRenewByHostdClock: renewal is due by hostd's clock, which the agent
+// reckons from the tunnel's welcome, not by its own: an agent 2 hours
+// behind hostd renews a certificate that is due by hostd's clock at once
+// (by its own clock, not for 80 minutes: it used to renew that late, and
+// a certificate shorter-lived than the skew expired first).
+func TestRenewByHostdClock(t *testing.T) {
+	hostdNow := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	h := newHostdAt(t, true, hostdNow)
+	// Valid for TLS by either clock; two thirds of its life gone by
+	// hostd's at 1 h 20 min from now by this one.
+	now := time.Now()
+	cert := h.ca.Client(t, furiosa, tunneltest.Validity(now.Add(-time.Hour), now.Add(150*time.Minute)))
+	st := loaded(t, write(t, h.ca, cert))
+	start(t, Config{Addr: h.addr, Creds: st, Transport: tunnel.TransportTCP})
+	h.accepted(t)
+	for deadline := time.Now().Add(5 * time.Second); st.Leaf().SerialNumber.Cmp(cert.Leaf.SerialNumber) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a certificate due for renewal by hostd's clock was not renewed")
+		}
+	}
+	if got := st.Leaf().NotAfter.Sub(hostdNow()); got < 50*time.Minute {
+		t.Errorf("the renewal, by hostd's clock, is valid for %v more, want about an hour", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -205,6 +206,10 @@ type Welcome struct {
 	Identity Identity `json:"identity"`
 	// ServerVersion is hostd's version string.
 	ServerVersion string `json:"server_version,omitempty"`
+	// Time is hostd's clock as it sent the welcome: the agent reckons
+	// hostd's time from it (tunnel.Session.PeerNow), since its own clock
+	// may be off (a laptop's Docker VM after a sleep).
+	Time time.Time `json:"time,omitzero"`
 }
 
 // WriteWelcome sends the server's welcome.
