@@ -167,6 +167,7 @@ func (s *Service) install(ctx context.Context, st *tunnel.Stream, op string, p d
 		res.Files, res.Bytes = m.Files()
 		what := "the rig's read-only files"
 		if op == wire.SyncPush {
+			archive.MarkRacy(s.cfg.Root, m)
 			s.exchanged(m)
 			s.bind(p)
 			what = "hostd's data"

@@ -121,7 +121,7 @@ type soak struct {
 	hostdMu sync.Mutex        // one hostd fault at a time
 
 	agents   []*soakAgent
-	agentBin string // the process agents' gt-agent: gt-agent-clock where its clock can be stepped
+	clockBin string // gt-agent-clock, for the process agents whose clock is stepped; "" where it cannot be built
 }
 
 // soakAgent is one polecat under load.
@@ -139,6 +139,7 @@ type soakAgent struct {
 	paneLog   string
 	busy      string
 	clock     *clock // process agents: its wall clock's offset (nil: the real clock)
+	bin       string // process agents: gt-agent, or gt-agent-clock with a clock
 
 	mu     sync.Mutex // guards the fields below and faults on this agent
 	proc   *harness.Proc
@@ -177,10 +178,7 @@ func TestSoak(t *testing.T) {
 	if err := s.startHostd(); err != nil {
 		t.Fatal(err)
 	}
-	s.agentBin = "gt-agent"
-	if bin := buildClockAgent(t); bin != "" {
-		s.agentBin = bin
-	}
+	s.clockBin = buildClockAgent(t)
 	s.startAgents()
 
 	ctx, stopSampling := context.WithCancel(context.Background())
@@ -265,11 +263,12 @@ func (s *soak) startAgents() {
 		a.args = []string{"up", "--tmux-socket", harness.TmuxSocket(t), "--state-dir", filepath.Join(dir, "state"),
 			"--git-listen", gitAddr, "--idle-timeout", "8s", "--sync-checkpoint", "-1s",
 			"--", "env", harness.PaneEnv + "=claude", harness.PaneLogEnv + "=" + a.paneLog, harness.PaneBusyEnv + "=" + a.busy, s.self}
-		if s.agentBin != "gt-agent" {
-			a.clock = newClock(t, filepath.Join(dir, "clock"))
+		a.bin = "gt-agent"
+		if s.clockBin != "" && i%2 == 0 { // half of them: the others run the gt-agent that ships
+			a.bin, a.clock = s.clockBin, newClock(t, filepath.Join(dir, "clock"))
 			a.env = append(a.env, a.clock.env())
 		}
-		a.proc = harness.Start(t, a.env, s.agentBin, a.args...)
+		a.proc = harness.Start(t, a.env, a.bin, a.args...)
 		a.clone = filepath.Join(dir, "clone")
 		a.gitURL = "http://" + gitAddr + "/v1/git/gastown"
 		s.agents = append(s.agents, a)
@@ -667,7 +666,7 @@ var faults = []fault{
 			if err := a.proc.Wait(10 * time.Second); errors.Is(err, harness.ErrRunning) {
 				s.t.Errorf("soak: %s after SIGKILL: %v", a.name, err)
 			}
-			a.proc = harness.Start(s.t, a.env, s.agentBin, a.args...) // adopts its tmux session
+			a.proc = harness.Start(s.t, a.env, a.bin, a.args...) // adopts its tmux session
 			a.killed = false
 			return nil
 		}},

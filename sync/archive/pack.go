@@ -86,9 +86,10 @@ type PackOption func(*packer)
 
 // Since leaves out the files that are as prev (the base both sides share)
 // lists them: same size, modification time and mode, and not modified in
-// the last two seconds by this process's clock. A write within the same
-// second as the pack that recorded prev could keep all three: prev must
-// come from a manifest whose racy files were forgotten (TrackRacy, then
+// the last two seconds (by the data root's clock with TrackRacy, else by
+// this process's). A write within the same second as the pack that
+// recorded prev could keep all three: prev must come from a manifest
+// whose racy files were forgotten (TrackRacy or MarkRacy, then
 // Manifest.Resolved), as the two-second rule cannot see it. The manifest
 // still lists them, marked Unchanged, with prev's hash; the receiver
 // takes them from its base.
@@ -219,12 +220,22 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 	return nil
 }
 
+// settled says whether a file modified at mtime is old enough to be
+// taken as prev has it: before racyFrom, by the data root's clock, when
+// TrackRacy set it, else more than 2 s ago by this process's clock.
+func (pk *packer) settled(mtime time.Time) bool {
+	if !pk.racyFrom.IsZero() {
+		return mtime.Before(pk.racyFrom)
+	}
+	return time.Since(mtime) > racyMargin
+}
+
 // addFile packs one regular file: as the base has it (Since), as it is,
 // or as the rewrite makes it (Rewrite).
 func (pk *packer) addFile(rel string, fi fs.FileInfo, e sync.Entry, info archives.FileInfo) error {
 	rewrite := pk.rewrite != nil && pk.rewrite.match(rel)
 	if pe := pk.prev[rel]; !rewrite && pe != nil && pe.Type == sync.TypeFile && pe.Size == fi.Size() && pe.Mode == fi.Mode().Perm() &&
-		pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && time.Since(fi.ModTime()) > 2*time.Second {
+		pe.MTime.Equal(fi.ModTime().Truncate(time.Second).UTC()) && pk.settled(fi.ModTime()) {
 		e := *pe
 		e.Unchanged = true
 		pk.m.Entries = append(pk.m.Entries, e)

@@ -27,6 +27,21 @@ func TrackRacy() PackOption {
 	return func(pk *packer) { pk.racyFrom = rootNow(pk.rootDir).Add(-racyMargin) }
 }
 
+// MarkRacy lists in m's Racy every file m describes whose modification
+// time is within racyMargin of now, or after it, by root's clock: for a
+// tree just extracted into root with m's times (an install of hostd's
+// data), whose files a write in the same second as their time could
+// change unseen. A time after now is what a clock behind the sender's
+// leaves.
+func MarkRacy(root string, m *sync.Manifest) {
+	from := rootNow(root).Add(-racyMargin)
+	for _, e := range m.Entries {
+		if e.Type == sync.TypeFile && !e.MTime.Before(from) {
+			m.Racy = append(m.Racy, e.Path)
+		}
+	}
+}
+
 // rootNow is the data root's filesystem clock now: the modification time
 // of a file made in dir and removed at once (its name is reserved, so no
 // policy lets it cross should it ever be left behind).

@@ -94,3 +94,25 @@ func entryOf(m *sync.Manifest, p string) sync.Entry {
 	}
 	return sync.Entry{}
 }
+
+// TestMarkRacy: of a tree just installed with the sender's times, the
+// files whose time is recent or ahead of the root's clock (the sender's
+// clock ahead of this one) are racy; an old one is not, nor a directory.
+func TestMarkRacy(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	m := &sync.Manifest{Entries: []sync.Entry{
+		{Path: "results", Type: sync.TypeDir, MTime: now},
+		{Path: "results/old.txt", Type: sync.TypeFile, MTime: now.Add(-time.Hour)},
+		{Path: "results/now.txt", Type: sync.TypeFile, MTime: now},
+		{Path: "results/ahead.txt", Type: sync.TypeFile, MTime: now.Add(10 * time.Minute)},
+	}}
+	MarkRacy(t.TempDir(), m)
+	if want := []string{"results/now.txt", "results/ahead.txt"}; !slices.Equal(m.Racy, want) {
+		t.Fatalf("racy %v, want %v", m.Racy, want)
+	}
+	for _, e := range m.Resolved().Entries {
+		if racy := slices.Contains(m.Racy, e.Path); racy != e.MTime.IsZero() {
+			t.Errorf("%s: time %v in the record (racy %v)", e.Path, e.MTime, racy)
+		}
+	}
+}
