@@ -103,17 +103,24 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestInstallRefusesBadAnswers: what hostd answers to a renewal crosses a
-// trust boundary too; a bad answer changes nothing on disk or in memory.
-func TestInstallRefusesBadAnswers(t *testing.T) {
-	ca, other := tunneltest.NewCA(t), tunneltest.NewCA(t)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+// loadGood writes a valid certificate of ca, its key and ca, and loads
+// them.
+func loadGood(t *testing.T, ca *tunneltest.CA) (*Store, Paths, tls.Certificate) {
+	t.Helper()
 	good := ca.Client(t, furiosa)
-	p := write(t, certPEM(good), keyPEM(t, good), caPEM)
+	p := write(t, certPEM(good), keyPEM(t, good), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}))
 	s, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, p, good
+}
+
+// TestInstallRefusesBadAnswers: what hostd answers to a renewal crosses a
+// trust boundary too; a bad answer changes nothing on disk or in memory.
+func TestInstallRefusesBadAnswers(t *testing.T) {
+	ca, other := tunneltest.NewCA(t), tunneltest.NewCA(t)
+	s, p, good := loadGood(t, ca)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	answers := map[string][]byte{
 		"garbage":            []byte("not a certificate"),
@@ -142,13 +149,7 @@ func TestInstallRefusesBadAnswers(t *testing.T) {
 // out when its certificate expires).
 func TestInstallWithClockBehind(t *testing.T) {
 	ca := tunneltest.NewCA(t)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
-	good := ca.Client(t, furiosa)
-	p := write(t, certPEM(good), keyPEM(t, good), caPEM)
-	s, err := Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, good := loadGood(t, ca)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	hostdNow := time.Now().Add(30 * time.Minute)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), URIs: good.Leaf.URIs, NotBefore: hostdNow.Add(-time.Minute), NotAfter: hostdNow.Add(24 * time.Hour),

@@ -21,12 +21,7 @@ import (
 // look, it is busy and nothing is typed.
 func TestDeliverDeadlineBetweenIdleLooks(t *testing.T) {
 	dir := t.TempDir()
-	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
-	t.Cleanup(func() { _ = exec.Command("tmux", append(srv.Args, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; sleep 60"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	srv := promptPane(t, dir, "sleep 60")
 	s, err := New(Config{Session: "polecat", Tmux: srv, StateDir: dir, Poll: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +35,20 @@ func TestDeliverDeadlineBetweenIdleLooks(t *testing.T) {
 	if text, _ := srv.History(context.Background(), "polecat", 10); strings.Contains(text, "too late") {
 		t.Fatalf("typed after its deadline:\n%s", text)
 	}
+}
+
+// promptPane starts a tmux server in dir (ended with the test) whose
+// session "polecat" shows a prompt, then runs then, and waits for the
+// prompt to be drawn.
+func promptPane(t *testing.T, dir, then string) tmux.Server {
+	t.Helper()
+	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
+	t.Cleanup(func() { _ = exec.Command("tmux", append(srv.Args, "kill-server")...).Run() })
+	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; " + then}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	return srv
 }
 
 // TestConfig: New takes zero fields as the defaults and refuses a field
@@ -149,12 +158,7 @@ func countLines(t *testing.T, path string) int {
 // busy to every nudge, so none was ever typed.
 func TestServeStreamByHostdClock(t *testing.T) {
 	dir := t.TempDir()
-	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
-	t.Cleanup(func() { _ = exec.Command("tmux", append(srv.Args, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; cat"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	srv := promptPane(t, dir, "cat")
 	s, err := New(Config{Session: "polecat", Tmux: srv, StateDir: dir, EnterTries: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
