@@ -5,8 +5,11 @@ BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X github.com/polecat-sidecar/sidecar/internal/cli.revision=$(REVISION)
-BENCHTIME ?= 1s
+# make bench: each short benchmark runs BENCHTIME per count, COUNT counts;
+# git's clones and pushes (seconds each) GITCOUNT counts of one.
+BENCHTIME ?= 500ms
 COUNT     ?= 6
+GITCOUNT  ?= 4
 FUZZTIME  ?= 20s
 IMAGE     ?= polecat:$(VERSION)
 BASE_IMAGE  ?=
@@ -45,13 +48,15 @@ test: ## run every test (real sockets, real binaries); make lint vets
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
-bench: ## print the benchmark tables and the one table of ours / baseline with targets, medians of $(COUNT) runs
+bench: ## print the benchmark tables and the one table of ours / baseline with targets (medians; about 13 minutes on 2 cores)
 	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
-	@mkdir -p $(BIN) && rm -f $(BIN)/bench-*.txt && date +%s > $(BIN)/bench-started
+	@mkdir -p $(BIN) && rm -f $(BIN)/bench-*.txt $(BIN)/bench-*.prof && date +%s > $(BIN)/bench-started
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'Relay|Git|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'Relay|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench 'Git' -benchtime 1x -count $(GITCOUNT) ./hostd/e2e/ | tee -a $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@# hostd's CPU profile over each measured window, for 'go tool pprof' (the last count's is kept)
+	SIDECAR_BENCH_CPUPROFILE=$(BIN)/bench-agents.prof $(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 3x -count 1 ./hostd/e2e/ | tee $(BIN)/bench-storm.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
@@ -69,9 +74,11 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
 	@echo; echo "== reconnect storm: 2000 agents, hostd restarted under them (median of 3 restarts)"
 	@grep -h '^Benchmark' $(BIN)/bench-storm.txt
-	$(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_CPUPROFILE=$(BIN)/bench-sync.prof $(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
+	@echo; echo "== where hostd's CPU goes with 2000 agents beating ($(BIN)/bench-agents.prof) and in a pull of 100 changed files ($(BIN)/bench-sync.prof)"
+	@for p in agents sync; do echo "-- $$p"; $(GO) tool pprof -top -cum -nodecount=20 $(BIN)/bench-$$p.prof 2>/dev/null | sed -n '/flat%/,$$p'; done
 	@# the whole run's own time, as a benchmark result line, for the table's last row
 	@echo "BenchmarkMakeBench 1 $$(( ($$(date +%s) - $$(cat $(BIN)/bench-started)) * 1000000000 )) ns/op" > $(BIN)/bench-make.txt
 	@echo; echo "== the table: each row ours beside its baseline from this run (medians), the ratio and the target ($(BIN)/bench-table.md)"
