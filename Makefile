@@ -56,7 +56,7 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	$(GO) test -run '^$$' -bench 'Git' -benchtime 1x -count $(GITCOUNT) ./hostd/e2e/ | tee -a $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@# hostd's CPU profile over each measured window, for 'go tool pprof' (the last count's is kept)
-	SIDECAR_BENCH_CPUPROFILE=$(BIN)/bench-agents.prof $(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_CPUPROFILE=$(CURDIR)/$(BIN)/bench-agents.prof $(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 3x -count 1 ./hostd/e2e/ | tee $(BIN)/bench-storm.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel: ours beside the bare transport (same certificates, same windows)"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-tunnel.txt
@@ -74,7 +74,7 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
 	@echo; echo "== reconnect storm: 2000 agents, hostd restarted under them (median of 3 restarts)"
 	@grep -h '^Benchmark' $(BIN)/bench-storm.txt
-	SIDECAR_BENCH_CPUPROFILE=$(BIN)/bench-sync.prof $(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_CPUPROFILE=$(CURDIR)/$(BIN)/bench-sync.prof $(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
 	@echo; echo "== where hostd's CPU goes with 2000 agents beating ($(BIN)/bench-agents.prof) and in a pull of 100 changed files ($(BIN)/bench-sync.prof)"

@@ -21,6 +21,7 @@ import (
 // and four of 120 MiB, ~500 MB in all, random so nothing compresses away,
 // generated once under bin/:
 //   op=push  impl=ours      hostd sync push into an empty container root: pack, the tunnel (QUIC), extract in the container
+//            impl=ourstcp   the same to an agent on the TCP fallback (another polecat, with its own copy of the data)
 //            impl=pipeline  tar -c | zstd -1 | zstd -d | tar -x between two local directories, the baseline
 //                           (zstd -1 is our level, zstd.SpeedFastest)
 //            impl=rsync     rsync -a into an empty directory
@@ -69,17 +70,22 @@ func BenchmarkSync(b *testing.B) {
 	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
 	container := b.TempDir()
 	agent := Start(b, AgentEnv(addr, tw.Issue(id.String(), time.Hour)), "gt-agent", "up", "--data-root", container, "--state-dir", b.TempDir(), "--sync-checkpoint", "-1s")
+	nux, nuxContainer := wire.Identity{Rig: "gastown", Name: "nux"}, b.TempDir()
+	Start(b, AgentEnv(addr, tw.Issue(nux.String(), time.Hour)), "gt-agent", "up", "--transport", "tcp", "--data-root", nuxContainer, "--state-dir", b.TempDir(), "--sync-checkpoint", "-1s")
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
-	// furiosa's host data root holds a copy of the benchmark's data.
-	root := rootOf(b, tw, "furiosa")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := exec.Command("cp", "-a", filepath.Join(data, "results"), root).Run(); err != nil {
-		b.Fatal(err)
+	tw.WaitStatus(10*time.Second, Connected("nux", ""))
+	// Each polecat's host data root holds a copy of the benchmark's data.
+	for _, name := range []string{"furiosa", "nux"} {
+		root := rootOf(b, tw, name)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := exec.Command("cp", "-a", filepath.Join(data, "results"), root).Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	c := api.NewClient(tw.Dir)
-	transfer := func(b *testing.B, pull bool) {
+	transferAs := func(b *testing.B, id wire.Identity, pull bool) {
 		var res wire.SyncResult
 		var err error
 		if pull {
@@ -94,19 +100,24 @@ func BenchmarkSync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("op=push/impl=ours", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			b.StopTimer()
-			// A first push, as the baselines make: the container's copy
-			// from the last one is removed first.
-			if err := os.RemoveAll(filepath.Join(container, "results")); err != nil {
-				b.Fatal(err)
+	transfer := func(b *testing.B, pull bool) { transferAs(b, id, pull) }
+	push := func(id wire.Identity, container string) func(*testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				b.StopTimer()
+				// A first push, as the baselines make: the container's copy
+				// from the last one is removed first.
+				if err := os.RemoveAll(filepath.Join(container, "results")); err != nil {
+					b.Fatal(err)
+				}
+				settle(b)
+				transferAs(b, id, false)
 			}
-			settle(b)
-			transfer(b, false)
 		}
-	})
+	}
+	b.Run("op=push/impl=ours", push(id, container))
+	b.Run("op=push/impl=ourstcp", push(nux, nuxContainer))
 	b.Run("op=push/impl=pipeline", func(b *testing.B) {
 		b.SetBytes(size)
 		dst := b.TempDir()

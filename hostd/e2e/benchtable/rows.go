@@ -55,6 +55,7 @@ var rows = []row{
 	vs("nudge typed and submitted / a local tmux send-keys", "Nudge/impl=ours", "Nudge/impl=local", "ns/op", nanos, 0, true),
 	vs("a beat's process-tree sample / one `ps -e`", "TakeBeat/impl=ours", "TakeBeat/impl=ps", "ns/op", nanos, 0, true),
 	vs("first data push, ~500 MB in 10,004 files: ours / rsync -a", "Sync/op=push/impl=ours", "Sync/op=push/impl=rsync", "ns/op", nanos, 1, true),
+	vs("first data push over the TCP fallback: ours / rsync -a", "Sync/op=push/impl=ourstcp", "Sync/op=push/impl=rsync", "ns/op", nanos, 1, true),
 	vs("first data push: ours / a tar, zstd, tar pipeline", "Sync/op=push/impl=ours", "Sync/op=push/impl=pipeline", "ns/op", nanos, 0, true),
 	vs("data pull, 100 of 10,004 files changed: ours / rsync -a of the same change", "Sync/op=pull-100changed/impl=ours", "Sync/op=pull-100changed/impl=rsync", "ns/op", nanos, 1, true),
 	alone("data pull, nothing changed", "Sync/op=pull-unchanged/impl=ours", "ns/op", nanos, 1e9),
