@@ -139,9 +139,9 @@ func waitTunnels(metrics string, n int, d time.Duration) (peak int, err error) {
 	}
 	window := []sample{{time.Now(), 0}}
 	deadline := time.Now().Add(d)
+	var m map[string]int
 	for ; time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		m, err := scrapeValues(metrics, "sidecar_tunnels{", "sidecar_tunnels_accepted_total{")
-		if err != nil {
+		if m, err = scrapeValues(metrics, "sidecar_tunnels{", "sidecar_tunnels_accepted_total{"); err != nil {
 			continue // not listening yet
 		}
 		now := sample{time.Now(), m["sidecar_tunnels_accepted_total{"]}
@@ -154,7 +154,7 @@ func waitTunnels(metrics string, n int, d time.Duration) (peak int, err error) {
 			return peak, nil
 		}
 	}
-	return peak, fmt.Errorf("fewer than %d tunnels after %v", n, d)
+	return peak, fmt.Errorf("fewer than %d tunnels after %v: %d, %d accepted in all", n, d, m["sidecar_tunnels{"], m["sidecar_tunnels_accepted_total{"])
 }
 
 // scrapeValues sums, for each prefix, the values of hostd's metrics lines

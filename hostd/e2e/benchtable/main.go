@@ -2,13 +2,16 @@
 // beside its baseline from the same run, the ratio, the target and whether
 // it is met. It reads the output of `go test -bench` (any number of files,
 // several -count runs each) and takes the median of each benchmark's runs;
-// rows whose benchmarks were not run are left out.
+// rows whose benchmarks were not run are left out, or with -all (make
+// bench, which runs them all) printed as not measured, so a benchmark that
+// failed shows.
 //
-//	go run ./hostd/e2e/benchtable bin/bench-*.txt
+//	go run ./hostd/e2e/benchtable [-all] bin/bench-*.txt
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,12 +22,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtable FILE... (the output of go test -bench)")
+	all := flag.Bool("all", false, "print every row, those whose benchmarks did not run as not measured")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchtable [-all] FILE... (the output of go test -bench)")
 		os.Exit(2)
 	}
 	m := medians{}
-	for _, path := range os.Args[1:] {
+	for _, path := range flag.Args() {
 		f, err := os.Open(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchtable: %v\n", err)
@@ -37,7 +42,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	render(os.Stdout, rows, m)
+	render(os.Stdout, rows, m, *all)
 }
 
 // medians maps a benchmark and a unit to every value measured; get returns
@@ -124,13 +129,17 @@ func (r row) verdict(ours, base float64) (ratio string, met string) {
 	}
 }
 
-// render writes the table of the rows whose benchmarks ran.
-func render(w io.Writer, rows []row, m medians) {
+// render writes the table of the rows whose benchmarks ran, and with all
+// the others too, as not measured.
+func render(w io.Writer, rows []row, m medians, all bool) {
 	fmt.Fprintln(w, "| what | ours | baseline | ratio | target | |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ours, base, ok := r.figures(m)
 		if !ok {
+			if all {
+				fmt.Fprintf(w, "| %s | | | | | not measured |\n", r.what)
+			}
 			continue
 		}
 		ratio, met := r.verdict(ours, base)

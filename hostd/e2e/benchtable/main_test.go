@@ -47,19 +47,33 @@ func TestRender(t *testing.T) {
 	if err := m.read(strings.NewReader(run)); err != nil {
 		t.Fatal(err)
 	}
+	shim := "| `gt` shim start / a static Go program that does nothing (interleaved) | 2.00 ms | 2.00 ms | 1.00 | ≤ 1.30 | met |"
+	bulk := "| bulk, one stream, TCP fallback / bare TLS 1.3 | 950 MB/s | 1000 MB/s | 0.95 | ≥ 0.90 | met |"
 	var out strings.Builder
-	render(&out, rows, m)
+	render(&out, rows, m, false)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	want := []string{
-		"| `gt` shim start / a static Go program that does nothing (interleaved) | 2.00 ms | 2.00 ms | 1.00 | ≤ 1.30 | met |",
-		"| bulk, one stream, TCP fallback / bare TLS 1.3 | 950 MB/s | 1000 MB/s | 0.95 | ≥ 0.90 | met |",
-	}
+	want := []string{shim, bulk}
 	if len(lines) != 2+len(want) {
 		t.Fatalf("want a header and %d rows (those whose benchmarks ran), got:\n%s", len(want), out.String())
 	}
 	for i, w := range want {
 		if lines[2+i] != w {
 			t.Errorf("row %d:\n got %s\nwant %s", i, lines[2+i], w)
+		}
+	}
+
+	// With all, every row: those two as before, the rest not measured.
+	out.Reset()
+	render(&out, rows, m, true)
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2+len(rows) {
+		t.Fatalf("with all, want a header and all %d rows, got %d lines", len(rows), len(lines))
+	}
+	for i, r := range rows {
+		switch got := lines[2+i]; {
+		case got == shim || got == bulk:
+		case got != "| "+r.what+" | | | | | not measured |":
+			t.Errorf("row %d with all: %s", i, got)
 		}
 	}
 }
