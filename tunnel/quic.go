@@ -3,6 +3,7 @@ package tunnel
 import (
 	"context"
 	"crypto/tls"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -27,6 +28,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 			l.loopStopped(l.quicH, err)
 			return
 		}
+		at := time.Now()
 		go func() {
 			cs := conn.ConnectionState().TLS
 			id, err := l.sc.authorize(cs) // already checked in VerifyConnection
@@ -40,7 +42,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 				return
 			}
 			l.silence.add(t)
-			s := newSession(t, l.cfg)
+			s := newSession(t, l.cfg, at)
 			s.peer, s.cert = id, cs.PeerCertificates[0]
 			l.deliver(s)
 		}()

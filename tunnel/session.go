@@ -57,13 +57,15 @@ type Session struct {
 	refused atomic.Uint64
 }
 
-func newSession(t transport, cfg Config) *Session {
-	return &Session{t: t, cfg: cfg, since: time.Now()}
+// newSession is a session established since: on the server, when its
+// connection was accepted.
+func newSession(t transport, cfg Config, since time.Time) *Session {
+	return &Session{t: t, cfg: cfg, since: since}
 }
 
 // newClientSession is a dialled session, with the server's welcome.
 func newClientSession(t transport, cfg Config, wel wire.Welcome) *Session {
-	s := newSession(t, cfg)
+	s := newSession(t, cfg, time.Now())
 	s.welcome = wel
 	return s
 }
@@ -98,7 +100,11 @@ func (s *Session) Transport() string { return s.t.Name() }
 // RTT is the latest smoothed round-trip time to the peer.
 func (s *Session) RTT() time.Duration { return s.t.RTT() }
 
-// Since is when the session was established.
+// Since is when the session was established: on the client, when its
+// welcome arrived; on the server, when the listener accepted its
+// connection, before the handshake's end and the welcome. So of two
+// tunnels one client dialled one after the other, the later one is
+// always the later here, whichever of their welcomes took longer.
 func (s *Session) Since() time.Time { return s.since }
 
 // LocalAddr is this side's network address.

@@ -43,9 +43,10 @@ func (l *Listener) serveTCP(ln net.Listener) {
 			_ = raw.Close()
 			return
 		}
+		at := time.Now()
 		go func() {
 			defer done()
-			l.handshakeTCP(raw, conf)
+			l.handshakeTCP(raw, conf, at)
 		}()
 	})
 	if err != nil {
@@ -53,9 +54,9 @@ func (l *Listener) serveTCP(ln net.Listener) {
 	}
 }
 
-// handshakeTCP completes an accepted connection: a join, handed to
+// handshakeTCP completes a connection accepted at: a join, handed to
 // ServerConfig.Join, or a tunnel, welcomed and delivered.
-func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config) {
+func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config, at time.Time) {
 	conn, err := connection.HandshakeTCP(raw, conf, l.cfg.transport())
 	if err != nil {
 		l.log.Debug("tunnel: handshake failed", "transport", TransportTCP, "remote", raw.RemoteAddr(), "err", err)
@@ -77,7 +78,7 @@ func (l *Listener) handshakeTCP(raw net.Conn, conf *tls.Config) {
 		l.log.Warn("tunnel: dropping connection after handshake", "transport", TransportTCP, "remote", raw.RemoteAddr(), "err", err)
 		return
 	}
-	s := newSession(t, l.cfg)
+	s := newSession(t, l.cfg, at)
 	s.peer, s.cert = id, cs.PeerCertificates[0]
 	l.deliver(s)
 }

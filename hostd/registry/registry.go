@@ -108,21 +108,34 @@ func (r *Registry) notify(ev Event) {
 // Add registers an authenticated session as its polecat's current one.
 // An older session of the same polecat is drained: closed once its
 // streams are done; draining ones beyond MaxTunnels are closed at once.
-// The session is closed when its certificate expires unless Conn.Extend
-// renews it first.
+// Older is by when each was established (Session.Since), not by when it
+// is added: a tunnel whose welcome took longer (one its agent gave up on
+// under load, then dialled again) can be added after its successor, and
+// is then the one drained, with no event. The session is closed when its
+// certificate expires unless Conn.Extend renews it first.
 func (r *Registry) Add(sess *tunnel.Session) *Conn {
 	c := newConn(sess, r.log)
 	r.mu.Lock()
-	old := r.current[c.id]
-	r.current[c.id] = c
+	cur, older := c, r.current[c.id]
+	late := older != nil && sess.Since().Before(older.sess.Since())
+	if late {
+		cur, older = older, c
+	}
+	r.current[c.id] = cur
 	r.all[sess] = c
-	excess := r.excessLocked(c)
+	excess := r.excessLocked(cur)
 	r.mu.Unlock()
 	r.metrics.accepted.WithLabelValues(sess.Transport()).Inc()
-	r.log.Info("polecat connected", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "serial", pki.SerialOf(sess.PeerCertificate()))
-	if old != nil {
-		r.log.Info("polecat has a newer tunnel; closing the older one when idle", "polecat", c.id, "transport", old.sess.Transport())
-		old.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
+	if late {
+		r.log.Info("polecat's tunnel arrived after a newer one; closing it when idle", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr())
+	} else {
+		r.log.Info("polecat connected", "polecat", c.id, "transport", sess.Transport(), "remote", sess.RemoteAddr(), "serial", pki.SerialOf(sess.PeerCertificate()))
+		if older != nil {
+			r.log.Info("polecat has a newer tunnel; closing the older one when idle", "polecat", c.id, "transport", older.sess.Transport())
+		}
+	}
+	if older != nil {
+		older.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
 	}
 	if len(excess) > 0 {
 		limits.Hit(limits.Tunnels)
@@ -131,12 +144,14 @@ func (r *Registry) Add(sess *tunnel.Session) *Conn {
 			_ = e.sess.CloseWithReason(fmt.Sprintf("more than %d tunnels of this polecat (max_tunnels)", r.cfg.MaxTunnels))
 		}
 	}
-	r.notify(Event{Conn: c, Connected: true})
+	if !late {
+		r.notify(Event{Conn: c, Connected: true})
+	}
 	return c
 }
 
 // excessLocked lists the oldest tunnels of c's polecat beyond MaxTunnels
-// (c, the newest, is never among them).
+// (c, the current one, is never among them).
 func (r *Registry) excessLocked(c *Conn) []*Conn {
 	var mine []*Conn
 	for _, o := range r.all {

@@ -120,6 +120,53 @@ func TestConnectSupersedeDisconnect(t *testing.T) {
 	}
 }
 
+// TestLateOlderTunnel: a tunnel accepted before another of its polecat but
+// added after it (its welcome took longer: under a reconnect herd, its
+// agent gave up on it and dialled again) does not take the newer one's
+// place. It used to: the live tunnel drained for its 10 minutes while the
+// polecat showed disconnected once the abandoned one ended.
+func TestLateOlderTunnel(t *testing.T) {
+	f := newFixture(t)
+	r, rec := newRegistry(t, time.Hour)
+	_, abandoned := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	client, live := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	go func() {
+		_ = live.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
+	}()
+	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
+	if err == nil {
+		_, err = st.Write([]byte("x")) // a stream open, as a beat stream is
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for live.Streams() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cLive := r.Add(live)
+	cAbandoned := r.Add(abandoned)
+	if cur, _ := r.Current(furiosa); cur != cLive {
+		t.Fatal("the tunnel added late, though accepted first, became current")
+	}
+	select {
+	case <-abandoned.Done(): // idle: drained at once
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late, older tunnel was not drained")
+	}
+	r.Remove(cAbandoned, abandoned.Err())
+	if cur, ok := r.Current(furiosa); !ok || cur != cLive {
+		t.Error("the live tunnel is not current after the late one ended")
+	}
+	select {
+	case <-live.Done():
+		t.Error("the live tunnel was closed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if evs := rec.got(); len(evs) != 1 || !evs[0].Connected || evs[0].Conn != cLive {
+		t.Errorf("events %+v; want only the live tunnel's connect", evs)
+	}
+}
+
 func TestSupersededDrainWaitsForStreams(t *testing.T) {
 	f := newFixture(t)
 	r, _ := newRegistry(t, 700*time.Millisecond)
