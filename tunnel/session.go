@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,8 +144,10 @@ func (s *Session) CloseWithReason(reason string) error { return s.t.Close(reason
 // it, or when limit has passed, whichever comes first; it returns at once
 // and does the waiting in the background. A session that is replaced (a
 // newer tunnel of the same polecat, a return to QUIC) is drained this way
-// so that its streams finish.
-func (s *Session) CloseWhenIdle(limit time.Duration, reason string) {
+// so that its streams finish. Calling keep before then leaves the session
+// open after all (the tunnel that replaced it ended first).
+func (s *Session) CloseWhenIdle(limit time.Duration, reason string) (keep func()) {
+	kept := make(chan struct{})
 	go func() {
 		deadline := time.NewTimer(limit)
 		defer deadline.Stop()
@@ -154,14 +157,22 @@ func (s *Session) CloseWhenIdle(limit time.Duration, reason string) {
 			select {
 			case <-s.Done():
 				return
+			case <-kept:
+				return
 			case <-deadline.C:
 				_ = s.CloseWithReason(reason)
 				return
 			case <-tick.C:
 			}
 		}
-		_ = s.CloseWithReason(reason)
+		select {
+		case <-kept:
+		default:
+			_ = s.CloseWithReason(reason)
+		}
 	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(kept) }) }
 }
 
 // OpenStream opens a stream of the given kind with metadata meta (any value

@@ -18,6 +18,7 @@ import (
 type Conn struct {
 	sess *tunnel.Session
 	id   wire.Identity
+	keep func() // while draining: leaves it open after all (the registry's lock)
 
 	lastBeat atomic.Int64 // unix nanoseconds, see Beat
 

@@ -135,7 +135,10 @@ func (r *Registry) Add(sess *tunnel.Session) *Conn {
 		}
 	}
 	if older != nil {
-		older.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
+		keep := older.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
+		r.mu.Lock()
+		older.keep = keep
+		r.mu.Unlock()
 	}
 	if len(excess) > 0 {
 		limits.Hit(limits.Tunnels)
@@ -167,18 +170,36 @@ func (r *Registry) excessLocked(c *Conn) []*Conn {
 }
 
 // Remove forgets an ended session. When it was its polecat's current one,
-// subscribers hear of the disconnect.
+// the polecat's newest tunnel still up, if one is draining, is kept and
+// becomes current again (a newer tunnel its agent abandoned, under load,
+// can have superseded the one it uses), and subscribers hear of it as a
+// connect; else they hear of the disconnect.
 func (r *Registry) Remove(c *Conn, why error) {
 	c.expiry.Stop()
 	r.mu.Lock()
 	delete(r.all, c.sess)
 	current := r.current[c.id] == c
+	var back *Conn
 	if current {
 		delete(r.current, c.id)
+		for _, o := range r.all {
+			if o.id == c.id && o.keep != nil && o.sess.Err() == nil && (back == nil || o.sess.Since().After(back.sess.Since())) {
+				back = o
+			}
+		}
+		if back != nil {
+			back.keep()
+			back.keep = nil
+			r.current[c.id] = back
+		}
 	}
 	r.mu.Unlock()
 	r.log.Info("polecat disconnected", "polecat", c.id, "transport", c.sess.Transport(), "after", time.Since(c.sess.Since()).Round(time.Millisecond), "reason", fmt.Sprint(why))
-	if current {
+	switch {
+	case back != nil:
+		r.log.Info("polecat's older tunnel, still up, is current again", "polecat", c.id, "transport", back.sess.Transport(), "remote", back.sess.RemoteAddr())
+		r.notify(Event{Conn: back, Connected: true})
+	case current:
 		r.notify(Event{Conn: c, Err: why})
 	}
 }

@@ -167,6 +167,51 @@ func TestLateOlderTunnel(t *testing.T) {
 	}
 }
 
+// TestAbandonedNewerTunnel: a newer tunnel of a polecat supersedes the one
+// it uses, then ends (its agent had given up on it under load, having
+// dialled again and got the older one): the older one, still up and
+// draining, is current again and is not closed when its drain ends. It
+// used to drain away while the polecat showed disconnected.
+func TestAbandonedNewerTunnel(t *testing.T) {
+	f := newFixture(t)
+	r, rec := newRegistry(t, 500*time.Millisecond)
+	client, live := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	go func() {
+		_ = live.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
+	}()
+	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
+	if err == nil {
+		_, err = st.Write([]byte("x")) // a stream open, as a beat stream is
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for live.Streams() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cLive := r.Add(live)
+	abandonedClient, abandoned := f.connect(t, furiosa, time.Now().Add(time.Hour))
+	cAbandoned := r.Add(abandoned)
+	if cur, _ := r.Current(furiosa); cur != cAbandoned {
+		t.Fatal("the newer tunnel is not current")
+	}
+	abandonedClient.Close()
+	<-abandoned.Done()
+	r.Remove(cAbandoned, abandoned.Err())
+	if cur, ok := r.Current(furiosa); !ok || cur != cLive {
+		t.Fatal("the older tunnel, still up, is not current again")
+	}
+	select {
+	case <-live.Done():
+		t.Error("the tunnel in use was closed when its drain ended")
+	case <-time.After(time.Second): // twice the drain limit
+	}
+	evs := rec.got()
+	if len(evs) != 3 || evs[2].Conn != cLive || !evs[2].Connected {
+		t.Errorf("events %+v; want connect live, connect abandoned, connect live again (no disconnect)", evs)
+	}
+}
+
 func TestSupersededDrainWaitsForStreams(t *testing.T) {
 	f := newFixture(t)
 	r, _ := newRegistry(t, 700*time.Millisecond)
