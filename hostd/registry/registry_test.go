@@ -56,6 +56,25 @@ func (f *fixture) connect(t *testing.T, id wire.Identity, notAfter time.Time) (c
 	return client, server
 }
 
+// holdStream serves server and holds one stream open on it from client,
+// returning once server counts it.
+func holdStream(t *testing.T, client, server *tunnel.Session) {
+	t.Helper()
+	go func() {
+		_ = server.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
+	}()
+	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
+	if err == nil {
+		_, err = st.Write([]byte("x"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server.Streams() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // recorder keeps the events a registry sends.
 type recorder struct {
 	mu     sync.Mutex
@@ -130,19 +149,7 @@ func TestLateOlderTunnel(t *testing.T) {
 	r, rec := newRegistry(t, time.Hour)
 	_, abandoned := f.connect(t, furiosa, time.Now().Add(time.Hour))
 	client, live := f.connect(t, furiosa, time.Now().Add(time.Hour))
-	go func() {
-		_ = live.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
-	}()
-	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
-	if err == nil {
-		_, err = st.Write([]byte("x")) // a stream open, as a beat stream is
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for live.Streams() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	holdStream(t, client, live) // as a beat stream is
 	cLive := r.Add(live)
 	cAbandoned := r.Add(abandoned)
 	if cur, _ := r.Current(furiosa); cur != cLive {
@@ -176,19 +183,7 @@ func TestAbandonedNewerTunnel(t *testing.T) {
 	f := newFixture(t)
 	r, rec := newRegistry(t, 500*time.Millisecond)
 	client, live := f.connect(t, furiosa, time.Now().Add(time.Hour))
-	go func() {
-		_ = live.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
-	}()
-	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
-	if err == nil {
-		_, err = st.Write([]byte("x")) // a stream open, as a beat stream is
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for live.Streams() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	holdStream(t, client, live) // as a beat stream is
 	cLive := r.Add(live)
 	abandonedClient, abandoned := f.connect(t, furiosa, time.Now().Add(time.Hour))
 	cAbandoned := r.Add(abandoned)
@@ -216,20 +211,8 @@ func TestSupersededDrainWaitsForStreams(t *testing.T) {
 	f := newFixture(t)
 	r, _ := newRegistry(t, 700*time.Millisecond)
 	client, s1 := f.connect(t, furiosa, time.Now().Add(time.Hour))
-	go func() {
-		_ = s1.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
-	}()
+	holdStream(t, client, s1)
 	r.Add(s1)
-	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	for s1.Streams() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
 	start := time.Now()
 	_, s2 := f.connect(t, furiosa, time.Now().Add(time.Hour))
 	r.Add(s2)
