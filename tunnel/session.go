@@ -103,9 +103,9 @@ func (s *Session) RTT() time.Duration { return s.t.RTT() }
 
 // Since is when the session was established: on the client, when its
 // welcome arrived; on the server, when the listener accepted its
-// connection, before the handshake's end and the welcome. So of two
-// tunnels one client dialled one after the other, the later one is
-// always the later here, whichever of their welcomes took longer.
+// connection (TCP: its connect; QUIC: the handshake's end), before the
+// welcome, so a tunnel whose welcome took longer is not taken for the
+// newer one.
 func (s *Session) Since() time.Time { return s.since }
 
 // LocalAddr is this side's network address.

@@ -123,6 +123,9 @@ func (r *Registry) Add(sess *tunnel.Session) *Conn {
 	}
 	r.current[c.id] = cur
 	r.all[sess] = c
+	if older != nil {
+		older.keep = older.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
+	}
 	excess := r.excessLocked(cur)
 	r.mu.Unlock()
 	r.metrics.accepted.WithLabelValues(sess.Transport()).Inc()
@@ -133,12 +136,6 @@ func (r *Registry) Add(sess *tunnel.Session) *Conn {
 		if older != nil {
 			r.log.Info("polecat has a newer tunnel; closing the older one when idle", "polecat", c.id, "transport", older.sess.Transport())
 		}
-	}
-	if older != nil {
-		keep := older.sess.CloseWhenIdle(r.cfg.SupersededDrain, "superseded by a newer tunnel")
-		r.mu.Lock()
-		older.keep = keep
-		r.mu.Unlock()
 	}
 	if len(excess) > 0 {
 		limits.Hit(limits.Tunnels)
