@@ -48,7 +48,7 @@ test: ## run every test (real sockets, real binaries); make lint vets
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
-bench: ## print the benchmark tables and the one table of ours / baseline with targets (medians; about 13 minutes on 2 cores)
+bench: ## print the benchmark tables and the one table of ours / baseline with targets (medians; about 12 minutes on 2 cores)
 	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN) && rm -f $(BIN)/bench-*.txt $(BIN)/bench-*.prof && date +%s > $(BIN)/bench-started
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
