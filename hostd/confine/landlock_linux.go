@@ -1,0 +1,189 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock, through its three system calls (golang.org/x/sys/unix). The
+// go-landlock library confines the whole calling process (every thread,
+// through psx); hostd must stay unconfined and confine only the process
+// it starts, so a ruleset is applied to one locked OS thread, which
+// starts the process (the child inherits the thread's domain) and is then
+// let go with its goroutine: the Go runtime ends a thread whose goroutine
+// exits locked, and starts no other thread from it.
+
+// The file access rights per Landlock ABI version.
+const (
+	fsV1 = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	fsV2 = fsV1 | unix.LANDLOCK_ACCESS_FS_REFER
+	fsV3 = fsV2 | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	fsV5 = fsV3 | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+
+	// fileRights are those that apply to a file; a rule on a file may
+	// grant no other.
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// rights is what a grants, in Landlock's terms.
+func (a Access) rights() uint64 {
+	var r uint64
+	if a&Read != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	}
+	if a&Exec != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_EXECUTE
+	}
+	if a&Write != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+			unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+			unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+			unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if a&Device != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return r
+}
+
+// rulesetAttr is struct landlock_ruleset_attr as of ABI 6, the fields
+// hostd sets; the kernel takes the size it is given.
+type rulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+var probed = sync.OnceValue(func() Support {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch {
+	case errno == unix.ENOSYS:
+		return Support{Reason: "the kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)"}
+	case errno == unix.EOPNOTSUPP:
+		return Support{Reason: "Landlock is not enabled at boot (add landlock to the lsm= kernel parameter)"}
+	case errno != 0:
+		return Support{Reason: fmt.Sprintf("asking the kernel for Landlock: %v", errno)}
+	}
+	return Support{Mechanism: "landlock", Version: int(v)}
+})
+
+// Probe says whether this kernel has Landlock, and which ABI.
+func Probe() Support { return probed() }
+
+// handled is the access rights and scopes this kernel's ABI v enforces.
+func handled(v int) rulesetAttr {
+	a := rulesetAttr{handledFS: fsV1}
+	switch {
+	case v >= 5:
+		a.handledFS = fsV5
+	case v >= 3:
+		a.handledFS = fsV3
+	case v >= 2:
+		a.handledFS = fsV2
+	}
+	if v >= 6 {
+		a.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	return a
+}
+
+func start(cmd *exec.Cmd, p Policy) error {
+	s := Probe()
+	if !s.Available() {
+		return fmt.Errorf("%w: %s", ErrUnsupported, s.Reason)
+	}
+	attr := handled(s.Version)
+	fd, err := ruleset(attr, p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	done := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread is confined, and ends with this
+		// goroutine.
+		runtime.LockOSThread()
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			done <- fmt.Errorf("confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+			return
+		}
+		if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
+			done <- fmt.Errorf("confine: landlock_restrict_self: %w", errno)
+			return
+		}
+		done <- cmd.Start()
+	}()
+	return <-done
+}
+
+// ruleset makes a Landlock ruleset of p's rules, each limited to what
+// attr handles; a rule whose path is missing is left out.
+func ruleset(attr rulesetAttr, p Policy) (int, error) {
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return -1, fmt.Errorf("confine: landlock_create_ruleset: %w", errno)
+	}
+	fd := int(r)
+	for _, rule := range p.Rules {
+		if err := addRule(fd, attr.handledFS, rule); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// addRule adds one rule to the ruleset fd.
+func addRule(fd int, handledFS uint64, rule Rule) error {
+	pfd, err := unix.Open(rule.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("confine: opening %s for its rule: %w", rule.Path, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("confine: %s: %w", rule.Path, err)
+	}
+	allowed := rule.Access.rights() & handledFS
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		allowed &= fileRights
+	}
+	if allowed == 0 {
+		return nil
+	}
+	pb := unix.LandlockPathBeneathAttr{Allowed_access: allowed, Parent_fd: int32(pfd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&pb)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("confine: adding the rule for %s (%s): %w", rule.Path, rule.Access, errno)
+	}
+	return nil
+}
+
+// System is what every program needs on Linux: the system's programs and
+// libraries (read and run), its configuration, /proc and /sys (read; a
+// confined process cannot reach another's /proc files beyond what
+// Landlock's ptrace rule allows: none outside its domain) and the
+// harmless devices.
+func System() []Rule {
+	rules := []Rule{{"/etc", Read}, {"/proc", Read}, {"/sys", Read}}
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		rules = append(rules, Rule{d, Read | Exec})
+	}
+	return append(rules, devices()...)
+}
