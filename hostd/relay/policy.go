@@ -1,5 +1,6 @@
 // Package relay is hostd's side of the gt/bd relay: it checks a relayed
-// command against the allowlist and the identity rules, runs the real
+// command against the allowlist, each subcommand's argument grammar and
+// the identity rules, runs the real
 // binary where a host polecat's would run (its worktree, else its rig,
 // else the town) in a Gas Town host polecat session's environment (the
 // identity taken only from its certificate), streams stdin, stdout and
@@ -9,11 +10,13 @@ package relay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -28,24 +31,47 @@ var DefaultAllow = map[string][]string{
 // terminal and locale settings, nothing identity-like.
 var DefaultEnvAllow = wire.RelayEnv
 
-// identityFlags are refused anywhere on the command line: the host sets
-// the identity, from the certificate.
-var identityFlags = []string{"actor", "identity", "address"}
-
 // identityEnv are set by hostd from the certificate and refused from the
 // container.
 var identityEnv = []string{"GT_ROLE", "GT_RIG", "GT_POLECAT", "BD_ACTOR", "GIT_AUTHOR_NAME", "BEADS_AGENT_NAME", "GT_PROXY_IDENTITY", "GT_PROXY_CWD"}
 
+// grammars are the argument grammars of the programs hostd relays.
+var grammars = map[string]grammar{"gt": gtGrammar, "bd": bdGrammar}
+
 // Policy decides which relayed commands may run.
 type Policy struct {
-	// Allow maps a command (argv[0]) to its allowed subcommands (argv[1]).
+	// Allow maps a command (argv[0]) to its allowed subcommands (argv[1]);
+	// each must be in the command's argument grammar, which decides the
+	// rest of the command line.
 	Allow map[string][]string
 	// EnvAllow lists the environment variable names a shim may send.
 	EnvAllow []string
 }
 
+// Validate refuses an Allow entry the argument grammar does not know.
+func (p Policy) Validate() error {
+	var errs []error
+	for _, cmd := range sortedKeys(p.Allow) {
+		g, ok := grammars[cmd]
+		if !ok {
+			errs = append(errs, &settings.FieldError{Field: "Policy.Allow", Value: cmd,
+				Rule: "hostd relays only " + strings.Join(sortedKeys(grammars), " and ")})
+			continue
+		}
+		for _, sub := range p.Allow[cmd] {
+			if g.root.sub(sub) == nil {
+				errs = append(errs, &settings.FieldError{Field: "Policy.Allow", Value: cmd + " " + sub,
+					Rule: fmt.Sprintf("hostd has no argument grammar for it; %s subcommands it can relay: %s", cmd, strings.Join(g.subNames(), ", "))})
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Check refuses a request that is not allowed, with a reason the polecat
-// is shown. It returns the command and subcommand for logging.
+// is shown: a command or subcommand not allowed, a command line its
+// grammar refuses, an environment variable not relayed. It returns the
+// command and subcommand for logging.
 func (p Policy) Check(req wire.RelayRequest) (cmd, sub string, err error) {
 	cmd = string(req.Argv[0])
 	subs, ok := p.Allow[cmd]
@@ -57,13 +83,14 @@ func (p Policy) Check(req wire.RelayRequest) (cmd, sub string, err error) {
 	}
 	sub = string(req.Argv[1])
 	if !slices.Contains(subs, sub) {
-		// The value is not repeated: it may be anything, and this is logged.
-		return cmd, "", fmt.Errorf("that %s subcommand is not allowed over the relay; allowed: %s", cmd, strings.Join(subs, ", "))
+		return cmd, "", fmt.Errorf("'%s %s' is not allowed over the relay; allowed: %s", cmd, printable(sub), strings.Join(subs, ", "))
 	}
-	for _, a := range req.Argv[1:] {
-		if f := identityFlag(a); f != "" {
-			return cmd, sub, fmt.Errorf("'--%s' is refused: hostd sets the polecat's identity from its certificate", f)
-		}
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = string(a)
+	}
+	if err := grammars[cmd].check(argv); err != nil {
+		return cmd, sub, err
 	}
 	for _, e := range req.Env {
 		k, _, _ := bytes.Cut(e, []byte("="))
@@ -78,21 +105,7 @@ func (p Policy) Check(req wire.RelayRequest) (cmd, sub string, err error) {
 	return cmd, sub, nil
 }
 
-// identityFlag returns the identity flag a names (--actor, -actor,
-// --actor=x ...), or "".
-func identityFlag(a []byte) string {
-	s := strings.TrimLeft(string(a), "-")
-	if len(s) == len(a) || len(a)-len(s) > 2 {
-		return ""
-	}
-	name, _, _ := strings.Cut(s, "=")
-	if slices.Contains(identityFlags, name) {
-		return name
-	}
-	return ""
-}
-
-func sortedKeys(m map[string][]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)

@@ -85,7 +85,7 @@ func DefaultConfig() Config {
 // Validate names each field out of its range; New calls it once zero
 // fields have their defaults.
 func (c Config) Validate() error {
-	var allow error
+	allow := c.Policy.Validate()
 	if len(c.Policy.Allow) == 0 {
 		allow = &settings.FieldError{Field: "Policy.Allow", Value: c.Policy.Allow, Rule: "it must allow at least one command (unset, it is DefaultAllow)"}
 	}
