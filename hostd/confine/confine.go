@@ -30,6 +30,10 @@ const (
 	// Device is reading and writing an existing device file (/dev/null)
 	// and its ioctls.
 	Device
+	// List is listing a directory's names, not reading its files (under
+	// Landlock the directories below it too; under sandbox-exec the
+	// directory alone).
+	List
 )
 
 // String names the rights, as "read+exec".
@@ -38,7 +42,7 @@ func (a Access) String() string {
 	for _, n := range []struct {
 		a    Access
 		name string
-	}{{Read, "read"}, {Exec, "exec"}, {Write, "write"}, {Device, "device"}} {
+	}{{Read, "read"}, {Exec, "exec"}, {Write, "write"}, {Device, "device"}, {List, "list"}} {
 		if a&n.a != 0 {
 			names = append(names, n.name)
 		}

@@ -53,6 +53,9 @@ func (a Access) rights() uint64 {
 			unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
 			unix.LANDLOCK_ACCESS_FS_REFER
 	}
+	if a&List != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_DIR
+	}
 	if a&Device != 0 {
 		r |= unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}

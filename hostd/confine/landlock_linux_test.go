@@ -68,6 +68,7 @@ func TestStart(t *testing.T) {
 	p := Policy{Rules: append(System(),
 		Rule{dirs["readable"], Read},
 		Rule{dirs["writable"], Read | Write},
+		Rule{dirs["secret"], List},
 		Rule{filepath.Join(base, "missing"), Read}, // grants nothing, refuses nothing
 	)}
 	cases := []struct {
@@ -77,7 +78,8 @@ func TestStart(t *testing.T) {
 		{"read a granted file", "cat " + dirs["readable"] + "/f", true},
 		{"list a granted directory", "ls " + dirs["readable"], true},
 		{"read a file outside", "cat " + dirs["secret"] + "/f", false},
-		{"list a directory outside", "ls " + dirs["secret"], false},
+		{"list a directory granted List", "ls " + dirs["secret"], true},
+		{"list a directory outside", "ls " + base, false},
 		{"read outside through a symlink inside", "cat " + link, false},
 		{"read outside through /proc/self/root", "cat /proc/self/root" + dirs["secret"] + "/f", false},
 		{"write where read is granted", "echo x > " + dirs["readable"] + "/new", false},

@@ -24,6 +24,9 @@ func Profile(p Policy) (string, error) {
 				return "", err
 			}
 			sub := "(subpath " + q + ")"
+			if r.Access&List != 0 && r.Access&Read == 0 {
+				b.WriteString("(allow file-read-data (literal " + q + "))\n")
+			}
 			if r.Access&(Read|Device) != 0 {
 				b.WriteString("(allow file-read-data " + sub + ")\n")
 			}

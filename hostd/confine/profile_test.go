@@ -11,6 +11,7 @@ func TestProfile(t *testing.T) {
 		{"/usr", Read | Exec},
 		{"/dev/null", Device},
 		{`/odd "quoted" \path`, Read},
+		{"/town/rig/polecats", List},
 	}}
 	got, err := Profile(p)
 	if err != nil {
@@ -26,6 +27,7 @@ func TestProfile(t *testing.T) {
 		`(allow file-write* (subpath "/town/rig/.beads"))`,
 		`(allow file-read-data (subpath "/usr"))`,
 		`(allow process-exec* (subpath "/usr"))`,
+		`(allow file-read-data (literal "/town/rig/polecats"))`,
 	}
 	for _, w := range want {
 		if !strings.Contains(got, w) {
@@ -34,10 +36,11 @@ func TestProfile(t *testing.T) {
 	}
 	// Nothing is granted that no rule asked for: one allow line per right
 	// per rule, the deny first, so that later allows win.
-	if n := strings.Count(got, "(allow "); n != 8+1 {
-		t.Errorf("%d allow lines, want 9 (eight granted rights and the default):\n%s", n, got)
+	if n := strings.Count(got, "(allow "); n != 9+1 {
+		t.Errorf("%d allow lines, want 10 (nine granted rights and the default):\n%s", n, got)
 	}
-	for _, bad := range []string{`(allow process-exec* (subpath "/town`, `(allow file-write* (subpath "/usr`, `(allow file-write* (subpath "/odd`} {
+	for _, bad := range []string{`(allow process-exec* (subpath "/town`, `(allow file-write* (subpath "/usr`, `(allow file-write* (subpath "/odd`,
+		`(allow file-read-data (subpath "/town/rig/polecats"))`} {
 		if strings.Contains(got, bad) {
 			t.Errorf("profile grants %s:\n%s", bad, got)
 		}

@@ -6,14 +6,6 @@ import (
 	"testing"
 )
 
-func argv(s string) [][]byte {
-	var a [][]byte
-	for _, f := range strings.Fields(s) {
-		a = append(a, []byte(f))
-	}
-	return a
-}
-
 // TestCycles: only a real gt handoff --cycle asks hostd to respawn the
 // polecat's pane; a dry run, help, or --cycle as a flag's value does not.
 func TestCycles(t *testing.T) {
@@ -21,55 +13,66 @@ func TestCycles(t *testing.T) {
 		args string
 		want bool
 	}{
-		{"--cycle", true},
-		{"--cycle -s context-cycle", true},
-		{"-s subject --cycle --reason compaction", true},
-		{"--cycle=true", true},
-		{"-yc --cycle", true},
-		{"", false},
-		{"--auto", false},
-		{"--cycle=false", false},
-		{"--cycle --cycle=false", false},
-		{"--cycle -n", false},
-		{"--dry-run --cycle", false},
-		{"--cycle -yn", false},
-		{"--cycle --help", false},
-		{"-h --cycle", false},
-		{"-s --cycle", false},
-		{"--subject --cycle", false},
-		{"-m --cycle", false},
-		{"--reason --cycle", false},
-		{"-ys --cycle", false},
-		{"-- --cycle", false},
-		{"--cycle -- -n", true},
-		{"gt-abc --cycle", true},
+		{"handoff --cycle", true},
+		{"handoff --cycle -s context-cycle", true},
+		{"handoff -s subject --cycle --reason compaction", true},
+		{"handoff --cycle=true", true},
+		{"handoff -yc --cycle", true},
+		{"handoff -yc", false}, // -c is --collect
+		{"handoff", false},
+		{"handoff --auto", false},
+		{"handoff --cycle=false", false},
+		{"handoff --cycle --cycle=false", false},
+		{"handoff --cycle -n", false},
+		{"handoff --dry-run --cycle", false},
+		{"handoff --cycle -yn", false},
+		{"handoff --cycle --help", false},
+		{"handoff -h --cycle", false},
+		{"handoff -s --cycle", false},
+		{"handoff --subject --cycle", false},
+		{"handoff -m --cycle", false},
+		{"handoff --reason --cycle", false},
+		{"handoff -ys --cycle", false},
+		{"handoff -- --cycle", false},
+		{"handoff --cycle -- -n", true},
+		{"handoff gt-abc --cycle", true},
+		{"hook --cycle", false},
 	}
 	for _, tt := range tests {
-		if got := cycles(argv(tt.args)); got != tt.want {
-			t.Errorf("cycles(%q) = %v, want %v", tt.args, got, tt.want)
+		line, err := gtGrammar.check(append([]string{"gt"}, strings.Fields(tt.args)...))
+		if err != nil && tt.want {
+			t.Errorf("gt %s refused: %v", tt.args, err)
+			continue
+		}
+		if got := err == nil && line.cycles(); got != tt.want {
+			t.Errorf("gt %s: cycles %v, want %v", tt.args, got, tt.want)
 		}
 	}
 }
 
-// FuzzCycles: any argument list is judged without a panic, and one that
+// FuzzCycles: any command line is judged without a panic, and one that
 // cycles holds --cycle (or --cycle=true) before any "--".
 func FuzzCycles(f *testing.F) {
-	for _, s := range []string{"--cycle", "--cycle\x00-n", "-s\x00--cycle", "-yc\x00--cycle"} {
+	for _, s := range []string{"handoff\x00--cycle", "handoff\x00--cycle\x00-n", "handoff\x00-s\x00--cycle", "handoff\x00-yc\x00--cycle"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		args := bytes.Split(b, []byte{0})
-		if !cycles(args) {
+		args := []string{"gt"}
+		for _, a := range bytes.Split(b, []byte{0}) {
+			args = append(args, string(a))
+		}
+		line, err := gtGrammar.check(args)
+		if err != nil || !line.cycles() {
 			return
 		}
-		for _, a := range args {
-			switch string(a) {
-			case "--":
-				t.Fatalf("cycles(%q) = true without --cycle before --", args)
-			case "--cycle", "--cycle=true":
+		for _, a := range args[1:] {
+			switch {
+			case a == "--":
+				t.Fatalf("%q cycles without --cycle before --", args)
+			case a == "--cycle", a == "--cycle=true":
 				return
 			}
 		}
-		t.Fatalf("cycles(%q) = true without --cycle", args)
+		t.Fatalf("%q cycles without --cycle", args)
 	})
 }

@@ -79,16 +79,16 @@ func baseEnv(binDirs, extra []string) []string {
 
 // commandEnv is one relayed command's environment: the base, the
 // terminal variables the policy let through from the shim, then the
-// polecat's session environment and the shim's working directory, which
-// nothing replaces.
-func (s *Service) commandEnv(id wire.Identity, req wire.RelayRequest) []string {
+// polecat's session environment, the shim's working directory and host's
+// own (hostEnv), which nothing replaces.
+func (s *Service) commandEnv(id wire.Identity, req wire.RelayRequest, host []string) []string {
 	shim := make([]string, len(req.Env))
 	for i, e := range req.Env {
 		shim[i] = string(e)
 	}
 	env := mergeEnv(s.base, shim)
 	env = mergeEnv(env, PolecatEnv(id, s.cfg.Town, getenv(s.base)))
-	return mergeEnv(env, []string{"GT_PROXY_CWD=" + string(req.Cwd)})
+	return mergeEnv(env, append([]string{"GT_PROXY_CWD=" + string(req.Cwd)}, host...))
 }
 
 // getenv looks a variable up in env, as os.Getenv does in the process

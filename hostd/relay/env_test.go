@@ -72,13 +72,15 @@ func TestCommandEnv(t *testing.T) {
 			map[string]string{"LANG": "C.UTF-8", "TERM": "dumb"}},
 		{"the shim cannot replace the session's", nil, nil, []string{"NODE_OPTIONS=--inspect", "GIT_AUTHOR_NAME=mayor", "GT_PROXY_CWD=/etc"},
 			map[string]string{"NODE_OPTIONS": "", "GIT_AUTHOR_NAME": "furiosa", "GT_PROXY_CWD": "/work"}},
+		{"relay.env cannot replace hostd's own", nil, []string{"TMPDIR=/tmp", "GIT_CONFIG_COUNT=0", "BD_NO_HOOKS=0"}, nil,
+			map[string]string{"TMPDIR": "/relay/tmp", "GIT_CONFIG_COUNT": "1", "BD_NO_HOOKS": "1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := &Service{cfg: Config{Town: "/town"}, base: baseEnv(c.dirs, c.extra)}
 			r := req(c.shim, "gt", "prime")
 			r.Cwd = []byte("/work")
-			env := s.commandEnv(wire.Identity{Rig: "gastown", Name: "furiosa"}, r)
+			env := s.commandEnv(wire.Identity{Rig: "gastown", Name: "furiosa"}, r, []string{"TMPDIR=/relay/tmp", "GIT_CONFIG_COUNT=1", "BD_NO_HOOKS=1"})
 			keys := map[string]string{}
 			for _, kv := range env {
 				k, v, _ := strings.Cut(kv, "=")

@@ -167,9 +167,19 @@ func parseFlags(spec string) []flagSpec {
 	return out
 }
 
+// parsed is a command line the grammar allowed.
+type parsed struct {
+	// path is the command, as "gt handoff".
+	path string
+	// flags maps each flag given, by its long name, to its last value
+	// ("true" for a boolean given bare).
+	flags map[string]string
+}
+
 // check parses argv (argv[0] the program) against the grammar and refuses
 // what it does not allow, naming the subcommand and the argument.
-func (g grammar) check(argv []string) error {
+func (g grammar) check(argv []string) (parsed, error) {
+	p := parsed{flags: map[string]string{}}
 	c, path, i := g.root, g.root.name, 1
 	for i < len(argv) && len(c.subs) > 0 {
 		s := c.sub(argv[i])
@@ -179,7 +189,7 @@ func (g grammar) check(argv []string) error {
 		c, path, i = s, path+" "+s.name, i+1
 	}
 	if len(c.subs) > 0 && c == g.root {
-		return fmt.Errorf("'%s' needs a subcommand", path)
+		return p, fmt.Errorf("'%s' needs a subcommand", path)
 	}
 	// cobra looks for a subcommand among all the arguments, skipping
 	// flags' values by a reading of its own (not pflag's for '-abc
@@ -190,7 +200,7 @@ func (g grammar) check(argv []string) error {
 			break
 		}
 		if !strings.HasPrefix(a, "-") && (c.sub(a) != nil || c.subPrefixed(a)) {
-			return fmt.Errorf("'%s': put the subcommand %s right after '%s', before any flag or argument", path, printable(a), path)
+			return p, fmt.Errorf("'%s': put the subcommand %s right after '%s', before any flag or argument", path, printable(a), path)
 		}
 	}
 	var positional []string
@@ -201,15 +211,15 @@ func (g grammar) check(argv []string) error {
 			positional = append(positional, argv[i+1:]...)
 			i = len(argv)
 		case strings.HasPrefix(a, "--"):
-			n, err := c.longFlag(path, argv, i)
+			n, err := c.longFlag(path, argv, i, p.flags)
 			if err != nil {
-				return err
+				return p, err
 			}
 			i += n
 		case strings.HasPrefix(a, "-") && a != "-":
-			n, err := c.shortFlags(path, argv, i)
+			n, err := c.shortFlags(path, argv, i, p.flags)
 			if err != nil {
-				return err
+				return p, err
 			}
 			i += n
 		default:
@@ -217,14 +227,15 @@ func (g grammar) check(argv []string) error {
 		}
 	}
 	if len(positional) > 0 && c.args == none {
-		return fmt.Errorf("'%s' takes no arguments over the relay (got %s)", path, printable(positional[0]))
+		return p, fmt.Errorf("'%s' takes no arguments over the relay (got %s)", path, printable(positional[0]))
 	}
-	return nil
+	p.path = path
+	return p, nil
 }
 
-// longFlag checks the '--name[=value]' at argv[i] and returns how many
-// more arguments it took as its value.
-func (c *command) longFlag(path string, argv []string, i int) (int, error) {
+// longFlag checks the '--name[=value]' at argv[i], records it in seen and
+// returns how many more arguments it took as its value.
+func (c *command) longFlag(path string, argv []string, i int, seen map[string]string) (int, error) {
 	name, value, hasValue := strings.Cut(strings.TrimPrefix(argv[i], "--"), "=")
 	if name == "" || strings.HasPrefix(name, "-") {
 		return 0, fmt.Errorf("'%s': bad flag %s", path, printable(argv[i]))
@@ -240,12 +251,13 @@ func (c *command) longFlag(path string, argv []string, i int) (int, error) {
 		}
 		value, took = argv[i+1], 1
 	}
-	return took, f.allow(path, "--"+f.long, value, hasValue || took > 0)
+	return took, f.allow(path, "--"+f.long, value, hasValue || took > 0, seen)
 }
 
 // shortFlags checks the '-abc', '-nvalue', '-n=value' or '-n value' at
-// argv[i], as pflag reads it, and returns how many more arguments it took.
-func (c *command) shortFlags(path string, argv []string, i int) (int, error) {
+// argv[i], as pflag reads it, records them in seen and returns how many
+// more arguments it took.
+func (c *command) shortFlags(path string, argv []string, i int, seen map[string]string) (int, error) {
 	cluster := strings.TrimPrefix(argv[i], "-")
 	for j := 0; j < len(cluster); j++ {
 		name := cluster[j : j+1]
@@ -256,24 +268,28 @@ func (c *command) shortFlags(path string, argv []string, i int) (int, error) {
 		rest := cluster[j+1:]
 		switch {
 		case strings.HasPrefix(rest, "="):
-			return 0, f.allow(path, "-"+name, rest[1:], true)
+			return 0, f.allow(path, "-"+name, rest[1:], true, seen)
 		case f.takesValue() && rest != "":
-			return 0, f.allow(path, "-"+name, rest, true)
+			return 0, f.allow(path, "-"+name, rest, true, seen)
 		case f.takesValue():
 			if i+1 >= len(argv) {
 				return 0, fmt.Errorf("'%s': -%s needs a value", path, name)
 			}
-			return 1, f.allow(path, "-"+name, argv[i+1], true)
+			return 1, f.allow(path, "-"+name, argv[i+1], true, seen)
 		}
-		if err := f.allow(path, "-"+name, "", false); err != nil {
+		if err := f.allow(path, "-"+name, "", false, seen); err != nil {
 			return 0, err
 		}
 	}
 	return 0, nil
 }
 
-// allow refuses a refused flag, and a value its kind does not take.
-func (f flagSpec) allow(path, as, value string, hasValue bool) error {
+// allow refuses a refused flag, and a value its kind does not take, and
+// records an allowed one in seen.
+func (f flagSpec) allow(path, as, value string, hasValue bool, seen map[string]string) error {
+	if !hasValue {
+		value = "true"
+	}
 	switch {
 	case f.refuse != "":
 		return fmt.Errorf("'%s %s' is refused over the relay: %s", path, as, f.refuse)
@@ -281,9 +297,10 @@ func (f flagSpec) allow(path, as, value string, hasValue bool) error {
 		return fmt.Errorf("'%s %s' reads a file, which over the relay must be '-' (stdin): pipe the file into the command", path, as)
 	case f.kind == notAtFile && strings.HasPrefix(value, "@"):
 		return fmt.Errorf("'%s %s @file' reads a file on the host: give the value itself", path, as)
-	case f.kind == noValue && hasValue && value != "true" && value != "false":
+	case f.kind == noValue && value != "true" && value != "false":
 		return fmt.Errorf("'%s': %s takes true or false, not %s", path, as, printable(value))
 	}
+	seen[f.long] = value
 	return nil
 }
 

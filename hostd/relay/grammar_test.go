@@ -43,7 +43,7 @@ func TestGrammarCheck(t *testing.T) {
 		{"gt", "handoff", "--cycle"},
 	}
 	for _, argv := range allowed {
-		if err := grammars[argv[0]].check(argv); err != nil {
+		if _, err := grammars[argv[0]].check(argv); err != nil {
 			t.Errorf("%q refused: %v", argv, err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestGrammarCheck(t *testing.T) {
 		{[]string{"gt"}, "needs a subcommand"},
 	}
 	for _, c := range refused {
-		err := grammars[c.argv[0]].check(c.argv)
+		_, err := grammars[c.argv[0]].check(c.argv)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%q refused: %v", c.argv, err)
@@ -122,7 +122,7 @@ func TestGrammarRefusesPathFlags(t *testing.T) {
 				n++
 				for _, form := range [][]string{{"--" + f.long, "v"}, {"--" + f.long + "=v"}} {
 					argv := append(append([]string{prog}, path...), form...)
-					if err := g.check(argv); err == nil || !strings.Contains(err.Error(), f.refuse) {
+					if _, err := g.check(argv); err == nil || !strings.Contains(err.Error(), f.refuse) {
 						t.Errorf("%q: %v", argv, err)
 					}
 				}
@@ -171,7 +171,7 @@ func FuzzGrammar(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		argv := strings.Split(line, "\x00")
 		g, ok := grammars[argv[0]]
-		if !ok || g.check(argv) != nil {
+		if _, err := g.check(argv); !ok || err != nil {
 			return
 		}
 		c := g.root

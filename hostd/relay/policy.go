@@ -71,38 +71,38 @@ func (p Policy) Validate() error {
 // Check refuses a request that is not allowed, with a reason the polecat
 // is shown: a command or subcommand not allowed, a command line its
 // grammar refuses, an environment variable not relayed. It returns the
-// command and subcommand for logging.
-func (p Policy) Check(req wire.RelayRequest) (cmd, sub string, err error) {
-	cmd = string(req.Argv[0])
+// command line as the grammar parsed it.
+func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
+	cmd := string(req.Argv[0])
 	subs, ok := p.Allow[cmd]
 	if !ok {
-		return "", "", fmt.Errorf("only %s can be relayed", strings.Join(sortedKeys(p.Allow), " and "))
+		return parsed{}, fmt.Errorf("only %s can be relayed", strings.Join(sortedKeys(p.Allow), " and "))
 	}
 	if len(req.Argv) < 2 {
-		return cmd, "", fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
+		return parsed{path: cmd}, fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
 	}
-	sub = string(req.Argv[1])
-	if !slices.Contains(subs, sub) {
-		return cmd, "", fmt.Errorf("'%s %s' is not allowed over the relay; allowed: %s", cmd, printable(sub), strings.Join(subs, ", "))
+	if sub := string(req.Argv[1]); !slices.Contains(subs, sub) {
+		return parsed{path: cmd}, fmt.Errorf("'%s %s' is not allowed over the relay; allowed: %s", cmd, printable(sub), strings.Join(subs, ", "))
 	}
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	if err := grammars[cmd].check(argv); err != nil {
-		return cmd, sub, err
+	line, err := grammars[cmd].check(argv)
+	if err != nil {
+		return parsed{path: cmd + " " + argv[1]}, err
 	}
 	for _, e := range req.Env {
 		k, _, _ := bytes.Cut(e, []byte("="))
 		key := string(k)
 		if slices.Contains(identityEnv, key) || strings.HasPrefix(key, "GT_") || strings.HasPrefix(key, "BD_") || strings.HasPrefix(key, "BEADS_") {
-			return cmd, sub, fmt.Errorf("environment variable %s is refused: hostd sets the polecat's identity from its certificate", printable(key))
+			return line, fmt.Errorf("environment variable %s is refused: hostd sets the polecat's identity from its certificate", printable(key))
 		}
 		if !slices.Contains(p.EnvAllow, key) {
-			return cmd, sub, fmt.Errorf("environment variable %s is not relayed (allowed: %s)", printable(key), strings.Join(p.EnvAllow, ", "))
+			return line, fmt.Errorf("environment variable %s is not relayed (allowed: %s)", printable(key), strings.Join(p.EnvAllow, ", "))
 		}
 	}
-	return cmd, sub, nil
+	return line, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

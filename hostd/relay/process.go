@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/confine"
 )
 
 // process is a relayed command in its own process group, with pipes whose
@@ -17,8 +19,8 @@ type process struct {
 	stdout, stderr *os.File
 }
 
-// startProcess starts bin in dir with env, in a new process group.
-func startProcess(bin string, argv []string, dir string, env []string) (*process, error) {
+// startProcess starts bin as l says, in a new process group.
+func startProcess(bin string, argv []string, l launch) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -32,11 +34,15 @@ func startProcess(bin string, argv []string, dir string, env []string) (*process
 		return nil, err
 	}
 	cmd := &exec.Cmd{
-		Path: bin, Args: argv, Dir: dir, Env: env,
+		Path: bin, Args: argv, Dir: l.dir, Env: l.env,
 		Stdin: inR, Stdout: outW, Stderr: errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	err = cmd.Start()
+	if l.policy != nil {
+		err = confine.Start(cmd, *l.policy)
+	} else {
+		err = cmd.Start()
+	}
 	for _, f := range []*os.File{inR, outW, errW} {
 		f.Close() // the child has its own copies
 	}

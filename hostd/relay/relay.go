@@ -12,11 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/confine"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -48,6 +51,10 @@ type Config struct {
 	QueueWait time.Duration
 	// Timeout, when set, kills commands that run longer.
 	Timeout time.Duration
+	// AllowUnconfined relays commands unconfined where the system cannot
+	// confine them (no Landlock, no sandbox-exec); otherwise hostd refuses
+	// to relay there.
+	AllowUnconfined bool
 	// MaxStdinBuffer bounds the stdin hostd holds for one command that has
 	// not read it yet; beyond it, the tunnel stream is read only as fast as
 	// the command reads.
@@ -107,6 +114,12 @@ type Service struct {
 
 	metrics *metrics
 	base    []string // PATH, HOME and relay.env, see baseEnv
+	binDirs []string // PATH's directories that relayed commands may read and run (see runnableDirs)
+	home    string   // HOME of relayed commands
+	dir     string   // the relay's state directory (state.Dir.Relay)
+	// support is how this system confines relayed commands; where it
+	// cannot, relaying is refused unless AllowUnconfined.
+	support confine.Support
 
 	slots *limits.Slots // each polecat's MaxConcurrent
 
@@ -157,7 +170,38 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("relay: %w", errors.Join(refused...))
 	}
 	s.base = baseEnv(dirs, cfg.Env)
+	s.home = getenv(s.base)("HOME")
+	s.binDirs = s.runnableDirs(filepath.SplitList(getenv(s.base)("PATH")))
+	s.support = confine.Probe()
+	switch {
+	case s.support.Available():
+		s.log.Info("relay: relayed commands are confined by the kernel", "confinement", s.support.String())
+	case cfg.AllowUnconfined:
+		s.log.Warn("relay: relayed commands run UNCONFINED: a grammar mistake would let a polecat act as the operator (relay.allow_unconfined is set)",
+			"confinement", s.support.String())
+	default:
+		s.log.Error("relay: relaying is refused: this system cannot confine relayed commands; set relay.allow_unconfined to relay without",
+			"confinement", s.support.String())
+	}
+	if cfg.Town != "" {
+		s.dir = state.For(cfg.Town).Relay()
+		if err := writeGitConfig(s.dir, s.base); err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// Confinement is how relayed commands are confined here, for status; ok
+// is false when they cannot be and relaying is refused.
+func (s *Service) Confinement() (how string, ok bool) {
+	if s.support.Available() {
+		return s.support.String(), true
+	}
+	if s.cfg.AllowUnconfined {
+		return "none, relay.allow_unconfined set: " + s.support.Reason, true
+	}
+	return "none: " + s.support.Reason + "; relaying refused (relay.allow_unconfined)", false
 }
 
 // ServeStream runs one relayed command.
@@ -180,7 +224,8 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		s.refuse(w, id, "", "", fmt.Errorf("bad relay request: %w", err))
 		return
 	}
-	cmd, sub, err := s.cfg.Policy.Check(req)
+	line, err := s.cfg.Policy.Check(req)
+	cmd, sub, _ := strings.Cut(line.path, " ")
 	if err != nil {
 		s.refuse(w, id, cmd, sub, err)
 		return
@@ -188,6 +233,10 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	bin := s.bins[cmd]
 	if bin == "" {
 		s.refuse(w, id, cmd, sub, fmt.Errorf("%s is not installed on the host (set relay.%s in hostd's config)", cmd, cmd))
+		return
+	}
+	if how, ok := s.Confinement(); !ok {
+		s.refuse(w, id, cmd, sub, fmt.Errorf("hostd cannot confine relayed commands on this host (%s): the operator must fix that or set relay.allow_unconfined", how))
 		return
 	}
 	release, err := s.acquire(ctx, id)
@@ -198,7 +247,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	defer release()
 	s.trace(ctx, id, "request", "stream_at", arrived)
 	start := time.Now()
-	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, fr, w)
+	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, line, fr, w)
 	s.metrics.observe(cmd, exit, err, time.Since(start))
 	if err != nil {
 		s.log.Warn("relayed command failed", "polecat", id, "command", cmd, "subcommand", sub, "duration", time.Since(start), "err", err)
@@ -210,7 +259,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	s.trace(ctx, id, "exit")
 	_ = w.Frame(wire.RelayFrameExit, b)
 	_ = st.CloseWrite()
-	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && cmd == "gt" && sub == "handoff" && cycles(req.Argv[1:]) {
+	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && line.cycles() {
 		s.cfg.Cycle(ctx, id)
 	}
 }
@@ -249,12 +298,17 @@ func (s *Service) acquire(ctx context.Context, id wire.Identity) (func(), error)
 // output cannot be delivered), when the polecat's tunnel ends, when the
 // command stops reading a full stdin budget, on the timeout, and when
 // hostd shuts down.
-func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin string, id wire.Identity, req wire.RelayRequest, fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
+func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin string, id wire.Identity, req wire.RelayRequest, line parsed,
+	fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	p, err := startProcess(bin, argv, workDir(s.cfg.Town, id), s.commandEnv(id, req))
+	c, err := s.prepare(id, req, line)
+	if err != nil {
+		return wire.RelayExit{}, err
+	}
+	p, err := startProcess(bin, argv, c)
 	if err != nil {
 		return wire.RelayExit{}, err
 	}

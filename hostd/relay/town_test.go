@@ -94,7 +94,7 @@ func TestWorkDir(t *testing.T) {
 			if dir != want {
 				t.Fatalf("workDir = %s, want %s", dir, want)
 			}
-			p, err := startProcess("/bin/sh", []string{"sh", "-c", "pwd -P"}, dir, nil)
+			p, err := startProcess("/bin/sh", []string{"sh", "-c", "pwd -P"}, launch{dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,6 +60,11 @@ func (d Dir) Landed() string { return d.file("landed") }
 // sandbox's session in.
 func (d Dir) Panes() string { return d.file("panes") }
 
+// Relay is the relay's directory: the git configuration and the empty
+// hooks directory relayed commands run with, and each polecat's
+// temporary directory.
+func (d Dir) Relay() string { return d.file("relay") }
+
 func (d Dir) file(name string) string { return filepath.Join(string(d), name) }
 
 // Ensure creates the directory and makes it 0700: it holds the control

@@ -17,6 +17,7 @@ func TestLayout(t *testing.T) {
 		d.Upstream(): "/town/.runtime/hostd/upstream.json",
 		d.Hooks():    "/town/.runtime/hostd/hooks",
 		d.ResetKey(): "/town/.runtime/hostd/quic-reset.key",
+		d.Relay():    "/town/.runtime/hostd/relay",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)

@@ -1,0 +1,165 @@
+package relay
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/polecat-sidecar/sidecar/hostd/confine"
+)
+
+// confinement is what a relayed command of the polecat at p, and every
+// process it starts, may touch (docs/security.md lists each grant and
+// why):
+//   - read and run: the system's programs and libraries, and the
+//     directories of the relayed binaries and of PATH;
+//   - read: the town, except <town>/.runtime (the CA's key, hostd's state,
+//     every polecat's data) and other polecats' directories, whose names
+//     alone may be listed;
+//   - read, and write but for its worktree's .git and .beads: the
+//     polecat's own directory (its worktree); write: its rig's beads
+//     and the town's (mail), the few Gas Town directories gt keeps its
+//     running state in (heartbeats, nudge queue, locks, logs, events), in
+//     the rig's repository only the objects, remote-tracking refs and the
+//     worktree's own directory, gt's own files in HOME (~/.gt), bd's
+//     circuit breaker (/tmp/beads-circuit) and a temporary directory of
+//     the polecat's own;
+//   - nothing is run from the town, the worktree, the beads or HOME, so no
+//     hook a polecat could write (git's, bd's) runs.
+func (s *Service) policy(p place, tmp string) confine.Policy {
+	rules := confine.System()
+	for _, d := range s.binDirs {
+		rules = append(rules, confine.Rule{Path: d, Access: confine.Read | confine.Exec})
+	}
+	for _, b := range s.bins {
+		rules = append(rules, confine.Rule{Path: b, Access: confine.Read | confine.Exec})
+	}
+	rules = append(rules, townReadable(p)...)
+	rw := func(paths ...string) {
+		for _, path := range paths {
+			if path != "" {
+				rules = append(rules, confine.Rule{Path: path, Access: confine.Read | confine.Write})
+			}
+		}
+	}
+	if p.polecat != "" {
+		rules = append(rules, confine.Rule{Path: p.polecat, Access: confine.Read})
+	}
+	rw(ownEntries(p)...)
+	rw(p.beads, tmp, filepath.Join(s.home, ".gt"), beadsCircuit)
+	rw(gasTownState(p.town)...)
+	if p.rig != "" {
+		rw(filepath.Join(p.repo, "objects"), filepath.Join(p.repo, "refs", "remotes"), filepath.Join(p.repo, "logs"), p.gitdir)
+	}
+	if s.dir != "" {
+		rules = append(rules, confine.Rule{Path: filepath.Join(s.dir, "gitconfig"), Access: confine.Read})
+	}
+	return confine.Policy{Rules: rules}
+}
+
+// ownEntries is what a relayed command may write of the polecat's own
+// directory: every entry in it and in its worktree but the worktree's
+// .git and .beads, which steer git and bd (and Gas Town's own processes
+// run there unconfined), and which locate checks instead. New entries
+// cannot be made at the top of either (a rule covers what exists).
+func ownEntries(p place) []string {
+	var out []string
+	entries, _ := os.ReadDir(p.polecat)
+	for _, e := range entries {
+		if path := filepath.Join(p.polecat, e.Name()); path != p.worktree {
+			out = append(out, path)
+		}
+	}
+	if p.worktree != "" {
+		entries, _ := os.ReadDir(p.worktree)
+		for _, e := range entries {
+			if e.Name() != ".git" && e.Name() != ".beads" {
+				out = append(out, filepath.Join(p.worktree, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// beadsCircuit is where bd keeps its Dolt circuit breaker's state (a
+// fixed path in bd v1.0.0, written on every connection).
+const beadsCircuit = "/tmp/beads-circuit"
+
+// gasTownState is the town's files and directories gt writes as it runs
+// for a polecat: the town's beads (mail), its heartbeat, the nudge queue
+// and poller, locks, the town log, channel events and the event log.
+func gasTownState(town string) []string {
+	runtime := filepath.Join(town, ".runtime")
+	return []string{
+		filepath.Join(town, ".beads"),
+		filepath.Join(runtime, "heartbeats"), filepath.Join(runtime, "nudge_queue"),
+		filepath.Join(runtime, "nudge_poller"), filepath.Join(runtime, "locks"),
+		filepath.Join(town, "logs"), filepath.Join(town, "events"),
+		filepath.Join(town, ".events.jsonl"), filepath.Join(town, ".events.jsonl.lock"),
+	}
+}
+
+// gasTownDirs are the directories of gasTownState hostd makes when they
+// are missing, so that their rules can be given (a rule needs its path
+// to exist; gt would make them on first use, as the operator).
+func gasTownDirs(town string) []string {
+	var dirs []string
+	for _, d := range gasTownState(town) {
+		if !strings.HasSuffix(d, ".jsonl") && !strings.HasSuffix(d, ".lock") && filepath.Base(d) != ".beads" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// townReadable is a read rule for each entry of the town but .runtime,
+// and, in each rig (a directory with polecats/), for each entry but the
+// other polecats' directories.
+func townReadable(p place) []confine.Rule {
+	var rules []confine.Rule
+	read := func(path string) { rules = append(rules, confine.Rule{Path: path, Access: confine.Read}) }
+	entries, _ := os.ReadDir(p.town)
+	for _, e := range entries {
+		path := filepath.Join(p.town, e.Name())
+		switch {
+		case e.Name() == ".runtime":
+		case e.IsDir() && isRealDir(p.town, filepath.Join(path, "polecats")):
+			rigEntries, _ := os.ReadDir(path)
+			for _, re := range rigEntries {
+				if re.Name() != "polecats" {
+					read(filepath.Join(path, re.Name()))
+				}
+			}
+			rules = append(rules, confine.Rule{Path: filepath.Join(path, "polecats"), Access: confine.List}) // gt status lists them
+			polecats, _ := os.ReadDir(filepath.Join(path, "polecats"))
+			for _, pe := range polecats {
+				if strings.HasPrefix(pe.Name(), ".") {
+					read(filepath.Join(path, "polecats", pe.Name()))
+				}
+			}
+		default:
+			read(path)
+		}
+	}
+	return rules
+}
+
+// runnableDirs is the directories of PATH whose every file relayed
+// commands may read and run: not the town, HOME, nor one holding either or
+// inside the town (a binary kept there is granted alone, as a file); each
+// left out is logged.
+func (s *Service) runnableDirs(path []string) []string {
+	var out []string
+	for _, d := range path {
+		d = filepath.Clean(d)
+		switch {
+		case !filepath.IsAbs(d):
+		case s.cfg.Town != "" && (inside(d, s.cfg.Town) || inside(s.cfg.Town, d)), s.home != "" && inside(d, s.home):
+			s.log.Warn("relay: relayed commands may not read or run everything in this PATH directory: it holds the town or HOME, or lies in the town",
+				"dir", d)
+		default:
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// place is where a polecat's relayed commands run and what they work on,
+// found from the host's own view of the town: Gas Town's layout, each
+// directory reached without following a symlink, and the few files Gas
+// Town writes that say where things are (the rig's beads redirect, the
+// worktree's .git) read only where hostd can tell Gas Town wrote them.
+type place struct {
+	town    string
+	rig     string // <town>/<rig>
+	polecat string // <town>/<rig>/polecats/<name>, "" when it is not a directory
+	// worktree is the polecat's worktree, "" when there is none; dir is
+	// where gt runs: the worktree, else the rig's directory, else the town.
+	worktree, dir string
+	// beads is the rig's beads directory (<town>/<rig>/.beads, or where
+	// its redirect leads inside the rig), "" when the rig has none.
+	beads string
+	// repo is the rig's bare repository, gitdir the worktree's own
+	// directory inside it ("" when it cannot be told).
+	repo, gitdir string
+}
+
+// locate finds id's place in town, refusing a worktree whose files that
+// steer gt, bd and git (its .beads, its .git) are not as Gas Town and git
+// make them: a polecat could have written them, and relayed commands
+// would follow them out of its place.
+func locate(town string, id wire.Identity) (place, error) {
+	p := place{town: town, rig: filepath.Join(town, id.Rig), repo: filepath.Join(town, id.Rig, ".repo.git")}
+	p.dir = workDir(town, id)
+	if !isRealDir(town, p.rig) {
+		p.rig = ""
+		return p, nil
+	}
+	if d := filepath.Join(p.rig, "polecats", id.Name); isRealDir(town, d) {
+		p.polecat = d
+	}
+	if p.dir == worktree(town, id) {
+		p.worktree = p.dir
+	}
+	p.beads = rigBeads(town, p.rig)
+	if p.worktree == "" {
+		return p, nil
+	}
+	if err := p.checkBeads(); err != nil {
+		return p, err
+	}
+	gitdir, err := p.worktreeGitdir()
+	if err != nil {
+		return p, err
+	}
+	p.gitdir = gitdir
+	return p, nil
+}
+
+// isRealDir says whether path, below town, is a directory reached
+// through directories alone (Lstat on each component below the town).
+func isRealDir(town, path string) bool {
+	rel, err := filepath.Rel(town, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return false
+	}
+	dir := town
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		if c == "." {
+			continue
+		}
+		dir = filepath.Join(dir, c)
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// rigBeads is the rig's beads directory: <rig>/.beads, or the directory
+// its redirect names (relative to the rig, or absolute) when that lies in
+// the rig, as gt rig add writes it for a repository that tracks .beads
+// (mayor/rig/.beads); the town's when the rig has none, as Gas Town then
+// redirects its polecats there; "" when none is a real directory.
+func rigBeads(town, rig string) string {
+	beads := filepath.Join(rig, ".beads")
+	if !isRealDir(town, beads) {
+		if townBeads := filepath.Join(town, ".beads"); isRealDir(town, townBeads) {
+			return townBeads
+		}
+		return ""
+	}
+	target, ok := readRedirect(filepath.Join(beads, "redirect"), rig)
+	if !ok {
+		return beads
+	}
+	if inside(rig, target) && isRealDir(town, target) {
+		return target
+	}
+	return ""
+}
+
+// readRedirect reads a beads redirect file (a path, relative to base or
+// absolute, on its first line) without following a symlink; ok is false
+// when there is none or it is not a regular file.
+func readRedirect(path, base string) (string, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(line) {
+		line = filepath.Join(base, line)
+	}
+	return filepath.Clean(line), true
+}
+
+// inside says whether path is dir or below it.
+func inside(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// beadsSteering are what bd and gt read in a worktree's .beads to decide
+// where the beads are, how to reach them and what to run; Gas Town puts
+// none of them there (it writes only the redirect, and removes
+// metadata.json).
+var beadsSteering = []string{"hooks", ".env", "config.local.yaml", "metadata.json", "dolt-server.port"}
+
+// checkBeads refuses a worktree whose .beads is a symlink, holds what
+// Gas Town never puts there, or redirects anywhere but to the rig's beads
+// (gt follows the redirect for every bd it runs, bd for its database).
+func (p place) checkBeads() error {
+	dir := filepath.Join(p.worktree, ".beads")
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the polecat's worktree: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("the polecat's worktree has %s as a %s, not a directory: relayed commands would follow it; remove it on the host (gt prime makes it again)", dir, fi.Mode().Type())
+	}
+	for _, name := range beadsSteering {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return fmt.Errorf("the polecat's worktree has %s, which Gas Town never puts there and would steer relayed bd: remove it on the host", filepath.Join(dir, name))
+		}
+	}
+	redirect := filepath.Join(dir, "redirect")
+	if _, err := os.Lstat(redirect); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	target, ok := readRedirect(redirect, p.worktree)
+	if !ok || p.beads == "" || target != p.beads {
+		return fmt.Errorf("the polecat's worktree has %s leading elsewhere than the rig's beads (%s): remove it on the host (gt prime writes Gas Town's)", redirect, orNone(p.beads))
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "there are none"
+	}
+	return s
+}
+
+// worktreeGitdir is the worktree's own directory in the rig's bare
+// repository, as git made it: <repo>/worktrees/<x>, a real directory,
+// whose gitdir file names the worktree's .git, which names it back. A
+// .git that is anything else (a polecat could have rewritten it) is
+// refused: git in the worktree would read its configuration and hooks
+// from where it points.
+func (p place) worktreeGitdir() (string, error) {
+	dotgit := filepath.Join(p.worktree, ".git")
+	fi, err := os.Lstat(dotgit)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	bad := fmt.Errorf("the polecat's worktree has a .git that does not lead into the rig's repository %s: git would run from elsewhere; remove the worktree on the host (gt polecat nuke)", p.repo)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", bad
+	}
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", bad
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
+	if !ok || !filepath.IsAbs(gitdir) || filepath.Clean(gitdir) != gitdir || filepath.Dir(gitdir) != filepath.Join(p.repo, "worktrees") ||
+		!isRealDir(p.town, gitdir) {
+		return "", bad
+	}
+	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
+	if err != nil || strings.TrimSpace(string(back)) != dotgit {
+		return "", bad
+	}
+	return gitdir, nil
+}
+
+// origins is the URLs of the rig's origin as its bare repository's
+// configuration (Gas Town's, which no polecat can write) names them:
+// remote "origin"'s url and pushurl, read as 'git remote add' writes them.
+func (p place) origins() []string {
+	data, err := os.ReadFile(filepath.Join(p.repo, "config"))
+	if err != nil {
+		return nil
+	}
+	var urls []string
+	section := ""
+	for sc := bufio.NewScanner(bytes.NewReader(data)); sc.Scan(); {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			section = line
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.ToLower(strings.TrimSpace(key)), strings.Trim(strings.TrimSpace(value), `"`)
+		if ok && value != "" && section == `[remote "origin"]` && (key == "url" || key == "pushurl") {
+			urls = append(urls, value)
+		}
+	}
+	return urls
+}
