@@ -192,3 +192,43 @@ func TestGitPushGithooksIntoHostWorktree(t *testing.T) {
 		t.Error("a commit on the host ran the polecat's pre-commit hook")
 	}
 }
+
+// TestGitWorktreeGuardSkip: with git.worktree_guard=skip, hostd (as its
+// own push-to-checkout hook) lets a push the guard does not pass land and
+// leaves the host worktree as it was, logging why; the next push it
+// passes brings the worktree up to date.
+func TestGitWorktreeGuardSkip(t *testing.T) {
+	g := NewGitTown(t, "--git-upstream=false", "--git-worktree-guard", "skip")
+	url := g.Polecat(t, "furiosa")
+	const branch = "polecat/furiosa-mk3x9d"
+	host, work := hostWorktree(t, g, url, branch)
+
+	commitFiles(t, g, work, "hooked", map[string]string{".beads/hooks/on_create": "#!/bin/sh\n", "work1": "1\n"}, ".beads/hooks/on_create")
+	out, err := g.TryGit(work, "push", "origin", "HEAD:"+branch)
+	if err != nil || !strings.Contains(out, "its host worktree is not updated (git.worktree_guard=skip)") {
+		t.Fatalf("push the guard skips: %v\n%s", err, out)
+	}
+	if got, want := g.Git(t, g.Repo, "rev-parse", branch), g.Git(t, work, "rev-parse", "HEAD"); got != want {
+		t.Errorf("the skipped push did not land: %s, want %s", got, want)
+	}
+	for _, name := range []string{".beads", "work1"} {
+		if _, err := os.Lstat(filepath.Join(host, name)); err == nil {
+			t.Errorf("the skipped push wrote %s into the host worktree", name)
+		}
+	}
+	if !strings.Contains(g.Hostd.Output(), "push landed without updating its host worktree") {
+		t.Errorf("hostd logged no skip:\n%s", g.Hostd.Output())
+	}
+
+	g.Git(t, work, "rm", "-q", "-r", ".beads")
+	commitFiles(t, g, work, "unhooked", map[string]string{"work2": "2\n"})
+	g.Git(t, work, "push", "-q", "origin", "HEAD:"+branch)
+	if st := g.Git(t, host, "status", "--porcelain"); st != "" {
+		t.Errorf("the host worktree did not catch up:\n%s", st)
+	}
+	for _, name := range []string{"work1", "work2"} {
+		if _, err := os.Stat(filepath.Join(host, name)); err != nil {
+			t.Errorf("after catching up: %v", err)
+		}
+	}
+}

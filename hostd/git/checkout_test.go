@@ -229,6 +229,29 @@ func TestPreReceiveCheckout(t *testing.T) {
 	}
 }
 
+// serveClone serves town through a Service, configured by set, to
+// gastown/furiosa, and returns a clone of branch through it, whose origin
+// pushes through it, and the Service.
+func serveClone(t *testing.T, town, branch string, set func(*Config)) (string, *Service) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Town, cfg.HooksDir, cfg.TempDir = town, filepath.Join(town, "hooks"), t.TempDir()
+	cfg.RefreshAge, cfg.Reconcile, cfg.Logger = -1, -1, slog.New(slog.DiscardHandler)
+	set(&cfg)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
+	}))
+	t.Cleanup(srv.Close)
+	work := filepath.Join(t.TempDir(), "w")
+	gitIn(t, "", nil, "clone", "-q", "--branch", branch, srv.URL+"/v1/git/gastown", work)
+	return work, s
+}
+
 // TestPushIntoWorktree pushes through Service, with real git and the
 // real hooks, to a branch checked out in a linked worktree of the rig's
 // .repo.git, as Gas Town makes a polecat's host worktree: the push lands
@@ -242,22 +265,8 @@ func TestPushIntoWorktree(t *testing.T) {
 	town := t.TempDir()
 	repo := filepath.Join(town, "gastown", ".repo.git")
 	wt, main := worktreeRepo(t, repo)
-	cfg := DefaultConfig()
-	cfg.Town, cfg.HooksDir, cfg.TempDir = town, t.TempDir(), t.TempDir()
-	cfg.RefreshAge, cfg.Reconcile, cfg.Logger = -1, -1, slog.New(slog.DiscardHandler)
-	cfg.MaxPushSize, cfg.MaxCheckoutSize = 1<<20, 512<<10
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
-	}))
-	t.Cleanup(srv.Close)
 	const branch = "polecat/furiosa-wt"
-	work := filepath.Join(t.TempDir(), "w")
-	gitIn(t, "", nil, "clone", "-q", "--branch", branch, srv.URL+"/v1/git/gastown", work)
+	work, _ := serveClone(t, town, branch, func(cfg *Config) { cfg.MaxPushSize, cfg.MaxCheckoutSize = 1<<20, 512<<10 })
 	head := func() string { return gitIn(t, repo, nil, "rev-parse", "refs/heads/"+branch) }
 	push := func(commit, ref string) (string, error) {
 		return tryGit(t, work, nil, "push", "origin", commit+":refs/heads/"+ref)
