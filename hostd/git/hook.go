@@ -111,12 +111,14 @@ type update struct {
 // write its new tree once this hook accepts, and that tree is over the
 // bounds hostd passed (max_push_size bounds only the compressed pack: a
 // 64 MiB pack of zeros checks out to some 64 GiB) or would change what
-// host processes run or follow there (see guard): with
-// git.worktree_guard=skip, the latter lands instead, and push-to-checkout
-// leaves the worktree as it is, once it has checked, as it will again,
-// that the worktree can take a push at all. Refs checked out nowhere, and
-// deletions (git refuses to delete a checked-out branch), are not
-// listed. It returns the exit status.
+// host processes run or follow there (see guard). With
+// git.worktree_guard=skip the latter lands instead, recorded for
+// push-to-checkout to leave the worktree as it is; and a worktree that
+// cannot take a push at all (the host's own changes) is refused here, in
+// git's words, since push-to-checkout's refusal would reach the polecat
+// only as "push-to-checkout hook declined". Refs checked out nowhere, and
+// deletions (git refuses to delete a checked-out branch), are not listed.
+// It returns the exit status.
 func checkCheckouts(updates []update, stderr io.Writer) int {
 	gitDir := os.Getenv("GIT_DIR") // the hook runs in the repository, and git sets it
 	if gitDir == "" {
