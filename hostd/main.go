@@ -38,6 +38,8 @@ func main() {
 		os.Exit(git.RunPreReceive(os.Stdin, os.Stderr))
 	case git.PostReceive:
 		os.Exit(git.RunPostReceive(os.Stdin))
+	case git.PushToCheckout:
+		os.Exit(git.RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
 	os.Exit(exit.Code(newRoot().Execute(), "hostd", stderr))
 }

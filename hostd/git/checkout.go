@@ -46,30 +46,51 @@ func checkoutBoundsFromEnv() (checkoutBounds, error) {
 	return b, nil
 }
 
-// checkedOutBranches is the set of refs checked out in the repository at
-// gitDir (a bare one's HEAD, which git skips, only makes this set larger)
+// worktree is a working tree of the repository the hook runs in: admin is
+// its administrative directory (the repository itself for the main
+// worktree, worktrees/<id> for a linked one), dir the directory checked
+// out there, "" for a bare repository's main worktree, which has none,
+// and for a linked worktree whose record git would not read either.
+type worktree struct {
+	admin, dir string
+}
+
+// checkedOutWorktrees maps each ref checked out in the repository at
+// gitDir (a bare one's HEAD, which git skips, only makes this map larger)
 // and in each of its linked worktrees, with the branches a worktree is
 // rebasing or bisecting, which receive-pack treats as checked out there
-// too. A repository without linked worktrees has none to read beyond its
-// HEAD.
-func checkedOutBranches(gitDir string) (map[string]bool, error) {
-	admin := []string{gitDir}
+// too, to the worktrees it is checked out in. A repository without linked
+// worktrees has none to read beyond its HEAD.
+func checkedOutWorktrees(gitDir string) (map[string][]worktree, error) {
+	gitDir, err := filepath.Abs(gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the repository: %w", err)
+	}
+	main, err := mainWorktree(gitDir)
+	if err != nil {
+		return nil, err
+	}
+	wts := []worktree{main}
 	entries, err := os.ReadDir(filepath.Join(gitDir, "worktrees"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("listing the repository's worktrees: %w", err)
 	}
 	for _, e := range entries {
-		admin = append(admin, filepath.Join(gitDir, "worktrees", e.Name()))
+		wt := worktree{admin: filepath.Join(gitDir, "worktrees", e.Name())}
+		if b, err := os.ReadFile(filepath.Join(wt.admin, "gitdir")); err == nil && filepath.IsAbs(strings.TrimSpace(string(b))) {
+			wt.dir = filepath.Dir(strings.TrimSpace(string(b))) // gitdir names <dir>/.git
+		}
+		wts = append(wts, wt)
 	}
-	refs := map[string]bool{}
-	for _, dir := range admin {
+	refs := map[string][]worktree{}
+	for _, wt := range wts {
 		for _, name := range []string{"HEAD", "rebase-merge/head-name", "rebase-apply/head-name", "BISECT_START"} {
-			b, err := os.ReadFile(filepath.Join(dir, name))
+			b, err := os.ReadFile(filepath.Join(wt.admin, name))
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s of worktree %s: %w", name, filepath.Base(dir), err)
+				return nil, fmt.Errorf("reading %s of worktree %s: %w", name, filepath.Base(wt.admin), err)
 			}
 			s := strings.TrimSpace(string(b))
 			switch name {
@@ -81,10 +102,26 @@ func checkedOutBranches(gitDir string) (map[string]bool, error) {
 			case "BISECT_START": // a branch's short name, or a commit id that names no branch
 				s = "refs/heads/" + s
 			}
-			refs[s] = true
+			if !slices.Contains(refs[s], wt) {
+				refs[s] = append(refs[s], wt)
+			}
 		}
 	}
 	return refs, nil
+}
+
+// mainWorktree is the repository at gitDir as its main worktree: with no
+// directory when it is bare (Gas Town's .repo.git), else the directory
+// its .git is in.
+func mainWorktree(gitDir string) (worktree, error) {
+	out, err := exec.Command("git", "--git-dir="+gitDir, "rev-parse", "--is-bare-repository").Output()
+	if err != nil {
+		return worktree{}, fmt.Errorf("asking whether the repository is bare: %w", err)
+	}
+	if strings.TrimSpace(string(out)) == "true" {
+		return worktree{admin: gitDir}, nil
+	}
+	return worktree{admin: gitDir, dir: filepath.Dir(gitDir)}, nil
 }
 
 // over reports whether checking out commit's tree would go over b, and if
@@ -92,8 +129,9 @@ func checkedOutBranches(gitDir string) (map[string]bool, error) {
 // tree (git ls-tree, in the quarantine the hook runs in, where the pushed
 // objects are readable), stopping as soon as either bound is passed, and
 // weighs the blob sizes by how much the tree's own .gitattributes may make
-// checkout grow them (see attributeGrowth).
-func (b checkoutBounds) over(commit string) (setting, why string, err error) {
+// checkout grow them (see attributeGrowth). visit, when not nil, is given
+// each entry but trees as it is listed, until then.
+func (b checkoutBounds) over(commit string, visit func(mode, oid, path string)) (setting, why string, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "ls-tree", "-r", "-t", "-l", "-z", commit)
@@ -120,6 +158,9 @@ func (b checkoutBounds) over(commit string) (setting, why string, err error) {
 			return "", "", fmt.Errorf("listing the tree of %s: unexpected line %q", commit, truncate(sc.Text()))
 		}
 		files++
+		if visit != nil && f[1] != "tree" {
+			visit(f[0], f[2], string(path))
+		}
 		if n, err := strconv.ParseInt(f[3], 10, 64); err == nil { // "-" for trees and submodules
 			size += n
 		}

@@ -2,16 +2,19 @@ package git
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,12 +54,15 @@ type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// file is one entry of a tree commitTree makes: a blob of data, or the
-// tree of commit dir.
+// file is one entry of a tree commitTree makes: a blob of data (with
+// mode, 100644 when empty: 100755, or 120000 for a symlink to data), a
+// gitlink (mode 160000) to the commit id data holds, or the tree of
+// commit dir.
 type file struct {
 	name string
 	data io.Reader
 	dir  string
+	mode string
 }
 
 // commitTree writes files as a tree and a commit of it on parent (none
@@ -70,8 +76,13 @@ func commitTree(t *testing.T, dir, parent string, files ...file) string {
 			fmt.Fprintf(&tree, "040000 tree %s\t%s\n", gitIn(t, dir, nil, "rev-parse", f.dir+"^{tree}"), f.name)
 			continue
 		}
+		if f.mode == "160000" {
+			id, _ := io.ReadAll(f.data)
+			fmt.Fprintf(&tree, "160000 commit %s\t%s\n", id, f.name)
+			continue
+		}
 		id := gitIn(t, dir, f.data, "hash-object", "-w", "--no-filters", "--stdin")
-		fmt.Fprintf(&tree, "100644 blob %s\t%s\n", id, f.name)
+		fmt.Fprintf(&tree, "%s blob %s\t%s\n", cmp.Or(f.mode, "100644"), id, f.name)
 	}
 	args := []string{"commit-tree", "-m", "t", gitIn(t, dir, strings.NewReader(tree.String()), "mktree")}
 	if parent != "" {
@@ -97,13 +108,15 @@ func worktreeRepo(t *testing.T, repo string) (wt, main string) {
 	return wt, main
 }
 
-// TestCheckedOutBranches: the branches git's updateInstead would write
-// into a worktree: those checked out in linked worktrees, and those a
-// worktree is rebasing or bisecting; not a detached worktree's.
-func TestCheckedOutBranches(t *testing.T) {
+// TestCheckedOutWorktrees: the branches git's updateInstead would write
+// into a worktree, and the worktrees: those checked out in linked
+// worktrees, and those a worktree is rebasing or bisecting; not a detached
+// worktree's. A bare repository's HEAD counts, with no directory.
+func TestCheckedOutWorktrees(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "repo.git")
 	gitIn(t, "", nil, "init", "-q", "--bare", "-b", "main", repo)
-	if got, err := checkedOutBranches(repo); err != nil || len(got) != 1 || !got["refs/heads/main"] {
+	bare := worktree{admin: repo}
+	if got, err := checkedOutWorktrees(repo); err != nil || len(got) != 1 || !slices.Equal(got["refs/heads/main"], []worktree{bare}) {
 		t.Fatalf("no worktrees: %v %v, want only the bare repository's HEAD", got, err)
 	}
 	main := commitTree(t, repo, "", text("README", "hello\n"))
@@ -121,17 +134,14 @@ func TestCheckedOutBranches(t *testing.T) {
 	_ = os.MkdirAll(filepath.Join(admin("b"), "rebase-merge"), 0o755)
 	_ = os.WriteFile(filepath.Join(admin("b"), "rebase-merge", "head-name"), []byte("refs/heads/polecat/furiosa-b\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(admin("c"), "BISECT_START"), []byte("polecat/nux-c\n"), 0o644)
-	got, err := checkedOutBranches(repo)
+	got, err := checkedOutWorktrees(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"refs/heads/main", "refs/heads/polecat/furiosa-a", "refs/heads/polecat/furiosa-b", "refs/heads/polecat/nux-c"}
-	for _, r := range want {
-		if !got[r] {
-			t.Errorf("%s not found checked out in %v", r, got)
-		}
-	}
-	if len(got) != len(want) {
+	in := func(wt string) []worktree { return []worktree{{admin: admin(wt), dir: filepath.Join(dir, wt)}} }
+	want := map[string][]worktree{"refs/heads/main": {bare}, "refs/heads/polecat/furiosa-a": in("a"),
+		"refs/heads/polecat/furiosa-b": in("b"), "refs/heads/polecat/nux-c": in("c")}
+	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("checked out: %v, want %v", got, want)
 	}
 }
@@ -165,6 +175,7 @@ func TestPreReceiveCheckout(t *testing.T) {
 	t.Setenv(IdentityEnv, "gastown/furiosa")
 	t.Setenv(PatternsEnv, strings.Join(DefaultBranchPatterns, ","))
 	t.Setenv(PolecatsEnv, "furiosa")
+	t.Setenv(WorktreeGuardEnv, GuardRefuse)
 	const wt, other = "refs/heads/polecat/furiosa-wt", "refs/heads/polecat/furiosa-other"
 	zero := strings.Repeat("0", 40)
 	cases := []struct {
@@ -218,6 +229,29 @@ func TestPreReceiveCheckout(t *testing.T) {
 	}
 }
 
+// serveClone serves town through a Service, configured by set, to
+// gastown/furiosa, and returns a clone of branch through it, whose origin
+// pushes through it, and the Service.
+func serveClone(t *testing.T, town, branch string, set func(*Config)) (string, *Service) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Town, cfg.HooksDir, cfg.TempDir = town, filepath.Join(town, "hooks"), t.TempDir()
+	cfg.RefreshAge, cfg.Reconcile, cfg.Logger = -1, -1, slog.New(slog.DiscardHandler)
+	set(&cfg)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
+	}))
+	t.Cleanup(srv.Close)
+	work := filepath.Join(t.TempDir(), "w")
+	gitIn(t, "", nil, "clone", "-q", "--branch", branch, srv.URL+"/v1/git/gastown", work)
+	return work, s
+}
+
 // TestPushIntoWorktree pushes through Service, with real git and the
 // real hooks, to a branch checked out in a linked worktree of the rig's
 // .repo.git, as Gas Town makes a polecat's host worktree: the push lands
@@ -231,22 +265,8 @@ func TestPushIntoWorktree(t *testing.T) {
 	town := t.TempDir()
 	repo := filepath.Join(town, "gastown", ".repo.git")
 	wt, main := worktreeRepo(t, repo)
-	cfg := DefaultConfig()
-	cfg.Town, cfg.HooksDir, cfg.TempDir = town, t.TempDir(), t.TempDir()
-	cfg.RefreshAge, cfg.Reconcile, cfg.Logger = -1, -1, slog.New(slog.DiscardHandler)
-	cfg.MaxPushSize, cfg.MaxCheckoutSize = 1<<20, 512<<10
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
-	}))
-	t.Cleanup(srv.Close)
 	const branch = "polecat/furiosa-wt"
-	work := filepath.Join(t.TempDir(), "w")
-	gitIn(t, "", nil, "clone", "-q", "--branch", branch, srv.URL+"/v1/git/gastown", work)
+	work, _ := serveClone(t, town, branch, func(cfg *Config) { cfg.MaxPushSize, cfg.MaxCheckoutSize = 1<<20, 512<<10 })
 	head := func() string { return gitIn(t, repo, nil, "rev-parse", "refs/heads/"+branch) }
 	push := func(commit, ref string) (string, error) {
 		return tryGit(t, work, nil, "push", "origin", commit+":refs/heads/"+ref)

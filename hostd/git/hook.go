@@ -37,6 +37,14 @@ const (
 	// LimitEnv names the file pre-receive writes the setting to when it
 	// refuses a push for going over one, for hostd to count.
 	LimitEnv = "SIDECAR_LIMIT_FILE"
+	// WorktreeGuardEnv carries git.worktree_guard (GuardRefuse or
+	// GuardSkip): what a push gets that would change, in a host worktree
+	// where its branch is checked out, what host processes run or follow.
+	WorktreeGuardEnv = "SIDECAR_WORKTREE_GUARD"
+	// WorktreeRecordEnv names the file pre-receive records there what the
+	// guard refused or skipped, for hostd to log and for push-to-checkout
+	// to skip.
+	WorktreeRecordEnv = "SIDECAR_WORKTREE_RECORD"
 )
 
 // RunPreReceive is the pre-receive hook: it refuses the whole push unless
@@ -45,8 +53,9 @@ const (
 // points at main would move main), and then unless each of those checked
 // out in a worktree of the repository, which the push would update
 // (receive.denyCurrentBranch=updateInstead), has a tree within the checkout
-// bounds (see checkCheckouts). Without an identity or the rig's branch
-// patterns it refuses everything. It returns the exit status.
+// bounds that changes there nothing host processes run or follow (see
+// checkCheckouts). Without an identity or the rig's branch patterns it
+// refuses everything. It returns the exit status.
 func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	id, err := wire.ParseIdentity(os.Getenv(IdentityEnv))
 	if err != nil {
@@ -98,25 +107,34 @@ type update struct {
 
 // checkCheckouts refuses the push when one of updates is to a branch
 // checked out in a worktree of the repository (Gas Town's
-// <town>/<rig>/polecats/<name>/<rig> is one of .repo.git) whose new tree
-// is over the bounds hostd passed: git would write that tree there once
-// this hook accepts, and max_push_size bounds only the compressed pack (a
-// 64 MiB pack of zeros checks out to some 64 GiB). Refs checked out
-// nowhere, and deletions (git refuses to delete a checked-out branch), are
-// not listed. It returns the exit status.
+// <town>/<rig>/polecats/<name>/<rig> is one of .repo.git), where git would
+// write its new tree once this hook accepts, and that tree is over the
+// bounds hostd passed (max_push_size bounds only the compressed pack: a
+// 64 MiB pack of zeros checks out to some 64 GiB) or would change what
+// host processes run or follow there (see guard). With
+// git.worktree_guard=skip the latter lands instead, recorded for
+// push-to-checkout to leave the worktree as it is; and a worktree that
+// cannot take a push at all (the host's own changes) is refused here, in
+// git's words, since push-to-checkout's refusal would reach the polecat
+// only as "push-to-checkout hook declined". Refs checked out nowhere, and
+// deletions (git refuses to delete a checked-out branch), are not listed.
+// It returns the exit status.
 func checkCheckouts(updates []update, stderr io.Writer) int {
 	gitDir := os.Getenv("GIT_DIR") // the hook runs in the repository, and git sets it
 	if gitDir == "" {
 		gitDir = "."
 	}
-	checked, err := checkedOutBranches(gitDir)
+	checked, err := checkedOutWorktrees(gitDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "push refused: %v\n", err)
 		return 1
 	}
 	var bounds *checkoutBounds
+	mode := ""
+	var recs []worktreeRecord
 	for _, u := range updates {
-		if !checked[u.ref] || strings.Trim(u.newID, "0") == "" {
+		wts := checked[u.ref]
+		if len(wts) == 0 || strings.Trim(u.newID, "0") == "" {
 			continue
 		}
 		if bounds == nil {
@@ -126,8 +144,20 @@ func checkCheckouts(updates []update, stderr io.Writer) int {
 				return 1
 			}
 			bounds = &b
+			if mode = os.Getenv(WorktreeGuardEnv); mode != GuardRefuse && mode != GuardSkip {
+				fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree and hostd gave no valid %s (%s is %q)\n", u.ref, worktreeGuardSetting, WorktreeGuardEnv, mode)
+				return 1
+			}
 		}
-		setting, why, err := bounds.over(u.newID)
+		g, err := newGuard(wts)
+		if err != nil {
+			fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree: %v\n", u.ref, err)
+			return 1
+		}
+		setting, why, err := bounds.over(u.newID, g.visit)
+		if err == nil && setting == "" {
+			err = g.finish()
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree: %v\n", u.ref, err)
 			return 1
@@ -138,8 +168,83 @@ func checkCheckouts(updates []update, stderr io.Writer) int {
 			recordLimit(setting)
 			return 1
 		}
+		for _, wt := range wts {
+			if wt.dir == "" {
+				continue
+			}
+			rec, err := judgeWorktree(g, wt, u, mode)
+			if err != nil {
+				fmt.Fprintf(stderr, "push refused: %s is checked out in a host worktree: %v\n", u.ref, err)
+				return 1
+			}
+			if rec == nil {
+				continue
+			}
+			recs = append(recs, *rec)
+			if mode == GuardRefuse {
+				fmt.Fprintf(stderr, "refusing %s: it is checked out in a host worktree, which this push would update, and there it would change what host processes run or follow (%s=%s):\n%s", u.ref, worktreeGuardSetting, mode, listPaths(*rec))
+				fmt.Fprintf(stderr, "push refused: nothing was changed. A branch of yours checked out nowhere on the host takes these commits.\n")
+				return finishRecords(recs, 1, stderr)
+			}
+			fmt.Fprintf(stderr, "%s lands, but its host worktree is not updated (%s=%s): there this push would change what host processes run or follow:\n%s", u.ref, worktreeGuardSetting, mode, listPaths(*rec))
+		}
 	}
-	return 0
+	return finishRecords(recs, 0, stderr)
+}
+
+// maxListed bounds the paths one record lists.
+const maxListed = 10
+
+// judgeWorktree judges u's commit, which g has been fed, for the worktree
+// wt; with GuardSkip it first refuses a worktree that cannot take a push
+// at all, as push-to-checkout would, with git's words. It returns the
+// record of what the guard refused or skipped, nil when it found nothing.
+func judgeWorktree(g *guard, wt worktree, u update, mode string) (*worktreeRecord, error) {
+	if mode == GuardSkip {
+		base, err := worktreeBase(wt)
+		if err == nil {
+			err = worktreeReady(wt, base)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	vs, err := g.judge(wt)
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	rec := &worktreeRecord{Action: mode, Ref: u.ref, Commit: u.newID, Worktree: wt.dir, Admin: wt.admin}
+	for i, v := range vs {
+		if i == maxListed {
+			rec.More = len(vs) - i
+			break
+		}
+		rec.Paths = append(rec.Paths, quote(v.path)+": "+v.why)
+	}
+	return rec, nil
+}
+
+// listPaths is rec's paths, one a line, for the pushing polecat.
+func listPaths(rec worktreeRecord) string {
+	var b strings.Builder
+	for _, p := range rec.Paths {
+		fmt.Fprintf(&b, "  %s\n", p)
+	}
+	if rec.More > 0 {
+		fmt.Fprintf(&b, "  and %d more\n", rec.More)
+	}
+	return b.String()
+}
+
+// finishRecords writes recs to the file hostd named and returns code; a
+// push whose records cannot be written is refused, since push-to-checkout
+// skips only what they list.
+func finishRecords(recs []worktreeRecord, code int, stderr io.Writer) int {
+	if err := writeRecords(os.Getenv(WorktreeRecordEnv), recs); err != nil {
+		fmt.Fprintf(stderr, "push refused: %v\n", err)
+		return 1
+	}
+	return code
 }
 
 // recordLimit writes the setting a push went over to the file hostd named,

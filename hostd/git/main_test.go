@@ -15,6 +15,8 @@ func TestMain(m *testing.M) {
 		os.Exit(RunPreReceive(os.Stdin, os.Stderr))
 	case PostReceive:
 		os.Exit(RunPostReceive(os.Stdin))
+	case PushToCheckout:
+		os.Exit(RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -9,10 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics count git requests by service and outcome, and their bytes.
+// metrics count git requests by service and outcome, their bytes, and
+// what the host worktree guard did.
 type metrics struct {
 	requests *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
+	guard    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -21,12 +23,14 @@ func newMetrics() *metrics {
 			Help: "Git smart HTTP requests, by service (upload-pack, receive-pack, other) and outcome (ok, refused, error)."}, []string{"service", "outcome"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_git_bytes_total",
 			Help: "Bytes of git requests, by service and direction (in: from the polecat, out: to it)."}, []string{"service", "direction"}),
+		guard: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_git_worktree_guard_total",
+			Help: "Pushed refs whose checkout in a host worktree would have changed what host processes run or follow there, by action (refuse: the push refused; skip: it landed, the worktree not updated), as git.worktree_guard chose."}, []string{"action"}),
 	}
 }
 
 // Collectors are the git service's metrics, for hostd to register.
 func (s *Service) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.metrics.requests, s.metrics.bytes}
+	return []prometheus.Collector{s.metrics.requests, s.metrics.bytes, s.metrics.guard}
 }
 
 // observe counts one request. The labels come from a fixed set, never

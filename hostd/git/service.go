@@ -72,6 +72,13 @@ type Config struct {
 	// The pre-receive hook refuses a push over either before anything is
 	// written; pushes of branches checked out nowhere are not counted.
 	MaxCheckoutSize, MaxCheckoutFiles int
+	// WorktreeGuard is what a push gets whose checkout in a host worktree
+	// would change what host processes run or follow there: a symlink
+	// resolving outside the worktree, anything under .beads, .githooks or
+	// the worktree's core.hooksPath. GuardRefuse refuses the push, naming
+	// the paths; GuardSkip lets it land and leaves the worktree as it was
+	// (push-to-checkout), the reason logged.
+	WorktreeGuard string
 	// TempDir holds each push's record of landed refs; it is emptied at
 	// start.
 	TempDir string
@@ -88,7 +95,8 @@ type Config struct {
 // polecat, a request over waiting 10 s; ends requests idle for a minute;
 // takes pushes up to 64 MiB, and into a host worktree a checkout of up to
 // 1 GiB in 250,000 files and directories (three times the Linux kernel's
-// tree); reconciles with origin every 5 minutes.
+// tree) that changes nothing host processes run or follow there (refused
+// otherwise); reconciles with origin every 5 minutes.
 // Town, HooksDir, TempDir, Upstream, Branches, Polecats and KnownPolecats
 // have no default.
 func DefaultConfig() Config {
@@ -102,6 +110,7 @@ func DefaultConfig() Config {
 		MaxPushSize:            64 << 20,         // at least 1
 		MaxCheckoutSize:        1 << 30,          // at least 1
 		MaxCheckoutFiles:       250_000,          // at least 1
+		WorktreeGuard:          GuardRefuse,      // or GuardSkip
 		Reconcile:              5 * time.Minute,  // negative: never reconcile
 		Logger:                 slog.Default(),
 	}
@@ -126,6 +135,9 @@ func (c Config) Validate() error {
 		settings.Positive("MaxPushSize", c.MaxPushSize),
 		settings.Positive("MaxCheckoutSize", c.MaxCheckoutSize),
 		settings.Positive("MaxCheckoutFiles", c.MaxCheckoutFiles),
+	}
+	if c.WorktreeGuard != GuardRefuse && c.WorktreeGuard != GuardSkip {
+		errs = append(errs, settings.Invalid("WorktreeGuard", c.WorktreeGuard, fmt.Errorf("it must be %s or %s", GuardRefuse, GuardSkip)))
 	}
 	for rig, list := range c.Branches {
 		if _, err := ParseBranchPatterns(list); err != nil {
@@ -168,15 +180,15 @@ type Service struct {
 
 type idKey struct{}
 
-// New prepares the hooks directory (pre-receive and post-receive as links
-// to this hostd binary) and the service; zero Config fields take
-// DefaultConfig's.
+// New prepares the hooks directory (pre-receive, post-receive and, with
+// GuardSkip, push-to-checkout as links to this hostd binary) and the
+// service; zero Config fields take DefaultConfig's.
 func New(cfg Config) (*Service, error) {
 	settings.FillZero(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
-	if err := installHooks(cfg.HooksDir); err != nil {
+	if err := installHooks(cfg.HooksDir, cfg.WorktreeGuard == GuardSkip); err != nil {
 		return nil, err
 	}
 	if err := resetDir(cfg.TempDir); err != nil {
@@ -188,8 +200,10 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// installHooks links pre-receive and post-receive to the running binary.
-func installHooks(dir string) error {
+// installHooks links pre-receive and post-receive to the running binary,
+// and push-to-checkout when skip (or removes the one an earlier hostd
+// left: without it git updates worktrees itself).
+func installHooks(dir string, skip bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding hostd's own binary for the git hooks: %w", err)
@@ -197,9 +211,14 @@ func installHooks(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating git hooks directory: %w", err)
 	}
-	for _, h := range []string{PreReceive, PostReceive} {
+	for _, h := range []string{PreReceive, PostReceive, PushToCheckout} {
 		p := filepath.Join(dir, h)
-		_ = os.Remove(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("replacing git %s hook: %w", h, err)
+		}
+		if h == PushToCheckout && !skip {
+			continue
+		}
 		if err := os.Symlink(self, p); err != nil {
 			return fmt.Errorf("installing git %s hook: %w", h, err)
 		}

@@ -101,6 +101,31 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, id wire.Identity
 	return rig, op, 0, s.receive(r.Context(), w, body, repo, rig, id, env)
 }
 
+// logGuard counts and logs, rate-limited per polecat, what the pre-receive
+// hook recorded at path that the host worktree guard refused or skipped.
+func (s *Service) logGuard(id wire.Identity, rig, path string) {
+	recs, err := readRecords(path)
+	if err != nil {
+		s.log.Warn("reading what the host worktree guard did", "polecat", id, "rig", rig, "err", err)
+	}
+	for _, r := range recs {
+		if r.Action != GuardRefuse && r.Action != GuardSkip {
+			continue // not the hook's: labels come from a fixed set
+		}
+		s.metrics.guard.WithLabelValues(r.Action).Inc()
+		ok, held := s.logLimit.Allow(id.String())
+		if !ok {
+			continue
+		}
+		msg := "push refused: it would change what host processes run or follow in a host worktree"
+		if r.Action == GuardSkip {
+			msg = "push landed without updating its host worktree, where it would change what host processes run or follow"
+		}
+		s.log.Warn(msg, "polecat", id, "rig", rig, "ref", r.Ref, "commit", r.Commit, "worktree", r.Worktree,
+			"paths", r.Paths, "more_paths", r.More, "setting", worktreeGuardSetting+"="+r.Action, "lines_not_logged", held)
+	}
+}
+
 // validRig is the rig name rule of wire.Identity.
 func validRig(rig string) bool {
 	return wire.Identity{Rig: rig, Name: "x"}.Validate() == nil
@@ -197,20 +222,23 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	}
 	landed.Close()
 	defer os.Remove(landed.Name())
-	limit := landed.Name() + ".limit"
+	limit, record := landed.Name()+".limit", landed.Name()+".worktree"
 	defer os.Remove(limit)
+	defer os.Remove(record)
 	penv, err := s.policyEnv(rig)
 	if err != nil {
 		return err
 	}
 	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name(), LimitEnv+"="+limit,
-		fmt.Sprintf("%s=%d", MaxCheckoutSizeEnv, s.cfg.MaxCheckoutSize), fmt.Sprintf("%s=%d", MaxCheckoutFilesEnv, s.cfg.MaxCheckoutFiles))
+		fmt.Sprintf("%s=%d", MaxCheckoutSizeEnv, s.cfg.MaxCheckoutSize), fmt.Sprintf("%s=%d", MaxCheckoutFilesEnv, s.cfg.MaxCheckoutFiles),
+		WorktreeGuardEnv+"="+s.cfg.WorktreeGuard, WorktreeRecordEnv+"="+record)
 	env = append(env, penv...)
 	err = s.run(ctx, env, body, w, receivePack(repo, s.cfg.HooksDir, s.cfg.MaxPushSize)...)
 	if b, rerr := os.ReadFile(limit); rerr == nil {
 		limits.Hit(limits.GitCheckout)
 		s.log.Warn("push refused: its checkout in a host worktree would be over a bound", "polecat", id, "rig", rig, "setting", strings.TrimSpace(string(b)))
 	}
+	s.logGuard(id, rig, record)
 	if err != nil {
 		if strings.Contains(err.Error(), "pack exceeds maximum allowed size") {
 			limits.Hit(limits.GitPushSize)

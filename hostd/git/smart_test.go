@@ -50,6 +50,8 @@ func TestConfig(t *testing.T) {
 		{Name: "negative checkout files", Set: func(c *Config) { c.MaxCheckoutFiles = -1 }, Want: "MaxCheckoutFiles is -1: it must be above 0"},
 		{Name: "malformed pattern", Set: func(c *Config) { c.Branches = map[string][]string{"gastown": {"polecat/*"}} }, Want: `Branches.gastown is [polecat/*]: branch pattern "polecat/*": needs {name} exactly once`},
 		{Name: "malformed polecat", Set: func(c *Config) { c.Polecats = map[string][]string{"gastown": {"no/slash"}} }, Want: `Polecats.gastown is "no/slash": `},
+		{Name: "skip the worktree", Set: func(c *Config) { c.WorktreeGuard = GuardSkip }},
+		{Name: "unknown guard", Set: func(c *Config) { c.WorktreeGuard = "ignore" }, Want: `WorktreeGuard is "ignore": it must be refuse or skip`},
 		{Name: "more per polecat than in all", Set: func(c *Config) { c.MaxProcesses, c.MaxProcessesPerPolecat = 4, 8 }, Want: "MaxProcessesPerPolecat is 8: it must be at most MaxProcesses (4)"},
 	})
 	settingstest.Run(t, valid, Config.Validate, []settingstest.Case[Config]{
