@@ -178,7 +178,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 	pcRelay := tunneltest.NewRelay(b, perCallServer(b, r, fake))
 	pcURL := "https://localhost:" + portOf(pcRelay.Addr) + "/v1/exec"
 	self, _ := os.Executable()
-	args := []string{"gt", "status", "exit", "0"}
+	args := []string{"gt", "nudge", "exit", "0"}
 	req, err := wire.EncodeRelayRequest(wire.RelayRequest{Argv: byteArgs(args...)})
 	if err != nil {
 		b.Fatal(err)
@@ -286,7 +286,7 @@ func BenchmarkRelayStdout(b *testing.B) {
 	b.Run("impl=direct", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			if err := drain(exec.Command(fake, "status", "zeros", strconv.Itoa(size))); err != nil {
+			if err := drain(exec.Command(fake, "nudge", "zeros", strconv.Itoa(size))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -294,7 +294,7 @@ func BenchmarkRelayStdout(b *testing.B) {
 	b.Run("impl=ours", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			if err := drain(r.command("gt", "status", "zeros", strconv.Itoa(size))); err != nil {
+			if err := drain(r.command("gt", "nudge", "zeros", strconv.Itoa(size))); err != nil {
 				b.Fatal(err)
 			}
 		}

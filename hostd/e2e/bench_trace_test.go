@@ -34,7 +34,7 @@ func BenchmarkRelayTrace(b *testing.B) {
 	r := newRelayRig(b, rigOpts{serve: debug, agent: debug, viaRelay: true})
 	var starts, ends []time.Time
 	for b.Loop() {
-		cmd := r.command("gt", "status", "exit", "0")
+		cmd := r.command("gt", "nudge", "exit", "0")
 		starts = append(starts, time.Now())
 		if err := runQuiet(cmd); err != nil {
 			b.Fatal(err)

@@ -181,7 +181,7 @@ func (v *victim) latency(t *testing.T) time.Duration {
 	var ds []time.Duration
 	for range 5 {
 		start := time.Now()
-		if res := v.r.run(t, nil, "gt", "status", "exit", "0"); res.code != 0 {
+		if res := v.r.run(t, nil, "gt", "nudge", "exit", "0"); res.code != 0 {
 			t.Fatalf("victim's relayed command failed: exit %d, %s", res.code, res.stderr)
 		}
 		ds = append(ds, time.Since(start))
@@ -463,7 +463,7 @@ func TestHostileTunnelFlood(t *testing.T) {
 			continue
 		}
 		// Each holds a stream open, which kept superseded tunnels draining.
-		if st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "status", "sleep", filepath.Join(t.TempDir(), "pid"), "60")); err == nil {
+		if st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "nudge", "sleep", filepath.Join(scratch(t, tw, "furiosa"), "pid"), "60")); err == nil {
 			_ = st
 		}
 		sessions = append(sessions, s)
@@ -509,9 +509,9 @@ func TestHostileUnreadStdin(t *testing.T) {
 		s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
 		var pids []string
 		for i := range 4 {
-			pidFile := filepath.Join(t.TempDir(), "pid")
+			pidFile := filepath.Join(scratch(t, tw, "furiosa"), "pid")
 			pids = append(pids, pidFile)
-			st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "status", "sleep", pidFile, "60"))
+			st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "nudge", "sleep", pidFile, "60"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -542,7 +542,7 @@ func TestHostileUnreadStdin(t *testing.T) {
 		s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
 		var streams []*tunnel.Stream
 		for range 4 {
-			st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "status", "sleep", filepath.Join(t.TempDir(), "pid"), "60"))
+			st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "nudge", "sleep", filepath.Join(scratch(t, tw, "furiosa"), "pid"), "60"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -570,7 +570,7 @@ func TestHostileUnreadStdin(t *testing.T) {
 
 	t.Run("half-close after stdin closed", func(t *testing.T) {
 		s := a.mustDial(tunnel.TransportTCP, tunnel.Config{})
-		st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "status", "sha"))
+		st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "nudge", "sha"))
 		if err != nil {
 			t.Fatal(err)
 		}

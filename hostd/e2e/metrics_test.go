@@ -61,8 +61,8 @@ func TestServiceMetrics(t *testing.T) {
 		cmd.Env = append(cmd.Environ(), "GT_AGENT_SOCKET="+socket)
 		_ = cmd.Run()
 	}
-	gt("status", "exit", "3")
-	gt("status", "pwd")
+	gt("nudge", "exit", "3")
+	gt("nudge", "pwd")
 	gt("rm", "-rf", "/")
 
 	// A revoked certificate's reconnection is refused in the handshake.

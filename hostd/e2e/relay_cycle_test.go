@@ -45,7 +45,7 @@ func TestRelayCycleRespawnsPane(t *testing.T) {
 		{[]string{"handoff", "exit", "3", "--cycle"}, 3},
 		{[]string{"handoff", "exit", "0", "--cycle", "-n"}, 0},
 		{[]string{"handoff", "exit", "0"}, 0},
-		{[]string{"status", "exit", "0", "--cycle"}, 0},
+		{[]string{"nudge", "exit", "0", "--", "--cycle"}, 0},
 	} {
 		if res := r.run(t, nil, "gt", tt.args...); res.code != tt.code {
 			t.Fatalf("gt %q: exit %d, want %d (stderr %s)", tt.args, res.code, tt.code, res.stderr)

@@ -36,10 +36,10 @@ func highWater(t *testing.T, pid int) int {
 func TestRelayStreams100MB(t *testing.T) {
 	const size = 100 << 20
 	r := newRelayRig(t, rigOpts{})
-	r.run(t, nil, "gt", "status", "zeros", "1048576") // warm up both sides
+	r.run(t, nil, "gt", "nudge", "zeros", "1048576") // warm up both sides
 	hostd0, agent0 := highWater(t, r.hostd.Cmd.Process.Pid), highWater(t, r.agent.Cmd.Process.Pid)
 
-	cmd := r.command("gt", "status", "zeros", strconv.Itoa(size))
+	cmd := r.command("gt", "nudge", "zeros", strconv.Itoa(size))
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestRelayStreams100MB(t *testing.T) {
 	data := make([]byte, size)
 	_, _ = rand.Read(data)
 	sum := sha256.Sum256(data)
-	res := r.run(t, bytes.NewReader(data), "gt", "status", "sha")
+	res := r.run(t, bytes.NewReader(data), "gt", "nudge", "sha")
 	if strings.TrimSpace(string(res.stdout)) != hex.EncodeToString(sum[:]) {
 		t.Fatalf("stdin: host hashed %q, want %x (stderr %s)", res.stdout, sum, res.stderr)
 	}
@@ -66,12 +66,12 @@ func TestRelayStreams100MB(t *testing.T) {
 
 func TestRelayConcurrencyLimit(t *testing.T) {
 	r := newRelayRig(t, rigOpts{serve: []string{"--relay-max-concurrent", "4"}})
-	dir := t.TempDir()
+	dir := r.scratch(t)
 	var wg sync.WaitGroup
 	results := make([]result, 50)
 	for i := range results {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = r.run(t, nil, "gt", "status", "conc", dir, "0.1") }()
+		go func() { defer wg.Done(); results[i] = r.run(t, nil, "gt", "nudge", "conc", dir, "0.1") }()
 	}
 	wg.Wait()
 	for i, res := range results {
@@ -94,7 +94,7 @@ func TestRelayConcurrencyLimit(t *testing.T) {
 	results = make([]result, 8)
 	for i := range results {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = q.run(t, nil, "gt", "status", "conc", t.TempDir(), "1") }()
+		go func() { defer wg.Done(); results[i] = q.run(t, nil, "gt", "nudge", "conc", q.scratch(t), "1") }()
 	}
 	wg.Wait()
 	ok, refused := 0, 0
@@ -115,9 +115,9 @@ func TestRelayConcurrencyLimit(t *testing.T) {
 
 func TestRelayTimeout(t *testing.T) {
 	r := newRelayRig(t, rigOpts{serve: []string{"--relay-timeout", "500ms"}})
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	pidFile := filepath.Join(r.scratch(t), "pid")
 	start := time.Now()
-	res := r.run(t, nil, "gt", "status", "sleep", pidFile, "30")
+	res := r.run(t, nil, "gt", "nudge", "sleep", pidFile, "30")
 	if res.code != 255 || !strings.Contains(string(res.stderr), "relay timeout of 500ms") {
 		t.Fatalf("exit %d, %q; want 255 and the timeout named", res.code, res.stderr)
 	}
@@ -125,7 +125,7 @@ func TestRelayTimeout(t *testing.T) {
 		t.Errorf("timed out after %v, want about 500ms", d)
 	}
 	waitGone(t, pidFrom(t, pidFile), time.Second)
-	if res := r.run(t, nil, "gt", "status", "exit", "0"); res.code != 0 {
+	if res := r.run(t, nil, "gt", "nudge", "exit", "0"); res.code != 0 {
 		t.Errorf("a quick command after a timeout: exit %d, %s", res.code, res.stderr)
 	}
 }

@@ -23,6 +23,7 @@ import (
 // relayRig is hostd with the stand-in gt/bd, and one connected agent.
 type relayRig struct {
 	tw     *Town
+	name   string // the polecat's
 	hostd  *Proc
 	agent  *Proc
 	socket string
@@ -47,7 +48,7 @@ func newRelayRigAs(t testing.TB, id string, o rigOpts) *relayRig {
 	}
 	tw := NewTown(t)
 	hostd, addr := tw.Serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
-	r := &relayRig{tw: tw, hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock"), addr: addr}
+	r := &relayRig{tw: tw, name: strings.SplitN(id, "/", 2)[1], hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock"), addr: addr}
 	if o.viaRelay {
 		r.relay = tunneltest.NewRelay(t, addr)
 		addr = r.relay.Addr
@@ -56,6 +57,25 @@ func newRelayRigAs(t testing.TB, id string, o rigOpts) *relayRig {
 	r.agent = Start(t, AgentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
 	tw.WaitStatus(10*time.Second, Connected(strings.SplitN(id, "/", 2)[1], ""))
 	return r
+}
+
+// scratch is a new directory inside the polecat's own directory in the
+// town (<town>/gastown/polecats/<name>), the one place outside its
+// worktree a relayed command may write: where the stand-in's files go.
+func (r *relayRig) scratch(t testing.TB) string { return scratch(t, r.tw, r.name) }
+
+// scratch is a new directory inside polecat gastown/name's own directory.
+func scratch(t testing.TB, tw *Town, name string) string {
+	t.Helper()
+	own := filepath.Join(tw.Dir, "gastown", "polecats", name)
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(own, "scratch-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // result is how a shim run ended.
@@ -88,7 +108,7 @@ func (r *relayRig) run(t testing.TB, stdin io.Reader, name string, args ...strin
 func TestRelayArgvEnvAndExit(t *testing.T) {
 	r := newRelayRig(t, rigOpts{})
 	args := []string{"plain", "with space", `"double" 'single'`, "line\nbreak", "tab\there", "\xff\xfe non-UTF-8 \xc3", "", "-x", "--", "$HOME;`id`"}
-	res := r.run(t, nil, "gt", append([]string{"status", "args"}, args...)...)
+	res := r.run(t, nil, "gt", append([]string{"nudge", "args", "--"}, args...)...) // after --, hostd's grammar reads them as text
 	if res.code != 0 {
 		t.Fatalf("exit %d, stderr %s", res.code, res.stderr)
 	}
@@ -127,7 +147,7 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if res := r.run(t, nil, "gt", "status", "pwd"); strings.TrimSpace(string(res.stdout)) != dir {
+		if res := r.run(t, nil, "gt", "nudge", "pwd"); strings.TrimSpace(string(res.stdout)) != dir {
 			t.Errorf("command ran in %q, want %q", res.stdout, dir)
 		}
 	}
@@ -136,7 +156,7 @@ func TestRelayArgvEnvAndExit(t *testing.T) {
 		args []string
 		code int
 	}{{[]string{"exit", "0"}, 0}, {[]string{"exit", "1"}, 1}, {[]string{"exit", "42"}, 42}, {[]string{"killself"}, 128 + 9}} {
-		if res := r.run(t, nil, "gt", append([]string{"status"}, c.args...)...); res.code != c.code {
+		if res := r.run(t, nil, "gt", append([]string{"nudge"}, c.args...)...); res.code != c.code {
 			t.Errorf("%v: exit %d, want %d (stderr %s)", c.args, res.code, c.code, res.stderr)
 		}
 	}
@@ -151,8 +171,8 @@ func TestRelayThroughGtAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, argv := range map[string][]string{
-		"linked as bd":  {filepath.Join(dir, "bd"), "show", "args", "-x", "a b"},
-		"gt-agent exec": {filepath.Join(BinDir, "gt-agent"), "exec", "--", "bd", "show", "args", "-x", "a b"},
+		"linked as bd":  {filepath.Join(dir, "bd"), "show", "args", "--", "-x", "a b"},
+		"gt-agent exec": {filepath.Join(BinDir, "gt-agent"), "exec", "--", "bd", "show", "args", "--", "-x", "a b"},
 	} {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+r.socket)
@@ -165,7 +185,9 @@ func TestRelayThroughGtAgent(t *testing.T) {
 
 // TestRelayEnvIsAPolecatSession: the host command's whole environment is
 // a Gas Town host polecat session's, relay.env added to it, the shim's
-// terminal variables, and nothing else; it runs in the polecat's worktree.
+// terminal variables and hostd's own (git's configuration, the rig's
+// beads for bd, bd's hooks off, the polecat's temporary directory), and
+// nothing else; it runs in the polecat's worktree.
 func TestRelayEnvIsAPolecatSession(t *testing.T) {
 	fake, err := filepath.Abs("testdata/fake-gt.sh")
 	if err != nil {
@@ -180,8 +202,10 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	worktree := filepath.Join(tw.Dir, "gastown", "polecats", "bullet-farmer", "gastown")
-	if err := os.MkdirAll(worktree, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{worktree, filepath.Join(tw.Dir, "gastown", ".beads")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(tw.Dir, "rigs.json"), []byte(`{"rigs":{"gastown":{"beads":{"prefix":"ga"}}}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -201,16 +225,33 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 	slices.Sort(got)
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
+	relay := state.For(tw.Dir).Relay()
 	want := []string{
 		"BD_ACTOR=gastown/polecats/bullet-farmer",
 		"BD_BACKUP_ENABLED=false",
 		"BD_DOLT_AUTO_COMMIT=off",
+		"BD_NO_HOOKS=1", // hostd's: no bd hook runs
 		"BEADS_AGENT_NAME=gastown/bullet-farmer",
+		"BEADS_DIR=" + filepath.Join(tw.Dir, "gastown", ".beads"), // hostd's: the rig's beads, for bd
 		"BEADS_DOLT_AUTO_START=0",
 		"CLAUDECODE=",
 		"DOLT_HOST=db.local", // relay.env
 		"GIT_AUTHOR_NAME=bullet-farmer",
 		"GIT_CEILING_DIRECTORIES=" + tw.Dir,
+		// hostd's git configuration, above the repository's
+		"GIT_CONFIG_COUNT=5",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(relay, "gitconfig"),
+		"GIT_CONFIG_KEY_0=core.hooksPath",
+		"GIT_CONFIG_KEY_1=core.fsmonitor",
+		"GIT_CONFIG_KEY_2=submodule.recurse",
+		"GIT_CONFIG_KEY_3=protocol.allow",
+		"GIT_CONFIG_KEY_4=protocol.file.allow",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_VALUE_0=" + filepath.Join(relay, "no-hooks"),
+		"GIT_CONFIG_VALUE_1=false",
+		"GIT_CONFIG_VALUE_2=false",
+		"GIT_CONFIG_VALUE_3=never",
+		"GIT_CONFIG_VALUE_4=always",
 		"GT_POLECAT=bullet-farmer",
 		"GT_POLECAT_PATH=" + worktree,
 		"GT_PROXY_CWD=" + cwd,
@@ -227,6 +268,7 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 		"POLECAT_SLOT=0",
 		"PWD=" + worktree, // set by the stand-in's shell
 		"TERM=xterm-test",
+		"TMPDIR=" + filepath.Join(relay, "tmp", "gastown", "bullet-farmer"), // hostd's: the polecat's own
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("host environment:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -235,7 +277,7 @@ func TestRelayEnvIsAPolecatSession(t *testing.T) {
 
 func TestRelayRefusals(t *testing.T) {
 	r := newRelayRig(t, rigOpts{})
-	marker := filepath.Join(t.TempDir(), "ran")
+	marker := filepath.Join(r.scratch(t), "ran")
 	cases := []struct {
 		name string
 		cmd  string
@@ -245,10 +287,12 @@ func TestRelayRefusals(t *testing.T) {
 		{"gt subcommand not allowed", "gt", []string{"nuke", "touch", marker}, "not allowed"},
 		{"bd subcommand not allowed", "bd", []string{"delete", "touch", marker}, "not allowed"},
 		{"no subcommand", "gt", nil, "needs a subcommand"},
-		{"--actor", "bd", []string{"update", "touch", marker, "--actor", "mayor"}, "'--actor' is refused"},
-		{"--actor=", "bd", []string{"update", "touch", marker, "--actor=mayor"}, "'--actor' is refused"},
-		{"--identity", "gt", []string{"mail", "touch", marker, "--identity", "gastown/nux"}, "'--identity' is refused"},
-		{"-address=", "gt", []string{"mail", "touch", marker, "-address=x"}, "'--address' is refused"},
+		{"--actor", "bd", []string{"update", "touch", marker, "--actor", "mayor"}, "'bd update --actor' is refused"},
+		{"--actor=", "bd", []string{"update", "touch", marker, "--actor=mayor"}, "'bd update --actor' is refused"},
+		{"--identity", "gt", []string{"mail", "inbox", "--identity", "gastown/nux"}, "'gt mail inbox --identity' is refused"},
+		{"--address=", "gt", []string{"mail", "check", "--address=x"}, "'gt mail check --address' is refused"},
+		{"a host path", "bd", []string{"create", "touch", "--body-file", marker}, "must be '-'"},
+		{"an unknown flag", "gt", []string{"nudge", "touch", marker, "--exec"}, "'gt nudge' has no flag --exec"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -264,11 +308,11 @@ func TestRelayRefusals(t *testing.T) {
 		req  wire.RelayRequest
 		want string
 	}{
-		{"GT_ROLE from the container", wire.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("GT_ROLE=mayor")}, "GT_ROLE"},
+		{"GT_ROLE from the container", wire.RelayRequest{Argv: byteArgs("gt", "nudge", "touch", marker), Env: byteArgs("GT_ROLE=mayor")}, "GT_ROLE"},
 		{"BD_ACTOR from the container", wire.RelayRequest{Argv: byteArgs("bd", "show", "touch", marker), Env: byteArgs("BD_ACTOR=mayor")}, "BD_ACTOR"},
-		{"env outside the allowlist", wire.RelayRequest{Argv: byteArgs("gt", "status", "touch", marker), Env: byteArgs("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
+		{"env outside the allowlist", wire.RelayRequest{Argv: byteArgs("gt", "nudge", "touch", marker), Env: byteArgs("LD_PRELOAD=/tmp/x.so")}, "not relayed"},
 		{"another command", wire.RelayRequest{Argv: byteArgs("sh", "-c", "touch "+marker)}, "only bd and gt"},
-		{"a path as the command", wire.RelayRequest{Argv: byteArgs("/usr/bin/gt", "status", "touch", marker)}, "only bd and gt"},
+		{"a path as the command", wire.RelayRequest{Argv: byteArgs("/usr/bin/gt", "nudge", "touch", marker)}, "only bd and gt"},
 	}
 	for _, c := range raw {
 		t.Run(c.name, func(t *testing.T) {
@@ -291,7 +335,7 @@ func TestRelayRefusals(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a refused command ran on the host")
 	}
-	if res := r.run(t, nil, "gt", "status", "exit", "0"); res.code != 0 {
+	if res := r.run(t, nil, "gt", "nudge", "exit", "0"); res.code != 0 {
 		t.Fatalf("the polecat cannot relay after refusals: %d %s", res.code, res.stderr)
 	}
 }
@@ -377,7 +421,7 @@ func TestRelaySignalsAndKills(t *testing.T) {
 	r := newRelayRig(t, rigOpts{viaRelay: true, serve: []string{"--keepalive", "1s", "--idle-timeout", "3s"}})
 
 	t.Run("Ctrl-C reaches the host process", func(t *testing.T) {
-		cmd := r.command("gt", "status", "trap", filepath.Join(t.TempDir(), "pid"))
+		cmd := r.command("gt", "nudge", "trap", filepath.Join(r.scratch(t), "pid"))
 		out, _ := cmd.StdoutPipe()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -397,8 +441,8 @@ func TestRelaySignalsAndKills(t *testing.T) {
 	})
 
 	t.Run("killing the shim kills the host process", func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "pid")
-		cmd := r.command("gt", "status", "sleep", pidFile, "60")
+		pidFile := filepath.Join(r.scratch(t), "pid")
+		cmd := r.command("gt", "nudge", "sleep", pidFile, "60")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -409,8 +453,8 @@ func TestRelaySignalsAndKills(t *testing.T) {
 	})
 
 	t.Run("cutting the tunnel kills the host process", func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "pid")
-		cmd := r.command("gt", "status", "sleep", pidFile, "60")
+		pidFile := filepath.Join(r.scratch(t), "pid")
+		cmd := r.command("gt", "nudge", "sleep", pidFile, "60")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -436,7 +480,7 @@ func TestRelayTunnelDown(t *testing.T) {
 	_ = r.hostd.Cmd.Process.Signal(syscall.SIGTERM)
 	_ = r.hostd.Exited(t, 5*time.Second)
 	start := time.Now()
-	res := r.run(t, nil, "gt", "status", "exit", "0")
+	res := r.run(t, nil, "gt", "nudge", "exit", "0")
 	if res.code != 255 || !strings.Contains(string(res.stderr), "did not come back within 1s") {
 		t.Errorf("tunnel down: exit %d, %q", res.code, res.stderr)
 	}

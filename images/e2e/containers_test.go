@@ -80,7 +80,7 @@ func TestContainers(t *testing.T) {
 	r.check("gt and bd run on the host as the container's polecat", func(t *testing.T) {
 		for _, name := range []string{"furiosa", "nux"} {
 			// The environment cannot claim another polecat.
-			out, err := tryDocker("exec", "-e", "GT_POLECAT=slit", "-e", "BD_ACTOR=mayor", r.container(name), "gt", "status", "env")
+			out, err := tryDocker("exec", "-e", "GT_POLECAT=slit", "-e", "BD_ACTOR=mayor", r.container(name), "gt", "nudge", "env")
 			if err != nil {
 				t.Fatalf("gt status in %s: %v\n%s", name, err, out)
 			}

@@ -116,7 +116,7 @@ func latencyRole(args []string) (any, error) {
 	var l latency
 	for range n {
 		start := time.Now()
-		out, err := exec.Command("gt", "status", "args", "ping").CombinedOutput()
+		out, err := exec.Command("gt", "nudge", "args", "ping").CombinedOutput()
 		if err == nil && !strings.Contains(string(out), "ping") {
 			err = fmt.Errorf("unexpected output %q", out)
 		}
@@ -288,7 +288,7 @@ func hostileRole(args []string) (any, error) {
 	})
 	// Relays whose output is never read, through the container's agent.
 	spawn(16, func() {
-		cmd := exec.CommandContext(ctx, "gt", "status", "zeros", "100000000")
+		cmd := exec.CommandContext(ctx, "gt", "nudge", "zeros", "100000000")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return

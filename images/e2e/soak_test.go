@@ -460,9 +460,9 @@ func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
 	defer cancel()
 	var cmd *exec.Cmd
 	if a.container {
-		cmd = exec.CommandContext(cctx, "docker", "exec", s.r.container(a.name), "gt", "status", "log", opID, s.ran)
+		cmd = exec.CommandContext(cctx, "docker", "exec", s.r.container(a.name), "gt", "nudge", "log", opID, s.ran)
 	} else {
-		cmd = exec.CommandContext(cctx, filepath.Join(harness.BinDir, "gt"), "status", "log", opID, s.ran)
+		cmd = exec.CommandContext(cctx, filepath.Join(harness.BinDir, "gt"), "nudge", "log", opID, s.ran)
 		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+a.sock)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,8 +1,11 @@
 #!/bin/sh
 # Stand-in for the host's gt and bd in the relay tests. argv[1] is the
-# (allowed) subcommand; argv[2] picks what to do with the rest.
+# (allowed) subcommand, one that takes free-text arguments (gt nudge, bd
+# show); argv[2] picks what to do with the rest, after an optional '--'
+# (which lets arguments that look like flags through hostd's grammar).
 mode=$2
 shift 2
+[ "$1" = "--" ] && shift
 case "$mode" in
 args) for a in "$@"; do printf '%s\0' "$a"; done ;;
 env) env ;;
