@@ -29,11 +29,11 @@ const (
 type valueKind uint8
 
 const (
-	noValue    valueKind = iota // a boolean flag ('--json', '--json=false')
-	anyValue                    // free text
-	stdinOnly                   // a file to read: only '-', the relay's stdin
-	notAtFile                   // free text that does not start with '@' (bd reads '@path' as a file)
-	optValue                    // a value only after '=' ('--notify' alone takes the default)
+	noValue   valueKind = iota // a boolean flag ('--json', '--json=false')
+	anyValue                   // free text
+	stdinOnly                  // a file to read: only '-', the relay's stdin
+	notAtFile                  // free text that does not start with '@' (bd reads '@path' as a file)
+	optValue                   // a value only after '=' ('--notify' alone takes the default)
 )
 
 // reasons a flag is refused, by the key its spec names after '!'.

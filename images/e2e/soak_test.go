@@ -27,6 +27,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/images/soak/history"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -111,7 +112,6 @@ type soak struct {
 	h    *history.Writer
 	api  *api.Client
 	self string // this binary: the pane program
-	ran  string // where the stand-in gt records each relayed op
 
 	seq     atomic.Int64 // operation and fault ids
 	mu      sync.Mutex   // guards the three below
@@ -122,6 +122,13 @@ type soak struct {
 
 	agents   []*soakAgent
 	clockBin string // gt-agent-clock, for the process agents whose clock is stepped; "" where it cannot be built
+}
+
+// relayTmp is name in the temporary directory hostd gives polecat
+// gastown/<polecat>'s relayed commands (TMPDIR), the one place outside
+// the polecat's own directory they may write.
+func relayTmp(town, polecat, name string) string {
+	return filepath.Join(state.For(town).Relay(), "tmp", "gastown", polecat, name)
 }
 
 // soakAgent is one polecat under load.
@@ -136,6 +143,7 @@ type soakAgent struct {
 	gitURL    string            // process agents: the rig through its agent
 	dataRoot  string            // where the agent keeps its data: a directory here, or /work in a container
 	hostData  string            // the polecat's data on the host: <town>/gastown/polecats/<name>
+	ran       string            // where the stand-in gt records each of its relayed ops: the temporary directory hostd gives the polecat
 	paneLog   string
 	busy      string
 	clock     *clock // process agents: its wall clock's offset (nil: the real clock)
@@ -156,8 +164,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &soak{t: t, cfg: cfg, h: h, ran: filepath.Join(cfg.out, "ran"), nudged: map[string]string{}, pushed: map[string]string{}}
-	_ = os.Remove(s.ran)
+	s := &soak{t: t, cfg: cfg, h: h, nudged: map[string]string{}, pushed: map[string]string{}}
 	if s.self, err = os.Executable(); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +265,7 @@ func (s *soak) startAgents() {
 			sock: filepath.Join(dir, "agent.sock"), paneLog: filepath.Join(dir, "pane.log"), busy: filepath.Join(dir, "busy")}
 		gitAddr := tunneltest.FreeAddr(t)
 		a.dataRoot, a.hostData = filepath.Join(dir, "data"), filepath.Join(s.r.town.Dir, "gastown", "polecats", name)
+		a.ran = relayTmp(s.r.town.Dir, name, "ran")
 		a.env = append(harness.AgentEnv(a.relay.Addr, s.r.town.Issue("gastown/"+name, 48*time.Hour)),
 			"GT_AGENT_SOCKET="+a.sock, "GT_AGENT_BEAT_INTERVAL=5s", "GT_AGENT_QUIC_PROBE=2s", "GT_AGENT_DATA_ROOT="+a.dataRoot)
 		a.args = []string{"up", "--tmux-socket", harness.TmuxSocket(t), "--state-dir", filepath.Join(dir, "state"),
@@ -275,7 +283,7 @@ func (s *soak) startAgents() {
 	}
 	for _, name := range polecatNames[:s.cfg.containers] {
 		a := &soakAgent{name: name, id: wire.Identity{Rig: "gastown", Name: name}, container: true, paneLog: "/tmp/pane.log", busy: "/tmp/busy",
-			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name)}
+			dataRoot: "/work", hostData: filepath.Join(s.r.town.Dir, "gastown", "polecats", name), ran: relayTmp(s.r.town.Dir, name, "ran")}
 		// The containers' host data on a small filesystem of its own, for
 		// the disk-full fault.
 		if err := os.MkdirAll(a.hostData, 0o755); err != nil {
@@ -454,15 +462,15 @@ func brief(out string) string {
 	return out
 }
 
-// relayed runs gt status through the agent; the stand-in gt records opID.
+// relayed runs gt nudge through the agent; the stand-in gt records opID.
 func (s *soak) relayed(ctx context.Context, a *soakAgent, opID string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer cancel()
 	var cmd *exec.Cmd
 	if a.container {
-		cmd = exec.CommandContext(cctx, "docker", "exec", s.r.container(a.name), "gt", "nudge", "log", opID, s.ran)
+		cmd = exec.CommandContext(cctx, "docker", "exec", s.r.container(a.name), "gt", "nudge", "log", opID)
 	} else {
-		cmd = exec.CommandContext(cctx, filepath.Join(harness.BinDir, "gt"), "nudge", "log", opID, s.ran)
+		cmd = exec.CommandContext(cctx, filepath.Join(harness.BinDir, "gt"), "nudge", "log", opID, a.ran)
 		cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+a.sock)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -1017,10 +1025,12 @@ func (s *soak) typedAndRan(t time.Time) []history.Event {
 			}
 		}
 	}
-	if b, err := os.ReadFile(s.ran); err == nil {
-		b = b[:bytes.LastIndexByte(b, '\n')+1] // whole lines: a call may be writing its own
-		for _, op := range strings.Fields(string(b)) {
-			out = append(out, history.Event{T: t, Kind: "ran", Phase: "observe", Op: op})
+	for _, a := range s.agents {
+		if b, err := os.ReadFile(a.ran); err == nil {
+			b = b[:bytes.LastIndexByte(b, '\n')+1] // whole lines: a call may be writing its own
+			for _, op := range strings.Fields(string(b)) {
+				out = append(out, history.Event{T: t, Kind: "ran", Phase: "observe", Op: op})
+			}
 		}
 	}
 	return out

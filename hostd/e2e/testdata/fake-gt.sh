@@ -25,7 +25,7 @@ sleep)
 	exec sleep "$2"
 	;;
 touch) touch "$1" ;;
-log) printf '%s\n' "$1" >>"$2" ;; # the soak: record this call's op id
+log) printf '%s\n' "$1" >>"$TMPDIR/ran" ;; # the soak: record this call's op id in the polecat's temporary directory (hostd's)
 conc)
 	touch "$1/run.$$"
 	ls "$1" | grep -c '^run\.' >>"$1/counts"
