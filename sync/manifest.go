@@ -126,8 +126,9 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 // PATH_MAX.
 const MaxPathLen = 4096
 
-// MaxDepth bounds how many elements a path has: deeper trees cost every
-// operation on them a walk of every level.
+// MaxDepth bounds how many elements a path has: link resolution and the
+// kernel's own path walks (reading a staged file by its path) still go
+// through every level.
 const MaxDepth = 256
 
 // ReadManifest decodes a manifest of size bytes from r, checking each

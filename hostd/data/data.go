@@ -75,8 +75,8 @@ type Config struct {
 	// a conflict copy. A transfer with more is refused whole.
 	MaxConflicts int
 	// MaxDeleteShare holds a transfer when the container would then have
-	// taken away more than this share (0 to 1) of the files hostd last
-	// confirmed for the polecat, counted over every transfer since
+	// taken away more than this share (0 to 1) of the files the operator
+	// last confirmed for the polecat, counted over every transfer since
 	// (sync.max_delete_share; hold.go), as rsync's --max-delete guards a
 	// sync: nothing changes until the operator confirms with hostd sync
 	// pull --allow-deletes. 1 turns the hold off.
@@ -328,7 +328,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	_ = st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	switch req.Op {
 	case wire.SyncFetch:
-		res, _ := s.push(ctx, st.Session(), "fetch", nil)
+		res, _ := s.push(ctx, st.Session(), "fetch", false, nil)
 		_ = wire.WriteSyncResult(st, res)
 	default: // upload
 		res, _ := s.receive(ctx, id, st, req.Op, req.Reason, api.PullOptions{}, nil)
@@ -350,7 +350,7 @@ func (s *Service) Push(ctx context.Context, id wire.Identity, progress func(api.
 	if pulled, err := s.Pull(ctx, id, api.PullOptions{}, nil); err != nil && !wire.IsSyncNoData(err) {
 		return pulled, fmt.Errorf("taking %s's changes before the push failed, so nothing was pushed: %w", id, err)
 	}
-	return s.push(ctx, c.Session(), "requested", progress)
+	return s.push(ctx, c.Session(), "requested", true, progress)
 }
 
 // Pull takes the container's data and merges it into the host's (hostd

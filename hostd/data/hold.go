@@ -10,18 +10,35 @@ import (
 )
 
 // The delete hold (sync.max_delete_share). hostd keeps, beside each
-// polecat's base (hold.json), the regular files of its data root it last
-// confirmed: what it pushed into the container (the host's own data), or
-// what a pull the operator confirmed with --allow-deletes left; and which
-// of them the polecat's transfers have since taken away (deleted, emptied
-// or made something else). A transfer that would take that loss past the
-// share of the confirmed files is held. The loss adds up over transfers,
-// so many small ones cannot get round it, and files the polecat added
-// itself, or the operator deleted on the host, do not count.
+// polecat's base (hold.json), the regular files of its data root the
+// operator last confirmed, and which of them the polecat's transfers have
+// since taken away (deleted, emptied or made something else: lost). A
+// transfer that would take that loss past the share of the confirmed files
+// is held. The loss adds up over transfers, so many small ones cannot get
+// round it, and files the polecat added itself, or the operator deleted on
+// the host, do not count.
+//
+// Only the operator confirms. The confirmed files become what hostd sends
+// on the operator's hostd sync push, or what a pull the operator confirmed
+// with --allow-deletes leaves (confirmed). An agent opens a fetch whenever
+// it likes (a polecat speaks the protocol itself, or removes its root's
+// marker to make the real agent ask), so a fetch never resets the hold:
+// the loss stays, and the count stays against what the operator last
+// confirmed. A fetch changes the hold only where the host's own hand
+// changed the tree since the container's last exchange (fetched): a file
+// it sends that the container's base lacks was added or restored on the
+// host (with no base yet, as in a new sandbox's first fetch, every file it
+// sends is the host's), so it is confirmed and no longer lost; a confirmed
+// file the host no longer holds that no transfer took away was removed
+// there, and leaves the confirmed ones. A file the container's base holds
+// never joins them: the polecat's own files, uploaded and fetched back,
+// do not make the operator's a smaller share (200 of its files and 40 of
+// the operator's still count 40 for the 40).
 
 // hold is a polecat's delete hold state.
 type hold struct {
-	// Confirmed are the regular files hostd last confirmed.
+	// Confirmed are the regular files the operator last confirmed, and
+	// those fetches found the host added since.
 	Confirmed []string `json:"confirmed"`
 	// Lost are those of them the polecat's transfers took away since.
 	Lost []string `json:"lost,omitempty"`
@@ -39,21 +56,43 @@ func (s *Service) loadHold(id wire.Identity, base *datasync.Manifest) hold {
 	return hold{Confirmed: filePaths(base)}
 }
 
-// confirm makes m's files the confirmed ones, none lost.
-func (s *Service) confirm(id wire.Identity, m *datasync.Manifest) error {
-	return state.Save(s.holdPath(id), hold{Confirmed: filePaths(m)})
+// confirmed is the hold state of the operator's word: m's files
+// confirmed, none lost.
+func confirmed(m *datasync.Manifest) hold { return hold{Confirmed: filePaths(m)} }
+
+// keepHold makes h the polecat's hold state.
+func (s *Service) keepHold(id wire.Identity, h hold) error { return state.Save(s.holdPath(id), h) }
+
+// fetched is h after an agent's fetch sent the host's files in sent to a
+// container whose base was prev (nil when it had none): the files the
+// base lacks are the host's, confirmed and no longer lost; confirmed files
+// the host no longer holds and no transfer took away leave.
+func (h hold) fetched(sent, prev *datasync.Manifest) hold {
+	sentFiles := filePaths(sent)
+	onHost, theirs := setOf(sentFiles), setOf(filePaths(prev))
+	out := hold{Confirmed: []string{}}
+	for _, p := range h.Lost {
+		if !onHost[p] || theirs[p] {
+			out.Lost = append(out.Lost, p)
+		}
+	}
+	lost, was := setOf(out.Lost), setOf(h.Confirmed)
+	for _, p := range h.Confirmed {
+		if onHost[p] || lost[p] {
+			out.Confirmed = append(out.Confirmed, p)
+		}
+	}
+	for _, p := range sentFiles {
+		if !theirs[p] && !was[p] {
+			out.Confirmed = append(out.Confirmed, p)
+		}
+	}
+	return out
 }
 
 // after is h with the confirmed files among lost added to what is lost.
 func (h hold) after(lost []string) hold {
-	confirmed := make(map[string]bool, len(h.Confirmed))
-	for _, p := range h.Confirmed {
-		confirmed[p] = true
-	}
-	was := make(map[string]bool, len(h.Lost))
-	for _, p := range h.Lost {
-		was[p] = true
-	}
+	confirmed, was := setOf(h.Confirmed), setOf(h.Lost)
 	out := hold{Confirmed: h.Confirmed, Lost: slices.Clone(h.Lost)}
 	for _, p := range lost {
 		if confirmed[p] && !was[p] {
@@ -80,6 +119,15 @@ func filePaths(m *datasync.Manifest) []string {
 		if e.Type == datasync.TypeFile {
 			out = append(out, e.Path)
 		}
+	}
+	return out
+}
+
+// setOf is paths as a set.
+func setOf(paths []string) map[string]bool {
+	out := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		out[p] = true
 	}
 	return out
 }

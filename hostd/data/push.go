@@ -21,7 +21,10 @@ import (
 // sent as the base once the agent has installed it, and journals it;
 // then it sends the rig's read-only files (pushRig). Its result is the
 // polecat's own data's; an error from the rig's files comes with it.
-func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, progress func(api.SyncProgress)) (wire.SyncResult, error) {
+// operator says the operator asked for it (hostd sync push), which
+// confirms what it sends for the delete hold; an agent's fetch does not
+// (hold.go).
+func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, operator bool, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	id := sess.Peer()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -31,7 +34,7 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, pr
 	}
 	defer unlock()
 	start := time.Now()
-	res, err := s.pushLocked(ctx, sess, id, progress)
+	res, err := s.pushLocked(ctx, sess, id, operator, progress)
 	s.journal(api.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	if err != nil {
@@ -43,7 +46,7 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, pr
 	return res, nil
 }
 
-func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity, progress func(api.SyncProgress)) (wire.SyncResult, error) {
+func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.Identity, operator bool, progress func(api.SyncProgress)) (wire.SyncResult, error) {
 	root := s.Root(id)
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 		// Nothing to send, and nothing to create in the rig for it: an
@@ -77,10 +80,19 @@ func (s *Service) pushLocked(ctx context.Context, sess *tunnel.Session, id wire.
 	if err != nil {
 		return res, err
 	}
+	// The delete hold, from the base the agent had until now.
+	h := confirmed(m)
+	if !operator {
+		prev, contents := s.loadBase(id)
+		if contents != nil {
+			_ = contents.Close()
+		}
+		h = s.loadHold(id, prev).fetched(m, prev)
+	}
 	if err := s.replaceBase(id, kept.Name(), m, nil); err != nil {
 		return res, fmt.Errorf("keeping what was sent to %s: %w", id, err)
 	}
-	if err := s.confirm(id, m); err != nil { // the host's own data: what the delete hold counts from
+	if err := s.keepHold(id, h); err != nil {
 		s.log.Warn("sync: could not keep the delete hold's state", "polecat", id, "err", err)
 	}
 	s.log.Info("sync: pushed", "polecat", id, "files", res.Files, "bytes", res.Bytes)

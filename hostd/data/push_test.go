@@ -86,7 +86,7 @@ func TestPushRig(t *testing.T) {
 			}
 			client, server := tunneltest.Pair(t, id)
 			tunneltest.Serve(t, client, fakeAgent{dir: agentDir})
-			if res, err := s.push(context.Background(), server, "requested", nil); err != nil || res.Files != 1 {
+			if res, err := s.push(context.Background(), server, "requested", true, nil); err != nil || res.Files != 1 {
 				t.Fatalf("push: %+v, %v", res, err)
 			}
 			for rel, want := range tt.want {
@@ -134,7 +134,7 @@ func TestPushRigRefused(t *testing.T) {
 	}
 	client, server := tunneltest.Pair(t, id)
 	tunneltest.Serve(t, client, fakeAgent{dir: agentDir, refuse: wire.SyncPushRig})
-	res, err := s.push(context.Background(), server, "fetch", nil)
+	res, err := s.push(context.Background(), server, "fetch", false, nil)
 	if err == nil || !strings.Contains(err.Error(), "has its own data, but not its rig's files") || res.Error != "" || res.Files != 1 {
 		t.Errorf("push: %+v, %v", res, err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
-	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -112,11 +111,9 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 		return plan.Changes, res, err
 	}
 	if o.AllowDeletes {
-		err = s.confirm(id, next) // the operator's word: what the merge left is confirmed
-	} else {
-		err = state.Save(s.holdPath(id), held)
+		held = confirmed(next) // the operator's word: what the merge left is confirmed
 	}
-	if err != nil {
+	if err := s.keepHold(id, held); err != nil {
 		s.log.Warn("sync: could not keep the delete hold's state", "polecat", id, "err", err)
 	}
 	s.log.Info("sync: pulled", "polecat", id, "files", res.Files, "changes", len(plan.Changes))

@@ -184,7 +184,7 @@ func beatForever(ctx context.Context, s *tunnel.Session, offset time.Duration) {
 }
 
 // cpuTicks is a process's user+system CPU time in clock ticks (1/100 s).
-func cpuTicks(b *testing.B, pid int) int {
+func cpuTicks(b testing.TB, pid int) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)

@@ -5,17 +5,22 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	datasync "github.com/polecat-sidecar/sidecar/sync"
+	"github.com/polecat-sidecar/sidecar/sync/archive"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -230,6 +235,92 @@ func TestSyncDeleteHeld(t *testing.T) {
 	}
 }
 
+// TestSyncHoldAgentFetch: a polecat with root in its container and the
+// real gt-agent cannot reset the delete hold by making its agent fetch.
+// It writes 200 files of its own (the agent's final upload brings them
+// home), removes the root's marker so that the next agent fetches them
+// back with the operator's 40, then deletes the 40: that upload is held,
+// and the host keeps every one. (Before, the fetch confirmed all 240 files
+// afresh, and the 40 were deleted as a sixth of them.)
+func TestSyncHoldAgentFetch(t *testing.T) {
+	t.Parallel()
+	ops := map[string]string{}
+	for i := range 40 {
+		ops[fmt.Sprintf("results/op-%02d.txt", i)] = fmt.Sprint("the operator's ", i)
+	}
+	tw := NewTown(t)
+	host, container, state := filepath.Join(tw.Dir, "gastown", "polecats", "furiosa"), t.TempDir(), t.TempDir()
+	for rel, content := range ops {
+		_ = os.MkdirAll(filepath.Dir(filepath.Join(host, rel)), 0o755)
+		_ = os.WriteFile(filepath.Join(host, rel), []byte(content), 0o644)
+	}
+	_, addr := tw.Serve()
+	env := AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour))
+	agent := func() *Proc {
+		return Start(t, env, "gt-agent", "up", "--data-root", container, "--state-dir", state, "--sync-checkpoint", "-1s")
+	}
+	stop := func(p *Proc) {
+		t.Helper()
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.Exited(t, 20*time.Second); err != nil {
+			t.Fatalf("agent exit: %v\n%s", err, p.Output())
+		}
+	}
+	isFetch := func(rec api.SyncRecord) bool {
+		return rec.Op == wire.SyncPush && rec.Reason == "fetch" && rec.Error == ""
+	}
+	isUpload := func(rec api.SyncRecord) bool { return rec.Op == wire.SyncUpload }
+
+	p := agent()
+	waitJournal(t, tw, 1, isFetch)
+	for i := range 200 {
+		_ = os.WriteFile(filepath.Join(container, "results", fmt.Sprintf("junk-%03d.txt", i)), []byte("junk"), 0o644)
+	}
+	stop(p) // its final upload brings the junk home
+	waitJournal(t, tw, 2, isUpload)
+	if _, err := os.Stat(filepath.Join(host, "results", "junk-199.txt")); err != nil {
+		t.Fatalf("the junk did not reach the host: %v", err)
+	}
+	_ = os.Remove(filepath.Join(container, ".sidecar-root-id"))
+	p = agent() // an unmarked root: it fetches all 240 back
+	waitJournal(t, tw, 3, isFetch)
+	for rel := range ops {
+		_ = os.Remove(filepath.Join(container, filepath.FromSlash(rel)))
+	}
+	stop(p) // its final upload, without the operator's 40
+	recs := waitJournal(t, tw, 4, isUpload)
+	if last := recs[len(recs)-1]; !strings.Contains(last.Error, "held") || !strings.Contains(last.Error, "40 of the 40 files hostd last confirmed") {
+		t.Errorf("the upload deleting the operator's 40 files: %q, want it held, counting 40 of 40", last.Error)
+	}
+	gone := 0
+	for rel, content := range ops {
+		if b, err := os.ReadFile(filepath.Join(host, filepath.FromSlash(rel))); err != nil || string(b) != content {
+			gone++
+		}
+	}
+	if gone > 0 {
+		t.Errorf("%d of the operator's 40 files are gone from the host or changed", gone)
+	}
+}
+
+// waitJournal waits for hostd's journal to hold n records, the last one
+// matching last, and returns them.
+func waitJournal(t *testing.T, tw *Town, n int, last func(api.SyncRecord) bool) []api.SyncRecord {
+	t.Helper()
+	var recs []api.SyncRecord
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		recs = nil
+		if err := json.Unmarshal([]byte(tw.Run("sync", "log", "--json")), &recs); err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) >= n && last(recs[len(recs)-1]) {
+			return recs
+		}
+	}
+	t.Fatalf("the journal holds %d records, want %d: %+v", len(recs), n, recs)
+	return nil
+}
+
 // manifestArchive is an archive whose only member is a manifest of n
 // entries (and pad bytes of spaces after them): what a hostile agent sends
 // to make hostd decode a huge manifest.
@@ -313,4 +404,49 @@ func TestHostileSyncManifest(t *testing.T) {
 		}
 	}
 	t.Errorf("hostd's heap in use stayed at %d MiB after the refusals (baseline %d MiB)", heap>>10, v.held.heapKiB>>10)
+}
+
+// TestSyncDeepTreeCPU: what a transfer costs hostd grows with its entries,
+// not with their depth. 2,000 files along a tree 256 levels deep (a
+// 113 KB archive) cost hostd 4-5 s of CPU on the first upload and 9-10 s
+// on a second that changed every file, five to seven times the same
+// files in one directory: each path was resolved again from the top, one
+// directory at a time. Now they cost about what the flat tree costs,
+// measured beside it on the same hostd (its CPU, from /proc).
+func TestSyncDeepTreeCPU(t *testing.T) {
+	tw := NewTown(t)
+	hostd, addr := tw.Serve()
+	pid := hostd.Cmd.Process.Pid
+	cost := map[string]time.Duration{}
+	for _, shape := range []struct{ name, polecat string }{{"flat", "nux"}, {"deep", "furiosa"}} {
+		dirOf := func(i int) string { return "results" }
+		if shape.name == "deep" {
+			// 255 directories, the files along them from the top to the
+			// deepest, 256 elements with the file's name.
+			dirOf = func(i int) string { return "results" + strings.Repeat("/d", i*254/1999) }
+		}
+		container := t.TempDir()
+		s := newAttacker(t, tw, addr, "gastown/"+shape.polecat).mustDial(tunnel.TransportQUIC, tunnel.Config{})
+		for _, round := range []string{"first", "every file changed"} {
+			for i := range 2000 {
+				p := filepath.Join(container, dirOf(i), fmt.Sprintf("f%04d", i))
+				_ = os.MkdirAll(filepath.Dir(p), 0o755)
+				_ = os.WriteFile(p, []byte(round+" "+p), 0o644)
+			}
+			var packed bytes.Buffer
+			if _, _, err := archive.Pack(context.Background(), container, datasync.DefaultPolicy(), &packed); err != nil {
+				t.Fatal(err)
+			}
+			before := cpuTicks(t, pid)
+			if refused := upload(t, s, packed.Bytes()); refused != "" {
+				t.Fatalf("%s tree, %s upload: %s", shape.name, round, refused)
+			}
+			spent := time.Duration(cpuTicks(t, pid)-before) * 10 * time.Millisecond
+			cost[shape.name] += spent
+			t.Logf("%s tree, %s upload (%d bytes): hostd spent %v of CPU", shape.name, round, packed.Len(), spent)
+		}
+	}
+	if limit := 3*cost["flat"] + time.Second; cost["deep"] > limit {
+		t.Errorf("the deep tree's two uploads cost hostd %v of CPU, over %v (three times the flat tree's %v, and a second)", cost["deep"], limit, cost["flat"])
+	}
 }

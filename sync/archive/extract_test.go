@@ -102,6 +102,9 @@ func TestExtractHostile(t *testing.T) {
 		}, "not a path the policy lets cross", nil},
 		{"not whitelisted", func() []byte { return fixture.Archive(t, []fixture.Member{fixture.File("notes.txt", "x")}) }, "not a path the policy lets cross", nil},
 		{"member before its directory", func() []byte { return fixture.Archive(t, []fixture.Member{fixture.File("results/a", "x")}) }, "comes before its directory", nil},
+		{"back into a directory it left", func() []byte {
+			return fixture.Archive(t, []fixture.Member{fixture.Dir("results"), fixture.Dir("results/a"), fixture.Dir("results/b"), fixture.File("results/a/x", "x")})
+		}, `"results/a/x" comes after the archive left "results/a"`, nil},
 		{"members after the manifest", func() []byte {
 			ms := []fixture.Member{fixture.Dir("results")}
 			return fixture.ArchiveRaw(t, append(append(ms, fixture.ManifestOf(ms)), fixture.File("results/late", "x")))

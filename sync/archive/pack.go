@@ -52,8 +52,7 @@ func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, rootDir: root, root: r, dirs: r.Dirs(), policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
-	defer pk.dirs.Close()
+	pk := &packer{ctx: ctx, rootDir: root, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
 	for _, o := range opts {
 		o(pk)
 	}
@@ -160,10 +159,6 @@ type packer struct {
 	ctx     context.Context
 	rootDir string
 	root    *tree.Tree
-	// dirs holds the directory of the last file packed open: the walk
-	// gives a directory's files together, so each is opened with one
-	// system call, not a walk of its path.
-	dirs    *tree.DirCache
 	policy  sync.Policy
 	jobs    chan archives.ArchiveAsyncJob
 	m       *sync.Manifest
@@ -242,7 +237,7 @@ func (pk *packer) addFile(rel string, fi fs.FileInfo, e sync.Entry, info archive
 		pk.packed(e.Size)
 		return nil
 	}
-	f, err := pk.dirs.OpenAs(rel, fi) // the file the listing saw, or a refusal
+	f, err := pk.root.OpenAs(rel, fi) // the file the listing saw, or a refusal
 	if err != nil {
 		pk.skipped = append(pk.skipped, rel)
 		return nil

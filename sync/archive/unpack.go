@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -52,8 +51,7 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, li
 	}
 	defer zr.Close()
 	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
-	x := &extractor{root: root, dirs: root.Dirs(), policy: p, lim: lim, seen: map[string]string{}}
-	defer x.dirs.Close()
+	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}, in: []string{"."}}
 	if err := (archives.Tar{}).Extract(ctx, out, x.take); err != nil {
 		if x.refused != nil {
 			return nil, x.refused // as the extractor said it, without the archives wrapping
@@ -81,14 +79,11 @@ func refusal(err error) error {
 
 // extractor takes members one at a time.
 type extractor struct {
-	root *tree.Tree
-	// dirs holds the directory the last file went into open: a tar made
-	// by Pack lists a directory's files together, so each costs one
-	// system call to create, not a walk of its path.
-	dirs     *tree.DirCache
+	root     *tree.Tree
 	policy   sync.Policy
 	lim      sync.Limits
 	seen     map[string]string // path -> type, in archive order
+	in       []string          // the directories the last member is in, from the top
 	order    []sync.Entry
 	bytes    int64
 	manifest *sync.Manifest
@@ -162,6 +157,9 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 	default:
 		return fmt.Errorf("archive refused: %q is a %s; only files, directories and symlinks cross", name, typeName(hdr.Typeflag))
 	}
+	if err := x.walkOrder(name, e.Type == sync.TypeDir); err != nil {
+		return err
+	}
 	x.seen[name] = e.Type
 	x.order = append(x.order, e)
 	return nil
@@ -179,12 +177,7 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	if err := x.parent(e.Path); err != nil {
 		return err
 	}
-	d, err := x.dirs.Dir(path.Dir(e.Path))
-	if err != nil {
-		return err
-	}
-	name := path.Base(e.Path)
-	out, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := x.root.Create(e.Path, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", e.Path, err)
 	}
@@ -204,17 +197,14 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 		out.Close()
 		return fmt.Errorf("archive refused: %s declared %d bytes, %d arrived", e.Path, hdr.Size, n)
 	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
 	// Its mode and time now, on the file just written (verify sets the
 	// directories'), should the manifest agree: the owner keeps the right
 	// to read and write what is staged, as verify explains.
 	if err == nil {
-		err = out.Chmod(e.Mode | 0o600)
-	}
-	if err == nil {
-		err = d.Chtimes(name, e.MTime, e.MTime)
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
+		err = x.root.SetMeta(e.Path, e.Mode|0o600, e.MTime)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", e.Path, err)
@@ -239,6 +229,28 @@ func (x *extractor) parent(name string) error {
 	default:
 		return fmt.Errorf("archive refused: %q is written through the %s %q", name, x.seen[dir], dir)
 	}
+}
+
+// walkOrder refuses a member that is not in the directory the last one
+// is in, or one above it, as a walk lists a tree (Pack's does): a
+// directory, then everything under it, before anything else. Once the
+// archive has left a directory, nothing more comes into it, so the Tree,
+// which keeps few directories open, goes down each directory's path
+// once, not once a member (an archive going back and forth between deep
+// directories would cost a walk of each one's path a member, here and in
+// the merge, which takes the paths in a walk's order too).
+func (x *extractor) walkOrder(name string, isDir bool) error {
+	dir := path.Dir(name)
+	for len(x.in) > 0 && x.in[len(x.in)-1] != dir {
+		x.in = x.in[:len(x.in)-1]
+	}
+	if len(x.in) == 0 {
+		return fmt.Errorf("archive refused: %q comes after the archive left %q (members come as a walk lists them: a directory, then everything under it)", name, dir)
+	}
+	if isDir {
+		x.in = append(x.in, name)
+	}
+	return nil
 }
 
 // readManifest takes the manifest member: its size is checked before it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -18,8 +19,11 @@ func (p *Plan) Apply() error {
 	t := p.t
 	// The host may have changed while the merge was planned (an operator's
 	// edit, made while text merges ran): then nothing is applied, and the
-	// next transfer merges what is there.
-	for rel, was := range p.guard {
+	// next transfer merges what is there. The paths are looked at in the
+	// order a walk lists them, each directory's together, as the Tree
+	// keeps few directories open.
+	for _, rel := range slices.SortedFunc(maps.Keys(p.guard), comparePaths) {
+		was := p.guard[rel]
 		now, err := t.Lstat(rel)
 		var pe *tree.PlainPathError // under a link or file the merge replaces: nothing there yet
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &pe) {

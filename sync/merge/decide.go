@@ -13,24 +13,69 @@ import (
 	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
-// redirected is where rel goes when a directory above it was redirected.
+// redirected is where rel goes when a directory above it was redirected
+// (the nearest, should there be more).
 func (pl *planner) redirected(rel string) (string, bool) {
-	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
-		if to, ok := pl.redirect[dir]; ok {
-			return to + strings.TrimPrefix(rel, dir), true
-		}
+	dir := pl.above(parent(rel)).redirected
+	if dir == "" {
+		return "", false
 	}
-	return "", false
+	return pl.redirect[dir] + rel[len(dir):], true
 }
 
 // underFresh says whether a directory above rel is one the merge makes.
 func (pl *planner) underFresh(rel string) bool {
-	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
-		if pl.fresh[dir] {
-			return true
-		}
+	return pl.above(parent(rel)).fresh
+}
+
+// above is what the plan decided of a directory and those above it.
+type above struct {
+	redirected string // the nearest redirected ("" when none is)
+	fresh      bool   // one is a directory the merge makes
+}
+
+// above is what the plan decided of dir and the directories above it,
+// each worked out once from its parent's and kept (pl.aboves), so that
+// asking of every path costs a lookup, not a walk up to the top. A
+// decision about a directory already asked of (decide) forgets what was
+// kept; the sorted walk makes every decision about a directory before
+// asking of it or of anything under it, so this is rare.
+func (pl *planner) above(dir string) above {
+	if dir == "." {
+		return above{}
 	}
-	return false
+	if a, ok := pl.aboves[dir]; ok {
+		return a
+	}
+	a := pl.above(parent(dir))
+	if _, ok := pl.redirect[dir]; ok {
+		a.redirected = dir
+	}
+	a.fresh = a.fresh || pl.fresh[dir]
+	pl.aboves[dir] = a
+	return a
+}
+
+// decide records that the merge redirects dir to a conflict copy (to not
+// empty) or makes it (fresh).
+func (pl *planner) decide(dir, to string, fresh bool) {
+	if _, asked := pl.aboves[dir]; asked {
+		clear(pl.aboves) // the kept answers of dir and below it are wrong now: all go
+	}
+	if to != "" {
+		pl.redirect[dir] = to
+	}
+	if fresh {
+		pl.fresh[dir] = true
+	}
+}
+
+// parent is the directory rel is in ("." at the top).
+func parent(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return "."
 }
 
 // one decides one path.
@@ -58,7 +103,7 @@ func (pl *planner) one(rel string) error {
 		// it. The container's version of the directory it is in goes to a
 		// conflict copy instead, with rel in it.
 		if th != nil {
-			pl.redirect[pe.Through] = pl.conflictName(pe.Through)
+			pl.decide(pe.Through, pl.conflictName(pe.Through), false)
 			to, _ := pl.redirected(rel)
 			pl.Changes = append(pl.Changes, Change{Path: pe.Through, Action: Conflicted, Copy: pl.redirect[pe.Through]})
 			return pl.place(rel, to, th)
@@ -134,7 +179,7 @@ func (pl *planner) place(rel, to string, th *sync.Entry) error {
 	case th.Type == sync.TypeDir:
 		pl.mkdirs = append(pl.mkdirs, to)
 		if cur := pl.finalBefore(to); cur == nil || cur.Type != sync.TypeDir {
-			pl.fresh[to] = true
+			pl.decide(to, "", true)
 		}
 	case th.Type == sync.TypeSymlink:
 		pl.linkMoves = append(pl.linkMoves, [2]string{path.Join(pl.tree, rel), to})
@@ -179,7 +224,7 @@ func (pl *planner) bothChanged(rel string, b, cur, th *sync.Entry) error {
 		}
 		// A file or symlink here, a directory there: the host's stays and
 		// the container's directory, with what is under it, goes beside it.
-		pl.redirect[rel] = pl.conflictName(rel)
+		pl.decide(rel, pl.conflictName(rel), false)
 		pl.Changes = append(pl.Changes, Change{Path: rel, Action: Conflicted, Copy: pl.redirect[rel]})
 		return pl.place(rel, pl.redirect[rel], th)
 	}

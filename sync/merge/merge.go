@@ -112,6 +112,7 @@ type planner struct {
 	final     map[string]*sync.Entry // what each path looked at will hold (nil: nothing)
 	redirect  map[string]string      // a directory of theirs that cannot go where it was, and where it goes instead
 	fresh     map[string]bool        // directories the merge makes where the host has none: nothing is under them yet
+	aboves    map[string]above       // what redirect and fresh say of each directory asked of and those above it (above)
 	dirFiles  map[string]bool        // a host directory a file or symlink of theirs replaces: must be empty by then
 	hostLinks []string               // every symlink in the root's paths that cross (and copies), judged again against the result
 	hostNow   map[string]*sync.Entry // what the host holds now at each path looked at
@@ -145,7 +146,7 @@ func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, t
 		return nil, fmt.Errorf("surveying the data root: %w", err)
 	}
 	pl := &planner{Plan: &Plan{t: t, Stored: survey.Bytes}, ctx: ctx, o: o, tree: theirTree, scratch: scratch, base: crossing(base.Index(), o.Policy), theirs: theirs.Index(),
-		final: map[string]*sync.Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, hostNow: map[string]*sync.Entry{},
+		final: map[string]*sync.Entry{}, redirect: map[string]string{}, fresh: map[string]bool{}, aboves: map[string]above{}, hostNow: map[string]*sync.Entry{},
 		copies: map[string]string{}, seen: map[string]fs.FileInfo{}, dirFiles: map[string]bool{}, hostLinks: survey.Links}
 	paths := make([]string, 0, len(pl.base)+len(pl.theirs))
 	for p := range pl.base {

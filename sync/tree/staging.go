@@ -21,7 +21,6 @@ func (t *Tree) Staging(who string) (string, error) {
 	if err := t.root.Mkdir(name, 0o700); err != nil {
 		return "", fmt.Errorf("creating a staging directory in %s: %w", t.dir, err)
 	}
-	t.dirs[name] = true
 	return name, nil
 }
 

@@ -4,9 +4,7 @@
 // symlink, so nothing an archive or a merge does leads outside the root
 // whatever the root holds. It also walks the paths a policy lets cross,
 // keeps the staging directories transfers unpack into, and locks a root
-// for one merge at a time. A DirCache reaches a run of files through
-// their directory's own os.Root, checked once for the run (see its
-// comment for what that leaves).
+// for one merge at a time.
 package tree
 
 import (
@@ -26,18 +24,30 @@ import (
 // place that touches a data root on behalf of what a polecat sent, used by
 // archive.Extract and by merges alike. Every operation goes through
 // os.Root, so the kernel refuses a path that leads outside the root
-// whatever the tree holds; and none follows a symlink: a path any of whose parent
-// directories is a symlink (or not a directory) is refused, naming it, and
-// a symlink at the path itself is removed, replaced or read, never
+// whatever the tree holds; and none follows a symlink: a path any of whose
+// parent directories is a symlink (or not a directory) is refused, naming
+// it, and a symlink at the path itself is removed, replaced or read, never
 // written through. A Tree is not safe for concurrent use: a transfer owns
 // it (merges of one root also hold its lock).
+//
+// An operation on a path is one on its name in its directory, which the
+// Tree holds open as an os.Root of its own (dirs.go): each directory is
+// looked at and opened once, element by element from the root, and then
+// kept for the operations on the paths under it, so that what a transfer
+// costs grows with its entries, not with their depth (os.Root resolves a
+// path one element at a time: a file 256 levels down cost 256 opens an
+// operation). The Tree keeps at most maxOpenDirs of them, the least
+// recently used closed first, and forgets any it removes or renames. A
+// directory held open is the one found there when it was opened: if
+// something other than the Tree moves it meanwhile, out of the root even,
+// the Tree's operations under its old path still reach it where it went.
+// Nothing a polecat sends moves a directory on hostd (a merge renames
+// only within the root, through the Tree); only the operator, or another
+// program on the host, could.
 type Tree struct {
 	root *os.Root
 	dir  string
-	// dirs are the directories this Tree has seen to be real directories
-	// (not symlinks), so a walk of many files checks each parent once.
-	// Anything the Tree removes or renames is forgotten.
-	dirs map[string]bool
+	dirs *dirCache
 }
 
 // Open opens dir, creating it if it is missing.
@@ -49,7 +59,7 @@ func Open(dir string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the data root %s: %w", dir, err)
 	}
-	return &Tree{root: r, dir: dir, dirs: map[string]bool{}}, nil
+	return &Tree{root: r, dir: dir, dirs: newDirCache(r)}, nil
 }
 
 // OpenRead opens dir for reading: nil, and no error, when it does not
@@ -62,11 +72,11 @@ func OpenRead(dir string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the data root %s: %w", dir, err)
 	}
-	return &Tree{root: r, dir: dir, dirs: map[string]bool{}}, nil
+	return &Tree{root: r, dir: dir, dirs: newDirCache(r)}, nil
 }
 
-// Close releases the root.
-func (t *Tree) Close() error { return t.root.Close() }
+// Close releases the root and the directories held open in it.
+func (t *Tree) Close() error { return t.dirs.close() }
 
 // Dir is the tree's directory on disk.
 func (t *Tree) Dir() string { return t.dir }
@@ -82,64 +92,26 @@ func (e *PlainPathError) Error() string {
 }
 
 // Parents checks that every directory above rel is a real directory, or
-// missing (it will be made, or the operation fails with not-exist). They
-// are checked from the top down, so that each is looked at through
-// directories already known to be real: os.Root would follow a symlink
-// above it (inside the root) and see the directory it points to.
+// missing (it will be made, or the operation fails with not-exist), each
+// looked at in the directory above it, from the top down: os.Root would
+// follow a symlink above it (inside the root) and see the directory it
+// points to.
 func (t *Tree) Parents(rel string) error {
-	if rel == "." {
-		return nil
+	_, _, err := t.at(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nor is anything under it
 	}
-	if !sync.ValidRel(rel) {
-		return fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
-	}
-	// Start below the deepest directory already checked: those above it
-	// were checked with it.
-	from := 0
-	for i := len(rel) - 1; i > 0; i-- {
-		if rel[i] == '/' && t.dirs[rel[:i]] {
-			from = i + 1
-			break
-		}
-	}
-	for i := from; i < len(rel); i++ {
-		if rel[i] != '/' {
-			continue
-		}
-		dir := rel[:i]
-		fi, err := t.root.Lstat(dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil // nor is anything under it
-		case err != nil:
-			return fmt.Errorf("checking %s: %w", dir, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return &PlainPathError{Path: rel, Through: dir, Is: "symlink"}
-		case !fi.IsDir():
-			return &PlainPathError{Path: rel, Through: dir, Is: kindOf(fi)}
-		}
-		t.dirs[dir] = true
-	}
-	return nil
-}
-
-// forget drops what the Tree knows of rel and everything under it. A
-// directory is known only with every directory above it, so a path the
-// Tree does not know has nothing known under it either (a file's rename,
-// the common case, costs nothing); removing or renaming a known
-// directory forgets all, which the next operations look up again.
-func (t *Tree) forget(rel string) {
-	if t.dirs[rel] {
-		clear(t.dirs)
-	}
+	return err
 }
 
 // Lstat describes rel itself (a symlink is not followed).
 func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return nil, err
 	}
-	return t.root.Lstat(rel)
+	fi, err := d.root.Lstat(name)
+	return fi, inTree(err, rel)
 }
 
 // Entry is what the tree holds at rel, as a manifest entry (a file's
@@ -158,11 +130,11 @@ func (t *Tree) Entry(rel string) (*sync.Entry, fs.FileInfo, error) {
 		e.Type = sync.TypeDir
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.Type, e.Mode, e.MTime = sync.TypeSymlink, 0o777, time.Time{}
-		e.Target, err = t.root.Readlink(rel)
+		e.Target, err = t.Readlink(rel)
 	case fi.Mode().IsRegular():
 		e.Type, e.Size = sync.TypeFile, fi.Size()
 		var f *os.File
-		if f, err = t.Open(rel); err == nil {
+		if f, err = t.OpenAs(rel, fi); err == nil {
 			e.SHA256, err = sync.Hash(f)
 			f.Close()
 		}
@@ -188,9 +160,13 @@ func (t *Tree) OpenAs(rel string, fi fs.FileInfo) (*os.File, error) {
 	if err := regular(rel, fi); err != nil {
 		return nil, err
 	}
-	f, err := t.root.Open(rel)
+	d, name, err := t.at(rel)
 	if err != nil {
 		return nil, err
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, inTree(err, rel)
 	}
 	return same(rel, fi, f)
 }
@@ -216,10 +192,12 @@ func same(rel string, fi fs.FileInfo, f *os.File) (*os.File, error) {
 
 // Readlink is a symlink's target.
 func (t *Tree) Readlink(rel string) (string, error) {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return "", err
 	}
-	return t.root.Readlink(rel)
+	target, err := d.root.Readlink(name)
+	return target, inTree(err, rel)
 }
 
 // ReadDir lists a directory's names, sorted.
@@ -233,173 +211,151 @@ func (t *Tree) ReadDir(rel string) ([]string, error) {
 }
 
 // readDirInfo describes what a directory holds, sorted by name, each
-// entry as Lstat would (a symlink not followed): the directory is opened
-// once, through the root, and its entries are looked at relative to it
-// (fstatat on its descriptor), so a walk costs one path resolution a
-// directory, not one a file.
+// entry as Lstat would (a symlink not followed): the directory is listed
+// through its descriptor, held open (dirAt), and its entries are looked
+// at relative to it (fstatat on its descriptor), so a walk costs one
+// open a directory, not a walk of its path a file.
 func (t *Tree) readDirInfo(rel string) ([]fs.FileInfo, error) {
-	fi, err := t.lstatDir(rel, "listing")
+	if rel != "." && !sync.ValidRel(rel) {
+		return nil, fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
+	}
+	d, err := t.dirAt(rel, rel, 0)
+	var pe *PlainPathError
+	if errors.As(err, &pe) && pe.Through == rel {
+		return nil, fmt.Errorf("listing %s: not a directory", rel)
+	}
 	if err != nil {
 		return nil, err
 	}
-	d, err := t.root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	if st, err := d.Stat(); err != nil || !os.SameFile(fi, st) {
-		return nil, fmt.Errorf("listing %s: it changed while being opened", rel)
-	}
-	infos, err := d.Readdir(-1)
+	f, err := d.root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", rel, err)
 	}
-	if rel != "." {
-		t.dirs[rel] = true
+	defer f.Close()
+	infos, err := f.Readdir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", rel, err)
 	}
 	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
 	return infos, nil
 }
 
-// lstatDir is Lstat of rel, which must be a directory (not a symlink to
-// one) for what the caller is doing.
-func (t *Tree) lstatDir(rel, doing string) (fs.FileInfo, error) {
-	fi, err := t.Lstat(rel)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s %s: not a directory", doing, rel)
-	}
-	return fi, nil
-}
-
-// OpenDir opens the real directory at rel as a root of its own, for a run
-// of operations on the names in it: each then costs one system call on
-// the directory's descriptor instead of a walk from the top. rel must be
-// a directory, not a symlink to one, and the one opened must be the one
-// Lstat saw; the caller closes it.
-func (t *Tree) OpenDir(rel string) (*os.Root, error) {
-	fi, err := t.lstatDir(rel, "opening")
-	if err != nil {
-		return nil, err
-	}
-	d, err := t.root.OpenRoot(rel)
-	if err != nil {
-		return nil, fmt.Errorf("opening directory %s: %w", rel, err)
-	}
-	if st, err := d.Stat("."); err != nil || !os.SameFile(fi, st) {
-		d.Close()
-		return nil, fmt.Errorf("opening directory %s: it changed while being opened", rel)
-	}
-	if rel != "." {
-		t.dirs[rel] = true
-	}
-	return d, nil
-}
-
 // MkdirAll makes rel and the directories above it, each a real directory:
 // a symlink or file on the way is refused.
 func (t *Tree) MkdirAll(rel string, mode fs.FileMode) error {
-	if err := t.Parents(rel); err != nil {
-		return err
+	if !sync.ValidRel(rel) {
+		return fmt.Errorf("refusing %q: not a clean path inside the data root", rel)
 	}
-	for i := 0; i <= len(rel); i++ {
-		if i < len(rel) && rel[i] != '/' {
-			continue
-		}
-		dir := rel[:i]
-		if t.dirs[dir] {
-			continue
-		}
-		err := t.root.Mkdir(dir, mode.Perm()|0o700)
-		if errors.Is(err, fs.ErrExist) {
-			fi, lerr := t.root.Lstat(dir)
-			if lerr != nil {
-				return fmt.Errorf("checking %s: %w", dir, lerr)
-			}
-			if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
-				return &PlainPathError{Path: rel, Through: dir, Is: kindOf(fi)}
-			}
-		} else if err != nil {
-			return fmt.Errorf("creating directory %s: %w", dir, err)
-		}
-		t.dirs[dir] = true
-	}
-	return nil
+	_, err := t.dirAt(rel, rel, mode|fs.ModeDir) // never zero: what is missing is made
+	return err
 }
 
 // Remove removes rel: a file, a symlink (not its target) or an empty
 // directory.
 func (t *Tree) Remove(rel string) error {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return err
 	}
-	t.forget(rel)
-	return t.root.Remove(rel)
+	err = d.root.Remove(name)
+	t.dirs.forget(rel)
+	return inTree(err, rel)
 }
 
 // RemoveAll removes rel and everything under it; symlinks under it are
 // removed, not followed.
 func (t *Tree) RemoveAll(rel string) error {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing there, as os.RemoveAll says
+	}
+	if err != nil {
 		return err
 	}
-	t.forget(rel)
-	return t.root.RemoveAll(rel)
+	err = d.root.RemoveAll(name)
+	t.dirs.forget(rel)
+	return inTree(err, rel)
 }
 
 // Rename moves from to to, both inside the tree, replacing a file or
 // symlink at to.
 func (t *Tree) Rename(from, to string) error {
-	if err := errors.Join(t.Parents(from), t.Parents(to)); err != nil {
+	df, fromName, ferr := t.at(from)
+	if df != nil {
+		df.pinned = true // kept open while to's directory is opened
+	}
+	dt, toName, terr := t.at(to)
+	if df != nil {
+		df.pinned = false
+	}
+	if err := errors.Join(ferr, terr); err != nil {
 		return err
 	}
-	t.forget(from)
-	return t.root.Rename(from, to)
+	err := rename(df, fromName, dt, toName)
+	t.dirs.forget(from)
+	t.dirs.forget(to)
+	if err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
 }
 
 // Symlink makes a symlink at rel pointing to target.
 func (t *Tree) Symlink(target, rel string) error {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return err
 	}
-	return t.root.Symlink(target, rel)
+	return inTree(d.root.Symlink(target, name), rel)
 }
 
 // Create makes a new file at rel (it must not exist) for writing.
 func (t *Tree) Create(rel string, mode fs.FileMode) (*os.File, error) {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return nil, err
 	}
-	return t.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+	return f, inTree(err, rel)
 }
 
 // WriteFile writes data to a new or existing file at rel with mode, as
 // atomicfile.WriteIn does inside the root: a reader, or the next start
 // after a crash, sees the old content or the new, never a mix.
 func (t *Tree) WriteFile(rel string, data []byte, mode fs.FileMode) error {
-	if err := t.Parents(rel); err != nil {
+	d, name, err := t.at(rel)
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteIn(t.root, rel, data, mode)
+	if err := atomicfile.WriteIn(d.root, name, data, mode); err != nil {
+		return fmt.Errorf("in %s: %w", d.rel, err)
+	}
+	return nil
 }
 
 // SetMeta sets the mode and modification time of the file or directory at
 // rel (a symlink there is left alone).
 func (t *Tree) SetMeta(rel string, mode fs.FileMode, mtime time.Time) error {
-	fi, err := t.Lstat(rel)
+	d, name, err := t.at(rel)
 	if err != nil {
 		return err
+	}
+	fi, err := d.root.Lstat(name)
+	if err != nil {
+		return inTree(err, rel)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return nil
 	}
-	if err := t.root.Chmod(rel, mode.Perm()); err != nil {
+	if err := d.root.Chmod(name, mode.Perm()); err != nil {
 		return fmt.Errorf("setting the mode of %s: %w", rel, err)
 	}
 	if !mtime.IsZero() {
-		if err := t.root.Chtimes(rel, mtime, mtime); err != nil {
+		if err := d.root.Chtimes(name, mtime, mtime); err != nil {
 			return fmt.Errorf("setting the time of %s: %w", rel, err)
 		}
 	}

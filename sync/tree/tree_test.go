@@ -33,6 +33,8 @@ func TestTreeRefusesThroughLinks(t *testing.T) {
 		"MkdirAll":  func(rel string) error { return tr.MkdirAll(rel, 0o755) },
 		"Remove":    func(rel string) error { return tr.Remove(rel) },
 		"Symlink":   func(rel string) error { return tr.Symlink("f", rel) },
+		"Rename to": func(rel string) error { return tr.Rename("results/f", rel) },
+		"Rename":    func(rel string) error { return tr.Rename(rel, "results/d/moved") },
 	}
 	cases := []struct {
 		rel, through, is string
