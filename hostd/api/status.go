@@ -92,4 +92,11 @@ type Status struct {
 	// SyncConflicts counts the paths data merges left in conflict since
 	// hostd started (hostd sync log has them).
 	SyncConflicts int `json:"sync_conflicts"`
+	// RelayConfinement is how the kernel confines relayed gt and bd
+	// ("landlock (ABI 7)"), or why it cannot (RelayConfined false);
+	// RelayRefused says hostd then refuses to relay
+	// (relay.allow_unconfined is off).
+	RelayConfinement string `json:"relay_confinement,omitempty"`
+	RelayConfined    bool   `json:"relay_confined"`
+	RelayRefused     bool   `json:"relay_refused"`
 }

@@ -40,6 +40,15 @@ type Services struct {
 	// Upstream is the queue of branches for origin (hostd/upstream); nil
 	// when upstream pushing is off.
 	Upstream Upstream
+	// Relay is the gt/bd relay (hostd/relay); nil in tests that have none.
+	Relay Relay
+}
+
+// Relay is what status says of the gt/bd relay (hostd/relay.Service).
+type Relay interface {
+	// Confinement is how relayed commands are confined (or why they
+	// cannot be), whether they are, and whether relaying is refused.
+	Confinement() (how string, confined, refused bool)
 }
 
 // Daemon is what status says of hostd itself.
@@ -144,7 +153,8 @@ func Handler(s Services) http.Handler {
 }
 
 // status is every polecat hostd knows with its queued nudges, hostd's
-// listeners, the data conflicts and the upstream queue.
+// listeners, the relay's confinement, the data conflicts and the upstream
+// queue.
 func (s Services) status() api.Status {
 	st := api.Status{Version: s.Daemon.Version, Started: s.Daemon.Started, Polecats: s.Polecats.Rows(), SyncConflicts: s.Data.Conflicts()}
 	if ln := s.Daemon.Listener; ln != nil {
@@ -156,6 +166,9 @@ func (s Services) status() api.Status {
 	}
 	if s.Upstream != nil {
 		st.Upstream = s.Upstream.Pending()
+	}
+	if s.Relay != nil {
+		st.RelayConfinement, st.RelayConfined, st.RelayRefused = s.Relay.Confinement()
 	}
 	return st
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -507,6 +508,27 @@ func TestServeRefusesTheShim(t *testing.T) {
 	for _, want := range []string{"gt resolves to " + filepath.Join(BinDir, "gt"), "--relay-gt", "bd resolves to " + filepath.Join(BinDir, "bd"), "--relay-bd"} {
 		if !strings.Contains(p.Output(), want) {
 			t.Errorf("output lacks %q:\n%s", want, p.Output())
+		}
+	}
+}
+
+// TestRelayConfinementShown: hostd status says how relayed commands are
+// confined (Landlock here), and where the kernel cannot confine them it
+// says so and relaying is refused, naming the setting that would allow
+// it unconfined.
+func TestRelayConfinementShown(t *testing.T) {
+	r := newRelayRig(t, rigOpts{})
+	st := r.tw.WaitStatus(5*time.Second, func(api.Status) bool { return true })
+	text := r.tw.Run("status")
+	res := r.run(t, nil, "gt", "nudge", "exit", "0")
+	switch {
+	case st.RelayConfined:
+		if !strings.HasPrefix(st.RelayConfinement, "landlock (ABI ") || st.RelayRefused || res.code != 0 || strings.Contains(text, "relay ") {
+			t.Errorf("confined: status %q refused %v, text %q; a relay exited %d (%s)", st.RelayConfinement, st.RelayRefused, text, res.code, res.stderr)
+		}
+	default:
+		if !st.RelayRefused || !strings.Contains(text, "relay REFUSED") || res.code != 255 || !strings.Contains(string(res.stderr), "relay.allow_unconfined") {
+			t.Errorf("unconfined: status %q refused %v, text %q; a relay exited %d (%s)", st.RelayConfinement, st.RelayRefused, text, res.code, res.stderr)
 		}
 	}
 }

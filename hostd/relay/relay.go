@@ -192,16 +192,14 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Confinement is how relayed commands are confined here, for status; ok
-// is false when they cannot be and relaying is refused.
-func (s *Service) Confinement() (how string, ok bool) {
+// Confinement is how relayed commands are confined here (or why they
+// cannot be), whether they are, and whether relaying is refused for it
+// (the system cannot confine and relay.allow_unconfined is off).
+func (s *Service) Confinement() (how string, confined, refused bool) {
 	if s.support.Available() {
-		return s.support.String(), true
+		return s.support.String(), true, false
 	}
-	if s.cfg.AllowUnconfined {
-		return "none, relay.allow_unconfined set: " + s.support.Reason, true
-	}
-	return "none: " + s.support.Reason + "; relaying refused (relay.allow_unconfined)", false
+	return s.support.Reason, false, !s.cfg.AllowUnconfined
 }
 
 // ServeStream runs one relayed command.
@@ -235,7 +233,7 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 		s.refuse(w, id, cmd, sub, fmt.Errorf("%s is not installed on the host (set relay.%s in hostd's config)", cmd, cmd))
 		return
 	}
-	if how, ok := s.Confinement(); !ok {
+	if how, _, refused := s.Confinement(); refused {
 		s.refuse(w, id, cmd, sub, fmt.Errorf("hostd cannot confine relayed commands on this host (%s): the operator must fix that or set relay.allow_unconfined", how))
 		return
 	}

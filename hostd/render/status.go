@@ -51,6 +51,12 @@ func Status(w io.Writer, st api.Status, o StatusOptions) {
 			fmt.Fprintf(w, "%s listener failing to accept (%d in all, last %s ago: %s)\n", l.Transport, l.AcceptErrors, short(time.Since(l.LastErrorAt)), termsafe.Line(l.LastError))
 		}
 	}
+	switch {
+	case st.RelayRefused:
+		fmt.Fprintf(w, "relay REFUSED: this host cannot confine relayed gt and bd (%s); fix that, or set relay.allow_unconfined\n", st.RelayConfinement)
+	case st.RelayConfinement != "" && !st.RelayConfined:
+		fmt.Fprintf(w, "relay UNCONFINED (relay.allow_unconfined): %s\n", st.RelayConfinement)
+	}
 	shown := api.InStates(st.Polecats, o.States)
 	fmt.Fprintln(w, counts(st.Polecats, shown, o.States))
 	if len(shown) > 0 {

@@ -79,6 +79,31 @@ func TestStatusShowsListenerTrouble(t *testing.T) {
 	}
 }
 
+// TestStatusShowsRelayConfinement: status names a host that cannot
+// confine relayed commands, whether hostd refuses to relay there or the
+// operator let it relay unconfined, and says nothing when it confines.
+func TestStatusShowsRelayConfinement(t *testing.T) {
+	cases := []struct {
+		name string
+		st   api.Status
+		want string
+	}{
+		{"confined", api.Status{RelayConfinement: "landlock (ABI 7)", RelayConfined: true}, ""},
+		{"refused", api.Status{RelayConfinement: "the kernel has no Landlock", RelayRefused: true},
+			"relay REFUSED: this host cannot confine relayed gt and bd (the kernel has no Landlock); fix that, or set relay.allow_unconfined"},
+		{"unconfined", api.Status{RelayConfinement: "the kernel has no Landlock"}, "relay UNCONFINED (relay.allow_unconfined): the kernel has no Landlock"},
+		{"no relay", api.Status{}, ""},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		Status(&out, c.st, StatusOptions{})
+		got := strings.Contains(out.String(), "relay")
+		if (c.want == "" && got) || (c.want != "" && !strings.Contains(out.String(), c.want)) {
+			t.Errorf("%s: status shows %q, want %q", c.name, out.String(), c.want)
+		}
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite testdata/status-*.txt from what Status prints")
 
 // polecats25 are 25 polecats in every state, restored ones among them,

@@ -159,6 +159,7 @@ type Server struct {
 	reg   *registry.Registry
 	certs *certs.Service
 	live  *liveness.Service
+	relay *relay.Service
 	git   *git.Service
 	queue *upstream.Queue
 	data  *data.Service
@@ -231,6 +232,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.relay = rel
 	cfg.Data.Town, cfg.Data.Dir, cfg.Data.Logger = cfg.Town, s.dir.Data(), cfg.Logger
 	if s.data, err = data.New(cfg.Data, s.reg); err != nil {
 		return nil, err
@@ -245,10 +247,10 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(wire.KindCert, s.certs)
 	s.mux.HandleFunc(wire.KindPing, servePing)
 	s.mux.Handle(wire.KindHeartbeat, s.live)
-	s.mux.Handle(wire.KindRelay, rel)
+	s.mux.Handle(wire.KindRelay, s.relay)
 	s.mux.Handle(wire.KindGit, s.git.Handler())
 	s.mux.Handle(wire.KindSync, s.data)
-	sources := []collectorSource{s.reg, s.certs, s.live, rel, s.git, s.data, s.nudge, listenerMetrics{s}}
+	sources := []collectorSource{s.reg, s.certs, s.live, s.relay, s.git, s.data, s.nudge, listenerMetrics{s}}
 	if s.queue != nil {
 		sources = append(sources, s.queue)
 	}
@@ -347,7 +349,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) services(ln *tunnel.Listener) control.Services {
 	svc := control.Services{
 		Daemon:   control.Daemon{Version: s.cfg.Version, Started: s.started, Listener: ln},
-		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane,
+		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay,
 	}
 	if s.queue != nil {
 		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil
