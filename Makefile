@@ -123,7 +123,9 @@ gastown-tools: ## build Gas Town's gt, bd and dolt from the Go module proxy into
 	@start=$$(date +%s); images/e2e/gastown-tools.sh $(GASTOWN_TOOLS) $(GT_VERSION) $(BD_VERSION) $(DOLT_VERSION) && \
 		echo "gastown-tools: ready in $$(( $$(date +%s) - start ))s"
 
-e2e-gastown: gastown-tools ## the Gas Town suite (root, Docker): a town made by the real gt, a host polecat beside one in a container started through hostd run
+e2e-gastown: gastown-tools ## the Gas Town suite (root, Docker): the relay's grammar held to the real gt's and bd's --help, their relay's containment in a town gt made, and a host polecat beside one in a container started through hostd run
+	GASTOWN_TOOLS=$(GASTOWN_TOOLS) $(GO) test -count=1 -timeout 5m -run '^TestGrammarMatchesHelp$$' ./hostd/relay
+	GASTOWN_TOOLS=$(GASTOWN_TOOLS) $(GO) test -count=1 -timeout 10m -run '^TestRelayGasTown' ./hostd/e2e
 	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
 	CGO_ENABLED=0 $(GO) test -tags e2e,gastown -c -o $(BIN)/e2e-gastown.test ./images/e2e
 	cd images/e2e && GASTOWN_TOOLS=$(GASTOWN_TOOLS) E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 \

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +17,6 @@ import (
 
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
-	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
 // The Gas Town suite ('make e2e-gastown'): the real gt, bd and dolt
@@ -35,14 +33,11 @@ const taskName = "the same task"
 
 // gasTown is the suite's town and what it needs to drive it.
 type gasTown struct {
-	t       *testing.T
-	r       *rig
-	tools   string // gt, bd and dolt
-	dir     string // the town
-	origin  string // the rig's origin, a local bare repository
-	rig     string // the rig: gs<run id>, so that its sandboxes' names (gt-<rig>-<name>) are this run's
-	paneLog string // the stand-in claude's record of submitted lines, on the host and in the container
-	doltPID int
+	*harness.GasTown // the town, gt install made
+	t                *testing.T
+	r                *rig
+	rig              string // the rig: gs<run id>, so that its sandboxes' names (gt-<rig>-<name>) are this run's
+	paneLog          string // the stand-in claude's record of submitted lines, on the host and in the container
 	// stopOnce stops what Gas Town started once, at the test's end or
 	// on a signal.
 	stopOnce sync.Once
@@ -75,11 +70,10 @@ func TestGasTown(t *testing.T) {
 	}
 	start := time.Now()
 	r := newNetwork(t)
-	g := &gasTown{t: t, r: r, tools: tools, rig: "gs" + r.id, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
+	g := &gasTown{t: t, r: r, rig: "gs" + r.id, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
 	t.Cleanup(func() { _ = os.Remove(g.paneLog) })
 	defer g.print()
-	g.environment()
-	g.install()
+	g.install(tools)
 	summary.add("gastown: gt install, gt rig add, hostd on the town", true, time.Since(start))
 
 	step := func(name string, f func(t *testing.T)) {
@@ -166,59 +160,20 @@ func TestGasTown(t *testing.T) {
 	})
 }
 
-// environment makes the operator's environment for gt, bd and dolt: a
-// home of its own (git and dolt identities, dolt's metrics off), the
-// tools, hostd and the stand-in claude on PATH, and Gas Town's Dolt
-// server on a free loopback port.
-func (g *gasTown) environment() {
-	t := g.t
-	for _, k := range []string{"GT_TMUX_SOCKET", "TMUX", "TMUX_PANE", "GT_ROOT", "GT_TOWN", "GT_TOWN_ROOT", "HOSTD_TOWN", "BEADS_DIR", "GT_RIG", "GT_POLECAT", "GT_ROLE"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	standin := t.TempDir()
-	if err := os.Symlink(g.r.binary, filepath.Join(standin, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", strings.Join([]string{g.tools, harness.BinDir, standin, os.Getenv("PATH")}, ":"))
-	t.Setenv("GT_DOLT_HOST", "127.0.0.1")
-	t.Setenv("GT_DOLT_PORT", tunneltest.FreePort(t, "127.0.0.1"))
-	for _, kv := range [][]string{{"user.name", "operator"}, {"user.email", "operator@example.com"}, {"init.defaultBranch", "main"}} {
-		g.must(exec.Command("git", "config", "--global", kv[0], kv[1]))
-	}
-	for _, kv := range [][]string{{"metrics.disabled", "true"}, {"user.name", "operator"}, {"user.email", "operator@example.com"}} {
-		g.must(exec.Command("dolt", "config", "--global", "--add", kv[0], kv[1]))
-	}
-}
-
-// install makes the town the way an operator does, with an origin whose
-// .gitignore leaves out what Gas Town writes into a polecat's worktree,
-// and starts hostd on it.
-func (g *gasTown) install() {
+// install makes the town the way an operator does with the tools
+// (harness.NewGasTown: the operator's environment, with the stand-in
+// claude on PATH, and gt install, whose town's name picks its tmux
+// socket: this run's), adds the rig and starts hostd on it.
+func (g *gasTown) install(tools string) {
 	t, r := g.t, g.r
-	seed := t.TempDir()
-	g.origin = filepath.Join(t.TempDir(), "origin.git")
-	g.must(exec.Command("git", "init", "-q", seed))
-	writeFile(t, filepath.Join(seed, "README"), "hello\n")
-	writeFile(t, filepath.Join(seed, ".gitignore"), ".beads/\n.claude/\n.runtime/\nCLAUDE.md\n")
-	g.must(exec.Command("git", "-C", seed, "add", "."))
-	g.must(exec.Command("git", "-C", seed, "commit", "-q", "-m", "first"))
-	g.must(exec.Command("git", "clone", "-q", "--bare", seed, g.origin))
-
-	// The town's name picks its tmux socket (<name>-<hash>): this run's.
-	g.dir = filepath.Join(t.TempDir(), "gtsuite"+r.id)
-	t.Cleanup(g.stop)
-	undo.push(g.stop) // also when the suite is interrupted
-	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+	standin := t.TempDir()
+	if err := os.Symlink(r.binary, filepath.Join(standin, "claude")); err != nil {
 		t.Fatal(err)
 	}
-	g.gtMust(t, "install", g.dir, "--name", "gtsuite"+r.id)
-	g.gtMust(t, "rig", "add", g.rig, "file://"+g.origin, "--prefix", "gt") // sessions gt-<name>, beads gt-*
-	if pid, err := os.ReadFile(filepath.Join(g.dir, "daemon", "dolt.pid")); err == nil {
-		g.doltPID, _ = strconv.Atoi(strings.TrimSpace(string(pid)))
-	}
+	g.GasTown = harness.NewGasTown(t, tools, "gtsuite"+r.id, standin)
+	t.Cleanup(g.stop)
+	undo.push(g.stop)        // also when the suite is interrupted
+	g.AddRig(t, g.rig, "gt") // sessions gt-<name>, beads gt-*
 
 	// The stand-in claude: this test binary as the pane program (prompt
 	// ❯, records what is typed), as the rig's runtime. Not a custom agent
@@ -231,15 +186,15 @@ func (g *gasTown) install() {
 		}
 	})
 
-	r.town = harness.TownAt(t, g.dir)
-	writeFile(t, filepath.Join(g.dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
+	r.town = harness.TownAt(t, g.Dir)
+	writeFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
   image: %s
   network: %s
   url: https://%s
   mounts: ["%s:/usr/local/bin/claude:ro"]
   env: [%s, %s]
 `, r.image, r.net, r.addr, r.binary, harness.PaneEnv, harness.PaneLogEnv))
-	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.tools, "gt"), "--relay-bd", filepath.Join(g.tools, "bd"),
+	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.Tools, "gt"), "--relay-bd", filepath.Join(g.Tools, "bd"),
 		"--beat-interval", "1s", "--sandbox-reap", "1s", "--metrics-listen", r.metrics}
 	r.startHostd()
 	removeStaleSandboxes()
@@ -267,22 +222,13 @@ func (g *gasTown) stop() {
 	g.stopOnce.Do(g.stopNow)
 }
 
-// stopNow is stop's work: tmux's kill-server, then gt dolt stop, then the
-// Dolt server's process if it is still there.
+// stopNow is stop's work: tmux's kill-server, then the Dolt server.
 func (g *gasTown) stopNow() {
 	if sock := g.socket(); sock != "" {
 		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
 		_ = os.Remove(sock)
 	}
-	cmd := exec.Command(filepath.Join(g.tools, "gt"), "dolt", "stop")
-	cmd.Dir = g.dir
-	_ = cmd.Run()
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", g.doltPID))
-	if g.doltPID > 0 && strings.Contains(string(cmdline), "sql-server") {
-		if p, err := os.FindProcess(g.doltPID); err == nil {
-			_ = p.Kill()
-		}
-	}
+	g.Stop()
 }
 
 // execWrapper names hostd run as the rig's runtime.exec_wrapper, as
@@ -295,7 +241,7 @@ func (g *gasTown) execWrapper(t *testing.T) {
 
 // rigSettings edits <town>/<rig>/settings/config.json.
 func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
-	path := filepath.Join(g.dir, g.rig, "settings", "config.json")
+	path := filepath.Join(g.Dir, g.rig, "settings", "config.json")
 	s := map[string]any{}
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -311,14 +257,14 @@ func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
 // polecat (its name from the pool, its worktree on a polecat branch) and
 // starts its session. It returns the polecat's name.
 func (g *gasTown) sling(t *testing.T) string {
-	bd := exec.Command(filepath.Join(g.tools, "bd"), "create", taskName)
-	bd.Dir = filepath.Join(g.dir, g.rig)
+	bd := exec.Command(filepath.Join(g.Tools, "bd"), "create", taskName)
+	bd.Dir = filepath.Join(g.Dir, g.rig)
 	out, err := bd.CombinedOutput()
 	id := beadID(string(out))
 	if err != nil || id == "" {
 		t.Fatalf("bd create: %v\n%s", err, out)
 	}
-	out = []byte(g.gtMust(t, "sling", id, g.rig, "--no-boot", "--no-convoy"))
+	out = []byte(g.GtMust(t, "sling", id, g.rig, "--no-boot", "--no-convoy"))
 	m := regexp.MustCompile(`Created polecat: (\S+)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("gt sling named no polecat:\n%s", out)
@@ -335,7 +281,7 @@ func (g *gasTown) container(name string) string { return "gt-" + g.rig + "-" + n
 
 // worktree is a polecat's worktree on the host.
 func (g *gasTown) worktree(name string) string {
-	return filepath.Join(g.dir, g.rig, "polecats", name, g.rig)
+	return filepath.Join(g.Dir, g.rig, "polecats", name, g.rig)
 }
 
 // socket is the town's tmux socket, which Gas Town names after the town.
@@ -386,32 +332,6 @@ func (g *gasTown) ready(t *testing.T, name string) string {
 		}
 	}
 	return "ok: prompt on the pane"
-}
-
-// gtCmd is gt as the operator runs it, in the town.
-func (g *gasTown) gtCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(g.tools, "gt"), args...)
-	cmd.Dir = g.dir
-	return cmd
-}
-
-// gtMust runs gt in the town and returns its output, failing the test
-// on error.
-func (g *gasTown) gtMust(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := g.gtCmd(args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gt %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// must runs cmd, failing the test on error.
-func (g *gasTown) must(cmd *exec.Cmd) {
-	g.t.Helper()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		g.t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-	}
 }
 
 // row adds a line to the table.
@@ -587,7 +507,7 @@ const nudgeText = "hello from the operator"
 // Witness) does, then checks that the line reached the agent and that
 // gt peek shows it.
 func (g *gasTown) nudgePeek(t *testing.T, name string) string {
-	out, err := g.gtCmd("nudge", g.rig+"/"+name, nudgeText).CombinedOutput()
+	out, err := g.Gt("nudge", g.rig+"/"+name, nudgeText).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(g.paneLog)
 		if name == g.box {
@@ -617,7 +537,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 		return res + "; the agent got nothing"
 	}
 	res += "; the agent got the line"
-	peek, err := g.gtCmd("peek", g.rig+"/"+name).CombinedOutput()
+	peek, err := g.Gt("peek", g.rig+"/"+name).CombinedOutput()
 	if err != nil || !strings.Contains(string(peek), nudgeText) {
 		return res + fmt.Sprintf("; gt peek does not show it (%v)", err)
 	}
@@ -626,7 +546,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 
 // listed is the polecat's state in gt polecat list.
 func (g *gasTown) listed(t *testing.T, name string) string {
-	out := g.gtMust(t, "polecat", "list", g.rig)
+	out := g.GtMust(t, "polecat", "list", g.rig)
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
@@ -690,7 +610,7 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 	g.wip(t, name, false)
 	defer g.wip(t, name, true)
 	before, box := g.panePID(t, name), g.containerID(name)
-	if out, err := g.gtCmd("session", "restart", g.rig+"/"+name).CombinedOutput(); err != nil {
+	if out, err := g.Gt("session", "restart", g.rig+"/"+name).CombinedOutput(); err != nil {
 		return fmt.Sprintf("gt session restart failed: %v %s", err, out)
 	}
 	g.ready(t, name)
@@ -762,7 +682,7 @@ func (g *gasTown) done(t *testing.T, name string) (res, author string) {
 		t.Logf("gt done as %s:\n%s", name, o.out)
 		res += "; no merge request"
 	}
-	out, _ := exec.Command("git", "--git-dir", g.origin, "log", "-1", "--format=%s by %an <%ae>", "--branches=polecat/"+name+"*").Output()
+	out, _ := exec.Command("git", "--git-dir", g.Origin, "log", "-1", "--format=%s by %an <%ae>", "--branches=polecat/"+name+"*").Output()
 	landed := strings.TrimSpace(string(out))
 	if !strings.HasPrefix(landed, "the work by ") {
 		return res + "; the commit not on origin", ""
@@ -773,12 +693,12 @@ func (g *gasTown) done(t *testing.T, name string) (res, author string) {
 // nuke removes the polecat as Gas Town does; for the container polecat
 // hostd serve then removes its sandbox and revokes it.
 func (g *gasTown) nuke(t *testing.T, name string) string {
-	out, err := g.gtCmd("polecat", "nuke", g.rig+"/"+name, "--force").CombinedOutput()
+	out, err := g.Gt("polecat", "nuke", g.rig+"/"+name, "--force").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("gt polecat nuke failed: %v %s", err, out)
 	}
 	res := "exit 0"
-	if _, err := os.Stat(filepath.Join(g.dir, g.rig, "polecats", name)); err == nil {
+	if _, err := os.Stat(filepath.Join(g.Dir, g.rig, "polecats", name)); err == nil {
 		res += "; directory kept"
 	} else {
 		res += "; directory removed"
