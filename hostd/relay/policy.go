@@ -1,11 +1,14 @@
 // Package relay is hostd's side of the gt/bd relay: it checks a relayed
-// command against the allowlist, each subcommand's argument grammar and
-// the identity rules, runs the real
-// binary where a host polecat's would run (its worktree, else its rig,
-// else the town) in a Gas Town host polecat session's environment (the
-// identity taken only from its certificate), streams stdin, stdout and
-// stderr, forwards signals to the process group, and kills that group when
-// the stream or the tunnel dies.
+// command against the allowlist, its subcommand's argument grammar and
+// the identity rules; finds where it runs from the host's own view of
+// the town (the polecat's worktree, else its rig, else the town),
+// refusing a worktree whose files a polecat could have made steer it
+// elsewhere; gives it a Gas Town host polecat session's environment (the
+// identity taken only from its certificate) and hostd's own (the rig's
+// beads, git's configuration, a temporary directory); starts it under
+// the kernel's confinement; streams stdin, stdout and stderr, forwards
+// signals to the process group, and kills that group when the stream or
+// the tunnel dies.
 package relay
 
 import (
