@@ -87,6 +87,9 @@ func (gr *gasTownRelay) pushFiles(t *testing.T, files map[string]string) (string
 			name, mode = n, 0o755
 		}
 		p := filepath.Join(clone, name)
+		if err := os.RemoveAll(p); err != nil { // what an earlier push left
+			t.Fatal(err)
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
