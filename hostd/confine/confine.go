@@ -84,20 +84,6 @@ func (p Policy) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Granted is the access the policy grants to path (absolute, clean): the
-// union of the rules at path and above it, as the kernel judges a path
-// by its place in the tree (after symlinks are resolved, which Granted
-// does not do).
-func (p Policy) Granted(path string) Access {
-	var a Access
-	for _, r := range p.Rules {
-		if path == r.Path || strings.HasPrefix(path, strings.TrimSuffix(r.Path, "/")+"/") {
-			a |= r.Access
-		}
-	}
-	return a
-}
-
 // Sorted is the policy's rules in path order, for printing.
 func (p Policy) Sorted() []Rule {
 	rs := slices.Clone(p.Rules)

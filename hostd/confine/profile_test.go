@@ -57,19 +57,3 @@ func TestProfileRefusesControlCharacters(t *testing.T) {
 		}
 	}
 }
-
-func TestGranted(t *testing.T) {
-	p := Policy{Rules: []Rule{{"/town", Read}, {"/town/rig/.beads", Write}, {"/", Exec}}}
-	for path, want := range map[string]Access{
-		"/town":                  Read | Exec,
-		"/town/rig/.beads/x":     Read | Write | Exec,
-		"/town/rig/.beadsx":      Read | Exec,
-		"/townhall":              Exec,
-		"/town/rig/.beads":       Read | Write | Exec,
-		"/elsewhere/town/rig/.x": Exec,
-	} {
-		if got := p.Granted(path); got != want {
-			t.Errorf("Granted(%s) = %s, want %s", path, got, want)
-		}
-	}
-}

@@ -47,7 +47,9 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 	}
 	rw(ownEntries(p)...)
 	rw(p.beads, tmp, filepath.Join(s.home, ".gt"), beadsCircuit)
-	rw(gasTownState(p.town)...)
+	dirs, existing := gasTownState(p.town)
+	rw(dirs...)
+	rw(existing...)
 	if p.rig != "" {
 		rw(filepath.Join(p.repo, "objects"), filepath.Join(p.repo, "refs", "remotes"), filepath.Join(p.repo, "logs"), p.gitdir)
 	}
@@ -85,31 +87,22 @@ func ownEntries(p place) []string {
 // fixed path in bd v1.0.0, written on every connection).
 const beadsCircuit = "/tmp/beads-circuit"
 
-// gasTownState is the town's files and directories gt writes as it runs
-// for a polecat: the town's beads (mail), its heartbeat, the nudge queue
-// and poller, locks, the town log, channel events and the event log.
-func gasTownState(town string) []string {
+// gasTownState is where gt keeps its running state in the town for a
+// polecat, which relayed commands may write: dirs (its heartbeat, the
+// nudge queue and poller, locks, the town log, channel events), which
+// hostd makes when they are missing so that their rules can be given (a
+// rule needs its path; gt would make them on first use, as the operator),
+// and what it writes only where it exists: the town's beads (mail) and
+// the event log.
+func gasTownState(town string) (dirs, existing []string) {
 	runtime := filepath.Join(town, ".runtime")
-	return []string{
-		filepath.Join(town, ".beads"),
+	dirs = []string{
 		filepath.Join(runtime, "heartbeats"), filepath.Join(runtime, "nudge_queue"),
 		filepath.Join(runtime, "nudge_poller"), filepath.Join(runtime, "locks"),
 		filepath.Join(town, "logs"), filepath.Join(town, "events"),
-		filepath.Join(town, ".events.jsonl"), filepath.Join(town, ".events.jsonl.lock"),
 	}
-}
-
-// gasTownDirs are the directories of gasTownState hostd makes when they
-// are missing, so that their rules can be given (a rule needs its path
-// to exist; gt would make them on first use, as the operator).
-func gasTownDirs(town string) []string {
-	var dirs []string
-	for _, d := range gasTownState(town) {
-		if !strings.HasSuffix(d, ".jsonl") && !strings.HasSuffix(d, ".lock") && filepath.Base(d) != ".beads" {
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs
+	existing = []string{filepath.Join(town, ".beads"), filepath.Join(town, ".events.jsonl"), filepath.Join(town, ".events.jsonl.lock")}
+	return dirs, existing
 }
 
 // townReadable is a read rule for each entry of the town but .runtime,

@@ -39,7 +39,8 @@ func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) 
 	}
 	l := launch{dir: p.dir, env: s.commandEnv(id, req, s.hostEnv(p, tmp, strings.HasPrefix(line.path, "bd ")))}
 	if s.support.Available() {
-		made := append(gasTownDirs(s.cfg.Town), filepath.Join(s.home, ".gt"), beadsCircuit)
+		made, _ := gasTownState(s.cfg.Town)
+		made = append(made, filepath.Join(s.home, ".gt"), beadsCircuit)
 		if p.worktree != "" {
 			made = append(made, filepath.Join(p.worktree, ".runtime")) // gt's agent lock and session files
 		}
