@@ -125,3 +125,14 @@ func (g *GasTown) Stop() {
 		}
 	})
 }
+
+// WriteFile writes data to path, making its directory.
+func WriteFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -185,16 +185,16 @@ func TestRelayGasTownContainment(t *testing.T) {
 		}
 		// Had they reached the host worktree by another way, the relay
 		// refuses to run there, and nothing runs a hook.
-		writeFile(t, filepath.Join(gr.worktree, ".beads", "hooks", "on_create"), hook)
+		WriteFile(t, filepath.Join(gr.worktree, ".beads", "hooks", "on_create"), hook)
 		_ = os.Chmod(filepath.Join(gr.worktree, ".beads", "hooks", "on_create"), 0o755)
 		refused(t, gr.run(t, nil, "bd", "create", "after the hook"), ".beads/hooks, which Gas Town never puts there")
 		if err := os.RemoveAll(filepath.Join(gr.worktree, ".beads", "hooks")); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(gr.worktree, ".beads", "redirect"), "../../../../other/.beads\n")
+		WriteFile(t, filepath.Join(gr.worktree, ".beads", "redirect"), "../../../../other/.beads\n")
 		refused(t, gr.run(t, nil, "bd", "create", "after the redirect"), ".beads/redirect leading elsewhere than the rig's beads")
 		refused(t, gr.run(t, nil, "gt", "prime"), ".beads/redirect leading elsewhere than the rig's beads")
-		writeFile(t, filepath.Join(gr.worktree, ".beads", "redirect"), redirect)
+		WriteFile(t, filepath.Join(gr.worktree, ".beads", "redirect"), redirect)
 		if _, err := os.Stat(hookRan); err == nil {
 			t.Error("the polecat's bd hook ran on the host")
 		}
@@ -267,16 +267,4 @@ func (gr *gasTownRelay) otherBeads(t *testing.T) string {
 		t.Fatalf("bd list in the other rig: %v", err)
 	}
 	return string(out)
-}
-
-// writeFile writes data to path, making its directory, as a file Gas
-// Town's worktree could hold.
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

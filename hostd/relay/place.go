@@ -107,10 +107,10 @@ func rigBeads(town, rig string) string {
 	return ""
 }
 
-// readRedirect reads a beads redirect file (a path, relative to base or
-// absolute, on its first line) without following a symlink; ok is false
-// when there is none or it is not a regular file.
-func readRedirect(path, base string) (string, bool) {
+// firstLine is the first line of the small regular file at path, trimmed,
+// read without following a symlink; ok is false when it is missing,
+// anything but a regular file, or over 4096 bytes.
+func firstLine(path string) (string, bool) {
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
 		return "", false
@@ -120,8 +120,15 @@ func readRedirect(path, base string) (string, bool) {
 		return "", false
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
-	line = strings.TrimSpace(line)
-	if line == "" {
+	return strings.TrimSpace(line), true
+}
+
+// readRedirect reads a beads redirect file (a path, relative to base or
+// absolute, on its first line) without following a symlink; ok is false
+// when there is none or it is not a regular file.
+func readRedirect(path, base string) (string, bool) {
+	line, ok := firstLine(path)
+	if !ok || line == "" {
 		return "", false
 	}
 	if !filepath.IsAbs(line) {
@@ -186,26 +193,18 @@ func orNone(s string) string {
 // from where it points.
 func (p place) worktreeGitdir() (string, error) {
 	dotgit := filepath.Join(p.worktree, ".git")
-	fi, err := os.Lstat(dotgit)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(dotgit); errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
 	bad := fmt.Errorf("the polecat's worktree has a .git that does not lead into the rig's repository %s: git would run from elsewhere; remove the worktree on the host (gt polecat nuke)", p.repo)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return "", bad
-	}
-	data, err := os.ReadFile(dotgit)
-	if err != nil {
-		return "", bad
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
-	if !ok || !filepath.IsAbs(gitdir) || filepath.Clean(gitdir) != gitdir || filepath.Dir(gitdir) != filepath.Join(p.repo, "worktrees") ||
+	line, ok := firstLine(dotgit)
+	gitdir, prefixed := strings.CutPrefix(line, "gitdir: ")
+	if !ok || !prefixed || !filepath.IsAbs(gitdir) || filepath.Clean(gitdir) != gitdir || filepath.Dir(gitdir) != filepath.Join(p.repo, "worktrees") ||
 		!isRealDir(p.town, gitdir) {
 		return "", bad
 	}
-	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
-	if err != nil || strings.TrimSpace(string(back)) != dotgit {
+	// Only now, inside the repository, is a file there read.
+	if back, ok := firstLine(filepath.Join(gitdir, "gitdir")); !ok || back != dotgit {
 		return "", bad
 	}
 	return gitdir, nil

@@ -34,8 +34,8 @@ func TestContainers(t *testing.T) {
 	summary.add("setup: network, firewall, hostd on the gateway", true, time.Since(start))
 	host := filepath.Join(r.git.Dir, "gastown", "polecats", "furiosa")
 	const lines = "one\ntwo\nthree\nfour\nfive\nsix\n"
-	writeFile(t, filepath.Join(host, "CLAUDE.md"), lines)
-	writeFile(t, filepath.Join(host, "results", "report.txt"), "draft")
+	harness.WriteFile(t, filepath.Join(host, "CLAUDE.md"), lines)
+	harness.WriteFile(t, filepath.Join(host, "results", "report.txt"), "draft")
 
 	r.check("three containers join with one-time tokens and are working", func(t *testing.T) {
 		for _, name := range polecatNames {
@@ -397,8 +397,8 @@ mkdir -p /work/results/.ssh && printf stolen > /work/results/.ssh/id_ed25519`
 		if out, err := r.exec("furiosa", "", "sh", "-c", edit); err != nil {
 			t.Fatalf("editing in the container: %v %s", err, out)
 		}
-		writeFile(t, filepath.Join(host, "CLAUDE.md"), strings.Replace(lines, "six", "SIX (host)", 1))
-		writeFile(t, filepath.Join(host, "results", "report.txt"), "host's report")
+		harness.WriteFile(t, filepath.Join(host, "CLAUDE.md"), strings.Replace(lines, "six", "SIX (host)", 1))
+		harness.WriteFile(t, filepath.Join(host, "results", "report.txt"), "host's report")
 		start := time.Now()
 		r.docker("stop", r.container("furiosa"))
 		t.Logf("docker stop took %v", time.Since(start).Round(100*time.Millisecond))
@@ -624,15 +624,4 @@ func lastLine(out string) string {
 func isExit(err error, code int) bool {
 	var ee *exec.ExitError
 	return err != nil && errors.As(err, &ee) && ee.ExitCode() == code
-}
-
-// writeFile writes s to path, making its directory.
-func writeFile(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

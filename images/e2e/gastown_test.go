@@ -187,7 +187,7 @@ func (g *gasTown) install(tools string) {
 	})
 
 	r.town = harness.TownAt(t, g.Dir)
-	writeFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
+	harness.WriteFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
   image: %s
   network: %s
   url: https://%s
@@ -250,7 +250,7 @@ func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
 	}
 	edit(s)
 	b, _ := json.MarshalIndent(s, "", "  ")
-	writeFile(t, path, string(b))
+	harness.WriteFile(t, path, string(b))
 }
 
 // sling files a bead in the rig and slings it to the rig: gt makes a
@@ -571,7 +571,7 @@ func (g *gasTown) wip(t *testing.T, name string, rm bool) {
 		if rm {
 			_ = os.Remove(p)
 		} else {
-			writeFile(t, p, "wip\n")
+			harness.WriteFile(t, p, "wip\n")
 		}
 		return
 	}

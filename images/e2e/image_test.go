@@ -36,7 +36,7 @@ func TestImageClaudeCode(t *testing.T) {
 	// native-installed claude is a stand-in saying its version.
 	claudeBase := tag + "-claude-base"
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "Dockerfile"), `FROM `+base+`
+	harness.WriteFile(t, filepath.Join(dir, "Dockerfile"), `FROM `+base+`
 RUN useradd -u 1000 -m agent && mkdir -p /home/agent/.local/bin /home/agent/.local/share/claude/versions && \
     printf '#!/bin/sh\necho "claude stand-in 9.9.9 $*"\n' > /home/agent/.local/share/claude/versions/9.9.9 && \
     chmod 0755 /home/agent/.local/share/claude/versions/9.9.9 && \
