@@ -3,6 +3,7 @@ package relay
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
@@ -63,22 +64,24 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 // directory: every entry in it and in its worktree but the worktree's
 // .git and .beads, which steer git and bd (and Gas Town's own processes
 // run there unconfined), and which locate checks instead. New entries
-// cannot be made at the top of either (a rule covers what exists).
+// cannot be made at the top of either (a rule covers what exists). A
+// symlink is left out: the kernel would give its rule to what it points
+// at, and the polecat chooses that (by a push, or its data).
 func ownEntries(p place) []string {
 	var out []string
-	entries, _ := os.ReadDir(p.polecat)
-	for _, e := range entries {
-		if path := filepath.Join(p.polecat, e.Name()); path != p.worktree {
-			out = append(out, path)
-		}
-	}
-	if p.worktree != "" {
-		entries, _ := os.ReadDir(p.worktree)
+	add := func(dir string, skip ...string) {
+		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if e.Name() != ".git" && e.Name() != ".beads" {
-				out = append(out, filepath.Join(p.worktree, e.Name()))
+			if path := filepath.Join(dir, e.Name()); e.Type()&os.ModeSymlink == 0 && !slices.Contains(skip, path) {
+				out = append(out, path)
 			}
 		}
+	}
+	if p.polecat != "" {
+		add(p.polecat, p.worktree)
+	}
+	if p.worktree != "" {
+		add(p.worktree, filepath.Join(p.worktree, ".git"), filepath.Join(p.worktree, ".beads"))
 	}
 	return out
 }
@@ -107,7 +110,8 @@ func gasTownState(town string) (dirs, existing []string) {
 
 // townReadable is a read rule for each entry of the town but .runtime,
 // and, in each rig (a directory with polecats/), for each entry but the
-// other polecats' directories.
+// other polecats' directories; symlinks among them are left out (their
+// rule would be their target's, the whole of it).
 func townReadable(p place) []confine.Rule {
 	var rules []confine.Rule
 	read := func(path string) { rules = append(rules, confine.Rule{Path: path, Access: confine.Read}) }
@@ -115,18 +119,18 @@ func townReadable(p place) []confine.Rule {
 	for _, e := range entries {
 		path := filepath.Join(p.town, e.Name())
 		switch {
-		case e.Name() == ".runtime":
+		case e.Name() == ".runtime", e.Type()&os.ModeSymlink != 0:
 		case e.IsDir() && isRealDir(p.town, filepath.Join(path, "polecats")):
 			rigEntries, _ := os.ReadDir(path)
 			for _, re := range rigEntries {
-				if re.Name() != "polecats" {
+				if re.Name() != "polecats" && re.Type()&os.ModeSymlink == 0 {
 					read(filepath.Join(path, re.Name()))
 				}
 			}
 			rules = append(rules, confine.Rule{Path: filepath.Join(path, "polecats"), Access: confine.List}) // gt status lists them
 			polecats, _ := os.ReadDir(filepath.Join(path, "polecats"))
 			for _, pe := range polecats {
-				if strings.HasPrefix(pe.Name(), ".") {
+				if strings.HasPrefix(pe.Name(), ".") && pe.Type()&os.ModeSymlink == 0 {
 					read(filepath.Join(path, "polecats", pe.Name()))
 				}
 			}

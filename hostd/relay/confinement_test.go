@@ -96,6 +96,11 @@ func TestConfinementAlone(t *testing.T) {
 	if err := os.Chmod(filepath.Join(town, own, "run.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Links the polecat could have made in its own directory (its data
+	// may hold links that stay in it, a push links in its worktree),
+	// one to another rig's beads, one to the town's CA.
+	symlink(t, filepath.Join(town, "other", ".beads"), town, own+"/escape")
+	symlink(t, filepath.Join(town, ".runtime", "ca"), town, own+"/gastown/ca")
 
 	restore := grammars
 	t.Cleanup(func() { grammars = restore })
@@ -124,6 +129,8 @@ func TestConfinementAlone(t *testing.T) {
 		{"write the CA key", "echo x > " + filepath.Join(town, ".runtime/ca/ca.key"), false, ".runtime/ca/ca.key"},
 		{"write a rig file", "echo x > " + filepath.Join(town, "gastown/README"), false, "gastown/README"},
 		{"run a program from the polecat's directory", filepath.Join(town, own, "run.sh"), false, ""},
+		{"write another rig's beads through its own link", "echo '{}' > " + filepath.Join(town, own, "escape", "metadata.json"), false, "other/.beads/metadata.json"},
+		{"read the CA key through its own link", "cat " + filepath.Join(town, own, "gastown", "ca", "ca.key"), false, ""},
 		{"read a rig file", "cat " + filepath.Join(town, "gastown/README"), true, ""},
 		{"read and write its own file", "cat " + filepath.Join(town, own, "gastown/notes.txt") + " && echo more >> " +
 			filepath.Join(town, own, "gastown/notes.txt"), true, ""},
