@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
 )
@@ -47,7 +48,10 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 		rules = append(rules, confine.Rule{Path: p.polecat, Access: confine.Read})
 	}
 	rw(ownEntries(p)...)
-	rw(p.beads, tmp, filepath.Join(s.home, ".gt"), beadsCircuit)
+	rw(p.beads, tmp, filepath.Join(s.home, ".gt"))
+	if ownDir(beadsCircuit) {
+		rw(beadsCircuit)
+	}
 	dirs, existing := gasTownState(p.town)
 	rw(dirs...)
 	rw(existing...)
@@ -89,6 +93,18 @@ func ownEntries(p place) []string {
 // beadsCircuit is where bd keeps its Dolt circuit breaker's state (a
 // fixed path in bd v1.0.0, written on every connection).
 const beadsCircuit = "/tmp/beads-circuit"
+
+// ownDir says whether path is a directory, not a symlink, of hostd's own
+// user: in /tmp, anyone could have made it a link to anywhere, which its
+// rule would then grant.
+func ownDir(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
 
 // gasTownState is where gt keeps its running state in the town for a
 // polecat, which relayed commands may write: dirs (its heartbeat, the

@@ -161,3 +161,17 @@ func TestConfinementAlone(t *testing.T) {
 		t.Error("a file was written outside the town")
 	}
 }
+
+// TestOwnDir: a directory of hostd's user counts, a symlink to one (which
+// anyone could make in /tmp) does not.
+func TestOwnDir(t *testing.T) {
+	dir := realTempDir(t)
+	mkdirs(t, dir, "real")
+	symlink(t, filepath.Join(dir, "real"), dir, "link")
+	writeFile(t, dir, "file", "")
+	for name, want := range map[string]bool{"real": true, "link": false, "file": false, "missing": false} {
+		if got := ownDir(filepath.Join(dir, name)); got != want {
+			t.Errorf("ownDir(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
