@@ -80,11 +80,16 @@ func (sh *Shim) Run(args []string) int {
 		return sh.fail("sending the command to gt-agent: %v", err)
 	}
 	// Signals are forwarded once the request is on its way. Installing the
-	// handler starts a thread, so it is done beside the round trip.
+	// handler starts a thread, so it is done beside the round trip; the
+	// command's first output waits for it, so that a Ctrl-C pressed once
+	// the command shows anything reaches the command, never the shim's
+	// default handling (which ended the shim alone).
 	sigs := make(chan os.Signal, 4)
 	defer signal.Stop(sigs)
+	handling := make(chan struct{})
 	go func() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		close(handling)
 		for s := range sigs {
 			_ = w.Frame(wire.RelayFrameSignal, []byte{byte(s.(syscall.Signal))})
 		}
@@ -102,8 +107,10 @@ func (sh *Shim) Run(args []string) int {
 		case wire.RelayFrameAttached:
 			attached = true
 		case wire.RelayFrameStdout:
+			<-handling
 			_, _ = sh.Stdout.Write(payload)
 		case wire.RelayFrameStderr:
+			<-handling
 			_, _ = sh.Stderr.Write(payload)
 		case wire.RelayFrameExit:
 			e, err := wire.ParseRelayExit(payload)

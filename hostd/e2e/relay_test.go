@@ -437,7 +437,7 @@ func TestRelaySignalsAndKills(t *testing.T) {
 		rest, _ := io.ReadAll(out)
 		_ = cmd.Wait()
 		if !strings.Contains(string(rest), "got-INT") || cmd.ProcessState.ExitCode() != 130 {
-			t.Errorf("after SIGINT: output %q, exit %d (stderr %s); want got-INT and 130", rest, cmd.ProcessState.ExitCode(), stderr.Bytes())
+			t.Errorf("after SIGINT: output %q, exit %d %s (stderr %s); want got-INT and 130", rest, cmd.ProcessState.ExitCode(), cmd.ProcessState, stderr.Bytes())
 		}
 	})
 
