@@ -2,6 +2,8 @@ package sync
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +82,82 @@ func TestJudgeLink(t *testing.T) {
 		if err != nil && !errors.As(err, &le) {
 			t.Errorf("JudgeLink(%q -> %q): %T, want a *LinkError", c.rel, c.target, err)
 		}
+	}
+}
+
+// manifestOf is the tree entries describe, as a manifest's index:
+// "path/" a directory, "path -> target" a symlink.
+func manifestOf(entries ...string) map[string]*Entry {
+	idx := map[string]*Entry{}
+	for _, e := range entries {
+		if rel, target, isLink := strings.Cut(e, " -> "); isLink {
+			idx[rel] = &Entry{Path: rel, Type: TypeSymlink, Target: target}
+			continue
+		}
+		rel := strings.TrimSuffix(e, "/")
+		idx[rel] = &Entry{Path: rel, Type: TypeDir}
+	}
+	return idx
+}
+
+// dirsTo is the entries of dir and each directory above it.
+func dirsTo(dir string) []string {
+	var out []string
+	for i := range dir {
+		if dir[i] == '/' {
+			out = append(out, dir[:i]+"/")
+		}
+	}
+	return append(out, dir+"/")
+}
+
+// counted is view with each lookup's cost added to *asked: the bytes of
+// the path it is asked about, which the lookup hashes.
+func counted(view LinkView, asked *int) LinkView {
+	return func(rel string) (string, bool) {
+		*asked += len(rel)
+		return view(rel)
+	}
+}
+
+// TestResolveLinkCost: what resolving a symlink asks of its view grows
+// with the length of its target and of the targets it follows, not with
+// their square: every lookup is counted by the bytes it is asked about.
+// Looking every prefix of the walk up again by its whole path, a
+// 4095-byte d/d/.../d asked about 4 MiB.
+func TestResolveLinkCost(t *testing.T) {
+	deep := "results" + strings.Repeat("/d", 255)
+	downUp := strings.Repeat("d/", 255) + strings.Repeat("../", 255)
+	wide := "results" + strings.Repeat("/"+strings.Repeat("n", 255), 15)
+	chain := dirsTo(deep)
+	for i := range 39 {
+		chain = append(chain, fmt.Sprintf("results/a%02d -> %sa%02d", i, downUp, i+1))
+	}
+	chain = append(chain, "results/a39/")
+	cases := []struct {
+		name        string
+		entries     []string
+		rel, target string
+	}{
+		{"down into nothing", []string{"results/"}, "results/l", strings.Repeat("d/", 2047) + "d"},
+		{"down and up directories", dirsTo(deep), "results/l", strings.Repeat(downUp, 3) + "d"},
+		{"to and fro, 15 names of 255 bytes down", dirsTo(wide + "/x"), wide + "/l", strings.Repeat("x/../", 800)},
+		{"deep, through 39 links each a long way", chain, deep + "/l", strings.Repeat("../", 255) + "a00"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			idx := manifestOf(c.entries...)
+			limit := len(c.rel) + len(c.target)
+			for _, e := range idx {
+				limit += len(e.Target) // each followed once at most
+			}
+			asked := 0
+			if _, _, ok := resolveLink(counted(ManifestView(idx), &asked), c.rel, c.target); !ok {
+				t.Fatalf("%s -> %.40s... refused", c.rel, c.target)
+			}
+			if asked > limit {
+				t.Errorf("resolving a %d-byte target asked its view about %d bytes, over %d (the link's path and every target walked)", len(c.target), asked, limit)
+			}
+		})
 	}
 }
