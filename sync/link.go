@@ -28,7 +28,7 @@ const maxLinkHops = 40
 // the tree a manifest describes (ManifestView), one on disk, or one as a
 // merge will leave it. JudgeLink takes the view of the tree's root.
 type LinkView interface {
-	// Child is what the directory holds at name (never "", "." or ".."):
+	// Child is what the directory holds at name, one element of a path:
 	// isLink and its target when that is a symlink, and, whatever it is,
 	// dir, the view of what is under it, nil when nothing under it is a
 	// symlink (nothing is there, or a file is).

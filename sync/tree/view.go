@@ -20,10 +20,11 @@ import (
 // The view holds one chain of directories open, from the root down to
 // the last it looked in; looking in another moves the chain there,
 // closing what is not on the way to it and opening what is, each
-// directory checked to be the one an Lstat saw. A walk moves one
-// directory a component, so a resolution opens at most as many as it
-// walks components, and holds at most as many as the deepest directory
-// it stands in is deep. Close it when done.
+// directory checked to be the one an Lstat saw. A resolution's walk
+// moves one directory a component, so it opens at most as many
+// directories as the link's path and the targets it walks have
+// components, and holds at most as many as the deepest directory it
+// stands in is deep. Close it when done.
 type View struct {
 	top   viewDir
 	chain []*viewDir // the directories held open: chain[i] is i+1 levels down, in chain[i-1] (in the root for chain[0])
@@ -98,8 +99,8 @@ func (d *viewDir) Child(name string) (sync.LinkView, string, bool) {
 // look is what d holds at name, as Lstat and Readlink find it there; ok
 // is false when nothing is, or it could not be looked at.
 func (d *viewDir) look(name string) (e viewEntry, ok bool) {
-	if strings.ContainsAny(name, "\\\x00") {
-		return viewEntry{}, false // not in a path a Tree operates on (sync.ValidRel)
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "\\\x00") {
+		return viewEntry{}, false // not an element of a path a Tree operates on (sync.ValidRel)
 	}
 	r, err := d.open()
 	if err != nil {

@@ -27,7 +27,8 @@ func lookup(view sync.LinkView, rel string) (dir sync.LinkView, target string, i
 
 // TestView: a view of a tree on disk finds symlinks and their targets,
 // walks into directories, and finds nothing under a symlink, under a file,
-// under what is missing, nor at a name the Tree's operations refuse.
+// under what is missing, nor at a name the Tree's operations refuse (a
+// backslash, ".", "..").
 func TestView(t *testing.T) {
 	dir := t.TempDir()
 	fixture.WriteTree(t, dir, map[string]string{
@@ -62,6 +63,8 @@ func TestView(t *testing.T) {
 		{"results/nothing/x", "", false},
 		{"results/back\\s", "", false},
 		{"results/back\\s/l", "", false},
+		{"results/..", "", false},
+		{"results/./link", "", false},
 	}
 	for _, c := range cases {
 		d, target, isLink := lookup(v, c.rel)
