@@ -13,59 +13,94 @@ import (
 // component is walked from the link's directory, every symlink met on the
 // way is followed through the tree as it is (or will be), and ".." is taken
 // from where the walk has got to.
+//
+// The walk looks each component up in the directory it stands in, as the
+// kernel does, never by the whole path it has reached: looking every
+// prefix up again by its path cost the square of the target's length (a
+// 4095-byte d/d/.../d asked about 4 MiB of paths). So resolving a link
+// costs its path and the targets it walks, once each.
 
 // maxLinkHops is how many symlinks one resolution follows, as Linux's
 // MAXSYMLINKS: more is a loop.
 const maxLinkHops = 40
 
-// LinkView says whether a symlink is at rel in some tree, and its target:
-// the tree a manifest describes (ManifestView), or one on disk.
-type LinkView func(rel string) (target string, isLink bool)
+// LinkView is a directory of some tree, as resolving a symlink walks it:
+// the tree a manifest describes (ManifestView), one on disk, or one as a
+// merge will leave it. JudgeLink takes the view of the tree's root.
+type LinkView interface {
+	// Child is what the directory holds at name, one element of a path:
+	// isLink and its target when that is a symlink, and, whatever it is,
+	// dir, the view of what is under it, nil when nothing under it is a
+	// symlink (nothing is there, or a file is).
+	Child(name string) (dir LinkView, target string, isLink bool)
+}
 
 // resolveLink is where a symlink at rel pointing to target leads in the
-// tree view describes: the path inside the root where the walk ends ("."
-// for the root itself) and the links it followed, the one at rel not
+// tree whose root is top: the path inside the root where the walk ends
+// ("." for the root itself) and the links it followed, the one at rel not
 // counted. ok is false when the walk leaves the root, meets an absolute or
 // empty target, or follows more than maxLinkHops links. A component that
 // does not exist is walked as if it were a directory: what is missing now
-// may be made later, and is judged again then.
-func resolveLink(view LinkView, rel, target string) (to string, via []string, ok bool) {
+// may be made later, and is judged again then. Each component is one
+// lookup in the directory the walk stands in.
+func resolveLink(top LinkView, rel, target string) (to string, via []string, ok bool) {
 	if target == "" || path.IsAbs(target) {
 		return "", nil, false
 	}
-	var cur []string
-	if dir := path.Dir(rel); dir != "." {
-		cur = strings.Split(dir, "/")
+	// The walk stands in the directory names leads to from the root;
+	// dirs holds the view of each directory on the way, the root's first
+	// (nil below a name that holds no link under it).
+	var names []string
+	dirs := []LinkView{top}
+	child := func(name string) (LinkView, string, bool) {
+		if d := dirs[len(dirs)-1]; d != nil {
+			return d.Child(name)
+		}
+		return nil, "", false
 	}
-	todo := strings.Split(target, "/")
+	if dir := path.Dir(rel); dir != "." {
+		for name := range strings.SplitSeq(dir, "/") {
+			d, _, _ := child(name)
+			names, dirs = append(names, name), append(dirs, d)
+		}
+	}
+	// todo is what is left of each target being walked, the innermost
+	// last: a link's target is walked before the rest of the one naming
+	// it, from the link's directory, where the walk stands.
+	todo := []string{target}
 	for hops := 0; len(todo) > 0; {
-		c := todo[0]
-		todo = todo[1:]
+		c, rest, more := strings.Cut(todo[len(todo)-1], "/")
+		if more {
+			todo[len(todo)-1] = rest
+		} else {
+			todo = todo[:len(todo)-1]
+		}
 		switch c {
 		case "", ".":
 			continue
 		case "..":
-			if len(cur) == 0 {
+			if len(names) == 0 {
 				return "", via, false
 			}
-			cur = cur[:len(cur)-1]
+			names, dirs = names[:len(names)-1], dirs[:len(dirs)-1]
 			continue
 		}
-		p := strings.Join(append(cur[:len(cur):len(cur)], c), "/")
-		if t, isLink := view(p); isLink {
+		d, t, isLink := child(c)
+		if isLink {
+			p := strings.Join(append(names[:len(names):len(names)], c), "/")
 			if hops++; hops > maxLinkHops || t == "" || path.IsAbs(t) {
 				return "", append(via, p), false
 			}
 			via = append(via, p)
-			todo = append(strings.Split(t, "/"), todo...)
-			continue // the target is walked from the link's directory, cur
+			todo = append(todo, t)
+			continue
 		}
-		cur = append(cur, c)
+		names, dirs = append(names, c), append(dirs, d)
 	}
-	if len(cur) == 0 {
+	if len(names) == 0 {
 		return ".", via, true
 	}
-	return strings.Join(cur, "/"), via, true
+	return strings.Join(names, "/"), via, true
 }
 
 // LinkError is a symlink refused because of where it leads.
@@ -106,12 +141,33 @@ func (p Policy) JudgeLink(view LinkView, rel, target string) error {
 	return nil
 }
 
-// ManifestView is the tree a manifest describes, by path (Manifest.Index).
+// ManifestView is the tree a manifest describes, by path (Manifest.Index),
+// as the LinkView of its root: its paths are put in a PathTree once, so
+// that each lookup costs a name, not a path.
 func ManifestView(idx map[string]*Entry) LinkView {
-	return func(rel string) (string, bool) {
-		if e := idx[rel]; e != nil && e.Type == TypeSymlink {
-			return e.Target, true
-		}
-		return "", false
+	top := &PathTree[*Entry]{}
+	for rel, e := range idx {
+		top.At(rel).Value = e
 	}
+	return (*manifestDir)(top)
+}
+
+// manifestDir is a directory of the tree a manifest describes, holding
+// each entry at its path.
+type manifestDir PathTree[*Entry]
+
+// Child is the entry at name and what is under it.
+func (d *manifestDir) Child(name string) (LinkView, string, bool) {
+	n := (*PathTree[*Entry])(d).Child(name)
+	if n == nil {
+		return nil, "", false
+	}
+	var dir LinkView
+	if n.kids != nil {
+		dir = (*manifestDir)(n)
+	}
+	if e := n.Value; e != nil && e.Type == TypeSymlink {
+		return dir, e.Target, true
+	}
+	return dir, "", false
 }

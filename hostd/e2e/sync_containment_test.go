@@ -450,3 +450,70 @@ func TestSyncDeepTreeCPU(t *testing.T) {
 		t.Errorf("the deep tree's two uploads cost hostd %v of CPU, over %v (three times the flat tree's %v, and a second)", cost["deep"], limit, cost["flat"])
 	}
 }
+
+// linksArchive is an archive a hostile agent makes by hand: the results
+// directory and n symlinks in it, each to target, with their manifest.
+func linksArchive(t *testing.T, n int, target string) []byte {
+	t.Helper()
+	mtime := time.Unix(1700000000, 0).UTC()
+	m := datasync.Manifest{Version: datasync.ManifestVersion, Entries: []datasync.Entry{{Path: "results", Type: datasync.TypeDir, Mode: 0o755, MTime: mtime}}}
+	var buf bytes.Buffer
+	zw, _ := zstd.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: "results/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		name := fmt.Sprintf("results/l%05d", i)
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target, Mode: 0o777, ModTime: mtime}); err != nil {
+			t.Fatal(err)
+		}
+		m.Entries = append(m.Entries, datasync.Entry{Path: name, Type: datasync.TypeSymlink, Mode: 0o777, Target: target})
+	}
+	mj, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: datasync.ManifestName, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(mj)), ModTime: mtime}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write(mj)
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// TestSyncLongLinkTargetsCPU: judging a symlink cost hostd time quadratic
+// in its target's length (every prefix of the walk built and looked up
+// again), so 100 links to a 4095-byte d/d/.../d cost seconds of CPU on
+// an upload, and as much again on every later one, when the merge judges
+// the host's links again; a 32 MiB manifest holds some 7,800 of them.
+// Now what they cost is about what the same links to d cost, measured
+// beside them on the same hostd (its CPU, from /proc), over two uploads
+// of each.
+func TestSyncLongLinkTargetsCPU(t *testing.T) {
+	tw := NewTown(t)
+	hostd, addr := tw.Serve()
+	pid := hostd.Cmd.Process.Pid
+	const links = 100
+	cost := map[string]time.Duration{}
+	for _, shape := range []struct{ name, polecat, target string }{
+		{"short", "nux", "d"},
+		{"long", "furiosa", strings.Repeat("d/", 2047) + "d"},
+	} {
+		s := newAttacker(t, tw, addr, "gastown/"+shape.polecat).mustDial(tunnel.TransportQUIC, tunnel.Config{})
+		data := linksArchive(t, links, shape.target)
+		for _, round := range []string{"first upload", "second upload (the links on the host)"} {
+			before := cpuTicks(t, pid)
+			if refused := upload(t, s, data); refused != "" {
+				t.Fatalf("%s targets, %s: %s", shape.name, round, refused)
+			}
+			spent := time.Duration(cpuTicks(t, pid)-before) * 10 * time.Millisecond
+			cost[shape.name] += spent
+			t.Logf("%d links to %d-byte targets, %s (%d bytes): hostd spent %v of CPU", links, len(shape.target), round, len(data), spent)
+		}
+	}
+	if limit := 3*cost["short"] + time.Second; cost["long"] > limit {
+		t.Errorf("the long targets' two uploads cost hostd %v of CPU, over %v (three times the short ones' %v, and a second)", cost["long"], limit, cost["short"])
+	}
+}

@@ -18,6 +18,8 @@ func EscapingLinks(dir string, p sync.Policy) ([]*sync.LinkError, error) {
 		return nil, err
 	}
 	defer t.Close()
+	view := t.View()
+	defer view.Close()
 	var bad []*sync.LinkError
 	err = t.Walk(p, func(rel string, fi fs.FileInfo) error {
 		if fi.Mode()&fs.ModeSymlink == 0 {
@@ -28,7 +30,7 @@ func EscapingLinks(dir string, p sync.Policy) ([]*sync.LinkError, error) {
 			return err
 		}
 		var le *sync.LinkError
-		if errors.As(p.JudgeLink(t.View(), rel, target), &le) {
+		if errors.As(p.JudgeLink(view, rel, target), &le) {
 			bad = append(bad, le)
 		}
 		return nil

@@ -52,7 +52,8 @@ func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	pk := &packer{ctx: ctx, rootDir: root, root: r, policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
+	pk := &packer{ctx: ctx, rootDir: root, root: r, links: r.View(), policy: p, jobs: make(chan archives.ArchiveAsyncJob), m: &sync.Manifest{Version: sync.ManifestVersion}}
+	defer pk.links.Close()
 	for _, o := range opts {
 		o(pk)
 	}
@@ -159,6 +160,7 @@ type packer struct {
 	ctx     context.Context
 	rootDir string
 	root    *tree.Tree
+	links   *tree.View // the root as its symlinks are judged against
 	policy  sync.Policy
 	jobs    chan archives.ArchiveAsyncJob
 	m       *sync.Manifest
@@ -195,7 +197,7 @@ func (pk *packer) add(rel string, fi fs.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("reading symlink %s: %w", rel, err)
 		}
-		if pk.policy.JudgeLink(pk.root.View(), rel, target) != nil {
+		if pk.policy.JudgeLink(pk.links, rel, target) != nil {
 			pk.skipped = append(pk.skipped, rel)
 			return nil
 		}

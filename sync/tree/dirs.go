@@ -201,18 +201,28 @@ func (t *Tree) openChild(parent *openDir, rel, path string, mkdir fs.FileMode, k
 	case !fi.IsDir():
 		return nil, &PlainPathError{Path: path, Through: rel, Is: kindOf(fi)}
 	}
-	r, err := parent.root.OpenRoot(name)
+	r, err := openSeen(parent.root, name, fi)
 	if err != nil {
 		return nil, fmt.Errorf("opening directory %s: %w", rel, err)
-	}
-	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
-		r.Close()
-		return nil, fmt.Errorf("opening directory %s: it changed while being opened", rel)
 	}
 	if !keep {
 		return &openDir{rel: rel, root: r, passing: true}, nil
 	}
 	return t.dirs.put(rel, r), nil
+}
+
+// openSeen opens name in parent as an os.Root: the directory an Lstat
+// there described as fi, or an error if it is something else by now.
+func openSeen(parent *os.Root, name string, fi fs.FileInfo) (*os.Root, error) {
+	r, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
+		r.Close()
+		return nil, errors.New("it changed while being opened")
+	}
+	return r, nil
 }
 
 // at is the directory rel is in, held open (dirAt), and rel's name in it.

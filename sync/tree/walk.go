@@ -137,17 +137,3 @@ func (t *Tree) walkAll(rel string, fi fs.FileInfo, visit func(string, fs.FileInf
 	}
 	return nil
 }
-
-// View is the tree on disk as sync.Policy.JudgeLink sees it. A walk only
-// asks about paths whose parents it has already walked as directories;
-// a path under a symlink or file reads as no link.
-func (t *Tree) View() sync.LinkView {
-	return func(rel string) (string, bool) {
-		fi, err := t.Lstat(rel)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return "", false
-		}
-		target, err := t.Readlink(rel)
-		return target, err == nil
-	}
-}
