@@ -148,6 +148,35 @@ func TestLinkEscapesWork(t *testing.T) {
 	}
 }
 
+// BenchmarkLinkEscapesBudget judges, with linkView and with joiningView,
+// the resolver it replaced, a tree of as many links as the step budget
+// takes, each with a 4095-byte target 2,048 directories deep.
+func BenchmarkLinkEscapesBudget(b *testing.B) {
+	deep := strings.Repeat("d/", 2047) + "d"
+	entries := []string{deep + "/f"}
+	for i := range maxLinkSteps / 2048 {
+		entries = append(entries, fmt.Sprintf("l%04d -> %s", i, deep))
+	}
+	for _, r := range []struct {
+		name string
+		view func() linkJudge
+	}{{"tree", func() linkJudge { return newLinkView() }}, {"joining", func() linkJudge { return newJoiningView() }}} {
+		b.Run(r.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				v := r.view()
+				links := fill(v, entries)
+				b.StartTimer()
+				for _, l := range links {
+					if why := v.escapes(l); why != "" {
+						b.Fatalf("%s is judged %q", l, why)
+					}
+				}
+			}
+		})
+	}
+}
+
 // FuzzLinkEscapes makes a tree of three links with the fuzzed targets
 // (beside directories d/e and files README and d/e/f) on this machine's
 // file system, inside a worktree two directories deep, and checks the
