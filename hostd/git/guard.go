@@ -224,7 +224,7 @@ func (g *guard) judge(wt worktree) ([]violation, error) {
 				continue // the worktree holds it as it is, and there it resolved outside too
 			}
 		}
-		link := fmt.Sprintf("a symlink to %s: %s", quote(g.view.links[foldPath(path)].target), reason)
+		link := fmt.Sprintf("a symlink to %s: %s", quote(g.view.target(path)), reason)
 		if w, ok := why[path]; ok {
 			link = w + "; and " + link
 		}

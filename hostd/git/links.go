@@ -20,13 +20,34 @@ const (
 
 // linkView is what a tree makes on the host's file system, as far as
 // resolving its symlinks goes: the directories its entries' paths imply
-// and its symlinks with their targets, each under its folded path (see
-// foldPath), as a case-insensitive host finds them. Files are not kept: a
-// path through a file fails on the host as one through nothing does.
+// and its symlinks with their targets, as a tree of names from its root,
+// each folded (see foldPath) as a case-insensitive host finds it. Files
+// are not kept: a path through a file fails on the host as one through
+// nothing does. Resolution looks up one name at a time in the directory
+// it stands in, so judging a link costs the same for each name of the
+// targets it follows, however deep they reach.
 type linkView struct {
-	dirs  map[string]bool
-	links map[string]linkEntry
-	steps int // resolution steps left for the whole tree
+	root  viewNode
+	steps int       // resolution steps left for the whole tree
+	walk  []walkDir // escapes' stack, kept for the next link's
+}
+
+// viewNode is a name of a linkView: the names under it (folded), whether
+// it is a directory, and its symlink, if it is one. A name that is a
+// directory and a link is two entries that fold alike. A path's empty
+// first name (the tree's names cannot be empty, but one may fold to
+// nothing, as "\u200c" does) has names under it but is no directory.
+type viewNode struct {
+	names map[string]*viewNode
+	dir   bool
+	link  *linkEntry
+}
+
+// walkDir is a directory a resolution stands in: its folded name, and its
+// node, nil when the tree holds nothing there.
+type walkDir struct {
+	name string
+	node *viewNode
 }
 
 // linkEntry is a symlink of a linkView: its path as the tree names it and
@@ -39,23 +60,48 @@ type linkEntry struct {
 }
 
 func newLinkView() *linkView {
-	return &linkView{dirs: map[string]bool{}, links: map[string]linkEntry{}, steps: maxLinkSteps}
+	return &linkView{root: viewNode{dir: true}, steps: maxLinkSteps}
 }
 
 // addPath records the directories the parents of the entry at folded (a
 // path as foldPath gives it) make; a gitlink makes its own path one too,
 // checked out as an empty directory: pass it as folded + "/".
 func (v *linkView) addPath(folded string) {
-	for i := strings.LastIndexByte(folded, '/'); i > 0; i = strings.LastIndexByte(folded[:i], '/') {
-		if v.dirs[folded[:i]] {
-			break // and so are its parents
+	v.parent(folded)
+}
+
+// parent records the parents of folded as addPath does, marking a link
+// one of them folds alike to ambiguous, and returns the last one's node
+// and folded's last name.
+func (v *linkView) parent(folded string) (*viewNode, string) {
+	at := &v.root
+	for {
+		name, rest, more := strings.Cut(folded, "/")
+		if !more {
+			return at, name
 		}
-		v.dirs[folded[:i]] = true
-		if l, ok := v.links[folded[:i]]; ok {
-			l.ambiguous = true
-			v.links[folded[:i]] = l
+		n := at.child(name)
+		if !n.dir && (at != &v.root || name != "") {
+			n.dir = true
+			if n.link != nil {
+				n.link.ambiguous = true
+			}
 		}
+		at, folded = n, rest
 	}
+}
+
+// child is n's name, made when n has none.
+func (n *viewNode) child(name string) *viewNode {
+	c := n.names[name]
+	if c == nil {
+		c = &viewNode{}
+		if n.names == nil {
+			n.names = map[string]*viewNode{}
+		}
+		n.names[name] = c
+	}
+	return c
 }
 
 // addLink records the symlink at path (folded as foldPath gives it) to
@@ -65,32 +111,65 @@ func (v *linkView) addLink(path, folded string, target []byte) {
 	if i := bytes.IndexByte(target, 0); i >= 0 {
 		target = target[:i]
 	}
-	v.addPath(folded)
-	l, dup := v.links[folded]
+	at, name := v.parent(folded)
+	n := at.child(name)
 	switch {
-	case !dup:
-		l = linkEntry{path: path, target: string(target), ambiguous: v.dirs[folded]}
-	case l.target != string(target):
-		l.ambiguous = true
+	case n.link == nil:
+		n.link = &linkEntry{path: path, target: string(target), ambiguous: n.dir}
+	case n.link.target != string(target):
+		n.link.ambiguous = true
 	}
-	v.links[folded] = l
+}
+
+// find is v's symlink at path, nil when v holds none there, and walk with
+// the names from v's root to its parent appended.
+func (v *linkView) find(path string, walk []walkDir) (*linkEntry, []walkDir) {
+	walk = append(walk, walkDir{node: &v.root})
+	for rest := foldPath(path); ; {
+		name, r, more := strings.Cut(rest, "/")
+		n := walk[len(walk)-1].node.names[name]
+		switch {
+		case n == nil:
+			return nil, walk
+		case !more:
+			return n.link, walk
+		}
+		walk, rest = append(walk, walkDir{name, n}), r
+	}
+}
+
+// target is the target of v's symlink at path, "" when v holds none there.
+func (v *linkView) target(path string) string {
+	l, walk := v.find(path, v.walk[:0])
+	v.walk = walk[:0]
+	if l == nil {
+		return ""
+	}
+	return l.target
 }
 
 // escapes says why the symlink at path (one of v's) may resolve outside
 // the tree's root on the host, in words for the pushing polecat, or ""
-// when it resolves inside. It resolves lexically from the link's
-// directory, following every link of the tree it meets (a chain a -> b/..,
-// b -> ../..), and refuses what it cannot judge from the tree alone: an
-// absolute target, ".." out of a path the tree holds no directory at
-// (there the host's own files decide, or the host fails), a name that
-// folds alike to a link and a directory, too many links or steps, a target
-// longer than a host takes.
+// when it resolves inside (or path is no symlink of v's). It resolves
+// lexically from the link's directory, following every link of the tree
+// it meets (a chain a -> b/.., b -> ../..), and refuses what it cannot
+// judge from the tree alone: an absolute target, ".." out of a path the
+// tree holds no directory at (there the host's own files decide, or the
+// host fails), a name that folds alike to a link and a directory, too
+// many links or steps, a target longer than a host takes. It takes one
+// name of a target a step, looked up in the directory the walk stands in
+// (the top of a stack from the root, which ".." pops), so a step costs
+// the same however deep the walk is.
 func (v *linkView) escapes(path string) string {
-	f := foldPath(path)
-	start := v.links[f]
-	dir := strings.Split(f, "/")
-	dir = dir[:len(dir)-1]
-	var rest []string
+	start, walk := v.find(path, v.walk[:0])
+	defer func() { v.walk = walk[:0] }()
+	if start == nil {
+		return ""
+	}
+	// What is left of each target being resolved, the innermost last: a
+	// link's target is resolved before the rest of the one that named it.
+	var pending [maxLinkHops]string
+	stack := pending[:0]
 	for via, hops := start, 0; ; hops++ {
 		switch {
 		case hops >= maxLinkHops:
@@ -102,40 +181,62 @@ func (v *linkView) escapes(path string) string {
 		case strings.HasPrefix(via.target, "/"):
 			return "it reaches an absolute path" + through(via, start)
 		}
-		rest = append(strings.Split(via.target, "/"), rest...)
-		followed := false
-		for len(rest) > 0 && !followed {
+		stack = append(stack, via.target)
+		var followed *linkEntry
+		for len(stack) > 0 && followed == nil {
 			if v.steps--; v.steps < 0 {
 				return "the tree's links take too many steps to judge"
 			}
-			c := rest[0]
-			rest = rest[1:]
+			top := len(stack) - 1
+			c, rest, more := strings.Cut(stack[top], "/")
+			if more {
+				stack[top] = rest // "a/" is "a" and then ""
+			} else {
+				stack = stack[:top]
+			}
+			here := walk[len(walk)-1]
 			switch c {
 			case "", ".":
 			case "..":
-				if len(dir) == 0 {
+				switch {
+				case len(walk) == 1:
 					return "it leaves the worktree" + through(via, start)
+				case here.node == nil || !here.node.dir:
+					return fmt.Sprintf("it goes up out of %s, which the tree holds no directory at", quote(walkPath(walk)))
 				}
-				if !v.dirs[strings.Join(dir, "/")] {
-					return fmt.Sprintf("it goes up out of %s, which the tree holds no directory at", quote(strings.Join(dir, "/")))
-				}
-				dir = dir[:len(dir)-1]
+				walk = walk[:len(walk)-1]
 			default:
-				dir = append(dir, foldPath(c))
-				if l, ok := v.links[strings.Join(dir, "/")]; ok {
-					dir, via, followed = dir[:len(dir)-1], l, true
+				name := foldPath(c)
+				var n *viewNode
+				if here.node != nil {
+					n = here.node.names[name]
+				}
+				if n != nil && n.link != nil {
+					followed = n.link
+				} else {
+					walk = append(walk, walkDir{name, n})
 				}
 			}
 		}
-		if !followed {
+		if followed == nil {
 			return ""
 		}
+		via = followed
 	}
+}
+
+// walkPath is the folded path of the directory walk stands in.
+func walkPath(walk []walkDir) string {
+	names := make([]string, 0, len(walk)-1)
+	for _, d := range walk[1:] {
+		names = append(names, d.name)
+	}
+	return strings.Join(names, "/")
 }
 
 // through names the link a resolution went wrong at, when it is not the
 // one being judged.
-func through(via, start linkEntry) string {
+func through(via, start *linkEntry) string {
 	if via == start {
 		return ""
 	}
