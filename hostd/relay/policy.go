@@ -85,7 +85,11 @@ func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
 		return parsed{path: cmd}, fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
 	}
 	if sub := string(req.Argv[1]); !slices.Contains(subs, sub) {
-		return parsed{path: cmd}, fmt.Errorf("'%s %s' is not allowed over the relay; allowed: %s", cmd, printable(sub), strings.Join(subs, ", "))
+		how := "hostd has no argument grammar for it"
+		if grammars[cmd].root.sub(sub) != nil {
+			how = fmt.Sprintf("the operator can allow it in relay.allow (%s)", cmd)
+		}
+		return parsed{path: cmd}, fmt.Errorf("'%s %s' is not allowed over the relay (%s); allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
 	}
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {

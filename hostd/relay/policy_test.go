@@ -64,6 +64,14 @@ func TestPolicyCheck(t *testing.T) {
 			t.Errorf("%q env %q: got %v, want %q", c.r.Argv, c.r.Env, err, c.want)
 		}
 	}
+	// A subcommand hostd has a grammar for but that is not allowed names
+	// the setting; one it has none for says so.
+	if _, err := p.Check(req(nil, "gt", "costs", "record")); err == nil || !strings.Contains(err.Error(), "'gt costs' is not allowed over the relay (the operator can allow it in relay.allow (gt))") {
+		t.Errorf("refusal of gt costs: %v", err)
+	}
+	if _, err := p.Check(req(nil, "gt", "rig", "remove")); err == nil || !strings.Contains(err.Error(), "(hostd has no argument grammar for it)") {
+		t.Errorf("refusal of gt rig: %v", err)
+	}
 	// The refusal of an unknown subcommand names it, quoted and cut short.
 	if _, err := p.Check(req(nil, "gt", "costs\x1b[2J"+strings.Repeat("x", 100))); err == nil ||
 		!strings.Contains(err.Error(), `'gt "costs\x1b[2J`) || strings.Contains(err.Error(), strings.Repeat("x", 50)) {
