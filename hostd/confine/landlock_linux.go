@@ -16,10 +16,11 @@ import (
 // Landlock, through its three system calls (golang.org/x/sys/unix). The
 // go-landlock library confines the whole calling process (every thread,
 // through psx); hostd must stay unconfined and confine only the process
-// it starts, so a ruleset is applied to one locked OS thread, which
-// starts the process (the child inherits the thread's domain) and is then
-// let go with its goroutine: the Go runtime ends a thread whose goroutine
-// exits locked, and starts no other thread from it.
+// it starts, so a ruleset is applied to one locked OS thread, never the
+// main one, which starts the process (the child inherits the thread's
+// domain) and is then let go with its goroutine: the Go runtime ends a
+// thread whose goroutine exits locked, and starts no other thread from
+// it.
 
 // The file access rights per Landlock ABI version.
 const (
@@ -114,11 +115,29 @@ func start(cmd *exec.Cmd, p Policy) error {
 		return err
 	}
 	defer unix.Close(fd)
+	return <-startOnThread(cmd, fd)
+}
+
+// startOnThread starts cmd from a thread of its own, confined by the
+// ruleset fd, and gives the result. The thread is never the process's
+// main thread: the Go runtime ends a thread whose goroutine exits locked
+// to it, but parks the main thread instead, which would leave hostd's
+// thread-group leader in the command's domain for good (and a process in
+// that domain may read the memory of one in the same domain). A goroutine
+// that finds itself there holds it, so that the one it starts cannot run
+// on it, lets that one confine its own thread, and lets the main thread go
+// unconfined.
+func startOnThread(cmd *exec.Cmd, fd int) <-chan error {
 	done := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			done <- <-startOnThread(cmd, fd)
+			runtime.UnlockOSThread()
+			return
+		}
 		// Never unlocked: the thread is confined, and ends with this
 		// goroutine.
-		runtime.LockOSThread()
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			done <- fmt.Errorf("confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 			return
@@ -129,7 +148,7 @@ func start(cmd *exec.Cmd, p Policy) error {
 		}
 		done <- cmd.Start()
 	}()
-	return <-done
+	return done
 }
 
 // ruleset makes a Landlock ruleset of p's rules, each limited to what

@@ -126,3 +126,45 @@ func TestStartRefusesBadRules(t *testing.T) {
 		}
 	}
 }
+
+// TestStartNeverConfinesTheMainThread: however many processes are started
+// and wherever their goroutines land, hostd's main thread (its
+// thread-group leader, which the runtime parks rather than ends) is never
+// left confined; nor is any thread that stays.
+func TestStartNeverConfinesTheMainThread(t *testing.T) {
+	needLandlock(t)
+	p := Policy{Rules: System()}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				cmd := exec.Command("/bin/true")
+				if err := Start(cmd, p); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = cmd.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		status, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "status"))
+		if err != nil {
+			continue // a thread that ended as we looked
+		}
+		if strings.Contains(string(status), "NoNewPrivs:\t1") {
+			main := ""
+			if task.Name() == strconv.Itoa(os.Getpid()) {
+				main = " (the main thread)"
+			}
+			t.Errorf("thread %s%s is left confined", task.Name(), main)
+		}
+	}
+}
