@@ -25,7 +25,10 @@ const (
 	// Exec is executing files.
 	Exec
 	// Write is creating, writing, truncating, renaming and removing
-	// files, directories, symlinks, sockets and fifos (never devices).
+	// regular files and directories; never symlinks, fifos, sockets or
+	// devices, so that nothing a confined process leaves redirects or
+	// blocks what another process later opens there. On a file, writing
+	// and truncating it.
 	Write
 	// Device is reading and writing an existing device file (/dev/null)
 	// and its ioctls.
@@ -61,12 +64,16 @@ type Rule struct {
 }
 
 // Policy is everything a confined process and its descendants may touch
-// on the filesystem; the rest is refused by the kernel. Looking a path up
-// (stat) is not restricted, only opening, executing and changing it.
-// On Linux the process also cannot signal, or connect to the abstract
-// unix sockets of, processes outside its confinement (Landlock ABI 6).
+// on the filesystem, and the TCP ports they may connect to; the rest is
+// refused by the kernel. Looking a path up (stat) is not restricted, only
+// opening, executing and changing it. On Linux the process also cannot
+// signal, or connect to the abstract unix sockets of, processes outside
+// its confinement (Landlock ABI 6), and connects over TCP to ConnectTCP's
+// ports alone, binding none (ABI 4; sandbox-exec leaves the network as it
+// is).
 type Policy struct {
-	Rules []Rule
+	Rules      []Rule
+	ConnectTCP []uint16
 }
 
 // Validate refuses a rule whose path is not absolute and clean, or that

@@ -51,7 +51,6 @@ func (a Access) rights() uint64 {
 	if a&Write != 0 {
 		r |= unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
 			unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
-			unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
 			unix.LANDLOCK_ACCESS_FS_REFER
 	}
 	if a&List != 0 {
@@ -69,6 +68,15 @@ type rulesetAttr struct {
 	handledFS  uint64
 	handledNet uint64
 	scoped     uint64
+}
+
+// ruleNetPort is LANDLOCK_RULE_NET_PORT (x/sys names only the path rule).
+const ruleNetPort = 2
+
+// netPortAttr is struct landlock_net_port_attr.
+type netPortAttr struct {
+	allowedAccess uint64
+	port          uint64
 }
 
 var probed = sync.OnceValue(func() Support {
@@ -97,6 +105,9 @@ func handled(v int) rulesetAttr {
 		a.handledFS = fsV3
 	case v >= 2:
 		a.handledFS = fsV2
+	}
+	if v >= 4 {
+		a.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 	}
 	if v >= 6 {
 		a.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
@@ -142,6 +153,10 @@ func startOnThread(cmd *exec.Cmd, fd int) <-chan error {
 			done <- fmt.Errorf("confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 			return
 		}
+		if err := denyMPTCP(); err != nil {
+			done <- err
+			return
+		}
 		if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
 			done <- fmt.Errorf("confine: landlock_restrict_self: %w", errno)
 			return
@@ -165,12 +180,25 @@ func ruleset(attr rulesetAttr, p Policy) (int, error) {
 			return -1, err
 		}
 	}
+	if attr.handledNet != 0 {
+		for _, port := range p.ConnectTCP {
+			na := netPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+			if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), ruleNetPort,
+				uintptr(unsafe.Pointer(&na)), 0, 0, 0); errno != 0 {
+				unix.Close(fd)
+				return -1, fmt.Errorf("confine: adding the rule for TCP port %d: %w", port, errno)
+			}
+		}
+	}
 	return fd, nil
 }
 
-// addRule adds one rule to the ruleset fd.
+// addRule adds one rule to the ruleset fd. A rule whose path is itself a
+// symlink is left out: the kernel would give it to what the link points
+// at, which whoever made the link chose (the link's directory may change
+// between the caller's look and this open); its users give the real path.
 func addRule(fd int, handledFS uint64, rule Rule) error {
-	pfd, err := unix.Open(rule.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	pfd, err := unix.Open(rule.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil
 	}
@@ -183,7 +211,11 @@ func addRule(fd int, handledFS uint64, rule Rule) error {
 		return fmt.Errorf("confine: %s: %w", rule.Path, err)
 	}
 	allowed := rule.Access.rights() & handledFS
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return nil
+	case unix.S_IFDIR:
+	default:
 		allowed &= fileRights
 	}
 	if allowed == 0 {

@@ -4,6 +4,8 @@ package confine
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +72,7 @@ func TestStart(t *testing.T) {
 		Rule{dirs["writable"], Read | Write},
 		Rule{dirs["secret"], List},
 		Rule{filepath.Join(base, "missing"), Read}, // grants nothing, refuses nothing
+		Rule{link, Read},                           // a symlink: grants nothing, not even its target
 	)}
 	cases := []struct {
 		name, script string
@@ -85,6 +88,9 @@ func TestStart(t *testing.T) {
 		{"write where read is granted", "echo x > " + dirs["readable"] + "/new", false},
 		{"write where write is granted", "echo x > " + dirs["writable"] + "/new && cat " + dirs["writable"] + "/new", true},
 		{"remove where write is granted", "rm " + dirs["writable"] + "/f", true},
+		{"make a directory where write is granted", "mkdir " + dirs["writable"] + "/d", true},
+		{"make a symlink where write is granted", "ln -s /etc " + dirs["writable"] + "/l", false},
+		{"make a fifo where write is granted", "mkfifo " + dirs["writable"] + "/p", false},
 		{"move a file out of the writable tree", "mv " + dirs["writable"] + "/deny-inside-is-not-possible/f " + dirs["readable"] + "/moved", false},
 		{"a grandchild is confined too", "sh -c 'sh -c \"cat " + dirs["secret"] + "/f\"'", false},
 		{"write /dev/null", "echo x > /dev/null", true},
@@ -165,6 +171,118 @@ func TestStartNeverConfinesTheMainThread(t *testing.T) {
 				main = " (the main thread)"
 			}
 			t.Errorf("thread %s%s is left confined", task.Name(), main)
+		}
+	}
+}
+
+// TestMain lets the test binary be the confined process for
+// TestStartNetwork: CONFINE_TEST_DIAL dials a TCP address, and
+// CONFINE_TEST_LISTEN listens on one, saying what happened.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("CONFINE_TEST_DIAL"); addr != "" {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	}
+	if addr := os.Getenv("CONFINE_TEST_MPTCP"); addr != "" {
+		var d net.Dialer
+		d.SetMultipathTCP(true)
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("connected over MPTCP")
+		os.Exit(0)
+	}
+	if addr := os.Getenv("CONFINE_TEST_LISTEN"); addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(1)
+		}
+		l.Close()
+		fmt.Println("listening")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestStartNetwork: a confined process connects over TCP to the policy's
+// ports alone and binds none of its choosing (Landlock ABI 4), and makes
+// no Multipath TCP socket, which Landlock's rules do not see (Go's
+// listeners use one by default: the listen case failed without the
+// seccomp filter, and a Multipath TCP dial reached any port).
+func TestStartNetwork(t *testing.T) {
+	needLandlock(t)
+	if Probe().Version < 4 {
+		t.Skip("Landlock before ABI 4 leaves TCP alone")
+	}
+	open := func() (net.Listener, uint16) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return l, uint16(l.Addr().(*net.TCPAddr).Port)
+	}
+	allowed, port := open()
+	other, _ := open()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := l.Addr().String()
+	l.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Rules: append(System(), Rule{self, Read | Exec}), ConnectTCP: []uint16{port}}
+	for _, c := range []struct {
+		env string
+		ok  bool
+	}{
+		{"CONFINE_TEST_DIAL=" + allowed.Addr().String(), true},
+		{"CONFINE_TEST_DIAL=" + other.Addr().String(), false},
+		{"CONFINE_TEST_LISTEN=" + free, false},
+		{"CONFINE_TEST_MPTCP=" + other.Addr().String(), false},
+	} {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), c.env)
+		var out bytes.Buffer
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = w, w
+		devnull, _ := os.Open(os.DevNull)
+		cmd.Stdin = devnull
+		if err := Start(cmd, p); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		_, _ = out.ReadFrom(r)
+		r.Close()
+		devnull.Close()
+		err = cmd.Wait()
+		if got := err == nil; got != c.ok {
+			t.Errorf("%s: succeeded %v, want %v: %s", c.env, got, c.ok, out.String())
 		}
 	}
 }
