@@ -10,31 +10,37 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
 )
 
-// confinement is what a relayed command of the polecat at p, and every
+// policy is what a relayed command of the polecat at p, and every
 // process it starts, may touch (docs/security.md lists each grant and
-// why):
+// why). Nothing it may write can steer a process that runs unconfined
+// later (Gas Town's own, hostd's git): no symlink, fifo or socket is made
+// anywhere, and of the places those processes read for where to go or
+// what to run, none is writable (the beads' redirect, configuration and
+// hooks, the repository, ~/.gt but its two logs).
 //   - read and run: the system's programs and libraries, and the
-//     directories of the relayed binaries and of PATH;
+//     relayed binaries and PATH's directories (by their real paths);
 //   - read: the town, except <town>/.runtime (the CA's key, hostd's state,
-//     every polecat's data) and other polecats' directories, whose names
-//     alone may be listed;
+//     every polecat's data), .dolt-data (every rig's database) and other
+//     polecats' directories, whose names alone may be listed;
 //   - read, and write but for its worktree's .git and .beads: the
-//     polecat's own directory (its worktree); write: its rig's beads
-//     and the town's (mail), the few Gas Town directories gt keeps its
-//     running state in (heartbeats, nudge queue, locks, logs, events), in
-//     the rig's repository only the objects, remote-tracking refs and the
-//     worktree's own directory, gt's own files in HOME (~/.gt), bd's
-//     circuit breaker (/tmp/beads-circuit) and a temporary directory of
-//     the polecat's own;
-//   - nothing is run from the town, the worktree, the beads or HOME, so no
-//     hook a polecat could write (git's, bd's) runs.
+//     polecat's own directory (its worktree);
+//   - write, existing files only: what bd keeps in its rig's beads and
+//     the town's (mail), gt's two logs in ~/.gt;
+//   - write: the few Gas Town directories gt keeps its running state in
+//     (heartbeats, nudge queue, locks, logs, events), bd's circuit
+//     breaker (/tmp/beads-circuit) and a temporary directory of the
+//     polecat's own;
+//   - connect over TCP: the town's Dolt server's port alone;
+//   - nothing is run from the town, the worktree, the beads or HOME.
 func (s *Service) policy(p place, tmp string) confine.Policy {
 	rules := confine.System()
 	for _, d := range s.binDirs {
 		rules = append(rules, confine.Rule{Path: d, Access: confine.Read | confine.Exec})
 	}
 	for _, b := range s.bins {
-		rules = append(rules, confine.Rule{Path: b, Access: confine.Read | confine.Exec})
+		if real, err := filepath.EvalSymlinks(b); err == nil {
+			rules = append(rules, confine.Rule{Path: real, Access: confine.Read | confine.Exec})
+		}
 	}
 	rules = append(rules, townReadable(p)...)
 	rw := func(paths ...string) {
@@ -48,20 +54,50 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 		rules = append(rules, confine.Rule{Path: p.polecat, Access: confine.Read})
 	}
 	rw(ownEntries(p)...)
-	rw(p.beads, tmp, filepath.Join(s.home, ".gt"))
+	rw(beadsFiles(p.beads)...)
+	rw(beadsFiles(filepath.Join(p.town, ".beads"))...)
+	rw(tmp, filepath.Join(s.home, ".gt", "cmd-usage.jsonl"), filepath.Join(s.home, ".gt", "costs.jsonl"))
 	if ownDir(beadsCircuit) {
 		rw(beadsCircuit)
 	}
-	dirs, existing := gasTownState(p.town)
+	dirs, files := gasTownState(p.town)
 	rw(dirs...)
-	rw(existing...)
-	if p.rig != "" {
-		rw(filepath.Join(p.repo, "objects"), filepath.Join(p.repo, "refs", "remotes"), filepath.Join(p.repo, "logs"), p.gitdir)
-	}
+	rw(files...)
 	if s.dir != "" {
 		rules = append(rules, confine.Rule{Path: filepath.Join(s.dir, "gitconfig"), Access: confine.Read})
 	}
-	return confine.Policy{Rules: rules}
+	var ports []uint16
+	if port := doltPort(p.town, getenv(s.base)); port > 0 && port < 1<<16 {
+		ports = append(ports, uint16(port))
+	}
+	return confine.Policy{Rules: rules, ConnectTCP: ports}
+}
+
+// beadsSteering are the files of a beads directory that tell bd and gt
+// where the beads are, how to reach them and what to run; beadsFiles
+// leaves them out (with its directories: hooks, the database), and
+// checkBeads refuses them in a worktree.
+var beadsSteering = []string{"redirect", "config.yaml", "config.local.yaml", "config.json", "metadata.json", ".env", "dolt-server.port"}
+
+// beadsFiles is what of the beads directory dir a relayed bd may write:
+// its existing regular files but those that steer bd (a rule on a file
+// lets it be written and truncated, not replaced, and no new file can be
+// made there), and its .locks directory.
+func beadsFiles(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	var out []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		switch {
+		case e.Type().IsRegular() && !slices.Contains(beadsSteering, e.Name()):
+			out = append(out, filepath.Join(dir, e.Name()))
+		case e.IsDir() && e.Name() == ".locks":
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
 }
 
 // ownEntries is what a relayed command may write of the polecat's own
@@ -111,21 +147,20 @@ func ownDir(path string) bool {
 // nudge queue and poller, locks, the town log, channel events), which
 // hostd makes when they are missing so that their rules can be given (a
 // rule needs its path; gt would make them on first use, as the operator),
-// and what it writes only where it exists: the town's beads (mail) and
-// the event log.
-func gasTownState(town string) (dirs, existing []string) {
+// and files it writes only where they exist: the event log and its lock.
+func gasTownState(town string) (dirs, files []string) {
 	runtime := filepath.Join(town, ".runtime")
 	dirs = []string{
 		filepath.Join(runtime, "heartbeats"), filepath.Join(runtime, "nudge_queue"),
 		filepath.Join(runtime, "nudge_poller"), filepath.Join(runtime, "locks"),
 		filepath.Join(town, "logs"), filepath.Join(town, "events"),
 	}
-	existing = []string{filepath.Join(town, ".beads"), filepath.Join(town, ".events.jsonl"), filepath.Join(town, ".events.jsonl.lock")}
-	return dirs, existing
+	files = []string{filepath.Join(town, ".events.jsonl"), filepath.Join(town, ".events.jsonl.lock")}
+	return dirs, files
 }
 
-// townReadable is a read rule for each entry of the town but .runtime,
-// and, in each rig (a directory with polecats/), for each entry but the
+// townReadable is a read rule for each entry of the town but .runtime and
+// .dolt-data, and, in each rig (a directory with polecats/), for each entry but the
 // other polecats' directories; symlinks among them are left out (their
 // rule would be their target's, the whole of it).
 func townReadable(p place) []confine.Rule {
@@ -135,7 +170,7 @@ func townReadable(p place) []confine.Rule {
 	for _, e := range entries {
 		path := filepath.Join(p.town, e.Name())
 		switch {
-		case e.Name() == ".runtime", e.Type()&os.ModeSymlink != 0:
+		case e.Name() == ".runtime", e.Name() == ".dolt-data", e.Type()&os.ModeSymlink != 0:
 		case e.IsDir() && isRealDir(p.town, filepath.Join(path, "polecats")):
 			rigEntries, _ := os.ReadDir(path)
 			for _, re := range rigEntries {
@@ -165,6 +200,9 @@ func (s *Service) runnableDirs(path []string) []string {
 	var out []string
 	for _, d := range path {
 		d = filepath.Clean(d)
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real // a rule is never given through a link
+		}
 		switch {
 		case !filepath.IsAbs(d):
 		case s.cfg.Town != "" && (inside(d, s.cfg.Town) || inside(s.cfg.Town, d)), s.home != "" && inside(d, s.home):

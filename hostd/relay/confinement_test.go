@@ -85,6 +85,8 @@ func TestConfinementAlone(t *testing.T) {
 		".runtime/hostd/certs.json":          "hostd's state\n",
 		"gastown/README":                     "the rig's own file\n",
 		"gastown/.beads/metadata.json":       `{"dolt_database":"gastown"}` + "\n",
+		"gastown/.beads/last-touched":        "gt-1\n",
+		"gastown/.beads/config.yaml":         "issue-prefix: gt\n",
 		"other/.beads/metadata.json":         `{"dolt_database":"other"}` + "\n",
 		"other/polecats/nux/other/secret":    "another polecat's file\n",
 		own + "/gastown/notes.txt":           "the polecat's own file\n",
@@ -104,7 +106,7 @@ func TestConfinementAlone(t *testing.T) {
 
 	restore := grammars
 	t.Cleanup(func() { grammars = restore })
-	grammars = map[string]grammar{"bd": newGrammar("bd", "", []cmdSpec{{"-c", text, ""}})}
+	grammars = map[string]grammar{"bd": newGrammar("bd", "", []cmdSpec{{"-c", text, ""}}, nil)}
 	cfg := DefaultConfig()
 	cfg.Town, cfg.Logger = town, slog.New(slog.DiscardHandler)
 	cfg.Binaries = map[string]string{"bd": "/bin/sh"}
@@ -134,7 +136,14 @@ func TestConfinementAlone(t *testing.T) {
 		{"read a rig file", "cat " + filepath.Join(town, "gastown/README"), true, ""},
 		{"read and write its own file", "cat " + filepath.Join(town, own, "gastown/notes.txt") + " && echo more >> " +
 			filepath.Join(town, own, "gastown/notes.txt"), true, ""},
-		{"write its rig's beads", "echo x > " + filepath.Join(town, "gastown/.beads/last-touched"), true, ""},
+		{"write what bd keeps in its rig's beads", "echo x > " + filepath.Join(town, "gastown/.beads/last-touched"), true, ""},
+		// Nothing it may write steers a process that runs later unconfined.
+		{"write its rig's beads' configuration", "echo 'db: /elsewhere' > " + filepath.Join(town, "gastown/.beads/config.yaml"), false, "gastown/.beads/config.yaml"},
+		{"make a redirect in its rig's beads", "echo ../other/.beads > " + filepath.Join(town, "gastown/.beads/redirect"), false, ""},
+		{"make bd hooks in its rig's beads", "mkdir " + filepath.Join(town, "gastown/.beads/hooks"), false, ""},
+		{"replace a file of its rig's beads", "mv " + filepath.Join(town, "gastown/.beads/last-touched") + " " + filepath.Join(town, "gastown/.beads/x"), false, ""},
+		{"leave a symlink in the town's log directory", "ln -s " + filepath.Join(outside, "victim") + " " + filepath.Join(town, "logs/town.log"), false, ""},
+		{"leave a symlink in its own directory", "ln -s /etc " + filepath.Join(town, own, "gastown/etc"), false, ""},
 		{"write its temporary directory", `echo x > "$TMPDIR/t" && cat "$TMPDIR/t"`, true, ""},
 	}
 	for _, c := range cases {

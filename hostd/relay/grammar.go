@@ -58,11 +58,15 @@ func (f flagSpec) takesValue() bool { return f.kind != noValue && f.kind != optV
 
 // command is a node of a program's grammar.
 type command struct {
-	name  string
-	args  argRule
-	flags []flagSpec // its own, then those it inherits
-	subs  []*command
+	name    string
+	aliases []string // other names cobra takes for it
+	args    argRule
+	flags   []flagSpec // its own, then those it inherits
+	subs    []*command
 }
+
+// names is the command's name and aliases.
+func (c *command) names() []string { return append([]string{c.name}, c.aliases...) }
 
 // subNames is the names of g's top-level subcommands.
 func (g grammar) subNames() []string {
@@ -73,20 +77,22 @@ func (g grammar) subNames() []string {
 	return names
 }
 
-// sub is c's subcommand named name, or nil.
+// sub is c's subcommand named name, by its name or an alias, or nil.
 func (c *command) sub(name string) *command {
 	for _, s := range c.subs {
-		if s.name == name {
+		if slices.Contains(s.names(), name) {
 			return s
 		}
 	}
 	return nil
 }
 
-// subPrefixed says whether name starts any of c's subcommands' names
-// (gt lets cobra take a prefix for a subcommand).
+// subPrefixed says whether name starts any of c's subcommands' names or
+// aliases (gt lets cobra take a prefix for a subcommand).
 func (c *command) subPrefixed(name string) bool {
-	return name != "" && slices.ContainsFunc(c.subs, func(s *command) bool { return strings.HasPrefix(s.name, name) })
+	return name != "" && slices.ContainsFunc(c.subs, func(s *command) bool {
+		return slices.ContainsFunc(s.names(), func(n string) bool { return strings.HasPrefix(n, name) })
+	})
 }
 
 // flag is c's flag by long name (long) or shorthand.
@@ -115,10 +121,12 @@ type grammar struct {
 	root *command
 }
 
-// newGrammar builds a program's tree from its persistent flags and its
-// commands, each command's parent listed before it. It panics on a
-// malformed spec: the grammar is the program's own source.
-func newGrammar(program, persistent string, specs []cmdSpec) grammar {
+// newGrammar builds a program's tree from its persistent flags, its
+// commands, each command's parent listed before it, and the aliases of
+// those below the top (a top-level subcommand is relayed by the name
+// relay.allow gives it alone). It panics on a malformed spec: the grammar
+// is the program's own source.
+func newGrammar(program, persistent string, specs []cmdSpec, aliases map[string][]string) grammar {
 	pflags := parseFlags(persistent)
 	root := &command{name: program, flags: pflags}
 	for _, s := range specs {
@@ -129,7 +137,7 @@ func newGrammar(program, persistent string, specs []cmdSpec) grammar {
 				panic(fmt.Sprintf("relay grammar: %s %s is listed before its parent", program, s.path))
 			}
 		}
-		c := &command{name: words[len(words)-1], args: s.args, flags: append(parseFlags(s.flags), pflags...)}
+		c := &command{name: words[len(words)-1], aliases: aliases[s.path], args: s.args, flags: append(parseFlags(s.flags), pflags...)}
 		parent.subs = append(parent.subs, c)
 	}
 	return grammar{root: root}
@@ -192,13 +200,11 @@ func (g grammar) check(argv []string) (parsed, error) {
 		return p, fmt.Errorf("'%s' needs a subcommand", path)
 	}
 	// cobra looks for a subcommand among all the arguments, skipping
-	// flags' values by a reading of its own (not pflag's for '-abc
-	// value'): none may name one, or it could run another command than
-	// the one checked here.
+	// flags' values by a reading of its own (not pflag's for '-abc value',
+	// and a '--' taken as a flag's value does not end its search): none
+	// may name one, or it could run another command than the one checked
+	// here.
 	for _, a := range argv[i:] {
-		if a == "--" {
-			break
-		}
 		if !strings.HasPrefix(a, "-") && (c.sub(a) != nil || c.subPrefixed(a)) {
 			return p, fmt.Errorf("'%s': put the subcommand %s right after '%s', before any flag or argument", path, printable(a), path)
 		}

@@ -47,4 +47,5 @@ var bdGrammar = newGrammar("bd",
 		{"doctor", none, "--agent --check= --check-health --clean!repair --deep --dry-run --fix!repair --fix-child-parent!repair " +
 			"-i,--interactive --migration= --orchestrator --orchestrator-duplicates-threshold= -o,--output=!path --perf!write --server " +
 			"-v,--verbose -y,--yes"},
-	})
+	},
+	map[string][]string{"dep remove": {"rm"}})

@@ -104,4 +104,4 @@ var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"costs", none, "--by-rig --by-role --json --today -v,--verbose --week"},
 	{"costs digest", none, "--date= --dry-run --yesterday"},
 	{"costs record", none, "--session= --work-item="},
-})
+}, map[string][]string{"mail directory": {"dir", "addresses"}, "mail mark-read": {"ack"}, "mail read": {"show"}})

@@ -41,6 +41,9 @@ func TestGrammarMatchesHelp(t *testing.T) {
 			if !slices.Equal(ours, h.flags) {
 				t.Errorf("%s: the grammar's flags differ from --help's:\n grammar: %s\n --help:  %s", name, strings.Join(ours, " "), strings.Join(h.flags, " "))
 			}
+			if len(path) > 1 && !slices.Equal(c.aliases, h.aliases) { // the top's are relayed by name alone
+				t.Errorf("%s: the grammar's aliases %q, --help's %q", name, c.aliases, h.aliases)
+			}
 			var subs []string
 			for _, s := range c.subs {
 				subs = append(subs, s.name)
@@ -59,9 +62,9 @@ func TestGrammarMatchesHelp(t *testing.T) {
 
 // help is what a cobra command's --help lists: its flags and inherited
 // flags in the grammar's form ('-s,--long', '=' when it takes a value,
-// '[=]' when only after '='), sorted, and its subcommands.
+// '[=]' when only after '='), sorted, its subcommands and its aliases.
 type help struct {
-	flags, subs []string
+	flags, subs, aliases []string
 }
 
 var helpFlag = regexp.MustCompile(`^\s+(?:-(\w), )?--([\w-]+)(?: (\w+)(\[=[^\]]*\])?)?`)
@@ -78,6 +81,10 @@ func parseHelp(out string) help {
 			continue
 		}
 		switch section {
+		case "Aliases":
+			if names := strings.Split(strings.TrimSpace(line), ", "); len(names) > 1 {
+				h.aliases = names[1:]
+			}
 		case "Available Commands":
 			if f := strings.Fields(line); len(f) > 0 && f[0] != "help" && f[0] != "completion" {
 				h.subs = append(h.subs, f[0])

@@ -91,6 +91,11 @@ func TestGrammarCheck(t *testing.T) {
 		{[]string{"gt", "mail"}, ""},
 		{[]string{"gt", "mail", "sen", "x"}, "put the subcommand"}, // cobra's prefix match would run 'mail send'
 		{[]string{"gt", "hook", "-f", "attach", "gt-1"}, "put the subcommand"},
+		{[]string{"gt", "hook", "-m", "--", "attach", "x"}, "put the subcommand"}, // cobra takes -- as -m's value and finds attach
+		{[]string{"bd", "dep", "-b", "--", "add", "x", "y"}, "put the subcommand"},
+		{[]string{"gt", "mail", "ack", "x"}, ""},            // an alias: gt mail mark-read
+		{[]string{"gt", "mail", "a"}, "put the subcommand"}, // a prefix of ack, announces, archive
+		{[]string{"bd", "dep", "x", "rm"}, "put the subcommand"},
 		{[]string{"gt", "prime", "/town/elsewhere"}, "takes no arguments"},
 		{[]string{"gt"}, "needs a subcommand"},
 	}
@@ -104,6 +109,22 @@ func TestGrammarCheck(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want an error with %q", c.argv, err, c.want)
+		}
+	}
+}
+
+// TestGrammarAliases: an alias below the top is parsed as the command it
+// names, as cobra runs it.
+func TestGrammarAliases(t *testing.T) {
+	for argv, want := range map[string]string{
+		"bd dep rm gt-1 gt-2": "bd dep remove",
+		"gt mail ack hq-1":    "gt mail mark-read",
+		"gt mail dir":         "gt mail directory",
+		"gt mail show hq-1":   "gt mail read",
+	} {
+		line, err := grammars[strings.Fields(argv)[0]].check(strings.Fields(argv))
+		if err != nil || line.path != want {
+			t.Errorf("%s: parsed as %q (%v), want %q", argv, line.path, err, want)
 		}
 	}
 }

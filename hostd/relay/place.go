@@ -142,11 +142,10 @@ func inside(dir, path string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
-// beadsSteering are what bd and gt read in a worktree's .beads to decide
-// where the beads are, how to reach them and what to run; Gas Town puts
-// none of them there (it writes only the redirect, and removes
-// metadata.json).
-var beadsSteering = []string{"hooks", ".env", "config.local.yaml", "metadata.json", "dolt-server.port"}
+// worktreeBeadsRefused are what of beadsSteering (and bd's hooks) Gas
+// Town never puts in a worktree's .beads: it writes only the redirect,
+// removes metadata.json, and leaves config.yaml to the repository.
+var worktreeBeadsRefused = []string{"hooks", ".env", "config.local.yaml", "config.json", "metadata.json", "dolt-server.port"}
 
 // checkBeads refuses a worktree whose .beads is a symlink, holds what
 // Gas Town never puts there, or redirects anywhere but to the rig's beads
@@ -162,7 +161,7 @@ func (p place) checkBeads() error {
 	case !fi.IsDir():
 		return fmt.Errorf("the polecat's worktree has %s as a %s, not a directory: relayed commands would follow it; remove it on the host (gt prime makes it again)", dir, fi.Mode().Type())
 	}
-	for _, name := range beadsSteering {
+	for _, name := range worktreeBeadsRefused {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return fmt.Errorf("the polecat's worktree has %s, which Gas Town never puts there and would steer relayed bd: remove it on the host", filepath.Join(dir, name))
 		}

@@ -108,8 +108,27 @@ func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
 		if !slices.Contains(p.EnvAllow, key) {
 			return line, fmt.Errorf("environment variable %s is not relayed (allowed: %s)", printable(key), strings.Join(p.EnvAllow, ", "))
 		}
+		if _, value, _ := bytes.Cut(e, []byte("=")); !envValueOK(key, string(value)) {
+			return line, fmt.Errorf("environment variable %s's value %s is refused: it may not name a path or hold control characters", key, printable(string(value)))
+		}
 	}
 	return line, nil
+}
+
+// envValueOK says whether value, for the terminal or locale variable key,
+// names no file: the C library reads a locale, and ncurses a terminal
+// description, from a path in the value, which a polecat could have
+// written. A zone (TZ) may have slashes ("Europe/Paris") but neither
+// start one nor climb.
+func envValueOK(key, value string) bool {
+	if len(value) > 256 || strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return false
+	}
+	if key == "TZ" {
+		value = strings.TrimPrefix(value, ":")
+		return !strings.HasPrefix(value, "/") && !strings.HasPrefix(value, ".") && !strings.Contains(value, "..")
+	}
+	return !strings.Contains(value, "/")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -26,6 +26,7 @@ func TestPolicyCheck(t *testing.T) {
 		req(nil, "bd", "show", "gt-123", "x--identity"),
 		req(nil, "bd", "update", "gt-1", "-actor=mayor"), // pflag reads -a (assignee) "ctor=mayor"
 		req([]string{"TERM=xterm", "COLUMNS=80", "NO_COLOR="}, "bd", "ready"),
+		req([]string{"LANG=en_US.UTF-8", "LC_ALL=C", "TZ=Europe/Paris", "TZ=UTC"}, "bd", "ready"),
 		req(nil, "gt", "mail", "send", "-m", "use - not --"),
 	}
 	for _, r := range allowed {
@@ -58,6 +59,13 @@ func TestPolicyCheck(t *testing.T) {
 		{req([]string{"LD_PRELOAD=/tmp/x"}, "gt", "prime"), "not relayed"},
 		{req([]string{"PATH=/tmp"}, "gt", "prime"), "not relayed"},
 		{req([]string{"HOME=/evil"}, "gt", "prime"), "not relayed"},
+		{req([]string{"LANG=../../polecats/x/locale"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"LC_ALL=/tmp/locale"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"TERM=../x"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"TZ=/town/gastown/polecats/x/zone"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"TZ=:/etc/x"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"TZ=Europe/../../x"}, "gt", "prime"), "may not name a path"},
+		{req([]string{"TERM=xterm\x1b]52"}, "gt", "prime"), "may not name a path"},
 	}
 	for _, c := range refused {
 		if _, err := p.Check(c.r); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -47,6 +47,11 @@ func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) 
 		for _, d := range made {
 			_ = os.MkdirAll(d, 0o755) // best effort: a rule is given only for what exists
 		}
+		for _, f := range []string{filepath.Join(s.home, ".gt", "cmd-usage.jsonl"), filepath.Join(s.home, ".gt", "costs.jsonl")} {
+			if fh, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil { // gt appends to them
+				fh.Close()
+			}
+		}
 		policy := s.policy(p, tmp)
 		l.policy = &policy
 	}
