@@ -75,8 +75,7 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 
 // beadsSteering are the files of a beads directory that tell bd and gt
 // where the beads are, how to reach them and what to run; beadsFiles
-// leaves them out (with its directories: hooks, the database), and
-// checkBeads refuses them in a worktree.
+// leaves them out (with its directories: hooks, the database).
 var beadsSteering = []string{"redirect", "config.yaml", "config.local.yaml", "config.json", "metadata.json", ".env", "dolt-server.port"}
 
 // beadsFiles is what of the beads directory dir a relayed bd may write:
