@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -78,7 +79,11 @@ Every later session (gt session restart, a respawn, the polecat's own gt
 handoff --cycle: hostd serve respawns the pane hostd run records in
 <town>/.runtime/hostd/panes) starts in the same container,
 with its files, uncommitted work and branch as they were, replacing the
-session before. The command runs with the variables Gas Town set (GT_*,
+session before. When Gas Town has given the polecat a new branch in its
+worktree (a reused polecat: gt done, then gt sling of the next bead), the
+clone is brought to it first: the branch fetched through the tunnel,
+uncommitted work kept in a stash (the pane says which), and the session
+refused when the branch cannot be checked out. The command runs with the variables Gas Town set (GT_*,
 BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
 (the host's claude) is looked up on the container's PATH by its name. The
 clone's git identity is the one a host polecat's commits get: Gas Town's
@@ -223,11 +228,34 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 	}
 	if cloned {
 		fmt.Fprintf(progress, "hostd run: cloned %s into %s on %s\n", id.Rig, sandbox.WorkDir(id), branchOrDefault(branch))
+	} else if err := checkout(ctx, rt, id, branch, progress); err != nil {
+		return err
 	}
 	if name, email := gitIdentity(ctx, wt, os.Getenv); name != "" || email != "" {
 		if err := rt.GitIdentity(ctx, id, name, email); err != nil {
 			fmt.Fprintf(progress, "hostd run: git in the sandbox has no identity to commit with: %v\n", err)
 		}
+	}
+	return nil
+}
+
+// checkout brings the clone in id's sandbox to branch, the one Gas Town
+// checked out in the polecat's worktree (a reused polecat's new branch),
+// and says on progress what it did with the work it found there.
+func checkout(ctx context.Context, rt sandbox.Runtime, id wire.Identity, branch string, progress io.Writer) error {
+	sw, err := rt.Checkout(ctx, id, branch)
+	if err != nil {
+		return fmt.Errorf("bringing the sandbox's clone to %s, the branch Gas Town checked out for %s (the session does not start on another branch): %w", branch, id, err)
+	}
+	if sw.From == sw.To {
+		return nil
+	}
+	fmt.Fprintf(progress, "hostd run: the clone in %s moved from %s to %s, the polecat's new branch\n", sandbox.WorkDir(id), cmp.Or(sw.From, "a detached HEAD"), sw.To)
+	if sw.Stash != "" {
+		fmt.Fprintf(progress, "hostd run: uncommitted work found on %s is kept in the sandbox's stash, not in %s: git stash show -p %s\n", cmp.Or(sw.From, "the detached HEAD"), sw.To, sw.Stash)
+	}
+	if sw.Unpushed > 0 {
+		fmt.Fprintf(progress, "hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox\n", sw.Unpushed, sw.From)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -290,6 +291,77 @@ func (r Runtime) Clone(ctx context.Context, id wire.Identity, branch string) (bo
 	}
 	_, err := r.run(ctx, nil, append(args, "http://"+agentGit+wire.GitPathPrefix+id.Rig, WorkDir(id))...)
 	return err == nil, err
+}
+
+// Switch is what Checkout did to bring a clone to its polecat's branch.
+type Switch struct {
+	// From and To are the clone's branch before and after ("" for a
+	// detached HEAD); equal when it was on the branch already.
+	From, To string
+	// Stash is the commit of the stash entry that holds the uncommitted
+	// work Checkout found (tracked changes and untracked files), "" when
+	// there was none.
+	Stash string
+	// Unpushed is how many commits of From no branch on origin has: they
+	// stay on From.
+	Unpushed int
+}
+
+// Checkout brings the clone in polecat id's sandbox to branch, the one
+// Gas Town checked out in the polecat's worktree: a polecat Gas Town
+// reuses (gt done, then gt sling of the next bead) gets a new branch
+// there while its sandbox, and the clone in it, stay. The branch is
+// fetched from the rig through the agent's git port; uncommitted work is
+// kept in a stash entry, never carried into the new branch, and commits
+// on the branch before stay on it. A branch of "" (the worktree's HEAD
+// detached) leaves the clone as it is.
+func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) (Switch, error) {
+	git := func(args ...string) (string, error) {
+		out, err := r.run(ctx, nil, append([]string{"exec", Name(id), "git", "-C", WorkDir(id)}, args...)...)
+		return strings.TrimSpace(out), err
+	}
+	from, _ := git("symbolic-ref", "-q", "--short", "HEAD")
+	sw := Switch{From: from, To: from}
+	if branch == "" || branch == from {
+		return sw, nil
+	}
+	if err := exec.CommandContext(ctx, "git", "check-ref-format", "--branch", branch).Run(); err != nil || strings.HasPrefix(branch, "-") {
+		return sw, fmt.Errorf("the worktree's branch %q is not a branch name git takes", branch)
+	}
+	local, remote := "refs/heads/"+branch, "refs/remotes/origin/"+branch
+	if _, err := git("fetch", "-q", "origin", "+"+local+":"+remote); err != nil {
+		return sw, fmt.Errorf("fetching %s from the rig: %w", branch, err)
+	}
+	if from != "" {
+		if n, err := git("rev-list", "--count", "refs/heads/"+from, "--not", "--remotes=origin"); err == nil {
+			fmt.Sscan(n, &sw.Unpushed)
+		}
+	}
+	if dirty, err := git("status", "--porcelain", "--untracked-files=all"); err != nil {
+		return sw, fmt.Errorf("looking for uncommitted work: %w", err)
+	} else if dirty != "" {
+		msg := "polecat-sidecar: uncommitted work on " + cmp.Or(from, "a detached HEAD") + " when the session on " + branch + " started"
+		if _, err := git("stash", "push", "-q", "--include-untracked", "-m", msg); err != nil {
+			return sw, fmt.Errorf("keeping the uncommitted work in a stash: %w", err)
+		}
+		sw.Stash, _ = git("rev-parse", "-q", "--verify", "refs/stash")
+	}
+	kept := ""
+	if sw.Stash != "" {
+		kept = " (the uncommitted work is in stash " + sw.Stash + ")"
+	}
+	if _, err := git("rev-parse", "-q", "--verify", local); err == nil {
+		if _, err := git("checkout", "-q", branch); err != nil {
+			return sw, fmt.Errorf("checking out %s%s: %w", branch, kept, err)
+		}
+		if _, err := git("merge", "-q", "--ff-only", remote); err != nil {
+			return sw, fmt.Errorf("bringing %s up to the rig's%s: %w", branch, kept, err)
+		}
+	} else if _, err := git("checkout", "-q", "-b", branch, "--track", remote); err != nil {
+		return sw, fmt.Errorf("checking out %s%s: %w", branch, kept, err)
+	}
+	sw.To = branch
+	return sw, nil
 }
 
 // GitIdentity sets the git identity of polecat id's clone in its sandbox

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,12 +85,12 @@ func TestGasTown(t *testing.T) {
 	}
 	var hostUp string
 	step("gt sling starts the host polecat's session", func(t *testing.T) {
-		g.host = g.sling(t)
+		g.host, _ = g.sling(t)
 		hostUp = g.ready(t, g.host)
 	})
 	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
 		g.execWrapper(t)
-		g.box = g.sling(t)
+		g.box, _ = g.sling(t)
 		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", g.container(g.box)) })
 		box := g.ready(t, g.box)
 		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
@@ -147,12 +148,25 @@ func TestGasTown(t *testing.T) {
 			"relayed, gt runs outside any tmux pane and saves the state; hostd then respawns the pane hostd run recorded, "+
 				"with Gas Town's startup command (its own restart command leaves out runtime.exec_wrapper)")
 	})
+	firstMR := map[string]string{}
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
-		h, ha := g.done(t, g.host)
-		b, ba := g.done(t, g.box)
+		h, hd := g.done(t, g.host)
+		b, bd := g.done(t, g.box)
+		firstMR[g.host], firstMR[g.box] = hd.mr, bd.mr
 		g.checkRow(t, "commit, gt done (merge request)", h, b, h == b, fmt.Sprintf(
 			"the container pushes its branch to hostd first, which updates the host worktree; authors: host %s, container %s "+
-				"(Gas Town's gt handoff --cycle restart sets GIT_AUTHOR_NAME=<rig>/polecats/<name>, its first start <name>)", ha, ba))
+				"(Gas Town's gt handoff --cycle restart sets GIT_AUTHOR_NAME=<rig>/polecats/<name>, its first start <name>)", hd.author, bd.author))
+	})
+	flow("a reused polecat works on its new branch: gt sling of the next bead, a commit, gt done", func(t *testing.T) {
+		// Gas Town reuses the first idle polecat by name (FindIdlePolecat).
+		res := map[string]string{}
+		for _, name := range slices.Sorted(slices.Values([]string{g.host, g.box})) {
+			res[name] = g.reuse(t, name, firstMR[name])
+		}
+		h, b := res[g.host], res[g.box]
+		g.checkRow(t, "gt done, gt sling: reused, commit, gt done", h, b, h == b,
+			"Gas Town gives the idle polecat a new branch in its worktree; hostd run brings the sandbox's clone to it "+
+				"(uncommitted work there kept in a stash), so the new work is a new merge request")
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
@@ -254,9 +268,10 @@ func (g *gasTown) rigSettings(t *testing.T, edit func(map[string]any)) {
 }
 
 // sling files a bead in the rig and slings it to the rig: gt makes a
-// polecat (its name from the pool, its worktree on a polecat branch) and
-// starts its session. It returns the polecat's name.
-func (g *gasTown) sling(t *testing.T) string {
+// polecat (its name from the pool, its worktree on a polecat branch), or
+// reuses an idle one (a new branch in its worktree), and starts its
+// session. It returns the polecat's name and the bead.
+func (g *gasTown) sling(t *testing.T) (name, bead string) {
 	bd := exec.Command(filepath.Join(g.Tools, "bd"), "create", taskName)
 	bd.Dir = filepath.Join(g.Dir, g.rig)
 	out, err := bd.CombinedOutput()
@@ -265,11 +280,11 @@ func (g *gasTown) sling(t *testing.T) string {
 		t.Fatalf("bd create: %v\n%s", err, out)
 	}
 	out = []byte(g.GtMust(t, "sling", id, g.rig, "--no-boot", "--no-convoy"))
-	m := regexp.MustCompile(`Created polecat: (\S+)`).FindSubmatch(out)
+	m := regexp.MustCompile(`(?:Created|Reusing idle) polecat: (\S+)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("gt sling named no polecat:\n%s", out)
 	}
-	return string(m[1])
+	return string(m[1]), id
 }
 
 // session is a polecat's tmux session: Gas Town's <rig prefix>-<name>,
@@ -663,21 +678,25 @@ func (g *gasTown) cycle(t *testing.T, name string) string {
 	return res + "; pane respawned, agent back" + g.kept(t, name, box)
 }
 
+// doneResult is what gt done left: the commit's author on origin, the
+// merge request's id and gt done's output.
+type doneResult struct{ author, mr, out string }
+
 // done commits a change as the polecat's agent, in its working copy (the
 // container's pushes its branch to hostd first), and runs gt done there.
-// It returns what happened and the commit's author on origin.
-func (g *gasTown) done(t *testing.T, name string) (res, author string) {
+// It returns what happened and what gt done left.
+func (g *gasTown) done(t *testing.T, name string) (res string, d doneResult) {
 	commit := "echo work > work.txt && git add work.txt && git commit -q -m 'the work'"
 	if name == g.box {
 		commit += " && git push -q origin HEAD"
 	}
 	if o := g.run(t, name == g.host, "sh", "-c", commit); o.code != 0 {
-		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out), ""
+		return fmt.Sprintf("commit failed: exit %d %s", o.code, o.out), d
 	}
 	o := g.run(t, name == g.host, "gt", "done")
-	res = fmt.Sprintf("exit %d", o.code)
+	res, d.out = fmt.Sprintf("exit %d", o.code), o.out
 	if m := regexp.MustCompile(`MR ID: (\S+)`).FindStringSubmatch(o.out); m != nil && strings.Contains(o.out, "Work submitted to merge queue") {
-		res += "; merge request filed"
+		res, d.mr = res+"; merge request filed", m[1]
 	} else {
 		t.Logf("gt done as %s:\n%s", name, o.out)
 		res += "; no merge request"
@@ -685,9 +704,96 @@ func (g *gasTown) done(t *testing.T, name string) (res, author string) {
 	out, _ := exec.Command("git", "--git-dir", g.Origin, "log", "-1", "--format=%s by %an <%ae>", "--branches=polecat/"+name+"*").Output()
 	landed := strings.TrimSpace(string(out))
 	if !strings.HasPrefix(landed, "the work by ") {
-		return res + "; the commit not on origin", ""
+		return res + "; the commit not on origin", d
 	}
-	return res + "; the commit on origin", strings.ReplaceAll(strings.TrimPrefix(landed, "the work by "), name, "NAME")
+	d.author = strings.ReplaceAll(strings.TrimPrefix(landed, "the work by "), name, "NAME")
+	return res + "; the commit on origin", d
+}
+
+// reuse slings the next bead to the rig while the polecat is idle after
+// gt done, with the rig's exec wrapper set for the container polecat and
+// not for the host one: Gas Town reuses the polecat (a new branch in its
+// worktree; the container polecat's sandbox stays). Its agent then
+// commits and runs gt done. It says where the work went: a new merge
+// request for the new bead, on the new branch, the first one's branch on
+// origin untouched.
+func (g *gasTown) reuse(t *testing.T, name, firstMR string) string {
+	g.rigSettings(t, func(s map[string]any) {
+		rt := s["runtime"].(map[string]any)
+		if name == g.box {
+			rt["exec_wrapper"] = []string{"hostd", "run", "--"}
+		} else {
+			delete(rt, "exec_wrapper")
+		}
+	})
+	before := g.originBranches(t, name)
+	got, bead := g.sling(t)
+	if got != name {
+		t.Fatalf("gt sling gave %s the next bead, want %s (Gas Town reuses the first idle polecat by name)", got, name)
+	}
+	g.ready(t, name)
+	res := "reused"
+	want := strings.TrimSpace(g.git(t, g.worktree(name), "branch", "--show-current"))
+	on := want
+	if name == g.box {
+		out, err := tryDocker("exec", g.container(name), "git", "-C", "/work/"+g.rig, "branch", "--show-current")
+		if err != nil {
+			t.Fatalf("the branch of %s's clone: %v %s", name, err, out)
+		}
+		on = strings.TrimSpace(out)
+	}
+	if on == want {
+		res += "; on its new branch"
+	} else {
+		res += "; on " + on + ", not on its worktree's " + want
+	}
+	done, d := g.done(t, name)
+	res += "; " + done
+	switch {
+	case d.mr == "":
+	case d.mr == firstMR:
+		res += "; the first merge request again"
+	case !strings.Contains(d.out, bead):
+		t.Logf("gt done as %s:\n%s", name, d.out)
+		res += "; a new merge request, not for " + bead
+	default:
+		res += "; a new merge request for the new bead"
+	}
+	after := g.originBranches(t, name)
+	for ref, sha := range before {
+		if after[ref] != sha {
+			res += "; " + ref + " moved on origin"
+		}
+	}
+	if len(after) <= len(before) {
+		res += "; no new branch on origin"
+	}
+	return res
+}
+
+// originBranches is the polecat's branches on the rig's origin, by name,
+// with their commits.
+func (g *gasTown) originBranches(t *testing.T, name string) map[string]string {
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(g.git(t, "", "--git-dir", g.Origin, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/polecat/"+name, "refs/heads/polecat/"+name+"-*")), "\n") {
+		if ref, sha, ok := strings.Cut(line, " "); ok {
+			refs[ref] = sha
+		}
+	}
+	return refs
+}
+
+// git runs git (in dir when given) on the host.
+func (g *gasTown) git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	out, err := exec.Command("git", args...).Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
 }
 
 // nuke removes the polecat as Gas Town does; for the container polecat

@@ -21,7 +21,10 @@ import (
 // host pane (gt nudge) reach the session and its screen shows there (gt
 // peek); killing the host session (gt handoff, a respawn) ends the session
 // but keeps the container and its uncommitted work; the next session
-// starts in it and hostd run exits with its status; removing the polecat's
+// starts in it and hostd run exits with its status; a session after Gas
+// Town gave the polecat a new branch (its reuse) starts on that branch,
+// the uncommitted work kept in a stash, and one whose branch the clone
+// cannot be brought to fails with the reason; removing the polecat's
 // directory (gt polecat nuke) removes the container and revokes the
 // polecat.
 func TestSandbox(t *testing.T) {
@@ -137,8 +140,47 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 
+	worktree := filepath.Join(polecatDir, "gastown")
+	step("a reused polecat: the next session starts on the branch Gas Town checked out, the uncommitted work kept in a stash", func(t *testing.T) {
+		// gt sling of the next bead to the idle polecat: a new branch in
+		// its worktree (Gas Town's ReuseIdlePolecat), the sandbox kept.
+		r.git.Git(t, worktree, "checkout", "-q", "-b", "polecat/toast/gt-next@x1", "main")
+		session("gastown-toast-3", `echo "session three: on $(git branch --show-current), $(git stash list | wc -l) stash, wip $(cat uncommitted.txt 2>/dev/null || echo gone)"; sleep 600`)
+		eventually(t, 30*time.Second, "the third session's first line on the host pane", func() bool {
+			return strings.Contains(screen("gastown-toast-3"), "session three: on polecat/toast/gt-next@x1, 1 stash, wip gone")
+		})
+		stash, err := tryDocker("exec", container, "git", "-C", "/work/gastown", "stash", "show", "--include-untracked", "--name-only")
+		if err != nil || !strings.Contains(stash, "uncommitted.txt") {
+			t.Fatalf("the stash does not hold the first session's uncommitted file: %v %s", err, stash)
+		}
+		if run, _ := os.ReadFile(runLog); !strings.Contains(string(run), "uncommitted work found on polecat/toast-1 is kept in the sandbox's stash") {
+			t.Fatalf("hostd run did not say where the uncommitted work went:\n%s", run)
+		}
+		if out, err := tmux("kill-session", "-t", "gastown-toast-3"); err != nil {
+			t.Fatal(err, out)
+		}
+	})
+
+	step("a branch the clone cannot be brought to fails the session with the reason", func(t *testing.T) {
+		r.git.Git(t, worktree, "checkout", "-q", "--orphan", "polecat/toast/unborn")
+		session("gastown-toast-4", `echo "session four ran"`, `echo "hostd run exited with $?"`)
+		eventually(t, 30*time.Second, "hostd run exited", func() bool {
+			return strings.Contains(screen("gastown-toast-4"), "hostd run exited with")
+		})
+		if sc := screen("gastown-toast-4"); strings.Contains(sc, "session four ran") || strings.Contains(sc, "hostd run exited with 0") {
+			t.Fatalf("the session ran on another branch than its worktree's:\n%s", sc)
+		}
+		if run, _ := os.ReadFile(runLog); !strings.Contains(string(run), "bringing the sandbox's clone to polecat/toast/unborn") {
+			t.Fatalf("hostd run's reason does not name the branch:\n%s", run)
+		}
+		out, _ := tryDocker("exec", container, "git", "-C", "/work/gastown", "branch", "--show-current")
+		if strings.TrimSpace(out) != "polecat/toast/gt-next@x1" {
+			t.Fatalf("the clone is on %q after the failed switch, want it left on polecat/toast/gt-next@x1", out)
+		}
+	})
+
 	step("removing the polecat's directory (gt polecat nuke) removes the sandbox and revokes the polecat", func(t *testing.T) {
-		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", filepath.Join(polecatDir, "gastown"))
+		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", worktree)
 		if err := os.RemoveAll(polecatDir); err != nil {
 			t.Fatal(err)
 		}
