@@ -131,9 +131,9 @@ type grammar struct {
 }
 
 // newGrammar builds a program's tree from its persistent flags, its
-// commands, each command's parent listed before it, and the aliases of
-// those below the top (a top-level subcommand is relayed by the name
-// relay.allow gives it alone). It panics on a malformed spec: the grammar
+// commands, each command's parent listed before it, and their aliases
+// (one at the top is relayed only when relay.allow lists it by that name,
+// as bd's 'new' for create). It panics on a malformed spec: the grammar
 // is the program's own source.
 func newGrammar(program, persistent string, specs []cmdSpec, aliases map[string][]string) grammar {
 	pflags := parseFlags(persistent)

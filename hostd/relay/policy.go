@@ -96,7 +96,7 @@ func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
 	if sub := string(req.Argv[1]); !slices.Contains(subs, sub) {
 		how := "hostd has no argument grammar for it, so no setting allows it"
 		if grammars[cmd].root.sub(sub) != nil {
-			how = fmt.Sprintf("the operator allows it by adding %s to relay.allow.%s in hostd's configuration", sub, cmd)
+			how = fmt.Sprintf("the operator allows it by adding %s to relay.allow.%s in hostd's configuration", plain(sub), cmd)
 		}
 		return parsed{path: cmd + " " + plain(sub)}, fmt.Errorf("'%s %s' is not allowed over the relay: %s; allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
 	}
