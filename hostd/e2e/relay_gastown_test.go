@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,4 +268,58 @@ func (gr *gasTownRelay) otherBeads(t *testing.T) string {
 		t.Fatalf("bd list in the other rig: %v", err)
 	}
 	return string(out)
+}
+
+// TestRelayGasTownPolecatCommands: what Gas Town's own polecat hooks run,
+// and what its role context and formulas have the agent run that the
+// relay once refused, run relayed with the real gt and bd in a town gt
+// made, doing on the host what they do for a host polecat: gt costs
+// record appends the polecat's session to the operator's cost log, the
+// guards block (exit 2, which Claude Code obeys) and let pass, the stop
+// check finds nothing to submit, an escalation is made, gt dolt status
+// reports the server; while gt dolt stop is refused and the server stays.
+func TestRelayGasTownPolecatCommands(t *testing.T) {
+	gr := newGasTownRelay(t)
+	home, err := os.UserHomeDir() // NewGasTown's, which hostd inherits
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs := filepath.Join(home, ".gt", "costs.jsonl")
+	before, _ := os.ReadFile(costs)
+	for _, c := range []struct {
+		argv  []string
+		stdin string
+		code  int
+		out   string // in stdout or stderr
+	}{
+		{argv: []string{"gt", "prime", "--hook"}, stdin: `{"session_id":"relayed-session","source":"startup"}`},
+		{argv: []string{"gt", "mail", "check", "--inject"}},
+		{argv: []string{"gt", "costs", "record"}},
+		{argv: []string{"gt", "tap", "guard", "pr-workflow"}, code: 2, out: "PR WORKFLOW BLOCKED"},
+		{argv: []string{"gt", "tap", "guard", "dangerous-command"}, stdin: `{"tool_input":{"command":"sudo apt install x"}}`, code: 2, out: "DANGEROUS COMMAND BLOCKED"},
+		{argv: []string{"gt", "tap", "guard", "dangerous-command"}, stdin: `{"tool_input":{"command":"go test ./..."}}`},
+		{argv: []string{"gt", "tap", "polecat-stop-check"}},
+		{argv: []string{"gt", "escalate", "relayed escalation", "-s", "HIGH"}},
+		{argv: []string{"gt", "dolt", "status"}, out: "Dolt server is"},
+		{argv: []string{"bd", "new", "-t", "task", "Add gt mail hook alias", "-l", "desire-path"}},
+		{argv: []string{"bd", "formula", "list"}},
+		{argv: []string{"bd", "mol", "current"}},
+	} {
+		var stdin io.Reader
+		if c.stdin != "" {
+			stdin = strings.NewReader(c.stdin)
+		}
+		res := gr.run(t, stdin, c.argv[0], c.argv[1:]...)
+		if res.code != c.code || !bytes.Contains(append(res.stdout, res.stderr...), []byte(c.out)) {
+			t.Errorf("%q: exit %d, want %d with %q\n%s%s", c.argv, res.code, c.code, c.out, res.stdout, res.stderr)
+		}
+	}
+	after, _ := os.ReadFile(costs)
+	if added := strings.TrimPrefix(string(after), string(before)); !strings.Contains(added, `"session_id":"gt-`+gr.name+`"`) {
+		t.Errorf("gt costs record added %q to %s, want the polecat's session", added, costs)
+	}
+	refused(t, gr.run(t, nil, "gt", "dolt", "stop"), "'gt dolt stop' is refused over the relay")
+	if res := gr.run(t, nil, "bd", "list"); res.code != 0 {
+		t.Errorf("bd list after a refused gt dolt stop: exit %d %s", res.code, res.stderr)
+	}
 }

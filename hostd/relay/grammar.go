@@ -13,16 +13,18 @@ import (
 // subcommand path first, then flags anywhere ('--name value',
 // '--name=value', '-n value', '-nvalue', '-abc' clusters) until '--'.
 // Anything not in the grammar is refused: an unknown subcommand or flag,
-// a flag that names a file on the host or changes what hostd decides, a
-// positional argument where the subcommand takes none. Where a flag reads
-// a file, only '-' (the relay's stdin) is accepted.
+// a subcommand or flag that names a file on the host or changes what
+// hostd decides, a positional argument where the subcommand takes none,
+// a path where it takes names. Where a flag reads a file, only '-' (the
+// relay's stdin) is accepted.
 
 // argRule is what positional arguments a command takes.
 type argRule uint8
 
 const (
-	none argRule = iota // no positional arguments
-	text                // any number of free-text arguments (ids, titles, addresses, messages)
+	none  argRule = iota // no positional arguments
+	text                 // any number of free-text arguments (ids, titles, addresses, messages)
+	names                // names or ids without a '/': bd finds a formula by its name as a path below its search paths
 )
 
 // valueKind is what a flag's value may be.
@@ -43,6 +45,10 @@ var reasons = map[string]string{
 	"write":    "it writes a file on the host",
 	"setting":  "hostd sets it for every relayed command",
 	"repair":   "it repairs the town's setup, which the operator runs",
+	"server":   "it runs or changes the town's Dolt server, which the operator does ('gt dolt status' is relayed)",
+	"costlog":  "it rewrites the town's cost log, which the deacon's patrol digests",
+	"delete":   "it deletes beads, as 'bd delete' does, which is not relayed",
+	"formula":  "it cooks a formula bd finds on the host by the name given; gt sling pours a polecat's molecule on the host",
 }
 
 // flagSpec is one flag of a command.
@@ -63,6 +69,7 @@ type command struct {
 	args    argRule
 	flags   []flagSpec // its own, then those it inherits
 	subs    []*command
+	refuse  string // why it is refused, with all below it; "" when allowed
 }
 
 // names is the command's name and aliases.
@@ -106,10 +113,12 @@ func (c *command) flag(name string, long bool) (flagSpec, bool) {
 }
 
 // cmdSpec is one command as written in grammar_*.go: its path below the
-// program, its positional arguments and its flags, space-separated, each
-// '[-s,]--long' followed by nothing (boolean), '=' (a value), '=-' (a
-// file read from stdin only), '=@' (a value not starting with '@'),
-// '[=]' (a value only after '='), and '!reason' when it is refused.
+// program, with '!reason' after it when it is refused (its flags and
+// subcommands then go unwritten: nothing past it is parsed), its
+// positional arguments and its flags, space-separated, each '[-s,]--long'
+// followed by nothing (boolean), '=' (a value), '=-' (a file read from
+// stdin only), '=@' (a value not starting with '@'), '[=]' (a value only
+// after '='), and '!reason' when it is refused.
 type cmdSpec struct {
 	path  string
 	args  argRule
@@ -122,22 +131,28 @@ type grammar struct {
 }
 
 // newGrammar builds a program's tree from its persistent flags, its
-// commands, each command's parent listed before it, and the aliases of
-// those below the top (a top-level subcommand is relayed by the name
-// relay.allow gives it alone). It panics on a malformed spec: the grammar
+// commands, each command's parent listed before it, and their aliases
+// (one at the top is relayed only when relay.allow lists it by that name,
+// as bd's 'new' for create). It panics on a malformed spec: the grammar
 // is the program's own source.
 func newGrammar(program, persistent string, specs []cmdSpec, aliases map[string][]string) grammar {
 	pflags := parseFlags(persistent)
 	root := &command{name: program, flags: pflags}
 	for _, s := range specs {
-		words := strings.Fields(s.path)
+		path, refuse, _ := strings.Cut(s.path, "!")
+		words := strings.Fields(path)
 		parent := root
 		for _, w := range words[:len(words)-1] {
-			if parent = parent.sub(w); parent == nil {
-				panic(fmt.Sprintf("relay grammar: %s %s is listed before its parent", program, s.path))
+			if parent = parent.sub(w); parent == nil || parent.refuse != "" {
+				panic(fmt.Sprintf("relay grammar: %s %s is listed before its parent, or below a refused one", program, s.path))
 			}
 		}
-		c := &command{name: words[len(words)-1], aliases: aliases[s.path], args: s.args, flags: append(parseFlags(s.flags), pflags...)}
+		c := &command{name: words[len(words)-1], aliases: aliases[path], args: s.args, flags: append(parseFlags(s.flags), pflags...)}
+		if refuse != "" {
+			if c.refuse = reasons[refuse]; c.refuse == "" || s.flags != "" {
+				panic("relay grammar: unknown refusal, or flags written, in " + s.path)
+			}
+		}
 		parent.subs = append(parent.subs, c)
 	}
 	return grammar{root: root}
@@ -199,6 +214,9 @@ func (g grammar) check(argv []string) (parsed, error) {
 	if len(c.subs) > 0 && c == g.root {
 		return p, fmt.Errorf("'%s' needs a subcommand", path)
 	}
+	if c.refuse != "" {
+		return p, fmt.Errorf("'%s' is refused over the relay: %s", path, c.refuse)
+	}
 	// cobra looks for a subcommand among all the arguments, skipping
 	// flags' values by a reading of its own (not pflag's for '-abc value',
 	// and a '--' taken as a flag's value does not end its search): none
@@ -234,6 +252,9 @@ func (g grammar) check(argv []string) (parsed, error) {
 	}
 	if len(positional) > 0 && c.args == none {
 		return p, fmt.Errorf("'%s' takes no arguments over the relay (got %s)", path, printable(positional[0]))
+	}
+	if i := slices.IndexFunc(positional, func(a string) bool { return strings.Contains(a, "/") }); i >= 0 && c.args == names {
+		return p, fmt.Errorf("'%s' takes names over the relay, not paths (got %s)", path, printable(positional[i]))
 	}
 	p.path = path
 	return p, nil

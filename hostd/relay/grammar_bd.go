@@ -7,7 +7,11 @@ package relay
 // (--body-file and --design-file take only '-'; --metadata no '@file'),
 // write a file on the host (--profile, doctor's --perf), set the identity
 // (--actor) or Dolt's commit policy (--dolt-auto-commit), and doctor's
-// repairs; bd doctor takes no path.
+// repairs; bd doctor takes no path. Of bd mol and bd formula, refused are
+// what writes a formula file (distill, convert), cooks a formula found by
+// a name bd resolves as a path (bond, pour, seed, wisp) or deletes beads
+// (burn); bd formula show takes a name, not a path. bd create is relayed
+// as 'new' too when relay.allow lists it.
 var bdGrammar = newGrammar("bd",
 	"--actor=!identity --db=!path --dolt-auto-commit=!setting --json --profile!write --readonly --sandbox -q,--quiet -v,--verbose",
 	[]cmdSpec{
@@ -44,8 +48,31 @@ var bdGrammar = newGrammar("bd",
 		{"prime", none, "--export --full --mcp --stealth"},
 		{"stats", none, "--all --assigned --no-activity"},
 		{"blocked", none, "--parent="},
+		{"formula", none, ""},
+		{"formula convert!write", none, ""},
+		{"formula list", none, "--type="},
+		{"formula show", names, ""},
+		{"merge-slot", none, ""},
+		{"merge-slot acquire", none, "--holder= --wait"},
+		{"merge-slot check", none, ""},
+		{"merge-slot create", none, ""},
+		{"merge-slot release", none, "--holder="},
+		{"mol", none, ""},
+		{"mol bond!formula", none, ""},
+		{"mol burn!delete", none, ""},
+		{"mol current", text, "--for= --limit= --range="},
+		{"mol distill!write", none, ""},
+		{"mol last-activity", text, ""},
+		{"mol pour!formula", none, ""},
+		{"mol progress", text, ""},
+		{"mol ready", none, ""},
+		{"mol seed!formula", none, ""},
+		{"mol show", text, "-p,--parallel"},
+		{"mol squash", text, "--dry-run --keep-children --summary="},
+		{"mol stale", none, "--all --blocking --unassigned"},
+		{"mol wisp!formula", none, ""},
 		{"doctor", none, "--agent --check= --check-health --clean!repair --deep --dry-run --fix!repair --fix-child-parent!repair " +
 			"-i,--interactive --migration= --orchestrator --orchestrator-duplicates-threshold= -o,--output=!path --perf!write --server " +
 			"-v,--verbose -y,--yes"},
 	},
-	map[string][]string{"dep remove": {"rm"}})
+	map[string][]string{"create": {"new"}, "dep remove": {"rm"}})

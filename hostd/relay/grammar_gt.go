@@ -1,11 +1,13 @@
 package relay
 
-// gtGrammar is gt v1.0.1's relayable subcommands (DefaultAllow's and
-// costs, under each their whole tree), from its --help;
-// TestGrammarMatchesHelp holds it to the binary. gt has no global flags
-// and none of these names a path; refused are the flags that choose whose
-// mail is read or sent (--identity, --address, --from on send): hostd
-// sets the identity.
+// gtGrammar is gt v1.0.1's relayable subcommands (DefaultAllow's, under
+// each their whole tree), from its --help; TestGrammarMatchesHelp holds
+// it to the binary. gt has no global flags and none of these names a
+// path; refused are the flags that choose whose mail is read or sent or
+// whose cost is recorded (--identity, --address, --from on send,
+// --session on costs record): hostd sets the identity; and the
+// subcommands that run the town's Dolt server (all of gt dolt but
+// status) or rewrite its cost log (gt costs digest).
 var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"convoy", none, "-i,--interactive"},
 	{"convoy add", text, ""},
@@ -102,6 +104,42 @@ var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"status", none, "--fast -n,--interval= --json -v,--verbose -w,--watch"},
 	{"version", none, "--short -v,--verbose"},
 	{"costs", none, "--by-rig --by-role --json --today -v,--verbose --week"},
-	{"costs digest", none, "--date= --dry-run --yesterday"},
-	{"costs record", none, "--session= --work-item="},
+	{"costs digest!costlog", none, ""},
+	{"costs record", none, "--session=!identity --work-item="},
+	{"dolt", none, ""},
+	{"dolt cleanup!server", none, ""},
+	{"dolt dump!server", none, ""},
+	{"dolt fix-metadata!server", none, ""},
+	{"dolt flatten!server", none, ""},
+	{"dolt init!server", none, ""},
+	{"dolt init-rig!server", none, ""},
+	{"dolt kill-imposters!server", none, ""},
+	{"dolt list!server", none, ""},
+	{"dolt logs!server", none, ""},
+	{"dolt migrate!server", none, ""},
+	{"dolt migrate-wisps!server", none, ""},
+	{"dolt pull!server", none, ""},
+	{"dolt rebase!server", none, ""},
+	{"dolt recover!server", none, ""},
+	{"dolt restart!server", none, ""},
+	{"dolt rollback!server", none, ""},
+	{"dolt sql!server", none, ""},
+	{"dolt start!server", none, ""},
+	{"dolt status", none, ""},
+	{"dolt stop!server", none, ""},
+	{"dolt sync!server", none, ""},
+	{"escalate", text, "-n,--dry-run --json -r,--reason= --related= -s,--severity= --source= --stdin"},
+	{"escalate ack", text, ""},
+	{"escalate close", text, "--reason="},
+	{"escalate list", none, "--all --json"},
+	{"escalate show", text, "--json"},
+	{"escalate stale", none, "-n,--dry-run --json"},
+	{"tap", none, ""},
+	{"tap guard", none, ""},
+	{"tap guard bd-init", none, ""},
+	{"tap guard dangerous-command", none, ""},
+	{"tap guard mol-patrol", none, ""},
+	{"tap guard pr-workflow", none, ""},
+	{"tap list", none, "--guards"},
+	{"tap polecat-stop-check", none, ""},
 }, map[string][]string{"mail directory": {"dir", "addresses"}, "mail mark-read": {"ack"}, "mail read": {"show"}})

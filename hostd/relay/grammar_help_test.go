@@ -15,7 +15,8 @@ import (
 // e2e-gastown' runs this test with them): every command's flags (name,
 // shorthand, whether it takes a value) and subcommands, as its --help
 // lists them, are the grammar's, so a flag a new gt or bd adds is
-// noticed here before it is relayed (it is refused until then).
+// noticed here before it is relayed (it is refused until then). A
+// refused subcommand counts by its name alone: nothing past it is parsed.
 func TestGrammarMatchesHelp(t *testing.T) {
 	tools := os.Getenv("GASTOWN_TOOLS")
 	if tools == "" {
@@ -25,6 +26,9 @@ func TestGrammarMatchesHelp(t *testing.T) {
 		bin := filepath.Join(tools, prog)
 		var walk func(c *command, path []string)
 		walk = func(c *command, path []string) {
+			if c.refuse != "" {
+				return
+			}
 			out, err := exec.Command(bin, append(path, "--help")...).CombinedOutput()
 			if err != nil {
 				t.Errorf("%s %s --help: %v\n%s", prog, strings.Join(path, " "), err, out)

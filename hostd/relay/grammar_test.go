@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,17 @@ func TestGrammarCheck(t *testing.T) {
 		{"gt", "nudge", "gastown/nux", "hello", "--mode=queue"},
 		{"gt", "status", "-h"},
 		{"gt", "handoff", "--cycle"},
+		{"gt", "tap", "guard", "pr-workflow"},
+		{"gt", "tap", "list", "--guards"},
+		{"gt", "costs", "record", "--work-item", "gt-1"},
+		{"gt", "dolt", "status"},
+		{"gt", "escalate", "it broke", "-s", "HIGH", "-r", "why", "--related=gt-1"},
+		{"gt", "escalate", "close", "hq-1", "--reason", "fixed"},
+		{"bd", "new", "a title", "-t", "task"}, // bd create's alias
+		{"bd", "mol", "current", "--for", "gastown/nux"},
+		{"bd", "mol", "squash", "gt-1", "--summary", "done"},
+		{"bd", "formula", "show", "mol-polecat-work", "--json"},
+		{"bd", "merge-slot", "acquire", "--holder=root", "--wait"},
 	}
 	for _, argv := range allowed {
 		if _, err := grammars[argv[0]].check(argv); err != nil {
@@ -98,6 +110,19 @@ func TestGrammarCheck(t *testing.T) {
 		{[]string{"bd", "dep", "x", "rm"}, "put the subcommand"},
 		{[]string{"gt", "prime", "/town/elsewhere"}, "takes no arguments"},
 		{[]string{"gt"}, "needs a subcommand"},
+		{[]string{"gt", "dolt", "stop"}, "'gt dolt stop' is refused over the relay: it runs or changes the town's Dolt server"},
+		{[]string{"gt", "dolt", "sql", "-q", "DROP DATABASE gastown"}, "'gt dolt sql' is refused"},
+		{[]string{"gt", "dolt", "sto"}, "put the subcommand"}, // cobra's prefix match would run 'dolt stop'
+		{[]string{"gt", "dolt", "--", "stop"}, "put the subcommand"},
+		{[]string{"gt", "costs", "digest", "--yesterday"}, "'gt costs digest' is refused over the relay: it rewrites the town's cost log"},
+		{[]string{"gt", "costs", "record", "--session", "hq-mayor"}, "'gt costs record --session' is refused over the relay: hostd sets the polecat's identity"},
+		{[]string{"bd", "mol", "wisp", "create", "mol-x"}, "'bd mol wisp' is refused"}, // nothing below a refused one is parsed
+		{[]string{"bd", "mol", "pour", "../../../../etc/x"}, "'bd mol pour' is refused over the relay: it cooks a formula"},
+		{[]string{"bd", "mol", "burn", "gt-1"}, "'bd mol burn' is refused over the relay: it deletes beads"},
+		{[]string{"bd", "mol", "distill", "gt-1", "--output", "/etc"}, "'bd mol distill' is refused over the relay: it writes a file"},
+		{[]string{"bd", "formula", "convert", "--all"}, "'bd formula convert' is refused"},
+		{[]string{"bd", "formula", "show", "../../../../town/x"}, "'bd formula show' takes names over the relay, not paths"},
+		{[]string{"bd", "formula", "show", "--", "/etc/x"}, "not paths"},
 	}
 	for _, c := range refused {
 		_, err := grammars[c.argv[0]].check(c.argv)
@@ -121,6 +146,7 @@ func TestGrammarAliases(t *testing.T) {
 		"gt mail ack hq-1":    "gt mail mark-read",
 		"gt mail dir":         "gt mail directory",
 		"gt mail show hq-1":   "gt mail read",
+		"bd new a-title":      "bd create",
 	} {
 		line, err := grammars[strings.Fields(argv)[0]].check(strings.Fields(argv))
 		if err != nil || line.path != want {
@@ -130,12 +156,16 @@ func TestGrammarAliases(t *testing.T) {
 }
 
 // TestGrammarRefusesPathFlags lists every refused flag and checks that
-// each is refused in both its long forms, wherever it is defined.
+// each is refused in both its long forms, wherever it is defined (a
+// refused command is refused whole: TestGrammarRefusesCommands).
 func TestGrammarRefusesPathFlags(t *testing.T) {
 	n := 0
 	for prog, g := range grammars {
 		var walk func(c *command, path []string)
 		walk = func(c *command, path []string) {
+			if c.refuse != "" {
+				return
+			}
 			for _, f := range c.flags {
 				if f.refuse == "" {
 					continue
@@ -158,6 +188,34 @@ func TestGrammarRefusesPathFlags(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d refused flags in the grammars", n)
+	}
+}
+
+// TestGrammarRefusesCommands: every refused command is refused with its
+// reason, whatever follows it: a flag, an argument, a subcommand of its.
+func TestGrammarRefusesCommands(t *testing.T) {
+	n := 0
+	for prog, g := range grammars {
+		var walk func(c *command, path []string)
+		walk = func(c *command, path []string) {
+			if c.refuse != "" {
+				n++
+				for _, tail := range [][]string{nil, {"--help"}, {"x"}, {"list", "--json"}, {"--", "x"}} {
+					argv := append(append([]string{prog}, path...), tail...)
+					if _, err := g.check(argv); err == nil || !strings.Contains(err.Error(), "' is refused over the relay: "+c.refuse) {
+						t.Errorf("%q: %v", argv, err)
+					}
+				}
+				return
+			}
+			for _, s := range c.subs {
+				walk(s, append(slices.Clone(path), s.name))
+			}
+		}
+		walk(g.root, nil)
+	}
+	if n < 20 {
+		t.Errorf("only %d refused commands in the grammars", n)
 	}
 }
 
@@ -186,18 +244,32 @@ func FuzzGrammar(f *testing.F) {
 		"gt\x00mail\x00send\x00x\x00-sm\x00a",
 		"bd\x00list\x00-rn5",
 		"gt\x00convoy\x00create\x00--notify=x",
+		"gt\x00dolt\x00status",
+		"bd\x00formula\x00show\x00--\x00x",
+		"0",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		argv := strings.Split(line, "\x00")
 		g, ok := grammars[argv[0]]
-		if _, err := g.check(argv); !ok || err != nil {
+		if !ok {
+			return // Policy.Check refuses the program before any grammar
+		}
+		if _, err := g.check(argv); err != nil {
 			return
 		}
-		c := g.root
-		for i := 1; i < len(argv) && c.sub(argv[i]) != nil; i++ {
-			c = c.sub(argv[i])
+		c, path := g.root, 1
+		for ; path < len(argv) && c.sub(argv[path]) != nil; path++ {
+			c = c.sub(argv[path])
+		}
+		if c.refuse != "" {
+			t.Fatalf("%q accepted, a refused command", argv)
+		}
+		for _, a := range argv[path:] {
+			if c.args == names && !strings.HasPrefix(a, "-") && strings.Contains(a, "/") {
+				t.Fatalf("%q accepted with the path %q where names are taken", argv, a)
+			}
 		}
 		for i, a := range argv {
 			if a == "--" {

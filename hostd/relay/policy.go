@@ -24,10 +24,14 @@ import (
 )
 
 // DefaultAllow is the default allowlist: per command, the subcommands a
-// polecat may run (argv[1]).
+// polecat may run (argv[1]): every one Gas Town v1.0.1 runs in a
+// polecat's session, from its hooks (costs, tap), its role context and
+// its polecat formulas (dolt status, escalate, bd formula, merge-slot,
+// mol, new); docs/security.md lists each command line and what the relay
+// does with it (TestGasTownPolecatCommands).
 var DefaultAllow = map[string][]string{
-	"gt": {"convoy", "done", "handoff", "hook", "mail", "mol", "mountain", "nudge", "prime", "sling", "status", "version"},
-	"bd": {"create", "update", "close", "show", "list", "ready", "dep", "export", "prime", "stats", "blocked", "doctor"},
+	"gt": {"convoy", "costs", "done", "dolt", "escalate", "handoff", "hook", "mail", "mol", "mountain", "nudge", "prime", "sling", "status", "tap", "version"},
+	"bd": {"create", "new", "update", "close", "show", "list", "ready", "dep", "export", "prime", "stats", "blocked", "doctor", "formula", "merge-slot", "mol"},
 }
 
 // DefaultEnvAllow is the environment a shim may send: the shim's own list,
@@ -72,24 +76,29 @@ func (p Policy) Validate() error {
 }
 
 // Check refuses a request that is not allowed, with a reason the polecat
-// is shown: a command or subcommand not allowed, a command line its
-// grammar refuses, an environment variable not relayed. It returns the
-// command line as the grammar parsed it.
+// is shown: a command or subcommand not allowed (naming it, escaped, and
+// the setting that would allow it), a command line its grammar refuses,
+// an environment variable not relayed. It returns the command line as
+// the grammar parsed it, or as far as it was read: the command, and the
+// subcommand as the refusal names it, for hostd's log.
 func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
 	cmd := string(req.Argv[0])
 	subs, ok := p.Allow[cmd]
 	if !ok {
-		return parsed{}, fmt.Errorf("only %s can be relayed", strings.Join(sortedKeys(p.Allow), " and "))
+		if _, known := grammars[cmd]; known {
+			return parsed{path: cmd}, fmt.Errorf("'%s' is not allowed over the relay: the operator allows it by listing its subcommands in relay.allow.%s in hostd's configuration", cmd, cmd)
+		}
+		return parsed{}, fmt.Errorf("'%s' cannot be relayed: hostd relays only %s", plain(cmd), strings.Join(sortedKeys(grammars), " and "))
 	}
 	if len(req.Argv) < 2 {
 		return parsed{path: cmd}, fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
 	}
 	if sub := string(req.Argv[1]); !slices.Contains(subs, sub) {
-		how := "hostd has no argument grammar for it"
+		how := "hostd has no argument grammar for it, so no setting allows it"
 		if grammars[cmd].root.sub(sub) != nil {
-			how = fmt.Sprintf("the operator can allow it in relay.allow (%s)", cmd)
+			how = fmt.Sprintf("the operator allows it by adding %s to relay.allow.%s in hostd's configuration", plain(sub), cmd)
 		}
-		return parsed{path: cmd}, fmt.Errorf("'%s %s' is not allowed over the relay (%s); allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
+		return parsed{path: cmd + " " + plain(sub)}, fmt.Errorf("'%s %s' is not allowed over the relay: %s; allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
 	}
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
