@@ -165,8 +165,8 @@ func TestGasTown(t *testing.T) {
 		}
 		h, b := res[g.host], res[g.box]
 		g.checkRow(t, "gt done, gt sling: reused, commit, gt done", h, b, h == b,
-			"Gas Town gives the idle polecat a new branch in its worktree; hostd run brings the sandbox's clone to it "+
-				"(uncommitted work there kept in a stash), so the new work is a new merge request")
+			"gt session stop after gt done makes the polecat idle; Gas Town gives it a new branch in its worktree, "+
+				"and hostd run brings the sandbox's clone to it (uncommitted work there kept in a stash), so the new work is a new merge request")
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
@@ -726,6 +726,13 @@ func (g *gasTown) reuse(t *testing.T, name, firstMR string) string {
 			delete(rt, "exec_wrapper")
 		}
 	})
+	// Gas Town reuses a polecat whose session is gone, with no hooked or
+	// open bead (loadFromBeads): gt done leaves the session at its prompt,
+	// so the session is stopped as the Witness or the operator does.
+	if out, err := g.Gt("session", "stop", g.rig+"/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("gt session stop %s: %v %s", name, err, out)
+	}
+	eventually(t, 30*time.Second, name+" listed idle", func() bool { return g.listed(t, name) == "idle" })
 	before := g.originBranches(t, name)
 	got, bead := g.sling(t)
 	if got != name {
