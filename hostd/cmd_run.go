@@ -248,7 +248,7 @@ const reportTimeout = 5 * time.Second
 // failed reports that id's start failed with err to hostd serve, which
 // logs it and shows it in hostd status until the next start succeeds;
 // when serve does not take it (it is down), hostd run records it itself
-// (sandbox.Failures), for serve to show once it runs. It returns the
+// (sandbox.Starts), for serve to show once it runs. It returns the
 // error for Gas Town's pane: one line, err's text bounded (it may quote
 // the runtime and the container) and escaped, and where else it shows.
 func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) error {
@@ -257,7 +257,7 @@ func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) er
 	defer cancel()
 	where := "'hostd status' shows it"
 	if _, rerr := api.NewClient(o.town()).ReportStartFailure(ctx, id, reason); rerr != nil {
-		if _, ferr := o.failures().Fail(id, reason); ferr != nil {
+		if _, ferr := o.failures().Failed(id, reason); ferr != nil {
 			where = fmt.Sprintf("telling hostd serve failed (%v), and so did %v", rerr, ferr)
 		} else if errors.Is(rerr, api.ErrNotRunning) {
 			where = "'hostd status' shows it once hostd serve runs"
@@ -273,14 +273,14 @@ func (o *runOptions) started(ctx context.Context, id wire.Identity) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	if _, err := api.NewClient(o.town()).ClearStartFailure(ctx, id); err != nil {
-		_, _ = o.failures().Clear(id)
+		_, _ = o.failures().Started(id)
 	}
 }
 
 // failures are the town's records of failed starts, for when hostd serve
 // does not take hostd run's report.
-func (o *runOptions) failures() *sandbox.Failures {
-	return &sandbox.Failures{Dir: state.For(o.town()).StartFailures(), Town: o.town()}
+func (o *runOptions) failures() *sandbox.Starts {
+	return &sandbox.Starts{Dir: state.For(o.town()).StartFailures(), Town: o.town()}
 }
 
 // ensure makes id's sandbox when it has none, starts it when stopped, and

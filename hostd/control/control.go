@@ -118,7 +118,7 @@ func Handler(s Services) http.Handler {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		d, ok := s.Polecats.Detail(id)
 		d.Nudges = s.Nudges.Depth()[id]
-		if f, failed := s.Starts.Get(id); failed {
+		if f, failed := s.Starts.Failure(id); failed {
 			d.StartFailure = &f
 			if !ok {
 				d.Polecat, ok = neverStarted(f), true
@@ -180,7 +180,7 @@ func (s Services) status() api.Status {
 	if s.Relay != nil {
 		st.RelayConfinement, st.RelayConfined, st.RelayRefused = s.Relay.Confinement()
 	}
-	st.StartFailures = s.Starts.List()
+	st.StartFailures = s.Starts.Failures()
 	return st
 }
 

@@ -7,20 +7,20 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Starts are hostd run's failed starts (sandbox.Failures): hostd run
+// Starts are hostd run's failed starts (sandbox.Starts): hostd run
 // reports each failure and each start that succeeds; status shows what
 // is recorded.
 type Starts interface {
-	// Fail records that id's start failed for reason (bounded), logs it,
-	// and returns the record.
-	Fail(id wire.Identity, reason string) (api.StartFailure, error)
-	// Clear removes id's record once a start succeeded; cleared says
+	// Failed records that id's start failed for reason (bounded), logs
+	// it, and returns the record.
+	Failed(id wire.Identity, reason string) (api.StartFailure, error)
+	// Started removes id's record: a start succeeded; cleared says
 	// whether there was one.
-	Clear(id wire.Identity) (cleared bool, err error)
-	// Get is id's record, if any.
-	Get(id wire.Identity) (api.StartFailure, bool)
-	// List is every record, by identity.
-	List() []api.StartFailure
+	Started(id wire.Identity) (cleared bool, err error)
+	// Failure is id's record, if any.
+	Failure(id wire.Identity) (api.StartFailure, bool)
+	// Failures is every record, by identity.
+	Failures() []api.StartFailure
 }
 
 // startHandlers serves PUT and DELETE /v1/polecats/<rig>/<name>/start-failure:
@@ -37,7 +37,7 @@ func startHandlers(mux *http.ServeMux, s Starts) {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		rec, err := s.Fail(id, req.Reason)
+		rec, err := s.Failed(id, req.Reason)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err)
 			return
@@ -50,7 +50,7 @@ func startHandlers(mux *http.ServeMux, s Starts) {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		cleared, err := s.Clear(id)
+		cleared, err := s.Started(id)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err)
 			return

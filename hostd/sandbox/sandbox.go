@@ -9,7 +9,7 @@
 // The container runtime is a CLI, docker or podman, driven by argv (never
 // a shell): this package names the container, creates, starts, lists and
 // removes it, and builds the argv that runs a session in it. It also
-// keeps the starts hostd run could not make (Failures), for hostd status.
+// keeps the starts hostd run could not make (Starts), for hostd status.
 package sandbox
 
 import (

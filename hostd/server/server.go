@@ -167,7 +167,7 @@ type Server struct {
 	nudge *nudge.Service
 	pane  *pane.Service
 	// starts are hostd run's failed starts, which status shows.
-	starts *sandbox.Failures
+	starts *sandbox.Starts
 
 	mux     *tunnel.ServeMux
 	metrics *metrics
@@ -246,7 +246,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pane = pane.New(s.reg)
-	s.starts = &sandbox.Failures{Dir: s.dir.StartFailures(), Town: cfg.Town, Logger: cfg.Logger}
+	s.starts = &sandbox.Starts{Dir: s.dir.StartFailures(), Town: cfg.Town, Logger: cfg.Logger}
 	s.mux = tunnel.NewServeMux()
 	s.mux.Handle(wire.KindCert, s.certs)
 	s.mux.HandleFunc(wire.KindPing, servePing)
@@ -326,7 +326,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go r.Run(ctx)
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", s.dir.Socket(), "ca", s.certs.CA().Dir)
-	s.starts.LogRecorded()
+	s.starts.LogFailures()
 
 	var sessions sync.WaitGroup
 	for {

@@ -30,8 +30,8 @@ import (
 // reports that too), and so does Gas Town nuking the polecat (its
 // directory gone).
 
-// Failures are a town's failed starts: <dir>/<rig>/<name>.json each.
-type Failures struct {
+// Starts keeps a town's failed starts: <dir>/<rig>/<name>.json each.
+type Starts struct {
 	// Dir is the directory (state.Dir.StartFailures).
 	Dir string
 	// Town is the Gas Town root: the record of a polecat whose directory
@@ -46,18 +46,18 @@ type Failures struct {
 	limit *logging.Limiter
 }
 
-// failureLogs is how many lines a minute Failures logs of one polecat: a
+// failureLogs is how many lines a minute Starts logs of one polecat: a
 // polecat can make its clone fail as often as Gas Town starts it.
 const failureLogs = 5
 
-func (f *Failures) file(id wire.Identity) string {
+func (f *Starts) file(id wire.Identity) string {
 	return filepath.Join(f.Dir, id.Rig, id.Name+".json")
 }
 
-// Fail records that id's start failed now, for reason (cut to
+// Failed records that id's start failed now, for reason (cut to
 // wire.MaxReasonLen bytes of UTF-8), replacing the record before, and
 // returns the record.
-func (f *Failures) Fail(id wire.Identity, reason string) (api.StartFailure, error) {
+func (f *Starts) Failed(id wire.Identity, reason string) (api.StartFailure, error) {
 	if err := id.Validate(); err != nil {
 		return api.StartFailure{}, fmt.Errorf("recording a failed start: %w", err)
 	}
@@ -72,9 +72,9 @@ func (f *Failures) Fail(id wire.Identity, reason string) (api.StartFailure, erro
 	return rec, nil
 }
 
-// Clear removes id's record once a start succeeded; cleared says whether
+// Started removes id's record: a start succeeded; cleared says whether
 // there was one.
-func (f *Failures) Clear(id wire.Identity) (cleared bool, err error) {
+func (f *Starts) Started(id wire.Identity) (cleared bool, err error) {
 	if err := id.Validate(); err != nil {
 		return false, fmt.Errorf("clearing a failed start: %w", err)
 	}
@@ -89,18 +89,18 @@ func (f *Failures) Clear(id wire.Identity) (cleared bool, err error) {
 	return true, nil
 }
 
-// Get is id's record; ok is false when there is none, or its polecat is
+// Failure is id's record; ok is false when there is none, or its polecat is
 // gone.
-func (f *Failures) Get(id wire.Identity) (rec api.StartFailure, ok bool) {
+func (f *Starts) Failure(id wire.Identity) (rec api.StartFailure, ok bool) {
 	if id.Validate() != nil || !f.current(id) {
 		return api.StartFailure{}, false
 	}
 	return f.load(id)
 }
 
-// List is every record, by identity. A polecat Gas Town has nuked loses
+// Failures is every record, by identity. A polecat Gas Town has nuked loses
 // its record here.
-func (f *Failures) List() []api.StartFailure {
+func (f *Starts) Failures() []api.StartFailure {
 	rigs, _ := os.ReadDir(f.Dir)
 	var list []api.StartFailure
 	for _, rig := range rigs {
@@ -120,10 +120,10 @@ func (f *Failures) List() []api.StartFailure {
 	return list
 }
 
-// LogRecorded logs every record, for hostd serve's start: those hostd
+// LogFailures logs every record, for hostd serve's start: those hostd
 // run left while serve was down among them.
-func (f *Failures) LogRecorded() {
-	for _, rec := range f.List() {
+func (f *Starts) LogFailures() {
+	for _, rec := range f.Failures() {
 		f.log(slog.LevelWarn, rec.Identity, "a polecat failed to start before hostd serve started; hostd status shows it until its next start",
 			"at", rec.At, "reason", rec.Reason)
 	}
@@ -131,7 +131,7 @@ func (f *Failures) LogRecorded() {
 
 // current says whether id's polecat is still there, removing its record
 // when Gas Town has removed its directory.
-func (f *Failures) current(id wire.Identity) bool {
+func (f *Starts) current(id wire.Identity) bool {
 	if polecatExists(f.Town, id) {
 		return true
 	}
@@ -142,7 +142,7 @@ func (f *Failures) current(id wire.Identity) bool {
 // load reads id's record through os.Root, so that no name leaves the
 // directory. One that cannot be read is shown as a failure saying so:
 // status must still show that the polecat failed.
-func (f *Failures) load(id wire.Identity) (api.StartFailure, bool) {
+func (f *Starts) load(id wire.Identity) (api.StartFailure, bool) {
 	root, err := os.OpenRoot(f.Dir)
 	if err != nil {
 		return api.StartFailure{}, false
@@ -164,7 +164,7 @@ func (f *Failures) load(id wire.Identity) (api.StartFailure, bool) {
 }
 
 // log writes one line of id's, within failureLogs a minute.
-func (f *Failures) log(level slog.Level, id wire.Identity, msg string, attrs ...any) {
+func (f *Starts) log(level slog.Level, id wire.Identity, msg string, attrs ...any) {
 	if f.Logger == nil {
 		return
 	}
