@@ -187,3 +187,49 @@ func TestRunFailsFast(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRemovesWhatItMade: when the first clone fails after hostd run
+// made the sandbox, the sandbox goes again, so that a failed start leaves
+// no container; a sandbox that was there before (the polecat's work) is
+// never removed. The runtime is a stand-in that logs its argv and fails
+// every exec, the clone's among them; the containers' runtime behind it
+// is images/e2e's (TestSandboxFailures).
+func TestRunRemovesWhatItMade(t *testing.T) {
+	tests := []struct {
+		name    string
+		exists  bool
+		removed bool
+	}{
+		{"made by this start", false, true},
+		{"there before", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			town, _ := startHostd(t)
+			id := wire.Identity{Rig: "gastown", Name: "toast"}
+			dir := t.TempDir()
+			calls, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
+			inspect := `echo "Error response from daemon: No such container: $4" >&2; exit 1`
+			if tt.exists {
+				inspect = `printf 'true\t%s\t%s\n' "` + town + `" gastown/toast`
+			}
+			script := "#!/bin/sh\necho \"$*\" >> " + calls + "\ncase \"$1 $2\" in\n" +
+				"'container inspect') " + inspect + ";;\n" +
+				"exec*) echo 'fatal: unable to access http://127.0.0.1:9878/v1/git/gastown/' >&2; exit 128;;\n" +
+				"esac\nexit 0\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("GT_RIG", id.Rig)
+			t.Setenv("GT_POLECAT", id.Name)
+			out, code := runHostd(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
+			if code != 1 || !strings.Contains(out, "hostd: gastown/toast not started: cloning gastown into the sandbox") {
+				t.Fatalf("hostd run: exit %d, %q; want the clone's failure", code, out)
+			}
+			b, _ := os.ReadFile(calls)
+			if removed := strings.Contains(string(b), "\nrm -f -v gt-gastown-toast\n"); removed != tt.removed {
+				t.Errorf("sandbox removed: %v, want %v; the runtime ran:\n%s", removed, tt.removed, b)
+			}
+		})
+	}
+}
