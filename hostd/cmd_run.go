@@ -41,7 +41,7 @@ type runOptions struct {
 func runSettings(o *runOptions) []settings.Setting {
 	return []settings.Setting{
 		{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime},
-		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required)", Value: &o.spec.Image},
+		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required), among the runtime's local images: hostd run does not pull", Value: &o.spec.Image},
 		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>)", Value: &o.spec.URL},
 		{Key: "sandbox.network", Flag: "network", Usage: "the container's network (default: the runtime's)", Value: &o.spec.Network},
 		{Key: "sandbox.mounts", Flag: "mount", Usage: "a volume for the container, SRC:DST[:ro] as the runtime's -v (repeatable)", Value: &o.spec.Mounts},
