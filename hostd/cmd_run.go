@@ -19,12 +19,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -40,7 +42,7 @@ type runOptions struct {
 func runSettings(o *runOptions) []settings.Setting {
 	return []settings.Setting{
 		{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime},
-		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required)", Value: &o.spec.Image},
+		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required), among the runtime's local images: hostd run does not pull", Value: &o.spec.Image},
 		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>)", Value: &o.spec.URL},
 		{Key: "sandbox.network", Flag: "network", Usage: "the container's network (default: the runtime's)", Value: &o.spec.Network},
 		{Key: "sandbox.mounts", Flag: "mount", Usage: "a volume for the container, SRC:DST[:ro] as the runtime's -v (repeatable)", Value: &o.spec.Mounts},
@@ -88,6 +90,17 @@ BD_*, BEADS_*, CLAUDE*, ANTHROPIC_*, and --env); an absolute command path
 (the host's claude) is looked up on the container's PATH by its name. The
 clone's git identity is the one a host polecat's commits get: Gas Town's
 GIT_AUTHOR_NAME (the polecat's name) and the host's user.email.
+
+Before it makes or starts anything, hostd run checks that hostd serve
+answers on the town's control socket, that the runtime's CLI is installed
+and its engine answers, and, for a sandbox not made yet, that the image is
+among the runtime's local images (hostd run does not pull). A start that
+fails, there or later (a first clone that fails), prints one line saying
+what to do, exits with status 1, removes the sandbox it made, if any, and
+is reported to hostd serve, which logs it and shows it in 'hostd status'
+until the polecat's next start succeeds; with serve down, hostd run
+records it under <town>/.runtime/hostd/start-failures, and serve logs and
+shows it once it runs.
 
 hostd run exits with the session's exit status. Killed (SIGHUP when Gas Town
 kills its tmux session, SIGTERM), it ends the session; the sandbox stays
@@ -159,20 +172,13 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("hostd run runs the polecat named by $GT_RIG and $GT_POLECAT, which Gas Town sets: %w", err)
 	}
-	if o.spec.Image == "" {
-		return errors.New("no image: give --image or set sandbox.image in " + o.configPath())
-	}
-	if o.spec.URL == "" {
-		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
-	}
-	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
-	o.spec.BeatInterval = o.v.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
 	rt := sandbox.Runtime{Bin: o.runtime}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
-	if err := o.ensure(ctx, rt, id, progress); err != nil {
-		return err
+	if err := o.start(ctx, rt, id, progress); err != nil {
+		return o.failed(ctx, id, err)
 	}
+	o.started(ctx, id)
 	if err := markLiveness(ctx); err != nil {
 		fmt.Fprintf(progress, "hostd run: Gas Town's liveness will not see this session: %v\n", err)
 	}
@@ -186,9 +192,106 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	return o.session(ctx, rt, id, args)
 }
 
+// start readies id's sandbox for a session: it checks what a start needs
+// (preflight), then makes, starts and clones the sandbox as needed
+// (ensure).
+func (o *runOptions) start(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
+	if o.spec.Image == "" {
+		return errors.New("no image: give --image or set sandbox.image in " + o.configPath())
+	}
+	if o.spec.URL == "" {
+		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
+	}
+	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
+	o.spec.BeatInterval = o.v.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
+	if err := o.preflight(ctx, rt, id); err != nil {
+		return err
+	}
+	return o.ensure(ctx, rt, id, progress)
+}
+
+// preflightTimeout bounds the checks before a start, so that one that
+// cannot succeed fails within seconds, on a daemon or engine that hangs
+// too.
+const preflightTimeout = 15 * time.Second
+
+// preflight checks, before anything is made, what starting id needs:
+// hostd serve answering on the town's control socket (without it the
+// sandbox's agent cannot join, nor the pane show the session), the
+// runtime's CLI and its engine, and, for a sandbox not made yet, its
+// image among the runtime's local images. Its error says what to do.
+func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.Identity) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	if err := api.NewClient(o.town()).Health(ctx); errors.Is(err, api.ErrNotRunning) {
+		return err
+	} else if err != nil {
+		return fmt.Errorf("hostd serve does not answer (restart it): %w", err)
+	}
+	info, err := rt.Inspect(ctx, sandbox.Name(id))
+	switch {
+	case errors.Is(err, sandbox.ErrNoRuntime):
+		return err
+	case err != nil:
+		return fmt.Errorf("the container runtime does not answer (start its engine, or name the one to use in sandbox.runtime): %w", err)
+	case info.Exists:
+		return nil // made from its image already
+	}
+	switch ok, err := rt.ImageExists(ctx, o.spec.Image); {
+	case err != nil:
+		return fmt.Errorf("looking for image %s: %w", o.spec.Image, err)
+	case !ok:
+		return fmt.Errorf("image %s is not among %s's images: build it ('make image'), pull or load it ('%s pull %s'), or set sandbox.image in %s to one that is",
+			o.spec.Image, rt.Bin, rt.Bin, o.spec.Image, o.configPath())
+	}
+	return nil
+}
+
+// reportTimeout bounds telling hostd serve how a start went.
+const reportTimeout = 5 * time.Second
+
+// failed reports that id's start failed with err to hostd serve, which
+// logs it and shows it in hostd status until the next start succeeds;
+// when serve does not take it (it is down), hostd run records it itself
+// (sandbox.Starts), for serve to show once it runs. It returns the
+// error for Gas Town's pane: one line, err's text bounded (it may quote
+// the runtime and the container) and escaped, and where else it shows.
+func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) error {
+	reason := wire.TruncateReason(err.Error())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	where := "'hostd status' shows it"
+	if _, rerr := api.NewClient(o.town()).ReportStartFailure(ctx, id, reason); rerr != nil {
+		if _, ferr := o.failures().Failed(id, reason); ferr != nil {
+			where = fmt.Sprintf("telling hostd serve failed (%v), and so did %v", rerr, ferr)
+		} else if errors.Is(rerr, api.ErrNotRunning) {
+			where = "'hostd status' shows it once hostd serve runs"
+		}
+	}
+	return fmt.Errorf("%s not started: %s; %s", id, termsafe.Line(reason), where)
+}
+
+// started tells hostd serve that id started, which clears the failure
+// recorded for it, if any; when serve does not take it, hostd run clears
+// the record itself.
+func (o *runOptions) started(ctx context.Context, id wire.Identity) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	if _, err := api.NewClient(o.town()).ClearStartFailure(ctx, id); err != nil {
+		_, _ = o.failures().Started(id)
+	}
+}
+
+// failures are the town's records of failed starts, for when hostd serve
+// does not take hostd run's report.
+func (o *runOptions) failures() *sandbox.Starts {
+	return &sandbox.Starts{Dir: state.For(o.town()).StartFailures(), Town: o.town()}
+}
+
 // ensure makes id's sandbox when it has none, starts it when stopped, and
-// clones the rig into it when it has no clone.
-func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
+// clones the rig into it when it has no clone. A sandbox it made goes
+// again when a later step fails (removeOnFailure).
+func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) (failure error) {
 	name, town := sandbox.Name(id), o.town()
 	info, err := rt.Inspect(ctx, name)
 	switch {
@@ -209,6 +312,7 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 		if err := rt.Create(ctx, o.spec, town, id, token); err != nil {
 			return err
 		}
+		defer removeOnFailure(ctx, rt, name, &failure)
 	case !info.Running:
 		fmt.Fprintf(progress, "hostd run: starting the stopped sandbox of %s (%s)\n", id, name)
 		if err := rt.Start(ctx, name); err != nil {
@@ -258,6 +362,21 @@ func checkout(ctx context.Context, rt sandbox.Runtime, id wire.Identity, branch 
 		fmt.Fprintf(progress, "hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox\n", sw.Unpushed, sw.From)
 	}
 	return nil
+}
+
+// removeOnFailure removes sandbox name, which this start made, once the
+// start has failed (*failure), so that a failed start leaves no container
+// behind: the next start makes it afresh. A sandbox that was there
+// before is never removed: it holds the polecat's work.
+func removeOnFailure(ctx context.Context, rt sandbox.Runtime, name string, failure *error) {
+	if *failure == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := rt.Remove(ctx, name); err != nil {
+		*failure = fmt.Errorf("%w (and removing the sandbox it had made failed: %v; remove it with '%s rm -f %s')", *failure, err, rt.Bin, name)
+	}
 }
 
 func branchOrDefault(b string) string {

@@ -42,6 +42,12 @@ idle time, and its command. With <rig>/<name>, one polecat in detail with its
 recent state changes. States are judged from heartbeats: see 'hostd serve
 --help' for the thresholds.
 
+Below the table come the polecats 'hostd run' could not start (hostd serve
+down, the image missing, the clone failing), each with why and what to do,
+until its next start succeeds or Gas Town nukes it (start_failures in
+--json; a polecat's detail has its own, and one that never connected shows
+as dead).
+
 On a terminal the table fits its width: names and states are never cut; the
 less important columns go first (command, memory, CPU, RTT, transport, idle
 time, last beat), then commands are cut. --wide, or output that is not a
@@ -138,7 +144,8 @@ func (o *statusOptions) showAll(ctx context.Context, w statusOutput, c *api.Clie
 	if err != nil {
 		return err
 	}
-	st.Polecats = filterRig(st.Polecats, o.rig)
+	st.Polecats = filterRig(st.Polecats, o.rig, func(p api.Polecat) string { return p.Rig })
+	st.StartFailures = filterRig(st.StartFailures, o.rig, func(f api.StartFailure) string { return f.Identity.Rig })
 	switch {
 	case o.json && o.watch:
 		st.Polecats = api.InStates(st.Polecats, o.states)
@@ -181,14 +188,16 @@ func (o *statusOptions) watchAll(ctx context.Context, w statusOutput, c *api.Cli
 	}
 }
 
-func filterRig(ps []api.Polecat, rig string) []api.Polecat {
+// filterRig is those of list in rig (rigOf names each one's); all of
+// them when rig is empty.
+func filterRig[T any](list []T, rig string, rigOf func(T) string) []T {
 	if rig == "" {
-		return ps
+		return list
 	}
-	var out []api.Polecat
-	for _, p := range ps {
-		if p.Rig == rig {
-			out = append(out, p)
+	var out []T
+	for _, v := range list {
+		if rigOf(v) == rig {
+			out = append(out, v)
 		}
 	}
 	return out

@@ -64,10 +64,18 @@ func checkRuns(t *testing.T, town string, runs []run) {
 // server's tunnel address.
 func startHostd(t *testing.T) (town, addr string) {
 	t.Helper()
-	town, addr = unixsocktest.Dir(t), tunneltest.FreeAddr(t)
+	town = unixsocktest.Dir(t)
 	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
 		t.Fatal(err)
 	}
+	return town, serveTown(t, town)
+}
+
+// serveTown runs a hostd server for town, whose CA is made, with its
+// control socket, until the test ends, and returns its tunnel address.
+func serveTown(t *testing.T, town string) (addr string) {
+	t.Helper()
+	addr = tunneltest.FreeAddr(t)
 	s, err := server.New(server.Config{Town: town, Listen: addr, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +86,12 @@ func startHostd(t *testing.T) (town, addr string) {
 	t.Cleanup(func() { cancel(); <-done })
 	for range 250 {
 		if _, err := api.NewClient(town).Status(ctx); err == nil {
-			return town, addr
+			return addr
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("hostd's control socket did not come up")
-	return "", ""
+	return ""
 }
 
 // connect holds a tunnel to the hostd at addr as the polecat id, with a

@@ -74,6 +74,37 @@ func (c *Client) ReloadRevocations(ctx context.Context) (int, error) {
 	return r.Closed, err
 }
 
+// Health says whether the daemon answers: nil when it does,
+// ErrNotRunning (wrapped) when nothing listens on the socket.
+func (c *Client) Health(ctx context.Context) error {
+	var h struct {
+		Status string `json:"status"`
+	}
+	return c.do(ctx, http.MethodGet, "/v1/admin/health", &h)
+}
+
+// ReportStartFailure tells the daemon that hostd run could not start
+// polecat id, and why; it answers what it recorded (the reason bounded).
+func (c *Client) ReportStartFailure(ctx context.Context, id wire.Identity, reason string) (StartFailure, error) {
+	var f StartFailure
+	err := c.doWith(ctx, c.hc, http.MethodPut, startFailurePath(id), StartReport{Reason: reason}, &f)
+	return f, err
+}
+
+// ClearStartFailure tells the daemon that hostd run started polecat id;
+// cleared says whether a failure was recorded for it.
+func (c *Client) ClearStartFailure(ctx context.Context, id wire.Identity) (cleared bool, err error) {
+	var r struct {
+		Cleared bool `json:"cleared"`
+	}
+	err = c.do(ctx, http.MethodDelete, startFailurePath(id), &r)
+	return r.Cleared, err
+}
+
+func startFailurePath(id wire.Identity) string {
+	return "/v1/polecats/" + id.Rig + "/" + id.Name + "/start-failure"
+}
+
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	return c.doWith(ctx, c.hc, method, path, nil, out)
 }

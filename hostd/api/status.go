@@ -64,6 +64,9 @@ type PolecatDetail struct {
 	Polecat
 	Beat   *heartbeat.Beat   `json:"beat,omitempty"`
 	Events []heartbeat.Event `json:"events"`
+	// StartFailure is hostd run's last failure to start it, until a
+	// start succeeds.
+	StartFailure *StartFailure `json:"start_failure,omitempty"`
 }
 
 // UpstreamItem is a branch waiting to be pushed from a rig's .repo.git to
@@ -99,4 +102,7 @@ type Status struct {
 	RelayConfinement string `json:"relay_confinement,omitempty"`
 	RelayConfined    bool   `json:"relay_confined"`
 	RelayRefused     bool   `json:"relay_refused"`
+	// StartFailures are the polecats hostd run could not start, each
+	// until its next start succeeds, by identity.
+	StartFailures []StartFailure `json:"start_failures"`
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -42,6 +43,8 @@ type Services struct {
 	Upstream Upstream
 	// Relay is the gt/bd relay (hostd/relay); nil in tests that have none.
 	Relay Relay
+	// Starts are hostd run's failed starts (hostd/sandbox).
+	Starts Starts
 }
 
 // Relay is what status says of the gt/bd relay (hostd/relay.Service).
@@ -115,6 +118,12 @@ func Handler(s Services) http.Handler {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
 		d, ok := s.Polecats.Detail(id)
 		d.Nudges = s.Nudges.Depth()[id]
+		if f, failed := s.Starts.Failure(id); failed {
+			d.StartFailure = &f
+			if !ok {
+				d.Polecat, ok = neverStarted(f), true
+			}
+		}
 		if !ok {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": s.notSeen(id).Error()})
 			return
@@ -141,6 +150,7 @@ func Handler(s Services) http.Handler {
 	syncHandlers(mux, s.Data)
 	nudgeHandlers(mux, s.Nudges, s.known)
 	paneHandlers(mux, s.Panes)
+	startHandlers(mux, s.Starts)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := s.Certs.ReloadRevocations()
 		if err != nil {
@@ -170,7 +180,16 @@ func (s Services) status() api.Status {
 	if s.Relay != nil {
 		st.RelayConfinement, st.RelayConfined, st.RelayRefused = s.Relay.Confinement()
 	}
+	st.StartFailures = s.Starts.Failures()
 	return st
+}
+
+// neverStarted is how a polecat that has never connected, and whose start
+// failed, shows: dead since then, for that reason (Gas Town's session of
+// it died too).
+func neverStarted(f api.StartFailure) api.Polecat {
+	return api.Polecat{Identity: f.Identity, Rig: f.Identity.Rig, Name: f.Identity.Name, State: string(heartbeat.Dead), StateSince: f.At,
+		Reason: "never connected: hostd run could not start it", IdleSeconds: -1}
 }
 
 // notSeen says why hostd has no state for id, which has not connected,

@@ -27,6 +27,7 @@ type fakeDaemon struct {
 	revoked  []string
 	nudges   []api.NudgeRequest
 	attached []wire.PaneRequest
+	failures map[wire.Identity]api.StartFailure
 }
 
 func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
@@ -44,7 +45,34 @@ func (f *fakeDaemon) Revoke(target string) (int, error) {
 
 // services is the fake in every role the API calls.
 func (f *fakeDaemon) services() Services {
-	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f}
+	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f, Starts: f}
+}
+
+func (f *fakeDaemon) Failed(id wire.Identity, reason string) (api.StartFailure, error) {
+	if f.failures == nil {
+		f.failures = map[wire.Identity]api.StartFailure{}
+	}
+	f.failures[id] = api.StartFailure{Identity: id, At: time.Now(), Reason: reason}
+	return f.failures[id], nil
+}
+
+func (f *fakeDaemon) Started(id wire.Identity) (bool, error) {
+	_, ok := f.failures[id]
+	delete(f.failures, id)
+	return ok, nil
+}
+
+func (f *fakeDaemon) Failure(id wire.Identity) (api.StartFailure, bool) {
+	rec, ok := f.failures[id]
+	return rec, ok
+}
+
+func (f *fakeDaemon) Failures() []api.StartFailure {
+	var list []api.StartFailure
+	for _, rec := range f.failures {
+		list = append(list, rec)
+	}
+	return list
 }
 
 func (f *fakeDaemon) Rows() []api.Polecat {

@@ -62,7 +62,20 @@ func Status(w io.Writer, st api.Status, o StatusOptions) {
 	if len(shown) > 0 {
 		printTable(w, shown, o)
 	}
+	printStartFailures(w, st.StartFailures)
 	printStatusNotes(w, st)
+}
+
+// printStartFailures prints the polecats hostd run could not start, each
+// with how long ago and why, the reason whole: it says what to do.
+func printStartFailures(w io.Writer, fs []api.StartFailure) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d polecat%s hostd run could not start (each shown until its next start):\n", len(fs), plural(len(fs)))
+	for _, f := range fs {
+		fmt.Fprintf(w, "  %s, %s ago: %s\n", f.Identity, short(time.Since(f.At)), termsafe.Line(f.Reason))
+	}
 }
 
 // counts is the line counting polecats by state: "25 polecats: 5
@@ -285,6 +298,9 @@ func Detail(w io.Writer, d api.PolecatDetail, colour bool) {
 	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), termsafe.Line(d.Reason))
 	if d.Restored {
 		fmt.Fprintln(w, "  (last known state from before hostd restarted; the agent is not back yet)")
+	}
+	if f := d.StartFailure; f != nil {
+		fmt.Fprintf(w, "  start:     failed %s ago (hostd run; shown until its next start): %s\n", short(time.Since(f.At)), termsafe.Line(f.Reason))
 	}
 	if d.Connected {
 		fmt.Fprintf(w, "  tunnel:    %s from %s, up %s, RTT %.2fms, %d stream(s), cert %s expires %s\n", d.Transport, d.Remote,

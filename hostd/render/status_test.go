@@ -30,12 +30,15 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 	for _, h := range hostile {
 		p := api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
 			State: "disconnected", Reason: "tunnel gone: peer closed the session: " + h, Command: h, StateSince: time.Now(), LastBeat: time.Now()}
+		failure := api.StartFailure{Identity: p.Identity, At: time.Now(), Reason: "cloning gastown into the sandbox: " + h}
 		d := api.PolecatDetail{Polecat: p,
-			Beat:   &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
-			Events: []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}}}
+			Beat:         &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
+			Events:       []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}},
+			StartFailure: &failure}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
-			Status(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}}}, StatusOptions{Width: 40, Colour: colour})
+			Status(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}},
+				StartFailures: []api.StartFailure{failure}}, StatusOptions{Width: 40, Colour: colour})
 			Detail(&out, d, colour)
 		}
 		text := out.String()
@@ -54,6 +57,48 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 		if !strings.Contains(text, `\`) {
 			t.Errorf("%q not shown escaped:\n%s", h, text)
 		}
+	}
+}
+
+// TestStatusShowsStartFailures: the polecats hostd run could not start
+// are listed under the table, each with how long ago and its whole
+// reason, which says what to do, whatever the width; a polecat's detail
+// has its own; nothing is said when none failed.
+func TestStatusShowsStartFailures(t *testing.T) {
+	now := time.Now()
+	toast := wire.Identity{Rig: "gastown", Name: "toast"}
+	why := "image polecat:1 is not among docker's images: build it ('make image'), pull or load it ('docker pull polecat:1'), or set sandbox.image in /home/op/gt/.runtime/hostd/config.yaml to one that is"
+	failures := []api.StartFailure{
+		{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, At: now.Add(-90 * time.Second), Reason: "hostd is not running"},
+		{Identity: toast, At: now.Add(-5 * time.Second), Reason: why},
+	}
+	tests := []struct {
+		name  string
+		st    api.Status
+		width int
+		want  string
+	}{
+		{"none", api.Status{}, 80, ""},
+		{"two, at 80 columns", api.Status{StartFailures: failures}, 80,
+			"\n2 polecats hostd run could not start (each shown until its next start):\n  gastown/nux, 1m ago: hostd is not running\n  gastown/toast, 5s ago: " + why + "\n"},
+		{"one, beside a polecat", api.Status{Polecats: polecats25(now)[:1], StartFailures: failures[1:]}, 0,
+			"\n1 polecat hostd run could not start (each shown until its next start):\n  gastown/toast, 5s ago: " + why + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			Status(&out, tt.st, StatusOptions{Width: tt.width})
+			if got := strings.Contains(out.String(), "could not start"); (tt.want == "") == got || !strings.HasSuffix(out.String(), tt.want) {
+				t.Errorf("status:\n%s\nwant it to end with\n%s", out.String(), tt.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	Detail(&out, api.PolecatDetail{Polecat: api.Polecat{Identity: toast, State: "dead", StateSince: now.Add(-5 * time.Second), Reason: "never connected: hostd run could not start it"},
+		StartFailure: &failures[1]}, false)
+	want := "gastown/toast: dead for 5s: never connected: hostd run could not start it\n  start:     failed 5s ago (hostd run; shown until its next start): " + why + "\n"
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("detail:\n%s\nwant it to start with\n%s", out.String(), want)
 	}
 }
 

@@ -63,7 +63,7 @@ func (r *Reaper) Pass(ctx context.Context) error {
 	}
 	missing := map[string]bool{}
 	for _, sb := range list {
-		if r.polecatExists(sb.Polecat) {
+		if polecatExists(r.Town, sb.Polecat) {
 			continue
 		}
 		if !r.missing[sb.Name] {
@@ -82,9 +82,9 @@ func (r *Reaper) Pass(ctx context.Context) error {
 }
 
 // polecatExists says whether Gas Town's directory of the polecat is
-// there; an error other than its absence counts as there.
-func (r *Reaper) polecatExists(id wire.Identity) bool {
-	_, err := os.Lstat(filepath.Join(r.Town, id.Rig, "polecats", id.Name))
+// there in town; an error other than its absence counts as there.
+func polecatExists(town string, id wire.Identity) bool {
+	_, err := os.Lstat(filepath.Join(town, id.Rig, "polecats", id.Name))
 	return !errors.Is(err, fs.ErrNotExist)
 }
 

@@ -8,7 +8,8 @@
 //
 // The container runtime is a CLI, docker or podman, driven by argv (never
 // a shell): this package names the container, creates, starts, lists and
-// removes it, and builds the argv that runs a session in it.
+// removes it, and builds the argv that runs a session in it. It also
+// keeps the starts hostd run could not make (Starts), for hostd status.
 package sandbox
 
 import (
@@ -177,18 +178,48 @@ type Spec struct {
 }
 
 // Create creates and starts polecat id's sandbox in town, joining hostd
-// with token.
+// with token. A container it created and could not start (a mount that
+// is not there, no gt-agent at Agent) it removes: a failed Create leaves
+// nothing behind, and never touches a container it did not create (one
+// of that name already there fails the create).
 func (r Runtime) Create(ctx context.Context, s Spec, town string, id wire.Identity, token string) error {
-	_, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id)...)
-	return err
+	if _, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id)...); err != nil {
+		return err
+	}
+	if err := r.Start(ctx, Name(id)); err != nil {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if rerr := r.Remove(rmCtx, Name(id)); rerr != nil {
+			return fmt.Errorf("%w (and removing the container it created: %v)", err, rerr)
+		}
+		return err
+	}
+	return nil
 }
 
-// createArgs is the argv (after the runtime's name) that creates and
-// starts polecat id's sandbox in town: the image's gt-agent up, joining
-// with the token given in GT_AGENT_JOIN (in the runtime's environment, not
-// on its command line), watching the session the sessions start in.
+// ImageExists says whether image is among the runtime's local images:
+// hostd run makes a sandbox only from one there, leaving a pull to the
+// operator rather than making Gas Town's session start wait for it or
+// fail in it.
+func (r Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
+	_, err := r.run(ctx, nil, "image", "inspect", "--format", "{{.Id}}", image)
+	if err != nil {
+		msg := strings.ToLower(err.Error())
+		if strings.Contains(msg, "no such image") || strings.Contains(msg, "image not known") {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// createArgs is the argv (after the runtime's name) that creates polecat
+// id's sandbox in town, for Start to start: the image's gt-agent up,
+// joining with the token given in GT_AGENT_JOIN (in the runtime's
+// environment, not on its command line), watching the session the
+// sessions start in.
 func (s Spec) createArgs(town string, id wire.Identity) []string {
-	args := []string{"run", "-d", "--init", "--name", Name(id), "--hostname", id.Name,
+	args := []string{"create", "--init", "--name", Name(id), "--hostname", id.Name,
 		"--label", TownLabel + "=" + town, "--label", PolecatLabel + "=" + id.String(),
 		"-e", "GT_PROXY_URL=" + s.URL, "-e", "GT_AGENT_JOIN", "-e", "GT_AGENT_IDENTITY=" + id.String(),
 		"-e", "GT_RIG=" + id.Rig, "-e", "GT_POLECAT=" + id.Name}

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,5 +112,69 @@ func TestGitIdentity(t *testing.T) {
 		"[exec][gt-gastown-toast][git][-C][/work/gastown][config][user.email][op; rm -rf /@example.com]\n"
 	if string(b) != want {
 		t.Errorf("the runtime ran\n%s\nwant\n%s", b, want)
+	}
+}
+
+// TestCreateLeavesNothing: a container Create made and could not start
+// (a missing mount, no gt-agent in the image) is removed; when the create
+// itself fails (a container of that name is there already), nothing is
+// removed. The runtime is a stand-in that logs its argv and fails the
+// step it is told to.
+func TestCreateLeavesNothing(t *testing.T) {
+	tests := []struct {
+		name, fail string
+		want       []string
+	}{
+		{"start fails", "start", []string{"create", "start gt-gastown-toast", "rm -f -v gt-gastown-toast"}},
+		{"create fails", "create", []string{"create"}},
+		{"both succeed", "", []string{"create", "start gt-gastown-toast"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
+			script := "#!/bin/sh\necho \"$*\" >> " + log + "\n[ \"$1\" = '" + tt.fail + "' ] && { echo 'Error response from daemon: no' >&2; exit 1; }\nexit 0\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err := (Runtime{Bin: bin}).Create(context.Background(), Spec{Image: "polecat:1", Agent: "/a"}, "/t", toast, "tok")
+			if (err != nil) != (tt.fail != "") {
+				t.Fatalf("Create: %v", err)
+			}
+			b, _ := os.ReadFile(log)
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if strings.HasPrefix(line, "create ") {
+					line = "create"
+				}
+				got = append(got, line)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("the runtime ran %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestImageExists: against the machine's Docker engine, an image that is
+// not among its local images is said so, and an engine that does not
+// answer is an error, not a missing image.
+func TestImageExists(t *testing.T) {
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		t.Skip("no Docker engine")
+	}
+	rt := Runtime{Bin: "docker"}
+	if ok, err := rt.ImageExists(context.Background(), "polecat-sidecar-test/no-such-image:"+rand.Text()); ok || err != nil {
+		t.Errorf("a missing image: %v, %v; want false, nil", ok, err)
+	}
+	if out, _ := exec.Command("docker", "image", "ls", "-q").Output(); len(out) > 0 {
+		some := strings.Fields(string(out))[0]
+		if ok, err := rt.ImageExists(context.Background(), some); !ok || err != nil {
+			t.Errorf("image %s, which docker lists: %v, %v", some, ok, err)
+		}
+	}
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no.sock"))
+	if ok, err := rt.ImageExists(context.Background(), "polecat:1"); ok || err == nil || !strings.Contains(err.Error(), "Cannot connect") {
+		t.Errorf("no engine: %v, %v; want the runtime's error", ok, err)
 	}
 }

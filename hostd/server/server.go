@@ -1,8 +1,9 @@
 // Package server is hostd's thin core: it opens the CA, builds each
 // service (registry, certificates, liveness, relay, git, upstream, data,
-// nudge, pane) from its Config, wires them together, accepts tunnels on
-// one port (QUIC and TCP), gives each stream to the service for its kind,
-// and hands the services to the control API (hostd/control) as they are.
+// nudge, pane, hostd run's failed starts) from its Config, wires them
+// together, accepts tunnels on one port (QUIC and TCP), gives each stream
+// to the service for its kind, and hands the services to the control API
+// (hostd/control) as they are.
 package server
 
 import (
@@ -165,6 +166,8 @@ type Server struct {
 	data  *data.Service
 	nudge *nudge.Service
 	pane  *pane.Service
+	// starts are hostd run's failed starts, which status shows.
+	starts *sandbox.Starts
 
 	mux     *tunnel.ServeMux
 	metrics *metrics
@@ -243,6 +246,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pane = pane.New(s.reg)
+	s.starts = &sandbox.Starts{Dir: s.dir.StartFailures(), Town: cfg.Town, Logger: cfg.Logger}
 	s.mux = tunnel.NewServeMux()
 	s.mux.Handle(wire.KindCert, s.certs)
 	s.mux.HandleFunc(wire.KindPing, servePing)
@@ -322,6 +326,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go r.Run(ctx)
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", s.dir.Socket(), "ca", s.certs.CA().Dir)
+	s.starts.LogFailures()
 
 	var sessions sync.WaitGroup
 	for {
@@ -349,7 +354,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) services(ln *tunnel.Listener) control.Services {
 	svc := control.Services{
 		Daemon:   control.Daemon{Version: s.cfg.Version, Started: s.started, Listener: ln},
-		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay,
+		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay, Starts: s.starts,
 	}
 	if s.queue != nil {
 		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil

@@ -1,9 +1,10 @@
 // Package state owns hostd's runtime directory, <town>/.runtime/hostd:
 // where each file lives (the control socket, config.yaml, the persisted
 // liveness states, upstream and nudge queues, the git hooks, the data
-// channel's bases and journal, the QUIC reset key, hostd run's panes),
-// and how JSON state is loaded and saved (atomic replacement, one clear
-// error for a corrupt file). Every service that persists goes through it.
+// channel's bases and journal, the QUIC reset key, hostd run's panes and
+// failed starts), and how JSON state is loaded and saved (atomic
+// replacement, one clear error for a corrupt file). Every service that
+// persists goes through it.
 package state
 
 import (
@@ -59,6 +60,11 @@ func (d Dir) Landed() string { return d.file("landed") }
 // Panes holds, per polecat, the host tmux pane its hostd run shows its
 // sandbox's session in.
 func (d Dir) Panes() string { return d.file("panes") }
+
+// StartFailures holds, per polecat, hostd run's last failure to start it,
+// until a start succeeds: written by hostd serve when hostd run reports
+// it, by hostd run itself when serve is down.
+func (d Dir) StartFailures() string { return d.file("start-failures") }
 
 // Relay is the relay's directory: the git configuration and the empty
 // hooks directory relayed commands run with, and each polecat's

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +202,126 @@ func TestSandbox(t *testing.T) {
 				}
 			}
 			return false
+		})
+	})
+}
+
+// TestSandboxFailures: a start hostd run cannot make fails within
+// seconds with one line on Gas Town's pane saying what to do, leaves no
+// container, and shows in hostd status until the polecat's next start
+// succeeds: with hostd serve down (reported once serve runs again), with
+// an image the engine does not have, and with a first clone that fails
+// (the container hostd run made for it removed).
+func TestSandboxFailures(t *testing.T) {
+	start := time.Now()
+	r := newRig(t)
+	summary.add("setup: network, firewall, hostd on the gateway", true, time.Since(start))
+	hostd := filepath.Join(harness.BinDir, "hostd")
+	missing := "polecat-e2e-missing:" + r.id
+	// polecat names a polecat of gastown whose directory Gas Town made (a
+	// failure is shown until Gas Town removes it), with no container yet.
+	polecat := func(name string) string {
+		container := "gt-gastown-" + name
+		_, _ = tryDocker("rm", "-f", "-v", container) // a run killed before its cleanup
+		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", container) })
+		if err := os.MkdirAll(filepath.Join(r.git.Dir, "gastown", "polecats", name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return container
+	}
+	// run runs Gas Town's command line for gastown/<name>'s session,
+	// without a terminal, with image and hostd at url, and returns what
+	// hostd run printed, its exit status and how long it took.
+	run := func(name, image, url string, command ...string) (string, int, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, hostd, append([]string{"--town", r.git.Dir, "run", "--image", image, "--network", r.net, "--url", url, "--"}, command...)...)
+		cmd.Env = append(os.Environ(), "GT_RIG=gastown", "GT_POLECAT="+name, "HOSTD_LIVENESS_BEAT_INTERVAL=1s")
+		begin := time.Now()
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("hostd run: %v\n%s", err, out)
+		}
+		return string(out), code, time.Since(begin)
+	}
+	// failed checks that hostd run failed with one line saying want on
+	// the pane within limit, and left no container.
+	failed := func(t *testing.T, container, out string, code int, took, limit time.Duration, want string) {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if last := lines[len(lines)-1]; code != 1 || !strings.HasPrefix(last, "hostd: gastown/") || !strings.Contains(last, want) {
+			t.Errorf("hostd run: exit %d, output:\n%s\nwant 1 and a last line saying %q", code, out, want)
+		}
+		if took > limit {
+			t.Errorf("hostd run took %v to fail, more than %v", took, limit)
+		}
+		if out, err := tryDocker("container", "inspect", "-f", "{{.State.Status}}", container); err == nil {
+			t.Errorf("a failed start left container %s (%s)", container, strings.TrimSpace(out))
+		}
+	}
+	// shows waits for hostd status to show gastown/<name>'s failure with
+	// want in its reason, and checks the table says it too.
+	shows := func(t *testing.T, name, want string) {
+		t.Helper()
+		r.wait(10*time.Second, "gastown/"+name+"'s failed start in hostd status", func(st api.Status) bool {
+			for _, f := range st.StartFailures {
+				if f.Identity.Name == name && strings.Contains(f.Reason, want) {
+					return true
+				}
+			}
+			return false
+		})
+		if out := r.git.Run("status"); !strings.Contains(out, "  gastown/"+name+", ") || !strings.Contains(out, want) {
+			t.Errorf("hostd status does not show gastown/%s's failure %q:\n%s", name, want, out)
+		}
+	}
+	step := func(name string, f func(t *testing.T)) {
+		r.check(name, f)
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+
+	step("with hostd serve down, hostd run fails within seconds, makes nothing, and serve shows it once it runs", func(t *testing.T) {
+		container := polecat("down")
+		_ = r.hostd.Cmd.Process.Kill()
+		_ = r.hostd.Exited(t, 5*time.Second)
+		out, code, took := run("down", r.image, "https://"+r.addr, "/usr/bin/sh", "-c", "exit 0")
+		r.startHostd()
+		failed(t, container, out, code, took, 5*time.Second, "hostd is not running")
+		shows(t, "down", "hostd is not running")
+	})
+
+	step("with a missing image, hostd run fails within seconds, makes nothing, and hostd status shows why", func(t *testing.T) {
+		container := polecat("noimage")
+		out, code, took := run("noimage", missing, "https://"+r.addr, "/usr/bin/sh", "-c", "exit 0")
+		failed(t, container, out, code, took, 10*time.Second, "image "+missing+" is not among docker's images")
+		shows(t, "noimage", "image "+missing+" is not among docker's images")
+	})
+
+	step("a first clone that fails removes the sandbox hostd run made for it", func(t *testing.T) {
+		container := polecat("noclone")
+		_, port, _ := net.SplitHostPort(r.metrics) // the firewall refuses every port but the tunnel's
+		out, code, took := run("noclone", r.image, "https://"+net.JoinHostPort(r.gateway, port), "/usr/bin/sh", "-c", "exit 0")
+		failed(t, container, out, code, took, 3*time.Minute, "cloning gastown into the sandbox")
+		shows(t, "noclone", "cloning gastown into the sandbox")
+	})
+
+	step("the next start that succeeds clears the failure", func(t *testing.T) {
+		out, code, _ := run("noimage", r.image, "https://"+r.addr, "/usr/bin/sh", "-c", "exit 3")
+		if code != 3 {
+			t.Fatalf("hostd run: exit %d, want the session's 3; output:\n%s", code, out)
+		}
+		r.wait(10*time.Second, "gastown/noimage's failure cleared", func(st api.Status) bool {
+			for _, f := range st.StartFailures {
+				if f.Identity.Name == "noimage" {
+					return false
+				}
+			}
+			return true
 		})
 	})
 }
