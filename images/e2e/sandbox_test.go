@@ -3,15 +3,20 @@
 package e2e
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // TestSandbox runs a polecat the way Gas Town's runtime.exec_wrapper does:
@@ -22,8 +27,8 @@ import (
 // peek); killing the host session (gt handoff, a respawn) ends the session
 // but keeps the container and its uncommitted work; the next session
 // starts in it and hostd run exits with its status; removing the polecat's
-// directory (gt polecat nuke) removes the container and revokes the
-// polecat.
+// directory (gt polecat nuke) removes the container, revokes the polecat
+// and forgets what hostd kept of it.
 func TestSandbox(t *testing.T) {
 	start := time.Now()
 	r := newRig(t)
@@ -137,7 +142,7 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 
-	step("removing the polecat's directory (gt polecat nuke) removes the sandbox and revokes the polecat", func(t *testing.T) {
+	step("removing the polecat's directory (gt polecat nuke) removes the sandbox, revokes the polecat and forgets it", func(t *testing.T) {
 		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", filepath.Join(polecatDir, "gastown"))
 		if err := os.RemoveAll(polecatDir); err != nil {
 			t.Fatal(err)
@@ -146,13 +151,16 @@ func TestSandbox(t *testing.T) {
 			_, err := tryDocker("inspect", container)
 			return err != nil
 		})
-		r.wait(10*time.Second, "toast revoked", func(st api.Status) bool {
-			for _, p := range st.Polecats {
-				if p.Name == "toast" && p.State == "revoked" {
-					return true
-				}
-			}
-			return false
+		r.wait(10*time.Second, "toast forgotten", func(st api.Status) bool {
+			return !slices.ContainsFunc(st.Polecats, func(p api.Polecat) bool { return p.Name == "toast" })
 		})
+		base := state.For(r.git.Dir).PolecatData(wire.Identity{Rig: "gastown", Name: "toast"})
+		eventually(t, 10*time.Second, "toast's data base removed", func() bool {
+			_, err := os.Lstat(base)
+			return errors.Is(err, fs.ErrNotExist)
+		})
+		if !strings.Contains(r.git.Run("cert", "list"), "revoked") {
+			t.Error("toast's certificate is not revoked")
+		}
 	})
 }
