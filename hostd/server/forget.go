@@ -57,7 +57,7 @@ func (s *Server) Forget(ctx context.Context, id wire.Identity, wait time.Duratio
 	if err := id.Validate(); err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id}
+	f := api.Forgotten{Polecat: id, Removed: []string{}}
 	deadline := time.Now().Add(wait)
 	for {
 		row, ok, err := s.live.Forget(id)
@@ -113,7 +113,7 @@ func ForgetStopped(town string, id wire.Identity, log *slog.Logger) (api.Forgott
 	if err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id}
+	f := api.Forgotten{Polecat: id, Removed: []string{}}
 	row, ok, err := live.Forget(id) // nothing is connected: hostd is not running
 	if ok && err == nil {
 		f.Listed, f.Last = true, &row
@@ -122,7 +122,7 @@ func ForgetStopped(town string, id wire.Identity, log *slog.Logger) (api.Forgott
 	f.Nudges, err = nudges.CancelPolecat(id, forgottenDetail)
 	errs = append(errs, err)
 	removed, err := forgetFiles(dir, id)
-	f.Removed = removed
+	f.Removed = append(f.Removed, removed...)
 	if err = errors.Join(append(errs, err)...); err != nil {
 		return f, fmt.Errorf("forgetting %s: %w", id, err)
 	}
