@@ -171,9 +171,12 @@ func (j *Judge) Beat(id wire.Identity, b *Beat) {
 // Revoke records that id's certificates were revoked, all but those valid
 // from validFrom on: the polecat is revoked unless it connected at or
 // after validFrom (with a certificate issued since). A zero validFrom
-// revokes it whatever it did.
+// revokes it whatever it did. A polecat the judge has no record of (never
+// connected, or forgotten: nuked) stays without one: hostd applies every
+// revocation kept at each start, and a nuked polecat's must not bring it
+// back.
 func (j *Judge) Revoke(id wire.Identity, validFrom time.Time) {
-	j.change(id, func(r *Record, now time.Time) {
+	j.update(id, false, func(r *Record, now time.Time) {
 		if validFrom.IsZero() || r.ConnectedAt.Before(validFrom) {
 			r.Revoked = true
 		}
@@ -190,15 +193,23 @@ func (j *Judge) Tick() {
 	}
 	j.mu.Unlock()
 	for _, id := range ids {
-		j.change(id, func(*Record, time.Time) {})
+		j.update(id, false, func(*Record, time.Time) {}) // one forgotten since stays so
 	}
 }
 
-// change applies f to id's record and re-judges it.
-func (j *Judge) change(id wire.Identity, f func(*Record, time.Time)) {
+// change applies f to id's record, made if it has none, and re-judges it.
+func (j *Judge) change(id wire.Identity, f func(*Record, time.Time)) { j.update(id, true, f) }
+
+// update applies f to id's record and re-judges it; without a record, it
+// makes one when create says so, else does nothing.
+func (j *Judge) update(id wire.Identity, create bool, f func(*Record, time.Time)) {
 	j.mu.Lock()
 	now := j.now()
 	r := j.recs[id]
+	if r == nil && !create {
+		j.mu.Unlock()
+		return
+	}
 	if r == nil {
 		r = &Record{Identity: id}
 		j.recs[id] = r

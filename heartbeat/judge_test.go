@@ -215,8 +215,8 @@ func TestJudgeNotFound(t *testing.T) {
 }
 
 // TestJudgeForget: a polecat whose tunnel is down is forgotten (and
-// comes back if it connects again); a connected one is refused, an
-// unknown one is no record.
+// comes back if it connects again, but not when revoked again); a
+// connected one is refused, an unknown one is no record.
 func TestJudgeForget(t *testing.T) {
 	c := newClock()
 	j, _ := newJudge(c)
@@ -235,6 +235,14 @@ func TestJudgeForget(t *testing.T) {
 	}
 	if _, ok := j.Get(furiosa); ok || len(j.Snapshot()) != 0 {
 		t.Fatal("still recorded after Forget")
+	}
+	// A revocation hostd applies again (at each start) and a tick do not
+	// bring a forgotten polecat back, nor make one never seen.
+	j.Revoke(furiosa, time.Time{})
+	j.Revoke(wire.Identity{Rig: "gastown", Name: "never"}, c.t)
+	j.Tick()
+	if snap := j.Snapshot(); len(snap) != 0 {
+		t.Fatalf("a revocation made records of polecats the judge does not know: %+v", snap)
 	}
 	j.Connected(furiosa)
 	if state(t, j) != Stale {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 )
 
 func newCACmd(a *app) *cobra.Command {
@@ -30,11 +31,13 @@ directory 0700). In order:
     ~/gt/.runtime/proxy/config.json, else ~/gt/.runtime/ca;
   - else (or with --new) a new CA is created.
 
-It says which, and where it looked. With --json it prints one object:
-action (reused, adopted or created), from (the adopted CA's directory),
-subject (the CA's common name), cert (the path of ca.crt), expires (RFC
-3339) and sha256 (the hex SHA-256 of the CA certificate, which join tokens
-carry).`,
+It says which, and where it looked. It also makes hostd's runtime directory,
+<town>/.runtime/hostd (0700), where hostd serve's settings file config.yaml
+goes, and names that file. With --json it prints one object: action
+(reused, adopted or created), from (the adopted CA's directory), subject
+(the CA's common name), cert (the path of ca.crt), expires (RFC 3339),
+sha256 (the hex SHA-256 of the CA certificate, which join tokens carry)
+and config (the path of config.yaml, which may not exist yet).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, a) },
 	}
@@ -67,6 +70,7 @@ type caInit struct {
 	Cert    string    `json:"cert"`
 	Expires time.Time `json:"expires"`
 	SHA256  string    `json:"sha256"`
+	Config  string    `json:"config"`
 }
 
 func (o *caInitOptions) run(cmd *cobra.Command, a *app) error {
@@ -79,12 +83,17 @@ func (o *caInitOptions) run(cmd *cobra.Command, a *app) error {
 	if err != nil {
 		return err
 	}
+	rt := state.For(a.town())
+	if err := rt.Ensure(); err != nil {
+		return fmt.Errorf("the CA is ready, but hostd's runtime directory is not: %w", err)
+	}
 	res.Subject, res.Cert, res.Expires = c.Cert.Subject.CommonName, filepath.Join(c.Dir, pki.CertFile), c.Cert.NotAfter
-	res.SHA256 = hex.EncodeToString(c.Fingerprint())
+	res.SHA256, res.Config = hex.EncodeToString(c.Fingerprint()), rt.Config()
 	if o.json {
 		return encodeJSON(cmd.OutOrStdout(), res)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n  certificate: %s\n  expires:     %s\n", o.how(res), res.Subject, res.Cert, res.Expires.Format(time.RFC3339))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n  certificate: %s\n  expires:     %s\n  config:      %s (hostd serve's settings, optional)\n",
+		o.how(res), res.Subject, res.Cert, res.Expires.Format(time.RFC3339), res.Config)
 	return nil
 }
 

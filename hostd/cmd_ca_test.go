@@ -9,25 +9,30 @@ import (
 	"testing"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 )
 
 // TestCAInit: a town without a CA adopts gt-proxy-server's from where it
 // keeps it, or from --from; with --new, or with none to adopt, it gets a
-// new one and is told where hostd looked.
+// new one and is told where hostd looked. Whichever, hostd's runtime
+// directory, where config.yaml goes, is there afterwards (0700), and
+// named.
 func TestCAInit(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		proxyCA   bool
+		townCA    bool // the town has one, as Gas Town's proxy left it
 		args      []string
 		code      int
 		want      string
 		sameAsGas bool
 	}{
-		{"adopts gt-proxy-server's", true, nil, 0, "adopted the CA of ", true},
-		{"--new ignores it", true, []string{"--new"}, 0, "created CA Gas Town polecat CA", false},
-		{"--from another directory", false, []string{"--from", "FROM"}, 0, "adopted the CA of ", true},
-		{"--from without a CA", false, []string{"--from", "EMPTY"}, 1, "no CA at ", false},
-		{"none to adopt", false, nil, 0, "created CA (none in the town, nor gt-proxy-server's at HOME/gt/.runtime/ca", false},
+		{"adopts gt-proxy-server's", true, false, nil, 0, "adopted the CA of ", true},
+		{"--new ignores it", true, false, []string{"--new"}, 0, "created CA Gas Town polecat CA", false},
+		{"--from another directory", false, false, []string{"--from", "FROM"}, 0, "adopted the CA of ", true},
+		{"--from without a CA", false, false, []string{"--from", "EMPTY"}, 1, "no CA at ", false},
+		{"none to adopt", false, false, nil, 0, "created CA (none in the town, nor gt-proxy-server's at HOME/gt/.runtime/ca", false},
+		{"reuses the town's", false, true, nil, 0, "reusing existing CA", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, town := t.TempDir(), t.TempDir()
@@ -38,6 +43,11 @@ func TestCAInit(t *testing.T) {
 			}
 			if _, _, err := pki.Init(gas, ""); err != nil {
 				t.Fatal(err)
+			}
+			if tc.townCA {
+				if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+					t.Fatal(err)
+				}
 			}
 			args := []string{"ca", "init"}
 			for _, a := range tc.args {
@@ -51,12 +61,26 @@ func TestCAInit(t *testing.T) {
 			if code != 0 {
 				return
 			}
+			checkRuntimeDir(t, town, out)
 			mine, _ := os.ReadFile(filepath.Join(pki.Dir(town), pki.CertFile))
 			theirs, _ := os.ReadFile(filepath.Join(gas, pki.CertFile))
 			if same := string(mine) == string(theirs); same != tc.sameAsGas {
 				t.Errorf("the town's CA is gt-proxy-server's: %v, want %v", same, tc.sameAsGas)
 			}
 		})
+	}
+}
+
+// checkRuntimeDir fails t unless town's hostd runtime directory exists,
+// 0700, and out names config.yaml in it.
+func checkRuntimeDir(t *testing.T, town, out string) {
+	t.Helper()
+	rt := state.For(town)
+	if st, err := os.Stat(rt.Path()); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Errorf("after ca init, %s: %v, %v; want a directory, 0700", rt.Path(), st, err)
+	}
+	if !strings.Contains(out, rt.Config()) {
+		t.Errorf("ca init does not say where config.yaml goes (%s):\n%s", rt.Config(), out)
 	}
 }
 
@@ -90,7 +114,7 @@ func TestCAInitJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := caInit{Action: tc.action, From: tc.from, Subject: c.Cert.Subject.CommonName, Cert: filepath.Join(pki.Dir(tc.town), pki.CertFile),
-				Expires: c.Cert.NotAfter, SHA256: hex.EncodeToString(c.Fingerprint())}
+				Expires: c.Cert.NotAfter, SHA256: hex.EncodeToString(c.Fingerprint()), Config: state.For(tc.town).Config()}
 			if !got.Expires.Equal(want.Expires) {
 				t.Errorf("expires %v, want %v", got.Expires, want.Expires)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,33 +16,64 @@ func newForgetCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "forget <rig>/<name>",
-		Short: "Remove a polecat whose tunnel is down from status, liveness.json and /metrics",
-		Long: `Remove a polecat from what hostd shows and keeps: 'hostd status', its
-last known state in <town>/.runtime/hostd/liveness.json, and its series in
-/metrics. hostd otherwise lists every polecat it has seen, dead, revoked or
-never back, for ever.
+		Short: "Remove what hostd keeps of a polecat whose tunnel is down: status, liveness, nudges, data base",
+		Long: `Remove what hostd keeps of a polecat, at once: its row in 'hostd status', its
+last known state in <town>/.runtime/hostd/liveness.json and its series in
+/metrics; the nudges queued for it (cancelled); its data channel's base and
+delete hold (<town>/.runtime/hostd/data/<rig>/<name>: the hold is a list of
+paths, the files are in the polecat's data root, which stays); its relayed
+commands' temporary directory (<town>/.runtime/hostd/relay/tmp/<rig>/<name>);
+and the pane record of a 'hostd run' that has ended. Otherwise hostd keeps a
+polecat it has seen, dead, revoked or never back, for ever. 'hostd nuke', and
+'hostd serve' once Gas Town has nuked a polecat with a sandbox, forget it
+themselves: Gas Town gives the name to its next polecat, which must not
+inherit the old one's state.
 
 A polecat whose tunnel is up is refused: stop its agent, or revoke it, first.
-A forgotten polecat that connects again is shown again. Its certificates,
-revocations and queued nudges are untouched ('hostd nudge <rig>/<name>
---list').`,
+A forgotten polecat that connects again is shown again, and its next data
+exchange is a whole one (no base: nothing counts as deleted). Its
+certificates and revocations, and the branches it landed that wait for
+origin, stay.
+
+With --json it prints one object: polecat, listed (whether status listed
+it), last (its last status row, when listed), nudges_cancelled and removed
+(the paths removed).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := wire.ParseIdentity(args[0])
 			if err != nil {
 				return err
 			}
-			p, err := api.NewClient(a.town()).Forget(cmd.Context(), id)
+			f, err := api.NewClient(a.town()).Forget(cmd.Context(), id, 0)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return encodeJSON(cmd.OutOrStdout(), p)
+				return encodeJSON(cmd.OutOrStdout(), f)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "forgot %s (%s for %s: %s)\n", id, p.State, time.Since(p.StateSince).Round(time.Second), termsafe.Line(p.Reason))
+			printForgotten(cmd.OutOrStdout(), f)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the polecat's last status row as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
 	return cmd
+}
+
+// printForgotten says what hostd forgot of a polecat.
+func printForgotten(out io.Writer, f api.Forgotten) {
+	switch {
+	case f.Nothing():
+		fmt.Fprintf(out, "hostd kept nothing of %s\n", f.Polecat)
+		return
+	case f.Last != nil:
+		fmt.Fprintf(out, "forgot %s (%s for %s: %s)\n", f.Polecat, f.Last.State, time.Since(f.Last.StateSince).Round(time.Second), termsafe.Line(f.Last.Reason))
+	default:
+		fmt.Fprintf(out, "forgot %s (not listed by status)\n", f.Polecat)
+	}
+	if f.Nudges > 0 {
+		fmt.Fprintf(out, "  cancelled %d queued nudge(s)\n", f.Nudges)
+	}
+	for _, p := range f.Removed {
+		fmt.Fprintf(out, "  removed %s\n", p)
+	}
 }

@@ -58,7 +58,9 @@ width of output that is not a terminal).
 otherwise as one table after another, a blank line between them; with --json
 one JSON object a line, each a whole status.
 
-A polecat stays listed (and in /metrics) until 'hostd forget' removes it.`,
+A polecat stays listed (and in /metrics) until 'hostd forget' removes it, or
+it is nuked ('hostd nuke', or hostd serve once Gas Town has nuked a polecat
+with a sandbox).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: o.run,
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -56,12 +57,19 @@ func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, 
 	return d, err
 }
 
-// Forget removes a polecat whose tunnel is down from the daemon's status,
-// state and metrics, and returns what status last showed of it.
-func (c *Client) Forget(ctx context.Context, id wire.Identity) (Polecat, error) {
-	var p Polecat
-	err := c.do(ctx, http.MethodDelete, "/v1/polecats/"+id.Rig+"/"+id.Name, &p)
-	return p, err
+// Forget removes what the daemon keeps of a polecat whose tunnel is down
+// (Forgotten says what), waiting up to wait for a tunnel being closed
+// (its certificates just revoked) to be down; 0 refuses a connected
+// polecat at once.
+func (c *Client) Forget(ctx context.Context, id wire.Identity, wait time.Duration) (Forgotten, error) {
+	var f Forgotten
+	path := "/v1/polecats/" + id.Rig + "/" + id.Name
+	if wait <= 0 {
+		return f, c.do(ctx, http.MethodDelete, path, &f)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait+c.hc.Timeout)
+	defer cancel()
+	return f, c.doLong(ctx, http.MethodDelete, path+"?wait="+url.QueryEscape(wait.String()), &f)
 }
 
 // ReloadRevocations tells the daemon to re-read revocations and close the

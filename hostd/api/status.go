@@ -58,6 +58,29 @@ func InStates(ps []Polecat, states []string) []Polecat {
 	return out
 }
 
+// Forgotten is what hostd forget (and hostd nuke, and hostd serve's reaper
+// of a nuked polecat's sandbox) removed of a polecat. Its certificates
+// and revocations, and the branches it landed that wait for origin, are
+// never removed.
+type Forgotten struct {
+	// Polecat is whom.
+	Polecat wire.Identity `json:"polecat"`
+	// Listed says whether hostd status listed it; Last is its last row
+	// there when it did.
+	Listed bool     `json:"listed"`
+	Last   *Polecat `json:"last,omitempty"`
+	// Nudges is how many nudges queued for it were cancelled.
+	Nudges int `json:"nudges_cancelled"`
+	// Removed are the files and directories of <town>/.runtime/hostd kept
+	// for it alone that were removed: its data base and delete hold, its
+	// relayed commands' temporary directory, the pane record of a hostd
+	// run that has ended.
+	Removed []string `json:"removed"`
+}
+
+// Nothing says whether hostd kept nothing of the polecat.
+func (f Forgotten) Nothing() bool { return !f.Listed && f.Nudges == 0 && len(f.Removed) == 0 }
+
 // PolecatDetail is one polecat with its last beat and recent state
 // changes.
 type PolecatDetail struct {

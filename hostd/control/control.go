@@ -6,6 +6,7 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,20 @@ type Services struct {
 	Relay Relay
 	// Starts are hostd run's failed starts (hostd/sandbox).
 	Starts Starts
+	// Forget removes what the services keep of a polecat (hostd/server).
+	Forget Forgetter
 }
+
+// Forgetter removes what hostd keeps of a polecat (server.Server, which
+// asks each service).
+type Forgetter interface {
+	// Forget removes what hostd keeps of id, refusing while its tunnel is
+	// up: at once with wait 0, else once wait has passed.
+	Forget(ctx context.Context, id wire.Identity, wait time.Duration) (api.Forgotten, error)
+}
+
+// maxForgetWait bounds the wait a forget may ask for.
+const maxForgetWait = time.Minute
 
 // Relay is what status says of the gt/bd relay (hostd/relay.Service).
 type Relay interface {
@@ -79,9 +93,6 @@ type Polecats interface {
 	Rows() []api.Polecat
 	// Detail is one polecat with its last beat and recent state changes.
 	Detail(id wire.Identity) (api.PolecatDetail, bool)
-	// Forget removes a polecat whose tunnel is down, answering its last
-	// row; ok is false when there is no such polecat.
-	Forget(id wire.Identity) (row api.Polecat, ok bool, err error)
 }
 
 // Upstream is the upstream queue (upstream.Queue).
@@ -136,14 +147,23 @@ func Handler(s Services) http.Handler {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		p, ok, err := s.Polecats.Forget(id)
+		var wait time.Duration
+		if v := r.URL.Query().Get("wait"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > maxForgetWait {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("wait %q: a duration from 0 to %v", v, maxForgetWait)})
+				return
+			}
+			wait = d
+		}
+		f, err := s.Forget.Forget(r.Context(), id, wait)
 		switch {
-		case !ok:
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
 		case err != nil:
 			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		case f.Nothing():
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("hostd knows no polecat %s", id)})
 		default:
-			writeJSON(w, http.StatusOK, p)
+			writeJSON(w, http.StatusOK, f)
 		}
 	})
 	adminHandlers(mux, s.Certs)

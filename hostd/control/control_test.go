@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ type fakeDaemon struct {
 	nudges   []api.NudgeRequest
 	attached []wire.PaneRequest
 	failures map[wire.Identity]api.StartFailure
+	waits    []time.Duration
 }
 
 func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
@@ -45,7 +47,7 @@ func (f *fakeDaemon) Revoke(target string) (int, error) {
 
 // services is the fake in every role the API calls.
 func (f *fakeDaemon) services() Services {
-	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f, Starts: f}
+	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f, Starts: f, Forget: f}
 }
 
 func (f *fakeDaemon) Failed(id wire.Identity, reason string) (api.StartFailure, error) {
@@ -86,15 +88,20 @@ func (f *fakeDaemon) Detail(id wire.Identity) (api.PolecatDetail, bool) {
 	return api.PolecatDetail{Polecat: f.Rows()[0]}, true
 }
 
-// Forget knows r/n, connected, and r/gone, whose tunnel is down.
-func (f *fakeDaemon) Forget(id wire.Identity) (api.Polecat, bool, error) {
+// Forget knows r/n, connected, r/gone, whose tunnel is down, and r/left,
+// which status no longer lists but whose files are left; it records each
+// wait asked for.
+func (f *fakeDaemon) Forget(_ context.Context, id wire.Identity, wait time.Duration) (api.Forgotten, error) {
+	f.waits = append(f.waits, wait)
 	switch id.Name {
 	case "n":
-		return f.Rows()[0], true, errors.New("r/n is connected")
+		return api.Forgotten{}, errors.New("r/n is connected")
 	case "gone":
-		return api.Polecat{Identity: id, State: "dead"}, true, nil
+		return api.Forgotten{Polecat: id, Listed: true, Last: &api.Polecat{Identity: id, State: "dead"}, Nudges: 1}, nil
+	case "left":
+		return api.Forgotten{Polecat: id, Removed: []string{"data/r/left"}}, nil
 	}
-	return api.Polecat{}, false, nil
+	return api.Forgotten{Polecat: id}, nil
 }
 
 func (f *fakeDaemon) Depth() map[wire.Identity]int {
@@ -173,12 +180,24 @@ func TestSocket(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		name, want string
-	}{{"gone", ""}, {"n", "r/n is connected"}, {"x", "hostd knows no polecat r/x"}} {
-		p, err := c.Forget(context.Background(), wire.Identity{Rig: "r", Name: tt.name})
-		if (tt.want == "" && (err != nil || p.State != "dead")) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
-			t.Errorf("forget r/%s: %+v, %v; want %q", tt.name, p, err, tt.want)
+		name string
+		wait time.Duration
+		want string // the error, "" for none
+	}{
+		{"gone", 0, ""},
+		{"left", 0, ""},
+		{"n", 0, "r/n is connected"},
+		{"x", 0, "hostd knows no polecat r/x"},
+		{"gone", 3 * time.Second, ""},
+		{"gone", 2 * time.Minute, `wait "2m0s": a duration from 0 to 1m0s`},
+	} {
+		f, err := c.Forget(context.Background(), wire.Identity{Rig: "r", Name: tt.name}, tt.wait)
+		if (tt.want == "" && (err != nil || f.Nothing())) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
+			t.Errorf("forget r/%s, wait %v: %+v, %v; want %q", tt.name, tt.wait, f, err, tt.want)
 		}
+	}
+	if want := []time.Duration{0, 0, 0, 0, 3 * time.Second}; !slices.Equal(d.waits, want) {
+		t.Errorf("the waits the daemon was asked for: %v, want %v", d.waits, want)
 	}
 	if n, err := c.ReloadRevocations(context.Background()); err != nil || n != 2 {
 		t.Fatalf("reload: %d, %v", n, err)

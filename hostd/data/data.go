@@ -30,6 +30,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
@@ -301,6 +302,29 @@ func (s *Service) lock(ctx context.Context, id wire.Identity) (unlock func(), er
 // baseDir keeps what was last sent to, or taken from, a polecat.
 func (s *Service) baseDir(id wire.Identity) string {
 	return filepath.Join(s.cfg.Dir, id.Rig, id.Name)
+}
+
+// Forget removes what hostd keeps of the polecat for its data channel, its
+// base and delete hold, once any transfer of its under way has ended
+// (waiting no longer than ctx lets it), and says whether there was any.
+// Its data root is the operator's and stays. The hold goes with the rest:
+// it guards the files of the host's data root against a container that
+// deletes them, and is a list of paths, not a copy of them; with the
+// polecat forgotten (nuked: its container gone, its certificates
+// revoked) no transfer of its can come, and Gas Town gives its name to
+// the next polecat, which must start without a base or a hold of
+// another's. The journal's lines stay: it is a log, rotated at 4 MiB.
+func (s *Service) Forget(ctx context.Context, id wire.Identity) (bool, error) {
+	if err := id.Validate(); err != nil {
+		return false, err
+	}
+	unlock, err := s.lock(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	s.bases.drop(id)
+	return state.RemoveIn(s.cfg.Dir, id.Rig, id.Name)
 }
 
 // ServeStream serves the agent's sync streams: fetch (it has no data yet)

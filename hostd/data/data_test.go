@@ -1,6 +1,9 @@
 package data
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -177,5 +181,59 @@ func TestMeetsRig(t *testing.T) {
 				t.Errorf("the refusal does not say why: %v", err)
 			}
 		})
+	}
+}
+
+// TestForget: forgetting a polecat waits for its transfer under way, then
+// removes its base and delete hold from disk and memory; its data root,
+// another polecat's base and the journal stay.
+func TestForget(t *testing.T) {
+	s, err := New(Config{Town: t.TempDir(), Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toast, nux := wire.Identity{Rig: "gastown", Name: "toast"}, wire.Identity{Rig: "gastown", Name: "nux"}
+	keepBase(t, s, toast, map[string]string{"results/a.txt": "a"})
+	keepBase(t, s, nux, map[string]string{"results/b.txt": "b"})
+	if err := s.keepHold(toast, hold{Confirmed: []string{"results/a.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, s.Root(toast), map[string]string{"results/a.txt": "a"})
+	s.journal(api.SyncRecord{Polecat: toast.String(), Op: "pull"})
+	journal := filepath.Join(s.cfg.Dir, "journal.jsonl")
+
+	unlock, err := s.lock(context.Background(), toast) // a transfer under way
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if removed, err := s.Forget(ctx, toast); removed || err == nil || !strings.Contains(err.Error(), "transfer under way") {
+		t.Fatalf("Forget during a transfer: %v, %v; want it to wait, and give up with ctx", removed, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.baseDir(toast), "base.json")); err != nil {
+		t.Fatalf("a Forget that gave up removed the base: %v", err)
+	}
+	unlock()
+
+	if removed, err := s.Forget(context.Background(), toast); !removed || err != nil {
+		t.Fatalf("Forget: %v, %v", removed, err)
+	}
+	if _, err := os.Lstat(s.baseDir(toast)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("toast's base directory is still there: %v", err)
+	}
+	if m, c := s.loadBase(toast); m != nil || c != nil {
+		t.Errorf("toast's base is still loaded (from memory): %v", m)
+	}
+	if h := s.loadHold(toast, nil); len(h.Confirmed) != 0 {
+		t.Errorf("toast's hold is still there: %+v", h)
+	}
+	for _, kept := range []string{filepath.Join(s.Root(toast), "results", "a.txt"), filepath.Join(s.baseDir(nux), "base.json"), journal} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("%s went with toast: %v", kept, err)
+		}
+	}
+	if removed, err := s.Forget(context.Background(), toast); removed || err != nil {
+		t.Errorf("a second Forget: %v, %v; want nothing removed", removed, err)
 	}
 }

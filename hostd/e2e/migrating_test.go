@@ -14,14 +14,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
-
 	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
 // writeGasTownCA writes a CA as Gas Town's gt-proxy-server writes one
@@ -131,5 +134,163 @@ func TestMigratingFromGasTownProxy(t *testing.T) {
 	}
 	if code, body := adminCall(t, tw.Dir, "POST", "/v1/admin/deny-cert", map[string]string{"serial": "ffff"}); code != http.StatusNotFound || !strings.Contains(string(body), "no certificate matches") {
 		t.Errorf("unknown serial: %d %s", code, body)
+	}
+}
+
+// The migration walk is the shell blocks between these markers in
+// docs/migrating.md.
+const (
+	migratingStart = "<!-- migrating-walk"
+	migratingEnd   = "<!-- /migrating-walk -->"
+)
+
+// TestMigratingWalk runs docs/migrating.md's steps as written (its
+// migrating-walk blocks, in order) in a town as gt-proxy-server left it:
+// ~/gt, its CA in ~/gt/.runtime/ca, the rig gastown's repository; with
+// stand-ins for Gas Town's gt and bd first on PATH, and free ports for
+// 9876, 9877 and 9878. Every command must succeed, and the walk must do
+// what the page says: the CA reused as it was, config.yaml written where
+// ca init made room for it and its listen taken by hostd serve, the
+// agent on gt-proxy-client's variables, gt relayed as the polecat, the
+// push landing in the rig's repository, and gt-proxy-server's admin call
+// answered on the control socket and on admin_listen. The page's rig
+// settings (JSON) and config.yaml blocks must be what hostd and Gas Town
+// read. Its docker block is left to the container suite.
+func TestMigratingWalk(t *testing.T) {
+	t.Parallel()
+	walk := docWalk(t, "../../docs/migrating.md", migratingStart, migratingEnd)
+	hostdAddr, adminAddr, gitAddr := tunneltest.FreeAddr(t), tunneltest.FreeAddr(t), tunneltest.FreeAddr(t)
+	_, hostdPort, _ := net.SplitHostPort(hostdAddr)
+	for from, to := range map[string]string{`":9876"`: `"` + hostdAddr + `"`, "localhost:9876": "localhost:" + hostdPort,
+		"127.0.0.1:9877": adminAddr, "127.0.0.1:9878": gitAddr} {
+		if !strings.Contains(walk, from) {
+			t.Fatalf("the walk no longer uses %s: update this test", from)
+		}
+		walk = strings.ReplaceAll(walk, from, to)
+	}
+
+	home, tmp := t.TempDir(), t.TempDir()
+	town := filepath.Join(home, "gt")
+	caPEM := writeGasTownCA(t, town)
+	env := []string{"HOME=" + home, "TMPDIR=" + tmp, "TMUX_TMPDIR=" + tmp, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GT_AGENT_GIT_LISTEN=" + gitAddr, "GIT_SSL_CAINFO=/gt-proxy-client/ca.crt"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "HOSTD_") && !strings.HasPrefix(k, "GT_") && !strings.HasPrefix(k, "GIT_") &&
+			k != "TMUX" && k != "HOME" && k != "TMPDIR" {
+			env = append(env, kv)
+		}
+	}
+	tools := t.TempDir()
+	for _, name := range []string{"gt", "bd"} {
+		standIn(t, filepath.Join(tools, name), `echo "host $(basename "$0"): $* (as $GT_ROLE)"`+"\n")
+	}
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + tools + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	// The rig's repository, as gt rig add made it, and this repository
+	// with bin/ as 'make build' leaves it, where the walk starts.
+	repo := t.TempDir()
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, append(GitEnv(home), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+	git(repo, "clone", "-q", "--bare", ".", filepath.Join(town, "gastown", ".repo.git"))
+	if err := os.Symlink(BinDir, filepath.Join(repo, "bin")); err != nil {
+		t.Fatal(err)
+	}
+
+	logPath := filepath.Join(t.TempDir(), "walk.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command("bash", "-e", "-c", walk)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = repo, env, logFile, logFile // a file: hostd and the agent outlive the walk
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		tmux := exec.Command("tmux", "kill-server")
+		tmux.Env = env
+		_ = tmux.Run()
+	})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	said := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the walk failed: %v\n%s\nthe walk:\n%s", err, said(), walk)
+		}
+	case <-time.After(90 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("the walk did not end in 90s:\n%s", said())
+	}
+	out := said()
+	for _, want := range []string{
+		"reusing existing CA GasTown CA",
+		"config:      " + state.For(town).Config(),
+		"host gt: prime (as gastown/polecats/furiosa)",
+		`"cn":"gt-gastown-rust"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walk does not show %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `"cn":"gt-gastown-rust"`); n != 2 {
+		t.Errorf("issue-cert answered %d times, want on the socket and on admin_listen:\n%s", n, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(town, ".runtime", "ca", "ca.crt")); !bytes.Equal(b, caPEM) {
+		t.Error("the walk replaced gt-proxy-server's CA")
+	}
+	st, err := api.NewClient(town).Status(context.Background())
+	if err != nil || st.Listen != hostdAddr {
+		t.Errorf("hostd serve listens on %q (%v), want config.yaml's listen %s", st.Listen, err, hostdAddr)
+	}
+	if out, err := exec.Command("git", "--git-dir", filepath.Join(town, "gastown", ".repo.git"), "rev-parse", "--verify", "-q",
+		"refs/heads/polecat/furiosa-migrated").CombinedOutput(); err != nil {
+		t.Errorf("the polecat's push did not land in the rig's repository: %v\n%s", err, out)
+	}
+}
+
+// TestMigratingConfigBlocks: the rig settings docs/migrating.md gives Gas
+// Town name hostd run as the exec wrapper, in JSON Gas Town reads, and
+// its config.yaml is one hostd takes, listen included.
+func TestMigratingConfigBlocks(t *testing.T) {
+	b, err := os.ReadFile("../../docs/migrating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsons, yamls := fencedBlocks(string(b), "json"), fencedBlocks(string(b), "yaml")
+	if len(jsons) != 1 || len(yamls) != 1 {
+		t.Fatalf("docs/migrating.md has %d json and %d yaml blocks, want one each: update this test", len(jsons), len(yamls))
+	}
+	var rig struct {
+		Type    string `json:"type"`
+		Runtime struct {
+			ExecWrapper []string `json:"exec_wrapper"`
+		} `json:"runtime"`
+	}
+	if err := json.Unmarshal([]byte(jsons[0]), &rig); err != nil || rig.Type != "rig-settings" || strings.Join(rig.Runtime.ExecWrapper, " ") != "hostd run --" {
+		t.Errorf("the rig settings block: %+v, %v\n%s", rig, err, jsons[0])
+	}
+	tw := &Town{t: t, Dir: t.TempDir()}
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(yamls[0]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := tw.Run("config", "show", "--config", config); !regexp.MustCompile(`(?m)^listen +config file +:9876$`).MatchString(out) {
+		t.Errorf("hostd config show of the page's config.yaml does not take its listen:\n%s", out)
 	}
 }

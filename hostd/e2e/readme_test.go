@@ -22,33 +22,57 @@ const (
 
 // readmeWalk is the shell of README.md's "Using it" walk: every ```sh
 // block between the markers, in order.
-func readmeWalk(t *testing.T) string {
+func readmeWalk(t *testing.T) string { return docWalk(t, "../../README.md", walkStart, walkEnd) }
+
+// docWalk is the shell of a document's walk: every ```sh block between
+// each start marker and the end marker after it, in order.
+func docWalk(t *testing.T, doc, start, end string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), walkStart)
-	section, _, closed := strings.Cut(rest, walkEnd)
-	if !ok || !closed {
-		t.Fatalf("README.md has no %q ... %q section", walkStart, walkEnd)
-	}
-	var script []string
-	in := false
-	for _, line := range strings.Split(section, "\n") {
-		switch {
-		case !in && line == "```sh":
-			in = true
-		case in && line == "```":
-			in = false
-		case in:
-			script = append(script, line)
+	var sections []string
+	for rest := string(b); ; {
+		_, after, ok := strings.Cut(rest, start)
+		if !ok {
+			break
 		}
+		section, tail, closed := strings.Cut(after, end)
+		if !closed {
+			t.Fatalf("%s has a %q with no %q after it", doc, start, end)
+		}
+		sections, rest = append(sections, section), tail
 	}
-	if in || len(script) == 0 {
-		t.Fatal("the walk's shell blocks are empty or unclosed")
+	if len(sections) == 0 {
+		t.Fatalf("%s has no %q ... %q section", doc, start, end)
+	}
+	script := fencedBlocks(strings.Join(sections, "\n"), "sh")
+	if len(script) == 0 {
+		t.Fatalf("%s: the walk's shell blocks are empty or unclosed", doc)
 	}
 	return strings.Join(script, "\n") + "\n"
+}
+
+// fencedBlocks is the ```lang blocks of text, in order.
+func fencedBlocks(text, lang string) []string {
+	var blocks []string
+	var block []string
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case !in && line == "```"+lang:
+			in, block = true, nil
+		case in && line == "```":
+			in, blocks = false, append(blocks, strings.Join(block, "\n"))
+		case in:
+			block = append(block, line)
+		}
+	}
+	if in {
+		return nil
+	}
+	return blocks
 }
 
 // standIn writes an executable shell script.

@@ -320,13 +320,40 @@ func (s *Service) Cancel(id string) (Outcome, error) {
 		}
 		return Outcome{}, fmt.Errorf("no queued nudge %s", id)
 	}
+	o := s.cancelLocked(it, "cancelled by an operator")
+	return o, s.saveLocked()
+}
+
+// CancelPolecat removes every nudge queued for the polecat, as Cancel
+// does, each with detail as its outcome's, and says how many it removed
+// (hostd forget and nuke: a nudge must not wait for a polecat that is
+// gone, nor reach the next one Gas Town gives its name).
+func (s *Service) CancelPolecat(id wire.Identity, detail string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := slices.Clone(s.queues[id])
+	if len(q) == 0 {
+		return 0, nil
+	}
+	for _, it := range q {
+		s.cancelLocked(it, detail)
+	}
+	if err := s.saveLocked(); err != nil {
+		return len(q), fmt.Errorf("persisting the nudge queue without %s's nudges: %w", id, err)
+	}
+	return len(q), nil
+}
+
+// cancelLocked takes it out of its queue, abandons an attempt under way
+// and records it cancelled, with detail.
+func (s *Service) cancelLocked(it *Item, detail string) Outcome {
 	s.removeLocked(it)
 	if d := s.running[it.Polecat]; d != nil {
-		d.abandon(id)
+		d.abandon(it.ID)
 	}
-	o := Outcome{ID: id, Polecat: it.Polecat, Outcome: wire.NudgeCancelled, At: time.Now(), Detail: "cancelled by an operator"}
+	o := Outcome{ID: it.ID, Polecat: it.Polecat, Outcome: wire.NudgeCancelled, At: time.Now(), Detail: detail}
 	s.finishLocked(o)
-	return o, s.saveLocked()
+	return o
 }
 
 // findLocked finds a queued nudge by id.

@@ -212,6 +212,38 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestCancelPolecat: every nudge queued for a polecat is cancelled, its
+// waiters told why, and the file keeps only the others' nudges; a polecat
+// with none has nothing cancelled.
+func TestCancelPolecat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nudges.json")
+	s, _ := newService(t, Config{Path: path})
+	other := wire.Identity{Rig: "gastown", Name: "nux"}
+	a := enqueue(t, s, Request{Text: "first"})
+	enqueue(t, s, Request{Text: "second", Priority: Urgent})
+	kept := enqueue(t, s, Request{Polecat: other, Text: "nux's"})
+	n, err := s.CancelPolecat(furiosa, "the polecat was forgotten")
+	if n != 2 || err != nil {
+		t.Fatalf("CancelPolecat: %d, %v; want 2", n, err)
+	}
+	if l := s.List(furiosa); len(l) != 0 {
+		t.Errorf("furiosa's queue after CancelPolecat: %+v", l)
+	}
+	if o, err := s.Wait(context.Background(), a.ID); err != nil || o.Outcome != wire.NudgeCancelled || o.Detail != "the polecat was forgotten" {
+		t.Errorf("Wait for a cancelled nudge: %+v, %v", o, err)
+	}
+	restarted, _ := newService(t, Config{Path: path})
+	if l := restarted.List(furiosa); len(l) != 0 {
+		t.Errorf("furiosa's nudges came back from the file: %+v", l)
+	}
+	if l := restarted.List(other); len(l) != 1 || l[0].ID != kept.ID {
+		t.Errorf("nux's queue after furiosa's were cancelled: %+v", l)
+	}
+	if n, err := s.CancelPolecat(furiosa, "again"); n != 0 || err != nil {
+		t.Errorf("CancelPolecat with none queued: %d, %v", n, err)
+	}
+}
+
 // TestRestart: a new service on the same file has every queued nudge, in
 // order, and none that ended.
 func TestRestart(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/state"
@@ -86,6 +87,32 @@ func (ps *Panes) Forget(id wire.Identity, pid int) {
 	if p, err := ps.load(id); err == nil && p.PID == pid {
 		_ = os.Remove(ps.file(id))
 	}
+}
+
+// Prune removes id's record unless the hostd run that made it still runs
+// (hostd forget and nuke: a hostd run killed before it could Forget its
+// record leaves it), and returns the path of the record it removed, ""
+// for none. A live hostd run's record stays, since that hostd run removes
+// it as it ends, and its session may yet cycle; an unreadable one goes.
+func (ps *Panes) Prune(id wire.Identity) (string, error) {
+	p, err := ps.load(id)
+	switch {
+	case errors.Is(err, ErrNoPane):
+		return "", nil
+	case err == nil && processRuns(p.PID):
+		return "", nil
+	}
+	if removed, err := state.RemoveIn(ps.Dir, id.Rig, id.Name+".json"); !removed {
+		return "", err
+	}
+	return ps.file(id), nil
+}
+
+// processRuns says whether process pid exists (signal 0 reaches it, or
+// it is another user's).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // load reads id's record. The identity is the polecat's (its certificate

@@ -157,3 +157,53 @@ func TestPaneFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestPanesPrune: the record of a hostd run that no longer runs goes, as
+// does one that does not read; a running hostd run's record stays, and
+// so does another polecat's.
+func TestPanesPrune(t *testing.T) {
+	toast, nux := wire.Identity{Rig: "gastown", Name: "toast"}, wire.Identity{Rig: "gastown", Name: "nux"}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		record  func(ps *Panes) // toast's; nux's always runs
+		removed bool
+	}{
+		{"none", func(*Panes) {}, false},
+		{"its hostd run ended", func(ps *Panes) { record(t, ps, toast, gone.Process.Pid) }, true},
+		{"its hostd run runs", func(ps *Panes) { record(t, ps, toast, os.Getpid()) }, false},
+		{"unreadable", func(ps *Panes) {
+			if err := os.WriteFile(filepath.Join(ps.Dir, "gastown", "toast.json"), []byte("{"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := &Panes{Dir: t.TempDir()}
+			record(t, ps, nux, os.Getpid())
+			tc.record(ps)
+			removed, err := ps.Prune(toast)
+			if want := filepath.Join(ps.Dir, "gastown", "toast.json"); (removed == want) != tc.removed || (!tc.removed && removed != "") || err != nil {
+				t.Fatalf("Prune: %q, %v; want removed %v", removed, err, tc.removed)
+			}
+			if _, err := ps.load(toast); errors.Is(err, ErrNoPane) != (tc.removed || tc.name == "none") {
+				t.Errorf("toast's record after Prune: %v", err)
+			}
+			if _, err := ps.load(nux); err != nil {
+				t.Errorf("nux's record went with toast's: %v", err)
+			}
+		})
+	}
+}
+
+// record saves a pane record of process pid for id.
+func record(t *testing.T, ps *Panes, id wire.Identity, pid int) {
+	t.Helper()
+	if err := ps.Record(id, Pane{Socket: "/tmp/tmux-sock", ID: "%1", PID: pid}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -17,8 +17,8 @@ import (
 // removes a polecat's directory <town>/<rig>/polecats/<name> when it
 // nukes it (gt done's self-nuke, gt polecat nuke) and at no other time;
 // a session cycle leaves it. So a sandbox whose polecat directory has
-// been missing on two passes in a row is removed, and its polecat's
-// certificates revoked.
+// been missing on two passes in a row is removed, its polecat's
+// certificates revoked, and what hostd keeps of it forgotten.
 type Reaper struct {
 	// Town is the Gas Town root.
 	Town string
@@ -28,6 +28,9 @@ type Reaper struct {
 	Interval time.Duration
 	// Revoke revokes the polecat's certificates and closes its tunnels.
 	Revoke func(wire.Identity) error
+	// Forget removes what hostd keeps of the polecat once its sandbox is
+	// removed (server.Server.Forget).
+	Forget func(context.Context, wire.Identity) error
 	// Logger receives what the reaper does.
 	Logger *slog.Logger
 
@@ -75,7 +78,12 @@ func (r *Reaper) Pass(ctx context.Context) error {
 			missing[sb.Name] = true
 			continue
 		}
-		r.Logger.Info("removed the sandbox of a nuked polecat and revoked its certificates", "polecat", sb.Polecat, "container", sb.Name)
+		if err := r.Forget(ctx, sb.Polecat); err != nil {
+			r.Logger.Warn("removed the sandbox of a nuked polecat and revoked its certificates; forgetting what hostd keeps of it failed: run 'hostd forget'",
+				"polecat", sb.Polecat, "container", sb.Name, "err", err)
+			continue
+		}
+		r.Logger.Info("removed the sandbox of a nuked polecat, revoked its certificates and forgot what hostd kept of it", "polecat", sb.Polecat, "container", sb.Name)
 	}
 	r.missing = missing
 	return nil

@@ -28,25 +28,32 @@ func standIn(t *testing.T) (bin, log string) {
 	return bin, log
 }
 
-// TestReaper: a sandbox whose polecat directory is gone is removed, and
-// its polecat revoked, on the second pass that finds it gone, not the
-// first; one whose directory is there stays.
+// TestReaper: a sandbox whose polecat directory is gone is removed, its
+// polecat revoked, then forgotten, on the second pass that finds it gone,
+// not the first; one whose directory is there stays.
 func TestReaper(t *testing.T) {
 	bin, log := standIn(t)
+	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
 	town := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(town, "gastown", "polecats", "nux"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var revoked []wire.Identity
+	var revoked, forgotten []wire.Identity
 	r := &Reaper{Town: town, Runtime: Runtime{Bin: bin}, Logger: slog.New(slog.DiscardHandler),
-		Revoke: func(id wire.Identity) error { revoked = append(revoked, id); return nil }}
-	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
+		Revoke: func(id wire.Identity) error { revoked = append(revoked, id); return nil },
+		Forget: func(_ context.Context, id wire.Identity) error {
+			if !strings.Contains(calls(), "gt-gastown-"+id.Name) {
+				t.Errorf("%s forgotten before its sandbox was removed", id)
+			}
+			forgotten = append(forgotten, id)
+			return nil
+		}}
 
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if calls() != "" || len(revoked) != 0 {
-		t.Fatalf("the first pass removed %q and revoked %v; it should only note toast missing", calls(), revoked)
+	if calls() != "" || len(revoked) != 0 || len(forgotten) != 0 {
+		t.Fatalf("the first pass removed %q, revoked %v and forgot %v; it should only note toast missing", calls(), revoked, forgotten)
 	}
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
@@ -54,8 +61,8 @@ func TestReaper(t *testing.T) {
 	if got := strings.TrimSpace(calls()); got != "rm -f -v gt-gastown-toast" {
 		t.Errorf("the second pass ran %q, want toast's sandbox removed", got)
 	}
-	if !slices.Equal(revoked, []wire.Identity{toast}) {
-		t.Errorf("revoked %v, want toast alone", revoked)
+	if !slices.Equal(revoked, []wire.Identity{toast}) || !slices.Equal(forgotten, []wire.Identity{toast}) {
+		t.Errorf("revoked %v and forgot %v, want toast alone", revoked, forgotten)
 	}
 }
 

@@ -322,7 +322,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.cfg.SandboxReap > 0 {
 		r := &sandbox.Reaper{Town: s.cfg.Town, Runtime: sandbox.Runtime{Bin: s.cfg.SandboxRuntime}, Interval: s.cfg.SandboxReap, Logger: s.log,
-			Revoke: func(id wire.Identity) error { _, err := s.certs.Revoke(id.String()); return err }}
+			Revoke: func(id wire.Identity) error { _, err := s.certs.Revoke(id.String()); return err },
+			Forget: func(ctx context.Context, id wire.Identity) error {
+				_, err := s.Forget(ctx, id, reapForgetWait)
+				return err
+			}}
 		go r.Run(ctx)
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", s.dir.Socket(), "ca", s.certs.CA().Dir)
@@ -354,7 +358,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) services(ln *tunnel.Listener) control.Services {
 	svc := control.Services{
 		Daemon:   control.Daemon{Version: s.cfg.Version, Started: s.started, Listener: ln},
-		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay, Starts: s.starts,
+		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay, Starts: s.starts, Forget: s,
 	}
 	if s.queue != nil {
 		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil

@@ -3,8 +3,9 @@
 // liveness states, upstream and nudge queues, the git hooks, the data
 // channel's bases and journal, the QUIC reset key, hostd run's panes and
 // failed starts), and how JSON state is loaded and saved (atomic
-// replacement, one clear error for a corrupt file). Every service that
-// persists goes through it.
+// replacement, one clear error for a corrupt file), and how what it keeps
+// of one polecat is removed, contained in it (RemoveIn). Every service
+// that persists goes through it.
 package state
 
 import (
@@ -15,8 +16,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Dir is a town's hostd runtime directory.
@@ -71,7 +74,72 @@ func (d Dir) StartFailures() string { return d.file("start-failures") }
 // temporary directory.
 func (d Dir) Relay() string { return d.file("relay") }
 
+// PolecatData is the polecat's directory in Data: its base and delete
+// hold.
+func (d Dir) PolecatData(id wire.Identity) string { return filepath.Join(d.Data(), id.Rig, id.Name) }
+
+// RelayTemp is the polecat's temporary directory in Relay, its relayed
+// commands' TMPDIR.
+func (d Dir) RelayTemp(id wire.Identity) string {
+	return filepath.Join(d.Relay(), "tmp", id.Rig, id.Name)
+}
+
 func (d Dir) file(name string) string { return filepath.Join(string(d), name) }
+
+// RemovePolecat removes the directories the runtime directory keeps for
+// the polecat alone, PolecatData and RelayTemp, and returns those it
+// removed. The services keep the rest of what they hold of a polecat in
+// shared files (liveness.json, nudges.json) and remove it themselves; a
+// service that still runs removes its directory itself first (the data
+// service under its transfer lock).
+func (d Dir) RemovePolecat(id wire.Identity) ([]string, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, dir := range []string{d.Data(), filepath.Join(d.Relay(), "tmp")} {
+		ok, err := RemoveIn(dir, id.Rig, id.Name)
+		if err != nil {
+			return removed, err
+		}
+		if ok {
+			removed = append(removed, filepath.Join(dir, id.Rig, id.Name))
+		}
+	}
+	return removed, nil
+}
+
+// RemoveIn removes the entry root/elems[0]/elems[1]/..., with everything
+// under it, and says whether there was one. Each element is one name (not
+// empty, ".", "..", nor holding a separator), and the removal is contained
+// in root (os.Root): a symlink on the way is never followed out of it, and
+// one at the end is removed, not what it names. A missing root or entry is
+// not an error.
+func RemoveIn(root string, elems ...string) (bool, error) {
+	for _, e := range elems {
+		if e == "" || e == "." || e == ".." || strings.ContainsAny(e, `/\`) {
+			return false, fmt.Errorf("removing %q under %s: each element must be one name", e, root)
+		}
+	}
+	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("opening %s: %w", root, err)
+	}
+	defer r.Close()
+	rel := filepath.Join(elems...)
+	if _, err := r.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("looking for %s in %s: %w", rel, root, err)
+	}
+	if err := r.RemoveAll(rel); err != nil {
+		return false, fmt.Errorf("removing %s from %s: %w", rel, root, err)
+	}
+	return true, nil
+}
 
 // Ensure creates the directory and makes it 0700: it holds the control
 // socket, which must be reachable by this user only.

@@ -2,9 +2,14 @@ package state
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 func TestLayout(t *testing.T) {
@@ -18,6 +23,8 @@ func TestLayout(t *testing.T) {
 		d.Hooks():    "/town/.runtime/hostd/hooks",
 		d.ResetKey(): "/town/.runtime/hostd/quic-reset.key",
 		d.Relay():    "/town/.runtime/hostd/relay",
+		d.PolecatData(wire.Identity{Rig: "gastown", Name: "toast"}): "/town/.runtime/hostd/data/gastown/toast",
+		d.RelayTemp(wire.Identity{Rig: "gastown", Name: "toast"}):   "/town/.runtime/hostd/relay/tmp/gastown/toast",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
@@ -115,3 +122,90 @@ func TestQUICResetKeyKept(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestRemovePolecat: what the runtime directory keeps of one polecat in
+// directories of its own goes, and nothing of another polecat's, of the
+// rig's or of the shared files; a second removal finds nothing.
+func TestRemovePolecat(t *testing.T) {
+	d := For(t.TempDir())
+	toast, nux := wire.Identity{Rig: "gastown", Name: "toast"}, wire.Identity{Rig: "gastown", Name: "nux"}
+	for _, f := range []string{
+		filepath.Join(d.PolecatData(toast), "base.json"), filepath.Join(d.PolecatData(toast), "hold.json"),
+		filepath.Join(d.RelayTemp(toast), "sub", "x"),
+		filepath.Join(d.PolecatData(nux), "base.json"), filepath.Join(d.RelayTemp(nux), "x"),
+		filepath.Join(d.Data(), "journal.jsonl"), d.Liveness(),
+	} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := d.RemovePolecat(toast)
+	if want := []string{d.PolecatData(toast), d.RelayTemp(toast)}; err != nil || !slices.Equal(removed, want) {
+		t.Fatalf("removed %v, %v; want %v", removed, err, want)
+	}
+	for _, gone := range []string{d.PolecatData(toast), d.RelayTemp(toast)} {
+		if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", gone, err)
+		}
+	}
+	for _, kept := range []string{d.PolecatData(nux), d.RelayTemp(nux), filepath.Join(d.Data(), "journal.jsonl"), d.Liveness()} {
+		if _, err := os.Lstat(kept); err != nil {
+			t.Errorf("%s went with toast: %v", kept, err)
+		}
+	}
+	if removed, err := d.RemovePolecat(toast); err != nil || len(removed) != 0 {
+		t.Errorf("a second removal: %v, %v; want nothing", removed, err)
+	}
+	if _, err := d.RemovePolecat(wire.Identity{Rig: "gastown", Name: ".."}); err == nil {
+		t.Error("an invalid identity was taken")
+	}
+}
+
+// TestRemoveIn: the removal stays in its root whatever the names say: a
+// name that is not one, or a symlink to a directory outside, removes
+// nothing outside (the link itself goes).
+func TestRemoveIn(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "rig"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "rig", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "up")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		elems   []string
+		removed bool
+		err     string
+	}{
+		{"dot-dot", []string{"..", filepath.Base(outside)}, false, "one name"},
+		{"separator", []string{"rig/../..", "x"}, false, "one name"},
+		{"empty", []string{"rig", ""}, false, "one name"},
+		{"through a link out", []string{"up", "victim"}, false, "path escapes"},
+		{"missing", []string{"rig", "nobody"}, false, ""},
+		{"a link at the end", []string{"rig", "link"}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			removed, err := RemoveIn(root, tc.elems...)
+			if removed != tc.removed || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("RemoveIn(%v): %v, %v; want %v and %q", tc.elems, removed, err, tc.removed, tc.err)
+			}
+			if _, err := os.Stat(victim); err != nil {
+				t.Fatalf("the file outside the root went: %v", err)
+			}
+		})
+	}
+	if removed, err := RemoveIn(filepath.Join(root, "none"), "rig", "x"); removed || err != nil {
+		t.Errorf("a missing root: %v, %v", removed, err)
+	}
+}

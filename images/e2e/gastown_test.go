@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // The Gas Town suite ('make e2e-gastown'): the real gt, bd and dolt
@@ -170,7 +174,7 @@ func TestGasTown(t *testing.T) {
 	})
 	flow("gt polecat nuke", func(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
-		g.checkRow(t, "gt polecat nuke", h, b, h == strings.TrimSuffix(b, "; container removed, certificate revoked"), "")
+		g.checkRow(t, "gt polecat nuke", h, b, h == strings.TrimSuffix(b, nukedInBox), "")
 	})
 }
 
@@ -805,6 +809,10 @@ func (g *gasTown) git(t *testing.T, dir string, args ...string) string {
 
 // nuke removes the polecat as Gas Town does; for the container polecat
 // hostd serve then removes its sandbox and revokes it.
+// nukedInBox is what a nuke does besides Gas Town's for a polecat in a
+// sandbox.
+const nukedInBox = "; container removed, certificate revoked, hostd's state of it forgotten"
+
 func (g *gasTown) nuke(t *testing.T, name string) string {
 	out, err := g.Gt("polecat", "nuke", g.rig+"/"+name, "--force").CombinedOutput()
 	if err != nil {
@@ -818,8 +826,18 @@ func (g *gasTown) nuke(t *testing.T, name string) string {
 	}
 	if name == g.box {
 		eventually(t, 30*time.Second, "the container removed", func() bool { return g.containerID(name) == "" })
-		g.r.wait(10*time.Second, name+" revoked", harness.InState(name, "revoked"))
-		res += "; container removed, certificate revoked"
+		g.r.wait(10*time.Second, name+" forgotten", func(st api.Status) bool {
+			return !slices.ContainsFunc(st.Polecats, func(p api.Polecat) bool { return p.Name == name })
+		})
+		base := state.For(g.Dir).PolecatData(wire.Identity{Rig: g.rig, Name: name})
+		eventually(t, 10*time.Second, "hostd's data base of "+name+" removed", func() bool {
+			_, err := os.Lstat(base)
+			return errors.Is(err, fs.ErrNotExist)
+		})
+		if !strings.Contains(g.r.town.Run("cert", "list"), "revoked") {
+			t.Errorf("%s's certificate is not revoked", name)
+		}
+		res += nukedInBox
 	}
 	return res
 }

@@ -4,16 +4,21 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // TestSandbox runs a polecat the way Gas Town's runtime.exec_wrapper does:
@@ -27,8 +32,8 @@ import (
 // Town gave the polecat a new branch (its reuse) starts on that branch,
 // the uncommitted work kept in a stash, and one whose branch the clone
 // cannot be brought to fails with the reason; removing the polecat's
-// directory (gt polecat nuke) removes the container and revokes the
-// polecat.
+// directory (gt polecat nuke) removes the container, revokes the polecat
+// and forgets what hostd kept of it.
 func TestSandbox(t *testing.T) {
 	start := time.Now()
 	r := newRig(t)
@@ -186,7 +191,7 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 
-	step("removing the polecat's directory (gt polecat nuke) removes the sandbox and revokes the polecat", func(t *testing.T) {
+	step("removing the polecat's directory (gt polecat nuke) removes the sandbox, revokes the polecat and forgets it", func(t *testing.T) {
 		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", worktree)
 		if err := os.RemoveAll(polecatDir); err != nil {
 			t.Fatal(err)
@@ -195,14 +200,17 @@ func TestSandbox(t *testing.T) {
 			_, err := tryDocker("inspect", container)
 			return err != nil
 		})
-		r.wait(10*time.Second, "toast revoked", func(st api.Status) bool {
-			for _, p := range st.Polecats {
-				if p.Name == "toast" && p.State == "revoked" {
-					return true
-				}
-			}
-			return false
+		r.wait(10*time.Second, "toast forgotten", func(st api.Status) bool {
+			return !slices.ContainsFunc(st.Polecats, func(p api.Polecat) bool { return p.Name == "toast" })
 		})
+		base := state.For(r.git.Dir).PolecatData(wire.Identity{Rig: "gastown", Name: "toast"})
+		eventually(t, 10*time.Second, "toast's data base removed", func() bool {
+			_, err := os.Lstat(base)
+			return errors.Is(err, fs.ErrNotExist)
+		})
+		if !strings.Contains(r.git.Run("cert", "list"), "revoked") {
+			t.Error("toast's certificate is not revoked")
+		}
 	})
 }
 
