@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
 // A sandbox holds one polecat's sessions one after another: the container
@@ -179,7 +180,9 @@ func WaitSession(ctx context.Context, srv tmux.Server, name, status string, poll
 // wrap is the command line run in session name, under 'gt-agent
 // session-run' which records the exit status, the session options that
 // say where and what the command is (for the beats: the pane's own
-// command is the wrapper), and that place.
+// command is the wrapper; cut as they cut it, since tmux takes at most
+// 16 KiB of arguments in one call and Gas Town's command carries a
+// prompt), and that place.
 func wrap(name string, command []string) (argv []string, opts map[string]string, status string, err error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -188,5 +191,5 @@ func wrap(name string, command []string) (argv []string, opts map[string]string,
 	status = filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
 	_ = os.Remove(status)
 	argv = append([]string{self, "session-run", "--status-file", status, "--"}, command...)
-	return argv, map[string]string{statusOption: status, commandOption: strings.Join(command, " ")}, status, nil
+	return argv, map[string]string{statusOption: status, commandOption: clip(strings.Join(command, " "), heartbeat.MaxCommand)}, status, nil
 }

@@ -106,7 +106,7 @@ func TestLastLine(t *testing.T) {
 
 // TestWatchSandbox: watching a sandbox's session, the beats say the
 // polecat's own command, not gt-agent's wrapper around it (cut to
-// heartbeat.MaxCommand bytes), and tell a session not started yet, before
+// heartbeat.MaxCommand bytes; a long one starts), and tell a session not started yet, before
 // the sandbox's first, from one that is gone after running, also for an
 // agent restarted since (StartedMark).
 func TestWatchSandbox(t *testing.T) {
@@ -142,7 +142,9 @@ func TestWatchSandbox(t *testing.T) {
 	if s := measure(w, heartbeat.SessionRunning); s.Command != "sh -c exec sleep 60 --dangerously-skip-permissions" || s.NeverStarted {
 		t.Errorf("the first session: %+v, want the polecat's command", s)
 	}
-	long := strings.Repeat("é", heartbeat.MaxCommand)
+	// 10 KB: Gas Town's command carries a prompt, and tmux takes at most
+	// 16 KiB in one call (the command and what the beats show of it).
+	long := strings.Repeat("é", 5000)
 	if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", long}}); err != nil {
 		t.Fatal(err)
 	}
