@@ -31,7 +31,7 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 		p := api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
 			State: "disconnected", Reason: "tunnel gone: peer closed the session: " + h, Command: h, StateSince: time.Now(), LastBeat: time.Now()}
 		d := api.PolecatDetail{Polecat: p,
-			Beat:   &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
+			Beat:   &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, Command: "claude " + h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
 			Events: []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}}}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
