@@ -21,26 +21,18 @@ import (
 // newSessionRunCmd is the wrapper gt-agent starts in the tmux session: it
 // runs the polecat's command and records its exit status.
 func newSessionRunCmd() *cobra.Command {
-	var statusFile, dir, envFile string
+	var statusFile, dir string
 	cmd := &cobra.Command{
-		Use:    "session-run --status-file FILE [--dir DIR] [--env-file FILE] -- CMD ARGS...",
+		Use:    "session-run --status-file FILE [--dir DIR] -- CMD ARGS...",
 		Short:  "Run the session's command and record its exit status (started by 'gt-agent up' and 'gt-agent session start')",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var env []string
-			if envFile != "" {
-				var err error
-				if env, err = liveness.ReadEnvFile(envFile); err != nil {
-					return err
-				}
-			}
-			return exit.Status(liveness.RunAndRecord(statusFile, dir, env, args))
+			return exit.Status(liveness.RunAndRecord(statusFile, dir, args))
 		},
 	}
 	cmd.Flags().StringVar(&statusFile, "status-file", "", "where to write the exit status")
 	cmd.Flags().StringVar(&dir, "dir", "", "the command's working directory")
-	cmd.Flags().StringVar(&envFile, "env-file", "", "NUL-separated NAME=value pairs to add to the command's environment (the file is removed)")
 	_ = cmd.MarkFlagRequired("status-file")
 	return cmd
 }
@@ -98,7 +90,7 @@ hostd's pane channel.`,
 		RunE: o.run,
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", "", "the command's working directory")
-	cmd.Flags().StringSliceVar(&o.env, "env", nil, "pass this variable of this command's environment on to the session's command (repeatable)")
+	cmd.Flags().StringSliceVar(&o.env, "env", nil, "pass this variable of this command's environment on to the session: its command and every process started in it (repeatable; one the session before had and this one has not is removed)")
 	return cmd
 }
 

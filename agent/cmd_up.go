@@ -179,7 +179,7 @@ func upSettings(c *upConfig) []settings.Setting {
 		{Key: "cert", Usage: "client certificate (env GT_PROXY_CERT; default <state-dir>/client.crt)", Value: &c.Cert},
 		{Key: "key", Usage: "client key (env GT_PROXY_KEY; default <state-dir>/client.key)", Value: &c.Key},
 		{Key: "ca", Usage: "CA certificate (env GT_PROXY_CA; default <state-dir>/ca.crt)", Value: &c.CA},
-		{Key: "state-dir", Usage: "this agent's own directory (locked while it runs): default credential paths, what the data channel last exchanged, delivered nudges", Value: &c.StateDir},
+		{Key: "state-dir", Usage: "this agent's own directory (locked while it runs): default credential paths, what the data channel last exchanged, delivered nudges, whether a session has started", Value: &c.StateDir},
 		{Key: "join", Usage: "one-time join token, used when there is no valid certificate yet", Value: &c.Join},
 		{Key: "join-file", Usage: "file holding the join token instead (a mounted secret; read only when joining)", Value: &c.JoinFile},
 		{Key: "identity", Usage: "<rig>/<name> to join as (default $GT_RIG/$GT_POLECAT)", Value: &c.Identity},

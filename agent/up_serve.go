@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -109,6 +110,7 @@ func gitAdmit(list []string) (func(net.Conn) error, error) {
 func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*liveness.Watcher, error) {
 	wcfg := c.Watch
 	wcfg.Command, wcfg.Logger = c.command, slog.Default()
+	wcfg.StartedMark = filepath.Join(c.StateDir, "session-started")
 	if c.TmuxSocket != "" {
 		wcfg.TmuxArgs = []string{"-S", c.TmuxSocket}
 	}

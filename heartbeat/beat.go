@@ -27,6 +27,12 @@ const maxProcNames = 32
 // MaxExitReason bounds a session's ExitReason.
 const MaxExitReason = 256
 
+// MaxCommand bounds the Command an agent reports: a command line can be
+// any length (Gas Town passes Claude its first prompt as an argument),
+// a beat cannot. hostd takes longer ones, within MaxBeatSize, from agents
+// that did not cut them.
+const MaxCommand = 1024
+
 // The exit codes shells give a command they could not run: found but not
 // executable, and not found.
 const (
@@ -59,10 +65,17 @@ type Beat struct {
 type Session struct {
 	// Name is the tmux session or process name watched.
 	Name string `json:"name"`
-	// Command is the session's command line, for display.
+	// Command is the polecat's command line, for display: the command
+	// the session was started with, not gt-agent's wrapper around it; at
+	// most MaxCommand bytes.
 	Command string `json:"command,omitempty"`
 	// State is SessionRunning, SessionExited or SessionNotFound.
 	State string `json:"state"`
+	// NeverStarted, with State SessionNotFound, says that no session has
+	// run in this container yet (a sandbox before its first session), as
+	// opposed to one that ran and is gone. Left out otherwise: a hostd
+	// older than this field refuses beats that carry it.
+	NeverStarted bool `json:"never_started,omitempty"`
 	// ExitCode is set when State is SessionExited and the code is known.
 	ExitCode *int `json:"exit_code,omitempty"`
 	// ExitReason is, for an exit with a shell's code for a command that
@@ -247,4 +260,10 @@ func (b *Beat) idleAt(got, now time.Time) time.Duration {
 		return -1
 	}
 	return time.Duration(b.Session.IdleSeconds*float64(time.Second)) + now.Sub(got)
+}
+
+// agentUpAt is how long the beat's agent has been running as of now, the
+// beat having been received at got.
+func (b *Beat) agentUpAt(got, now time.Time) time.Duration {
+	return time.Duration(b.Agent.Uptime*float64(time.Second)) + now.Sub(got)
 }

@@ -47,6 +47,8 @@ func (s *scanner) session(v *Session) bool {
 			return s.str(&v.Command)
 		case "state":
 			return s.word(&v.State, SessionRunning, SessionExited, SessionNotFound)
+		case "never_started":
+			return s.bool(&v.NeverStarted)
 		case "exit_code":
 			v.ExitCode = new(int)
 			return s.int(v.ExitCode)
@@ -150,6 +152,12 @@ func (s *scanner) strs(v *[]string) bool {
 			return false
 		}
 	}
+}
+
+// bool reads true or false.
+func (s *scanner) bool(v *bool) bool {
+	*v = s.Literal("true")
+	return *v || s.Literal("false")
 }
 
 // float reads a number as encoding/json does into a float64.

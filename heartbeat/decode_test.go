@@ -21,7 +21,7 @@ func written(t testing.TB, b *Beat) string {
 func fullBeat() *Beat {
 	code := 127
 	return &Beat{Seq: 42, Interval: 5,
-		Session: Session{Name: "gt-furiosa", Command: "claude --dangerously-skip-permissions", State: SessionExited, ExitCode: &code,
+		Session: Session{Name: "gt-furiosa", Command: "claude --dangerously-skip-permissions", State: SessionExited, NeverStarted: true, ExitCode: &code,
 			ExitReason: "sh: 1: claude: not found", Processes: 48, Names: []string{"bash", "claude", "git", "node", "sh"},
 			CPUSeconds: 812.4, CPUPercent: 12.5, RSSBytes: 412 << 20, Threads: 96, IdleSeconds: -1},
 		Container: Container{Load1: 0.8, MemAvailable: 6 << 30, DiskFree: 40 << 30, DiskFreeError: "statfs /work: permission denied"},
@@ -44,6 +44,7 @@ func TestDecodeFast(t *testing.T) {
 		{"an empty object", "{}\n", true},
 		{"numbers in every JSON form", `{"interval":-0.5e-3,"session":{"cpu_seconds":1E+2,"exit_code":-3,"threads":0}}`, true},
 		{"UTF-8 in a string", `{"session":{"name":"büro"}}`, true},
+		{"false", `{"session":{"never_started":false}}`, true},
 
 		{"an escape in a string", strings.Replace(good, `gt-furiosa`, `gt-\"furiosa`, 1), false},
 		{"an HTML escape, as json.Marshal writes <", `{"session":{"command":"a \u003c b"}}`, false},
@@ -64,6 +65,9 @@ func TestDecodeFast(t *testing.T) {
 		{"an unsigned too large", `{"seq":18446744073709551616}`, false},
 		{"a float too large", `{"interval":1e400}`, false},
 		{"a string for a number", `{"seq":"1"}`, false},
+		{"a number for a boolean", `{"session":{"never_started":1}}`, false},
+		{"a boolean cut short", `{"session":{"never_started":tru}}`, false},
+		{"a boolean run on", `{"session":{"never_started":truer}}`, false},
 		{"a number for a string", `{"session":{"name":1}}`, false},
 		{"a name that is not a string", `{"session":{"names":["a",1]}}`, false},
 		{"an object that is not one", `{"session":[]}`, false},
@@ -99,6 +103,7 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"interval":5,"session":{"state":"running","names":[]}}`))
 	f.Add([]byte(`{"interval":-0.5e-3,"session":{"exit_code":-3}}`))
 	f.Add([]byte(`{"seq":1,"seq":2}`))
+	f.Add([]byte(`{"session":{"never_started":false,"state":"not_found"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got, ok := decodeFast(line)
 		if !ok {

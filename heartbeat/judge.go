@@ -19,6 +19,10 @@ const (
 	Working State = "working"
 	// Idle: beats arriving, session running, no output for IdleAfter.
 	Idle State = "idle"
+	// Starting: the tunnel is up and the polecat is on its way: its agent
+	// has (re)connected and not beaten yet, or it beats from a sandbox
+	// whose first session has not started yet (for at most Grace).
+	Starting State = "starting"
 	// Stale: the tunnel is up but no beat for StaleBeats intervals: the
 	// agent is stuck or frozen.
 	Stale State = "stale"
@@ -30,6 +34,9 @@ const (
 	// Revoked: the polecat's certificate was revoked.
 	Revoked State = "revoked"
 )
+
+// States are every state, in the order hostd status counts them.
+var States = []State{Working, Idle, Starting, Stale, Disconnected, Dead, Revoked}
 
 // Alive reports whether a state counts as alive for scripts (hostd alive).
 func (s State) Alive() bool { return s == Working || s == Idle }
@@ -95,6 +102,11 @@ type Record struct {
 	LastBeat       *Beat         `json:"last_beat,omitempty"`
 	LastBeatAt     time.Time     `json:"last_beat_at"`
 	Revoked        bool          `json:"revoked,omitempty"`
+	// UpSince is when the tunnel last came up from down (for the first
+	// time, after a disconnect or after hostd restarted): the beats before
+	// it do not count for the tunnel since. A newer tunnel replacing one
+	// still up (the agent's return to QUIC) leaves it as it was.
+	UpSince time.Time `json:"up_since"`
 	// Restored marks a record loaded from disk whose agent has not come
 	// back since hostd started: its state is the last known one.
 	Restored bool    `json:"restored,omitempty"`
@@ -108,6 +120,7 @@ type Judge struct {
 	// Reasons that depend only on the thresholds, formatted once: the
 	// judge evaluates every polecat every second.
 	msgNoBeat, msgStale, msgIdle, msgGrace, msgRestart string
+	msgNoSession                                       string
 	now                                                func() time.Time
 	started                                            time.Time
 	onChange                                           func(Record, Event)
@@ -125,11 +138,12 @@ func NewJudge(th Thresholds, now func() time.Time, onChange func(Record, Event))
 	th = th.withDefaults()
 	staleAfter := time.Duration(th.StaleBeats) * th.Interval
 	return &Judge{th: th, now: now, started: now(), onChange: onChange, recs: map[wire.Identity]*Record{},
-		msgNoBeat:  fmt.Sprintf("tunnel up but no beat in %v", staleAfter),
-		msgStale:   fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter),
-		msgIdle:    fmt.Sprintf("no output for %v", th.IdleAfter),
-		msgGrace:   fmt.Sprintf("tunnel gone for longer than %v", th.Grace),
-		msgRestart: fmt.Sprintf("not back within %v of hostd restarting", th.Grace),
+		msgNoBeat:    fmt.Sprintf("tunnel up but no beat in %v", staleAfter),
+		msgStale:     fmt.Sprintf("no beat for %v while the tunnel is up (agent stuck or frozen)", staleAfter),
+		msgIdle:      fmt.Sprintf("no output for %v", th.IdleAfter),
+		msgGrace:     fmt.Sprintf("tunnel gone for longer than %v", th.Grace),
+		msgRestart:   fmt.Sprintf("not back within %v of hostd restarting", th.Grace),
+		msgNoSession: fmt.Sprintf("no session has started in the %v since the agent started", th.Grace),
 	}
 }
 
@@ -149,9 +163,13 @@ func (j *Judge) Restore(recs []Record) {
 	}
 }
 
-// Connected records a new tunnel for id.
+// Connected records a new tunnel for id: one coming up, or one replacing
+// the tunnel it has up.
 func (j *Judge) Connected(id wire.Identity) {
 	j.change(id, func(r *Record, now time.Time) {
+		if !r.Connected {
+			r.UpSince = now
+		}
 		r.Connected, r.ConnectedAt, r.Restored, r.Revoked = true, now, false, false
 	})
 }
@@ -250,11 +268,14 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 			return Dead, j.msgGrace + " (" + r.DisconnectWhy + ")"
 		}
 		return Disconnected, "tunnel gone: " + r.DisconnectWhy
-	case r.LastBeat == nil || r.LastBeatAt.Before(r.ConnectedAt):
-		if now.Sub(r.ConnectedAt) > staleAfter {
+	case r.LastBeat == nil || r.LastBeatAt.Before(r.UpSince):
+		switch {
+		case now.Sub(r.UpSince) > staleAfter:
 			return Stale, j.msgNoBeat
+		case r.LastBeat == nil:
+			return Starting, "connected, waiting for the first beat"
 		}
-		return Stale, "tunnel up, waiting for the first beat"
+		return Starting, "reconnected, waiting for the first beat"
 	case now.Sub(r.LastBeatAt) > staleAfter:
 		return Stale, j.msgStale
 	}
@@ -269,10 +290,15 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 		}
 		return Dead, "session exited"
 	case SessionNotFound:
-		if s.Name == "" {
+		switch {
+		case s.Name == "":
 			return Dead, "the agent watches no session"
+		case !s.NeverStarted:
+			return Dead, "session not found"
+		case r.LastBeat.agentUpAt(r.LastBeatAt, now) >= j.th.Grace:
+			return Dead, j.msgNoSession
 		}
-		return Dead, "session not found"
+		return Starting, "no session yet: the sandbox's first session has not started"
 	}
 	if idle := r.LastBeat.idleAt(r.LastBeatAt, now); idle >= j.th.IdleAfter {
 		return Idle, j.msgIdle

@@ -40,8 +40,8 @@ func TestJudgeLifecycle(t *testing.T) {
 	c := newClock()
 	j, evs := newJudge(c)
 	j.Connected(furiosa)
-	if s := state(t, j); s != Stale {
-		t.Fatalf("connected without a beat: %s, want stale (waiting for the first beat)", s)
+	if s := state(t, j); s != Starting {
+		t.Fatalf("connected without a beat: %s, want starting (waiting for the first beat)", s)
 	}
 	j.Beat(furiosa, beat(SessionRunning, 1))
 	if s := state(t, j); s != Working {
@@ -106,7 +106,7 @@ func TestJudgeLifecycle(t *testing.T) {
 	if s := state(t, j); s != Revoked {
 		t.Fatalf("revoked: %s", s)
 	}
-	want := []State{Stale, Working, Stale, Working, Disconnected, Dead, Stale, Working, Dead, Revoked}
+	want := []State{Starting, Working, Stale, Working, Disconnected, Dead, Starting, Working, Dead, Revoked}
 	var got []State
 	for _, e := range *evs {
 		got = append(got, e.To)
@@ -149,7 +149,7 @@ func TestJudgeIdleForAnHour(t *testing.T) {
 		}
 	}
 	if n := len(*evs); n != 3 {
-		t.Errorf("%d transitions in an hour of idling, want 3 (stale until the first beat, working, idle)", n)
+		t.Errorf("%d transitions in an hour of idling, want 3 (starting until the first beat, working, idle)", n)
 	}
 	// Output resumes: working.
 	j.Beat(furiosa, beat(SessionRunning, 0))
@@ -245,7 +245,131 @@ func TestJudgeForget(t *testing.T) {
 		t.Fatalf("a revocation made records of polecats the judge does not know: %+v", snap)
 	}
 	j.Connected(furiosa)
-	if state(t, j) != Stale {
+	if state(t, j) != Starting {
 		t.Errorf("back after Forget as %s", state(t, j))
+	}
+}
+
+// sandboxBeat is a beat from a sandbox's agent up for uptime: its
+// session in state, never started when fresh.
+func sandboxBeat(seq uint64, state string, fresh bool, uptime time.Duration) *Beat {
+	return &Beat{Seq: seq, Interval: 5, Session: Session{Name: "polecat", State: state, NeverStarted: fresh, IdleSeconds: 0},
+		Agent: Agent{Uptime: uptime.Seconds()}}
+}
+
+// TestJudgeStartsQuietly: a polecat coming up, coming back and being made
+// never looks stale or dead for it: the time between a tunnel coming up
+// and its first beat, and a sandbox's time before its first session, are
+// starting (a reconnect says so); a newer tunnel replacing one still up is
+// no change at all. What is wrong still shows: no beat for long enough is
+// stale, a first session that never comes is dead after the grace, and a
+// session gone from a sandbox that had one is dead at once.
+func TestJudgeStartsQuietly(t *testing.T) {
+	type step struct {
+		do     func(j *Judge, c *clock)
+		state  State
+		reason string // the reason contains it
+	}
+	connect := func(j *Judge, _ *clock) { j.Connected(furiosa) }
+	disconnect := func(j *Judge, _ *clock) { j.Disconnected(furiosa, "idle timeout") }
+	wait := func(d time.Duration) func(*Judge, *clock) {
+		return func(j *Judge, c *clock) { c.add(d); j.Tick() }
+	}
+	send := func(b *Beat) func(*Judge, *clock) { return func(j *Judge, _ *clock) { j.Beat(furiosa, b) } }
+	running := sandboxBeat(1, SessionRunning, false, time.Second)
+	tests := []struct {
+		name  string
+		steps []step
+		// events are the transitions, in order.
+		events []State
+	}{
+		{"connected, then beating", []step{
+			{connect, Starting, "connected, waiting for the first beat"},
+			{wait(15 * time.Second), Starting, "waiting for the first beat"},
+			{send(running), Working, "beating"},
+		}, []State{Starting, Working}},
+		{"connected, never beating", []step{
+			{connect, Starting, ""},
+			{wait(16 * time.Second), Stale, "no beat in 15s"},
+		}, []State{Starting, Stale}},
+		{"a reconnect", []step{
+			{connect, Starting, ""},
+			{send(running), Working, ""},
+			{disconnect, Disconnected, "idle timeout"},
+			{wait(3 * time.Second), Disconnected, ""},
+			{connect, Starting, "reconnected, waiting for the first beat"},
+			{send(sandboxBeat(2, SessionRunning, false, 10*time.Second)), Working, ""},
+		}, []State{Starting, Working, Disconnected, Starting, Working}},
+		{"a newer tunnel replacing one still up", []step{
+			{connect, Starting, ""},
+			{send(running), Working, ""},
+			{wait(4 * time.Second), Working, ""},
+			{connect, Working, "beating"},
+			{wait(10 * time.Second), Working, ""},
+			{wait(2 * time.Second), Stale, "no beat for 15s"},
+		}, []State{Starting, Working, Stale}},
+		{"a fresh sandbox until its first session", []step{
+			{connect, Starting, ""},
+			{send(sandboxBeat(1, SessionNotFound, true, time.Second)), Starting, "no session yet"},
+			{wait(4 * time.Second), Starting, "no session yet"},
+			{send(sandboxBeat(2, SessionNotFound, true, 6*time.Second)), Starting, "no session yet"},
+			{send(sandboxBeat(3, SessionRunning, false, 11*time.Second)), Working, ""},
+		}, []State{Starting, Working}},
+		{"a sandbox whose first session never comes", []step{
+			{connect, Starting, ""},
+			{send(sandboxBeat(1, SessionNotFound, true, 118*time.Second)), Starting, "no session yet"},
+			{wait(time.Second), Starting, ""},
+			{wait(time.Second), Dead, "no session has started in the 2m0s since the agent started"},
+			{send(sandboxBeat(2, SessionRunning, false, 125*time.Second)), Working, ""},
+		}, []State{Starting, Dead, Working}},
+		{"a sandbox whose session is gone", []step{
+			{connect, Starting, ""},
+			{send(running), Working, ""},
+			{send(sandboxBeat(2, SessionNotFound, false, 6*time.Second)), Dead, "session not found"},
+		}, []State{Starting, Working, Dead}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClock()
+			j, evs := newJudge(c)
+			for i, st := range tt.steps {
+				st.do(j, c)
+				r, _ := j.Get(furiosa)
+				if r.State != st.state || !strings.Contains(r.Reason, st.reason) {
+					t.Fatalf("step %d: %s (%s), want %s (%q)", i, r.State, r.Reason, st.state, st.reason)
+				}
+			}
+			var got []State
+			for _, e := range *evs {
+				got = append(got, e.To)
+			}
+			if strings.Join(states(got), " ") != strings.Join(states(tt.events), " ") {
+				t.Errorf("transitions %v, want %v", got, tt.events)
+			}
+		})
+	}
+}
+
+// TestJudgeRestoredComesBack: a polecat restored after hostd restarted is
+// starting when its agent reconnects, not stale, until its first beat.
+func TestJudgeRestoredComesBack(t *testing.T) {
+	c := newClock()
+	j, _ := newJudge(c)
+	j.Connected(furiosa)
+	j.Beat(furiosa, beat(SessionRunning, 0))
+	saved := j.Snapshot()
+	c.add(time.Minute)
+	j2, evs := newJudge(c)
+	j2.Restore(saved)
+	j2.Connected(furiosa)
+	if r, _ := j2.Get(furiosa); r.State != Starting || r.Restored || r.Reason != "reconnected, waiting for the first beat" {
+		t.Fatalf("restored, then connected: %s (%s) restored=%v", r.State, r.Reason, r.Restored)
+	}
+	j2.Beat(furiosa, beat(SessionRunning, 0))
+	if s := state(t, j2); s != Working {
+		t.Fatalf("restored, connected and beating: %s", s)
+	}
+	if len(*evs) != 2 {
+		t.Errorf("transitions %+v, want starting, then working", *evs)
 	}
 }

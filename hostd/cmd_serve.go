@@ -151,7 +151,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "liveness.beat_interval", Flag: "beat-interval", Usage: "how often agents beat (set the agents' --beat-interval to match)", Value: &cfg.Liveness.Thresholds.Interval},
 		{Key: "liveness.stale_beats", Flag: "stale-beats", Usage: "intervals without a beat, tunnel up, before a polecat is stale", Value: &cfg.Liveness.Thresholds.StaleBeats},
 		{Key: "liveness.idle_after", Flag: "idle-after", Usage: "time without output in the session's pane before a running polecat is idle", Value: &cfg.Liveness.Thresholds.IdleAfter},
-		{Key: "liveness.grace", Flag: "grace", Usage: "time disconnected before a polecat is dead", Value: &cfg.Liveness.Thresholds.Grace},
+		{Key: "liveness.grace", Flag: "grace", Usage: "time disconnected before a polecat is dead; also how long a sandbox's agent may wait for its first session", Value: &cfg.Liveness.Thresholds.Grace},
 		{Key: "liveness.state_logs", Flag: "state-logs", Usage: "state-change log lines per polecat per minute (the rest are counted)", Value: &cfg.Liveness.StateLogs},
 	}
 }

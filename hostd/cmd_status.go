@@ -35,12 +35,14 @@ func newStatusCmd(a *app) *cobra.Command {
 		Use:   "status [<rig>/<name>]",
 		Short: "Show every polecat's state, tunnel and last heartbeat (or one polecat in detail)",
 		Long: `Show every polecat hostd knows: how many are in each state, then a line each
-with its state (working, idle, stale, disconnected, dead, revoked; with a ?
-while it is the last known state from before hostd restarted), for how long,
-its tunnel (transport, RTT), when it last beat, its session's CPU, memory and
-idle time, and its command. With <rig>/<name>, one polecat in detail with its
-recent state changes. States are judged from heartbeats: see 'hostd serve
---help' for the thresholds.
+with its state (working, idle, starting, stale, disconnected, dead, revoked;
+with a ? while it is the last known state from before hostd restarted), for
+how long, its tunnel (transport, RTT), when it last beat, its session's CPU,
+memory and idle time, and its command (the polecat's own, as its session was
+started with it). With <rig>/<name>, one polecat in detail with its recent
+state changes. States are judged from heartbeats (see 'hostd serve --help'
+for the thresholds); starting is a polecat on its way up: its agent connected
+and not beating yet, or its sandbox's first session not started yet.
 
 Below the table come the polecats 'hostd run' could not start (hostd serve
 down, the image missing, the clone failing), each with why and what to do,
@@ -52,7 +54,8 @@ On a terminal the table fits its width: names and states are never cut; the
 less important columns go first (command, memory, CPU, RTT, transport, idle
 time, last beat), then commands are cut. --wide, or output that is not a
 terminal, shows every column and whole commands ($COLUMNS, when set, is the
-width of output that is not a terminal).
+width of output that is not a terminal). One polecat's command is cut to the
+width likewise.
 
 --watch refreshes every second until interrupted: on a terminal in place,
 otherwise as one table after another, a blank line between them; with --json
@@ -135,7 +138,7 @@ func (o *statusOptions) showOne(ctx context.Context, w statusOutput, c *api.Clie
 	if o.json {
 		return writeJSON(w.out, d)
 	}
-	render.Detail(w.styled, d, w.tty)
+	render.Detail(w.styled, d, render.DetailOptions{Width: w.width(o.wide), Colour: w.tty})
 	return nil
 }
 

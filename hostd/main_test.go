@@ -64,15 +64,22 @@ func checkRuns(t *testing.T, town string, runs []run) {
 // server's tunnel address.
 func startHostd(t *testing.T) (town, addr string) {
 	t.Helper()
-	town = unixsocktest.Dir(t)
-	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
-		t.Fatal(err)
-	}
+	town = newTown(t)
 	return town, serveTown(t, town)
 }
 
-// serveTown runs a hostd server for town, whose CA is made, with its
-// control socket, until the test ends, and returns its tunnel address.
+// newTown makes a town with a CA.
+func newTown(t *testing.T) string {
+	t.Helper()
+	town := unixsocktest.Dir(t)
+	if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+		t.Fatal(err)
+	}
+	return town
+}
+
+// serveTown runs a hostd server for town, with its control socket, until
+// the test ends, and returns its tunnel address.
 func serveTown(t *testing.T, town string) (addr string) {
 	t.Helper()
 	addr = tunneltest.FreeAddr(t)
@@ -95,9 +102,9 @@ func serveTown(t *testing.T, town string) (addr string) {
 }
 
 // connect holds a tunnel to the hostd at addr as the polecat id, with a
-// certificate from town's CA, until the test ends, once hostd shows it;
-// it sends no beat.
-func connect(t *testing.T, town, addr string, id wire.Identity) {
+// certificate from town's CA, until the test ends, and returns it once
+// hostd shows it; it sends no beat.
+func connect(t *testing.T, town, addr string, id wire.Identity) *tunnel.Session {
 	t.Helper()
 	ca, err := pki.Open(pki.Dir(town), "")
 	if err != nil {
@@ -111,19 +118,21 @@ func connect(t *testing.T, town, addr string, id wire.Identity) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
+	s := connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
 	for range 250 {
-		if _, err := api.NewClient(town).Polecat(context.Background(), id); err == nil {
-			return
+		if d, err := api.NewClient(town).Polecat(context.Background(), id); err == nil && d.Connected {
+			return s
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("hostd does not show %s", id)
+	return nil
 }
 
 // connectWith holds a tunnel to the hostd at addr with the client
-// certificate tc, verifying hostd against ca, until the test ends.
-func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) {
+// certificate tc, verifying hostd against ca, until the test ends, and
+// returns it.
+func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) *tunnel.Session {
 	t.Helper()
 	s, err := tunnel.Dial(context.Background(), addr, tunnel.ClientConfig{
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &tc, nil },
@@ -134,6 +143,7 @@ func connectWith(t *testing.T, ca *pki.CA, addr string, tc tls.Certificate) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestExitStatus: an error ends hostd with status 1 and one line saying

@@ -2,7 +2,6 @@ package liveness
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"testing"
 )
@@ -14,17 +13,8 @@ func TestMain(m *testing.M) {
 		fs := flag.NewFlagSet("session-run", flag.ExitOnError)
 		status := fs.String("status-file", "", "")
 		dir := fs.String("dir", "", "")
-		envFile := fs.String("env-file", "", "")
 		_ = fs.Parse(os.Args[2:])
-		var env []string
-		if *envFile != "" {
-			var err error
-			if env, err = ReadEnvFile(*envFile); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
-			}
-		}
-		os.Exit(RunAndRecord(*status, *dir, env, fs.Args()))
+		os.Exit(RunAndRecord(*status, *dir, fs.Args()))
 	}
 	os.Exit(m.Run())
 }

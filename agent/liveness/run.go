@@ -15,19 +15,19 @@ import (
 )
 
 // RunAndRecord is the first process in the tmux session the agent starts:
-// it runs argv as its child with the terminal as is, in dir ("" for its
-// own) with env added to its environment, and when the child ends writes
-// its exit status (128+signal for a signal) to statusFile and exits with
-// it. tmux cannot be relied on for the status (it can show a pane dead and
-// never say why).
-func RunAndRecord(statusFile, dir string, env, argv []string) int {
+// it runs argv as its child with the terminal and the environment as they
+// are, in dir ("" for its own), and when the child ends writes its exit
+// status (128+signal for a signal) to statusFile and exits with it. tmux
+// cannot be relied on for the status (it can show a pane dead and never
+// say why).
+func RunAndRecord(statusFile, dir string, argv []string) int {
 	// The terminal's Ctrl-C and Ctrl-\ are for the command. Caught, not
 	// ignored: an ignored signal would stay ignored in the command too.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		// Said as shells say it, and with their codes, so that the agent
 		// reads it back from the pane (exitReason) into its beats.

@@ -23,7 +23,7 @@ func TestRunAndRecord(t *testing.T) {
 		{[]string{notExec}, 126},
 	} {
 		file := filepath.Join(t.TempDir(), "status")
-		if got := RunAndRecord(file, "", nil, c.argv); got != c.want {
+		if got := RunAndRecord(file, "", c.argv); got != c.want {
 			t.Errorf("%v: exit %d, want %d", c.argv, got, c.want)
 		}
 		if code, ok := readStatus(file); !ok || code != c.want {

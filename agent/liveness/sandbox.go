@@ -1,16 +1,17 @@
 package liveness
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
 // A sandbox holds one polecat's sessions one after another: the container
@@ -28,9 +29,10 @@ type SessionSpec struct {
 	Command []string
 	// Dir is the command's working directory ("" for the tmux server's).
 	Dir string
-	// Env is added to the command's environment (NAME=value each). It is
-	// handed over in a file only the session reads, never on a command
-	// line, which the pane and the beats show.
+	// Env is the session's Gas Town variables (NAME=value each): set in
+	// the tmux session's environment, for its command and every process
+	// started in it later, in place of what the session before had; never
+	// on the pane's command line, which the beats show.
 	Env []string
 	// Tag names this session for StopSession: whoever started it ends it
 	// and not a later one that replaced it ("" for none).
@@ -39,6 +41,21 @@ type SessionSpec struct {
 
 // tagOption is the tmux session option holding the running session's Tag.
 const tagOption = "@gt-agent-session-tag"
+
+// envOption is the tmux session option naming the variables of the
+// running session's Env, so that the next session drops those it has not.
+const envOption = "@gt-agent-session-env"
+
+// validEnvName says whether name can name a variable of a session's Env:
+// a letter or '_', then letters, digits and '_'.
+func validEnvName(name string) bool {
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // validTag says whether tag can name a session: letters, digits, '-' and
 // '_' (it goes into a tmux format), at most 64 of them.
@@ -57,42 +74,52 @@ func validTag(tag string) bool {
 // StartSession starts spec's command in its tmux session under 'gt-agent
 // session-run' (which records its exit status), in a new session or, when
 // the session exists, in place of whatever runs there: a session Gas Town
-// starts replaces the one before. It returns where the status will be
-// recorded.
+// starts replaces the one before, its environment too. It returns where
+// the status will be recorded.
 func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) (string, error) {
 	if !validTag(spec.Tag) {
 		return "", fmt.Errorf("session tag %q: use at most 64 letters, digits, '-' and '_'", spec.Tag)
+	}
+	names := make([]string, 0, len(spec.Env))
+	for _, kv := range spec.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !validEnvName(name) {
+			return "", fmt.Errorf("session variable %q: want NAME=value, the name of letters, digits and '_'", kv)
+		}
+		names = append(names, name)
 	}
 	argv, opts, status, err := wrap(spec.Name, spec.Command)
 	if err != nil {
 		return "", err
 	}
-	opts[tagOption] = spec.Tag
+	opts[tagOption], opts[envOption] = spec.Tag, strings.Join(names, " ")
 	if spec.Dir != "" {
 		argv = append(argv[:2:2], append([]string{"--dir", spec.Dir}, argv[2:]...)...)
 	}
-	if len(spec.Env) > 0 {
-		envFile := status + ".env"
-		if err := os.WriteFile(envFile, []byte(strings.Join(spec.Env, "\x00")), 0o600); err != nil {
-			return "", fmt.Errorf("handing the session its environment: %w", err)
-		}
-		argv = append(argv[:2:2], append([]string{"--env-file", envFile}, argv[2:]...)...)
-	}
+	sp := tmux.Spawn{Argv: argv, Options: opts, Env: spec.Env}
 	_, found, err := srv.ReadPane(ctx, spec.Name)
 	if err != nil {
 		return "", err
 	}
-	if found {
-		err = srv.Respawn(ctx, spec.Name, argv, opts)
-	} else {
+	if !found {
 		// No status line: the session is shown inside Gas Town's own tmux
 		// pane, which has one.
 		opts["status"] = "off"
-		if err = srv.NewSession(ctx, spec.Name, argv, opts); err == nil {
+		if err = srv.NewSession(ctx, spec.Name, sp); err == nil {
 			err = srv.KeepRunning(ctx)
 		}
+		return status, err
 	}
-	return status, err
+	before, err := srv.Option(ctx, spec.Name, envOption)
+	if err != nil {
+		return "", err
+	}
+	for _, name := range strings.Fields(before) {
+		if !slices.Contains(names, name) {
+			sp.Unset = append(sp.Unset, name)
+		}
+	}
+	return status, srv.Respawn(ctx, spec.Name, sp)
 }
 
 // StopSession ends session name (its processes get SIGHUP) when tag is ""
@@ -112,22 +139,6 @@ func StopSession(ctx context.Context, srv tmux.Server, name, tag string) (stoppe
 		return true, srv.Kill(ctx, name)
 	}
 	return srv.KillIf(ctx, name, tagOption, tag)
-}
-
-// ReadEnvFile reads and removes the environment StartSession handed over.
-func ReadEnvFile(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the session's environment: %w", err)
-	}
-	_ = os.Remove(path)
-	var env []string
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if len(kv) > 0 {
-			env = append(env, string(kv))
-		}
-	}
-	return env, nil
 }
 
 // ErrSessionGone is WaitSession's answer when the session went away (tmux
@@ -168,7 +179,10 @@ func WaitSession(ctx context.Context, srv tmux.Server, name, status string, poll
 
 // wrap is the command line run in session name, under 'gt-agent
 // session-run' which records the exit status, the session options that
-// say where, and that place.
+// say where and what the command is (for the beats: the pane's own
+// command is the wrapper; cut as they cut it, since tmux takes at most
+// 16 KiB of arguments in one call and Gas Town's command carries a
+// prompt), and that place.
 func wrap(name string, command []string) (argv []string, opts map[string]string, status string, err error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -177,5 +191,5 @@ func wrap(name string, command []string) (argv []string, opts map[string]string,
 	status = filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
 	_ = os.Remove(status)
 	argv = append([]string{self, "session-run", "--status-file", status, "--"}, command...)
-	return argv, map[string]string{statusOption: status}, status, nil
+	return argv, map[string]string{statusOption: status, commandOption: clip(strings.Join(command, " "), heartbeat.MaxCommand)}, status, nil
 }

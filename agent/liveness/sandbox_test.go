@@ -64,9 +64,6 @@ func TestSandboxSessions(t *testing.T) {
 					t.Errorf("the command wrote %q, want %q", b, tt.wantOut)
 				}
 			}
-			if m, _ := filepath.Glob(status + ".env"); len(m) > 0 {
-				t.Errorf("the environment's file was left behind: %v", m)
-			}
 		})
 	}
 
@@ -120,6 +117,64 @@ func TestSandboxSessions(t *testing.T) {
 			t.Errorf("killing a session that is gone: %v, want nil", err)
 		}
 	})
+}
+
+// TestSessionEnvironment: each session's variables are the tmux session's
+// environment, for its command and for what later starts in the session
+// and 'tmux show-environment', in place of the session before's: a value
+// it changed is the new one, a variable it does not pass is gone, in a
+// session that replaced a running one and in one started after the one
+// before ended. A malformed variable is refused before tmux sees it.
+func TestSessionEnvironment(t *testing.T) {
+	srv := privateTmux(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	sessionEnv := func() string {
+		t.Helper()
+		out, err := exec.Command("tmux", append(srv.Args, "show-environment", "-t", "=polecat:")...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	// run starts a session with env that records what it sees and waits,
+	// and returns what it saw.
+	run := func(env ...string) string {
+		t.Helper()
+		out := filepath.Join(dir, "out")
+		_ = os.Remove(out)
+		cmd := `printf '%s %s' "$GT_BRANCH" "${GT_RUN-none}" > out.tmp && mv out.tmp out; exec sleep 60`
+		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", cmd}, Dir: dir, Env: env}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if b, err := os.ReadFile(out); err == nil {
+				return string(b)
+			}
+		}
+		t.Fatal("the session's command wrote nothing")
+		return ""
+	}
+	if got := run("GT_BRANCH=polecat/nux-1", "GT_RUN=run-1"); got != "polecat/nux-1 run-1" {
+		t.Fatalf("the first session saw %q", got)
+	}
+	if got := run("GT_BRANCH=polecat/nux-2"); got != "polecat/nux-2 none" {
+		t.Errorf("the second session, replacing the first, saw %q; want its own branch and no GT_RUN", got)
+	}
+	if env := sessionEnv(); !strings.Contains(env, "GT_BRANCH=polecat/nux-2\n") || !strings.Contains(env, "-GT_RUN\n") {
+		t.Errorf("tmux show-environment in the second session:\n%s", env)
+	}
+	if _, err := StopSession(ctx, srv, "polecat", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("GT_BRANCH=polecat/nux-3"); got != "polecat/nux-3 none" {
+		t.Errorf("the third session, after the second ended, saw %q; want its own branch and no GT_RUN", got)
+	}
+	for _, bad := range []string{"GT_BRANCH", "=x", "GT-RUN=1", "1GT=1", "A B=1"} {
+		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Env: []string{bad}}); err == nil || !strings.Contains(err.Error(), "session variable") {
+			t.Errorf("StartSession with the variable %q: %v, want it refused", bad, err)
+		}
+	}
 }
 
 // TestStopSession: stopping by tag ends the tagged session only, never

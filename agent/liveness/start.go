@@ -3,11 +3,17 @@ package liveness
 import (
 	"context"
 	"strings"
+
+	"github.com/polecat-sidecar/sidecar/agent/tmux"
 )
 
 // statusOption is the tmux session option holding the path its wrapper
 // records the exit status in, so that a restarted agent finds it.
 const statusOption = "@gt-agent-status-file"
+
+// commandOption is the tmux session option holding the polecat's command
+// line, which the session's wrapper runs: what the beats report.
+const commandOption = "@gt-agent-command"
 
 // startOrAdopt gives the polecat's command a session. A polecat's session
 // outlives its agent (an upgrade, a crash, an OOM kill of the agent
@@ -45,14 +51,15 @@ func (w *Watcher) startOrAdopt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sp := tmux.Spawn{Argv: argv, Options: opts}
 	if !found {
-		if err := w.tmux.NewSession(ctx, name, argv, opts); err != nil {
+		if err := w.tmux.NewSession(ctx, name, sp); err != nil {
 			return err
 		}
 		w.log.Info("session started", "tmux_session", name, "command", strings.Join(w.cfg.Command, " "))
 		return nil
 	}
-	if err := w.tmux.Respawn(ctx, name, argv, opts); err != nil {
+	if err := w.tmux.Respawn(ctx, name, sp); err != nil {
 		return err
 	}
 	w.log.Info("the session's command had exited before this agent started; started it afresh", attrs...)

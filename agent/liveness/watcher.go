@@ -6,9 +6,11 @@
 package liveness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -32,6 +34,12 @@ type Config struct {
 	TmuxArgs []string
 	// WorkDir is where disk space is measured.
 	WorkDir string
+	// StartedMark is a file recording, across restarts of the agent and of
+	// its container, that the watched session has run here: until it
+	// exists, a session not found has not started yet (a sandbox before
+	// its first session), and beats say so. "" keeps that record for the
+	// agent's life only.
+	StartedMark string
 	// Logger receives session state changes.
 	Logger *slog.Logger
 }
@@ -66,6 +74,12 @@ type Watcher struct {
 	// exitReason is what the dead pane said (see readExitReason), kept
 	// once found until the session runs again.
 	exitReason string
+	// command is the polecat's command line as the session's starter
+	// recorded it (commandOption), for the pane process commandPID.
+	command    string
+	commandPID int
+	// started says a session has run here (see Config.StartedMark).
+	started bool
 }
 
 // Start starts the session's command when there is one (or adopts the
@@ -78,6 +92,10 @@ func Start(ctx context.Context, cfg Config) (*Watcher, error) {
 		return nil, err
 	}
 	w := &Watcher{cfg: cfg, log: cfg.Logger, sampler: s, tmux: tmux.Server{Args: cfg.TmuxArgs}}
+	if cfg.StartedMark != "" {
+		_, err := os.Stat(cfg.StartedMark)
+		w.started = err == nil
+	}
 	switch {
 	case len(cfg.Command) > 0:
 		w.cfg.WatchSession = w.cfg.Name
@@ -114,6 +132,12 @@ func (w *Watcher) Measure(ctx context.Context, now time.Time) heartbeat.Session 
 	default:
 		s = heartbeat.Session{State: heartbeat.SessionNotFound, IdleSeconds: -1}
 	}
+	switch {
+	case s.State != heartbeat.SessionNotFound:
+		w.markStarted()
+	case s.Name != "" && !w.started:
+		s.NeverStarted = true
+	}
 	if desc := s.State + fmt.Sprint(s.ExitCode != nil) + s.ExitReason; desc != w.last {
 		w.last = desc
 		attrs := []any{"session", s.Name, "state", s.State}
@@ -140,10 +164,7 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		s.State = heartbeat.SessionNotFound
 		return s
 	}
-	s.Command = p.Command
-	if len(w.cfg.Command) > 0 {
-		s.Command = strings.Join(w.cfg.Command, " ")
-	}
+	s.Command = w.commandOf(ctx, p)
 	if p.Dead {
 		s.State, s.ExitCode = heartbeat.SessionExited, p.ExitCode
 		status := w.status
@@ -172,6 +193,45 @@ func (w *Watcher) measureSession(ctx context.Context, now time.Time) heartbeat.S
 		s.IdleSeconds = max(now.Sub(p.Activity).Seconds(), 0)
 	}
 	return s
+}
+
+// markStarted records that a session has run here, in the
+// StartedMark file too.
+func (w *Watcher) markStarted() {
+	if w.started {
+		return
+	}
+	w.started = true
+	if w.cfg.StartedMark == "" {
+		return
+	}
+	if err := os.WriteFile(w.cfg.StartedMark, nil, 0o600); err != nil {
+		w.log.Warn("recording that the session has started failed; a restarted agent will say it has not until it runs again",
+			"file", w.cfg.StartedMark, "err", err)
+	}
+}
+
+// commandOf is the polecat's command in pane p, for the beats, cut to
+// heartbeat.MaxCommand bytes: as the session's starter recorded it (the
+// pane's own command line is gt-agent's wrapper), read again only for a
+// new pane process; else the one the watcher was given, else the pane's.
+func (w *Watcher) commandOf(ctx context.Context, p tmux.Pane) string {
+	if p.PID != w.commandPID || w.command == "" {
+		c, err := w.tmux.Option(ctx, w.cfg.WatchSession, commandOption)
+		if err != nil {
+			w.log.Warn("reading the session's command from tmux failed", "tmux_session", w.cfg.WatchSession, "err", err)
+		}
+		w.command, w.commandPID = clip(c, heartbeat.MaxCommand), p.PID
+	}
+	return cmp.Or(w.command, clip(strings.Join(w.cfg.Command, " "), heartbeat.MaxCommand), clip(p.Command, heartbeat.MaxCommand))
+}
+
+// clip is s cut to at most n bytes of valid UTF-8.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // readExitReason is the dead pane's last line, which says why its
@@ -204,10 +264,7 @@ func lastLine(text string) string {
 		if l == "" || strings.HasPrefix(l, "Pane is dead") {
 			continue
 		}
-		if len(l) > heartbeat.MaxExitReason {
-			l = strings.ToValidUTF8(l[:heartbeat.MaxExitReason], "")
-		}
-		return l
+		return clip(l, heartbeat.MaxExitReason)
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
@@ -100,5 +101,72 @@ func TestLastLine(t *testing.T) {
 		if got := lastLine(tt.text); got != tt.want {
 			t.Errorf("lastLine(%.40q) = %.40q, want %.40q", tt.text, got, tt.want)
 		}
+	}
+}
+
+// TestWatchSandbox: watching a sandbox's session, the beats say the
+// polecat's own command, not gt-agent's wrapper around it (cut to
+// heartbeat.MaxCommand bytes; a long one starts), and tell a session not started yet, before
+// the sandbox's first, from one that is gone after running, also for an
+// agent restarted since (StartedMark).
+func TestWatchSandbox(t *testing.T) {
+	srv := privateTmux(t)
+	ctx := context.Background()
+	mark := filepath.Join(t.TempDir(), "session-started")
+	watch := func() *Watcher {
+		t.Helper()
+		w, err := Start(ctx, Config{WatchSession: "polecat", TmuxArgs: srv.Args, StartedMark: mark, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	measure := func(w *Watcher, state string) heartbeat.Session {
+		t.Helper()
+		var s heartbeat.Session
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if s = w.Measure(ctx, time.Now()); s.State == state {
+				return s
+			}
+		}
+		t.Fatalf("session %+v, want %s", s, state)
+		return s
+	}
+	w := watch()
+	if s := measure(w, heartbeat.SessionNotFound); !s.NeverStarted {
+		t.Errorf("before the first session: %+v, want not started yet", s)
+	}
+	if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", "--dangerously-skip-permissions"}, Env: []string{"GT_BRANCH=b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := measure(w, heartbeat.SessionRunning); s.Command != "sh -c exec sleep 60 --dangerously-skip-permissions" || s.NeverStarted {
+		t.Errorf("the first session: %+v, want the polecat's command", s)
+	}
+	// 10 KB: Gas Town's command carries a prompt, and tmux takes at most
+	// 16 KiB in one call (the command and what the beats show of it).
+	long := strings.Repeat("é", 5000)
+	if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", long}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s := measure(w, heartbeat.SessionRunning)
+		if strings.HasPrefix(s.Command, "sh -c exec sleep 60 éé") {
+			if len(s.Command) > heartbeat.MaxCommand || !utf8.ValidString(s.Command) {
+				t.Errorf("a long command: %d bytes, valid UTF-8 %v; want at most %d, valid", len(s.Command), utf8.ValidString(s.Command), heartbeat.MaxCommand)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second session's command: %.60q", s.Command)
+		}
+	}
+	if _, err := StopSession(ctx, srv, "polecat", ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := measure(w, heartbeat.SessionNotFound); s.NeverStarted {
+		t.Errorf("after a session ended: %+v, want not found, and not 'not started yet'", s)
+	}
+	if s := measure(watch(), heartbeat.SessionNotFound); s.NeverStarted {
+		t.Errorf("a restarted agent, after a session ended: %+v, want not 'not started yet'", s)
 	}
 }

@@ -44,7 +44,7 @@ func promptPane(t *testing.T, dir, then string) tmux.Server {
 	t.Helper()
 	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
 	t.Cleanup(func() { _ = exec.Command("tmux", append(srv.Args, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; " + then}, nil); err != nil {
+	if err := srv.NewSession(context.Background(), "polecat", tmux.Spawn{Argv: []string{"sh", "-c", "printf '> '; " + then}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // the prompt is drawn
@@ -90,7 +90,7 @@ func TestWaitWhileHooksSayBusy(t *testing.T) {
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
 	t.Cleanup(func() { _ = exec.Command(real, append(srv.Args, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf '> '; cat"}, nil); err != nil {
+	if err := srv.NewSession(context.Background(), "polecat", tmux.Spawn{Argv: []string{"sh", "-c", "printf '> '; cat"}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // the prompt is drawn

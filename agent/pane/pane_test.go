@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	sock := []string{"-S", filepath.Join(t.TempDir(), "tmux.sock")}
 	t.Cleanup(func() { _ = exec.Command("tmux", append(sock, "kill-server")...).Run() })
 	srv := tmux.Server{Args: sock}
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf 'one\\ntwo\\nthree\\n'; exec cat"}, nil); err != nil {
+	if err := srv.NewSession(context.Background(), "polecat", tmux.Spawn{Argv: []string{"sh", "-c", "printf 'one\\ntwo\\nthree\\n'; exec cat"}}); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{tmux: srv}

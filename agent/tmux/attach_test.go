@@ -22,7 +22,7 @@ func TestAttach(t *testing.T) {
 	sock := []string{"-S", filepath.Join(t.TempDir(), "tmux.sock")}
 	srv := Server{Args: sock}
 	t.Cleanup(func() { _ = exec.Command("tmux", append(sock, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", []string{"sh", "-c", "printf 'caf\\303\\251 \\342\\234\\223\\n'; sleep 30"}, nil); err != nil {
+	if err := srv.NewSession(context.Background(), "polecat", Spawn{Argv: []string{"sh", "-c", "printf 'caf\\303\\251 \\342\\234\\223\\n'; sleep 30"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, write := range []bool{false, true} {

@@ -56,31 +56,102 @@ func utf8Env(env []string) []string {
 	return append(out, "LC_CTYPE=C.UTF-8")
 }
 
-// NewSession starts argv in a new detached session called name (200x50),
-// with the user options opts (names starting with '@') set on it.
+// Spawn is what a pane is started with.
+type Spawn struct {
+	// Argv is the command line the pane runs.
+	Argv []string
+	// Options are user options (names starting with '@') set on the
+	// session: before the command starts, when respawned.
+	Options map[string]string
+	// Env are NAME=value pairs set in the session's environment before the
+	// command starts: the command has them, and so has every process
+	// started in the session later (a new pane; 'tmux show-environment'
+	// shows them). Each NAME also leaves the server's global environment,
+	// where tmux put the environment of whoever started the server (for a
+	// sandbox, its first session's values).
+	Env []string
+	// Unset are names removed from the session's environment, for its
+	// command and every process started in it later (Respawn only: what
+	// the command before had and this one must not).
+	Unset []string
+}
+
+// arg is s as a tmux command line argument: tmux takes an argument
+// ending in ';' as the end of a command (and one ending in "\;" as one
+// ending in ';'), so that final ';' is escaped; nothing else in an
+// argument is special. Every argument from outside (a command line, a
+// variable's value, an option's) goes through it.
+func arg(s string) string {
+	if strings.HasSuffix(s, ";") {
+		return s[:len(s)-1] + `\;`
+	}
+	return s
+}
+
+// args is each of ss as a tmux argument (see arg).
+func args(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = arg(s)
+	}
+	return out
+}
+
+// unsetGlobal is the tmux commands that remove each variable of env
+// (NAME=value) from the server's global environment, each followed by a
+// command separator.
+func unsetGlobal(env []string) []string {
+	var cmds []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		cmds = append(cmds, "set-environment", "-g", "-u", "--", name, ";")
+	}
+	return cmds
+}
+
+// setOptions is the tmux commands that set the user options opts on
+// session name, each followed by a command separator.
+func setOptions(name string, opts map[string]string) []string {
+	var cmds []string
+	for k, v := range opts {
+		cmds = append(cmds, "set-option", "-t", "="+name+":", k, arg(v), ";")
+	}
+	return cmds
+}
+
+// NewSession starts sp in a new detached session called name (200x50).
 // remain-on-exit is set first, in the same call, so that a command that
 // exits at once still leaves its dead pane (and its status) for the beats.
-func (t Server) NewSession(ctx context.Context, name string, argv []string, opts map[string]string) error {
-	args := append([]string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "--"}, argv...)
-	for k, v := range opts {
-		args = append(args, ";", "set-option", "-t", "="+name+":", k, v)
+func (t Server) NewSession(ctx context.Context, name string, sp Spawn) error {
+	cmds := append([]string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";"}, unsetGlobal(sp.Env)...)
+	cmds = append(cmds, "new-session", "-d", "-s", name, "-x", "200", "-y", "50")
+	for _, kv := range sp.Env {
+		cmds = append(cmds, "-e", arg(kv))
 	}
-	if out, err := t.command(ctx, args...).CombinedOutput(); err != nil {
+	cmds = append(append(append(cmds, "--"), args(sp.Argv)...), ";")
+	cmds = append(cmds, setOptions(name, sp.Options)...)
+	if out, err := t.command(ctx, cmds[:len(cmds)-1]...).CombinedOutput(); err != nil {
 		return fmt.Errorf("starting tmux session %q: %v: %s", name, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
 
 // Respawn replaces the process of session name's first pane (a dead one:
-// the pane keeps its place, its history and anyone attached) with argv,
-// and sets the user options opts.
-func (t Server) Respawn(ctx context.Context, name string, argv []string, opts map[string]string) error {
-	args := append([]string{"respawn-pane", "-k", "-t", "=" + name + ":", "--"}, argv...)
-	for k, v := range opts {
-		args = append(args, ";", "set-option", "-t", "="+name+":", k, v)
+// the pane keeps its place, its history and anyone attached) with sp, its
+// options and environment set first, in the same call.
+func (t Server) Respawn(ctx context.Context, name string, sp Spawn) error {
+	target := "=" + name + ":"
+	cmds := unsetGlobal(sp.Env)
+	for _, n := range sp.Unset {
+		cmds = append(cmds, "set-environment", "-t", target, "-r", "--", n, ";")
 	}
-	if out, err := t.command(ctx, args...).CombinedOutput(); err != nil {
+	for _, kv := range sp.Env {
+		n, v, _ := strings.Cut(kv, "=")
+		cmds = append(cmds, "set-environment", "-t", target, "--", n, arg(v), ";")
+	}
+	cmds = append(cmds, setOptions(name, sp.Options)...)
+	cmds = append(append(cmds, "respawn-pane", "-k", "-t", target, "--"), args(sp.Argv)...)
+	if out, err := t.command(ctx, cmds...).CombinedOutput(); err != nil {
 		return fmt.Errorf("restarting tmux session %q: %v: %s", name, err, strings.TrimSpace(string(out)))
 	}
 	return nil

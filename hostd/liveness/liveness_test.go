@@ -72,7 +72,7 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, conn := connect(t, reg, s)
-	waitState(t, s, heartbeat.Stale) // connected, no beat yet
+	waitState(t, s, heartbeat.Starting) // connected, no beat yet
 
 	st, err := client.OpenStream(context.Background(), wire.KindHeartbeat, nil)
 	if err != nil {
@@ -166,7 +166,7 @@ func TestForget(t *testing.T) {
 		t.Fatal("forgot a polecat hostd never saw")
 	}
 	_, conn := connect(t, reg, s)
-	waitState(t, s, heartbeat.Stale)
+	waitState(t, s, heartbeat.Starting)
 	if _, ok, err := s.Forget(furiosa); !ok || err == nil || !strings.Contains(err.Error(), "gastown/furiosa is connected (its tunnel is up): hostd forgets only a polecat whose tunnel is down; stop its agent, or revoke it ('hostd cert revoke gastown/furiosa'), first") {
 		t.Fatalf("forgot a connected polecat: %v, %v", ok, err)
 	}

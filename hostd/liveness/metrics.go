@@ -8,8 +8,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 )
 
-var allStates = []heartbeat.State{heartbeat.Working, heartbeat.Idle, heartbeat.Stale, heartbeat.Disconnected, heartbeat.Dead, heartbeat.Revoked}
-
 // metrics are the per-polecat gauges, read at scrape time from the judge
 // and the registry so beats cost nothing extra, and the beat counter.
 type metrics struct {
@@ -48,7 +46,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range m.s.Rows() {
-		for _, s := range allStates {
+		for _, s := range heartbeat.States {
 			v := 0.0
 			if string(s) == p.State {
 				v = 1

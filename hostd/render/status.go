@@ -14,15 +14,18 @@ import (
 )
 
 var stateColour = map[string]string{
-	"working": "\033[32m", "idle": "\033[36m", "stale": "\033[33m",
+	"working": "\033[32m", "idle": "\033[36m", "starting": "\033[34m", "stale": "\033[33m",
 	"disconnected": "\033[33m", "dead": "\033[31m", "revoked": "\033[35m",
 }
 
 // States are the states status shows, in the order it counts them.
-var States = []string{
-	string(heartbeat.Working), string(heartbeat.Idle), string(heartbeat.Stale),
-	string(heartbeat.Disconnected), string(heartbeat.Dead), string(heartbeat.Revoked),
-}
+var States = func() []string {
+	out := make([]string, len(heartbeat.States))
+	for i, s := range heartbeat.States {
+		out[i] = string(s)
+	}
+	return out
+}()
 
 // StatusOptions say how Status lays out its table.
 type StatusOptions struct {
@@ -289,10 +292,19 @@ func printStatusNotes(w io.Writer, st api.Status) {
 	}
 }
 
+// DetailOptions say how Detail lays out a polecat.
+type DetailOptions struct {
+	// Width is the terminal's width in columns, which the command's line
+	// is cut to; 0 is no limit.
+	Width int
+	// Colour colours the state (for a terminal).
+	Colour bool
+}
+
 // Detail prints one polecat and its recent state changes.
-func Detail(w io.Writer, d api.PolecatDetail, colour bool) {
+func Detail(w io.Writer, d api.PolecatDetail, o DetailOptions) {
 	state := d.State
-	if colour {
+	if o.Colour {
 		state = stateColour[d.State] + state + "\033[0m"
 	}
 	fmt.Fprintf(w, "%s: %s for %s: %s\n", d.Identity, state, short(time.Since(d.StateSince)), termsafe.Line(d.Reason))
@@ -309,7 +321,7 @@ func Detail(w io.Writer, d api.PolecatDetail, colour bool) {
 		fmt.Fprintln(w, "  tunnel:    not connected")
 	}
 	if d.Beat != nil {
-		printBeat(w, d)
+		printBeat(w, d, o.Width)
 	}
 	if d.Nudges > 0 {
 		fmt.Fprintf(w, "  nudges:    %d waiting (hostd nudge %s --list)\n", d.Nudges, d.Identity)
@@ -325,8 +337,8 @@ func Detail(w io.Writer, d api.PolecatDetail, colour bool) {
 }
 
 // printBeat prints what the polecat's last beat says of its session,
-// container and agent.
-func printBeat(w io.Writer, d api.PolecatDetail) {
+// container and agent, the command cut to width columns (0: whole).
+func printBeat(w io.Writer, d api.PolecatDetail, width int) {
 	b := d.Beat
 	s := b.Session
 	fmt.Fprintf(w, "  last beat: %s ago (#%d, every %gs)\n", short(time.Since(d.LastBeat)), b.Seq, b.Interval)
@@ -334,7 +346,18 @@ func printBeat(w io.Writer, d api.PolecatDetail) {
 	if s.ExitCode != nil {
 		fmt.Fprintf(w, " (exit code %d)", *s.ExitCode)
 	}
-	fmt.Fprintf(w, ", command %q\n", s.Command)
+	if s.NeverStarted {
+		fmt.Fprint(w, " (no session has run in the container yet)")
+	}
+	fmt.Fprintln(w)
+	if s.Command != "" {
+		const label = "  command:   "
+		command := termsafe.Line(s.Command)
+		if width > 0 {
+			command = Fit(command, max(width-len(label), minCommand))
+		}
+		fmt.Fprintln(w, label+command)
+	}
 	if s.State == heartbeat.SessionRunning {
 		fmt.Fprintf(w, "  processes: %d (%s), %d threads, CPU %.1f%% (%.1fs total), RSS %s", s.Processes, termsafe.Line(strings.Join(s.Names, " ")), s.Threads, s.CPUPercent, s.CPUSeconds, bytesShort(s.RSSBytes))
 		if d.IdleSeconds >= 0 {

@@ -32,14 +32,14 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 			State: "disconnected", Reason: "tunnel gone: peer closed the session: " + h, Command: h, StateSince: time.Now(), LastBeat: time.Now()}
 		failure := api.StartFailure{Identity: p.Identity, At: time.Now(), Reason: "cloning gastown into the sandbox: " + h}
 		d := api.PolecatDetail{Polecat: p,
-			Beat:         &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
+			Beat:         &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, Command: "claude " + h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
 			Events:       []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}},
 			StartFailure: &failure}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
 			Status(&out, api.Status{Polecats: []api.Polecat{p}, Upstream: []api.UpstreamItem{{Rig: "gastown", Branch: "polecat/furiosa-" + h, LastError: h}},
 				StartFailures: []api.StartFailure{failure}}, StatusOptions{Width: 40, Colour: colour})
-			Detail(&out, d, colour)
+			Detail(&out, d, DetailOptions{Width: 40, Colour: colour})
 		}
 		text := out.String()
 		for _, c := range stateColour { // the colours on a terminal are hostd's own
@@ -95,7 +95,7 @@ func TestStatusShowsStartFailures(t *testing.T) {
 	}
 	var out bytes.Buffer
 	Detail(&out, api.PolecatDetail{Polecat: api.Polecat{Identity: toast, State: "dead", StateSince: now.Add(-5 * time.Second), Reason: "never connected: hostd run could not start it"},
-		StartFailure: &failures[1]}, false)
+		StartFailure: &failures[1]}, DetailOptions{})
 	want := "gastown/toast: dead for 5s: never connected: hostd run could not start it\n  start:     failed 5s ago (hostd run; shown until its next start): " + why + "\n"
 	if !strings.HasPrefix(out.String(), want) {
 		t.Errorf("detail:\n%s\nwant it to start with\n%s", out.String(), want)
@@ -272,5 +272,58 @@ func TestRTTShort(t *testing.T) {
 		if got := rttShort(ms); got != want || len(got) > 5 {
 			t.Errorf("rttShort(%v) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// TestDetailCommand: one polecat's command has a line of its own, cut to
+// the terminal's width like the table's (a Gas Town command carries
+// Claude's first prompt: hundreds of characters), whole with no width.
+func TestDetailCommand(t *testing.T) {
+	long := "claude --dangerously-skip-permissions \"" + strings.Repeat("You are nux, a polecat. ", 16) + "\""
+	tests := []struct {
+		name    string
+		command string
+		width   int
+		want    string // the command's line
+	}{
+		{"short", "claude --dangerously-skip-permissions", 80, "  command:   claude --dangerously-skip-permissions"},
+		{"long, on 80 columns", long, 80, "  command:   " + long[:80-len("  command:   ")-1] + "~"},
+		{"long, on a narrow terminal", long, 20, "  command:   " + long[:minCommand-1] + "~"},
+		{"long, whole", long, 0, "  command:   " + long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := api.PolecatDetail{Polecat: api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, State: "working", StateSince: time.Now(), LastBeat: time.Now()},
+				Beat: &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionRunning, Command: tt.command}}}
+			var out bytes.Buffer
+			Detail(&out, d, DetailOptions{Width: tt.width})
+			var line string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.HasPrefix(l, "  command:") {
+					line = l
+				}
+			}
+			if line != tt.want {
+				t.Errorf("command line %q, want %q\n%s", line, tt.want, out.String())
+			}
+		})
+	}
+}
+
+// TestDetailNotStartedYet: a sandbox before its first session says so in
+// its session's line, and is counted and coloured as starting.
+func TestDetailNotStartedYet(t *testing.T) {
+	d := api.PolecatDetail{Polecat: api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, State: "starting", Reason: "no session yet: the sandbox's first session has not started",
+		StateSince: time.Now(), LastBeat: time.Now()},
+		Beat: &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionNotFound, NeverStarted: true}}}
+	var out bytes.Buffer
+	Detail(&out, d, DetailOptions{Colour: true})
+	if text := out.String(); !strings.Contains(text, "\033[34mstarting\033[0m for 0s: no session yet") || !strings.Contains(text, "session:   polecat not_found (no session has run in the container yet)\n") {
+		t.Errorf("detail of a sandbox before its first session:\n%s", text)
+	}
+	out.Reset()
+	Status(&out, api.Status{Polecats: []api.Polecat{d.Polecat}}, StatusOptions{})
+	if !strings.Contains(out.String(), "1 polecat: 1 starting") {
+		t.Errorf("status of a sandbox before its first session:\n%s", out.String())
 	}
 }
