@@ -113,7 +113,7 @@ func (r *forgetRig) checkForgotten(t *testing.T, running bool) {
 			t.Errorf("status still lists %+v", st.Polecats)
 		}
 	}
-	for _, gone := range []string{r.dir.PolecatData(r.id), r.dir.RelayTemp(r.id), filepath.Join(r.dir.Panes(), "gastown", "toast.json")} {
+	for _, gone := range []string{r.dir.PolecatData(r.id), r.dir.RelayTemp(r.id), filepath.Join(r.dir.Panes(), "gastown", "toast.json"), filepath.Join(r.dir.StartFailures(), "gastown", "toast.json")} {
 		if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s is still there (%v)", gone, err)
 		}
@@ -143,6 +143,10 @@ func TestForgetRemovesState(t *testing.T) {
 	_ = r.agent.Exited(t, 15*time.Second)
 	r.tw.WaitStatus(10*time.Second, InState("toast", "disconnected"))
 	r.queueNudge(t)
+	starts := &sandbox.Starts{Dir: r.dir.StartFailures()}
+	if _, err := starts.Failed(r.id, "image polecat:1 is not among docker's images"); err != nil {
+		t.Fatal(err)
+	}
 
 	var f api.Forgotten
 	if err := json.Unmarshal([]byte(r.tw.Run("forget", "gastown/toast", "--json")), &f); err != nil {
@@ -151,7 +155,7 @@ func TestForgetRemovesState(t *testing.T) {
 	if !f.Listed || f.Last == nil || f.Last.State != "disconnected" || f.Nudges != 1 {
 		t.Errorf("forget answered %+v; want toast listed, disconnected, one nudge cancelled", f)
 	}
-	for _, want := range []string{r.dir.PolecatData(r.id), r.dir.RelayTemp(r.id), pane} {
+	for _, want := range []string{r.dir.PolecatData(r.id), r.dir.RelayTemp(r.id), pane, starts.File(r.id)} {
 		if !strings.Contains(strings.Join(f.Removed, "\n"), want) {
 			t.Errorf("forget does not say it removed %s: %v", want, f.Removed)
 		}

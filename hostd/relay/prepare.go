@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -31,8 +32,8 @@ func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) 
 		return launch{}, fmt.Errorf("hostd will not relay for this polecat: %w", err)
 	}
 	tmp := ""
-	if s.dir != "" {
-		tmp = filepath.Join(s.dir, "tmp", id.Rig, id.Name)
+	if s.cfg.Town != "" {
+		tmp = state.For(s.cfg.Town).RelayTemp(id)
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
 			return launch{}, fmt.Errorf("making the polecat's temporary directory: %w", err)
 		}

@@ -50,7 +50,8 @@ type Starts struct {
 // polecat can make its clone fail as often as Gas Town starts it.
 const failureLogs = 5
 
-func (f *Starts) file(id wire.Identity) string {
+// File is where id's record is kept.
+func (f *Starts) File(id wire.Identity) string {
 	return filepath.Join(f.Dir, id.Rig, id.Name+".json")
 }
 
@@ -65,7 +66,7 @@ func (f *Starts) Failed(id wire.Identity, reason string) (api.StartFailure, erro
 	if err := os.MkdirAll(filepath.Join(f.Dir, id.Rig), 0o700); err != nil {
 		return api.StartFailure{}, fmt.Errorf("recording the failed start of %s: %w", id, err)
 	}
-	if err := state.Save(f.file(id), rec); err != nil {
+	if err := state.Save(f.File(id), rec); err != nil {
 		return api.StartFailure{}, fmt.Errorf("recording the failed start of %s: %w", id, err)
 	}
 	f.log(slog.LevelWarn, id, "hostd run could not start a polecat; hostd status shows it until its next start", "reason", rec.Reason)
@@ -78,7 +79,7 @@ func (f *Starts) Started(id wire.Identity) (cleared bool, err error) {
 	if err := id.Validate(); err != nil {
 		return false, fmt.Errorf("clearing a failed start: %w", err)
 	}
-	err = os.Remove(f.file(id))
+	err = os.Remove(f.File(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -135,7 +136,7 @@ func (f *Starts) current(id wire.Identity) bool {
 	if polecatExists(f.Town, id) {
 		return true
 	}
-	_ = os.Remove(f.file(id))
+	_ = os.Remove(f.File(id))
 	return false
 }
 
@@ -157,7 +158,7 @@ func (f *Starts) load(id wire.Identity) (api.StartFailure, bool) {
 		err = json.Unmarshal(b, &rec)
 	}
 	if err != nil {
-		return api.StartFailure{Identity: id, Reason: wire.TruncateReason(fmt.Sprintf("the record of its failed start is unreadable (%v): remove %s", err, f.file(id)))}, true
+		return api.StartFailure{Identity: id, Reason: wire.TruncateReason(fmt.Sprintf("the record of its failed start is unreadable (%v): remove %s", err, f.File(id)))}, true
 	}
 	rec.Identity, rec.Reason = id, wire.TruncateReason(rec.Reason)
 	return rec, true

@@ -63,7 +63,7 @@ func TestStarts(t *testing.T) {
 		t.Errorf("the start was not logged:\n%s", log.String())
 	}
 
-	if err := os.WriteFile(s.file(nux), []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(s.File(nux), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if rec, ok := s.Failure(nux); !ok || !strings.HasPrefix(rec.Reason, "the record of its failed start is unreadable") {
@@ -76,7 +76,7 @@ func TestStarts(t *testing.T) {
 	if list := s.Failures(); len(list) != 0 {
 		t.Errorf("failures of a nuked polecat: %+v", list)
 	}
-	if _, err := os.Stat(s.file(nux)); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.File(nux)); !os.IsNotExist(err) {
 		t.Errorf("the nuked polecat's record is still there: %v", err)
 	}
 

@@ -31,6 +31,8 @@ import (
 //     removed;
 //   - hostd run's pane record (panes/<rig>/<name>.json): removed unless
 //     that hostd run still runs (it removes its own as it ends);
+//   - hostd run's record of a start that failed
+//     (start-failures/<rig>/<name>.json): removed;
 //   - its certificates and revocations (<town>/.runtime/ca): kept, so
 //     that a revoked certificate stays revoked;
 //   - its landed branches waiting for origin (upstream.json): kept, they
@@ -130,12 +132,18 @@ func ForgetStopped(town string, id wire.Identity, log *slog.Logger) (api.Forgott
 }
 
 // forgetFiles removes the polecat's own directories of the runtime
-// directory and the pane record of a hostd run that has ended.
+// directory, the pane record of a hostd run that has ended and the
+// record of a start that failed.
 func forgetFiles(dir state.Dir, id wire.Identity) ([]string, error) {
 	removed, err := dir.RemovePolecat(id)
 	pane, perr := (&sandbox.Panes{Dir: dir.Panes()}).Prune(id)
 	if pane != "" {
 		removed = append(removed, pane)
 	}
-	return removed, errors.Join(err, perr)
+	starts := &sandbox.Starts{Dir: dir.StartFailures()}
+	failed, serr := starts.Started(id)
+	if failed {
+		removed = append(removed, starts.File(id))
+	}
+	return removed, errors.Join(err, perr, serr)
 }

@@ -176,6 +176,86 @@ func TestGasTown(t *testing.T) {
 		h, b := g.nuke(t, g.host), g.nuke(t, g.box)
 		g.checkRow(t, "gt polecat nuke", h, b, h == strings.TrimSuffix(b, nukedInBox), "")
 	})
+	// A sling whose sandbox cannot start: hostd run's reason in hostd
+	// status within 30 s (Gas Town's own wait for the prompt lasts
+	// minutes). A host polecat has no sandbox to fail.
+	flow("gt sling with a missing image fails with the reason in hostd status", func(t *testing.T) {
+		missing := "polecat-e2e-missing:" + g.r.id
+		g.hostdConfig(t, "image: "+g.r.image, "image: "+missing)
+		defer g.hostdConfig(t, "image: "+missing, "image: "+g.r.image)
+		res := g.failedSling(t, "is not among docker's images", nil)
+		g.checkRow(t, "gt sling, sandbox.image missing", "(no sandbox)", res, strings.HasPrefix(res, "failed in "), "")
+	})
+	flow("gt sling with hostd down fails with the reason in hostd status", func(t *testing.T) {
+		_ = g.r.hostd.Cmd.Process.Kill()
+		_ = g.r.hostd.Exited(t, 5*time.Second)
+		res := g.failedSling(t, "hostd is not running", func() {
+			// hostd run records the failure itself; serve shows it once
+			// it runs again.
+			eventually(t, 30*time.Second, "hostd run's record of the failure", func() bool {
+				m, _ := filepath.Glob(filepath.Join(state.For(g.Dir).StartFailures(), g.rig, "*.json"))
+				return len(m) > 0
+			})
+			g.r.startHostd()
+		})
+		g.checkRow(t, "gt sling, hostd serve down", "(no sandbox)", res, strings.HasPrefix(res, "failed in "), "")
+	})
+}
+
+// hostdConfig replaces old with new in hostd's config.yaml.
+func (g *gasTown) hostdConfig(t *testing.T, old, new string) {
+	path := filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), old) {
+		t.Fatalf("%s has no %q: %v", path, old, err)
+	}
+	harness.WriteFile(t, path, strings.Replace(string(b), old, new, 1))
+}
+
+// failedSling slings a bead to the rig (a new polecat, through hostd run)
+// whose sandbox cannot start, runs between (when given) once gt sling
+// runs, and says how long it took hostd status to show the polecat's
+// failed start with want in its reason. The polecat is nuked after.
+func (g *gasTown) failedSling(t *testing.T, want string, between func()) string {
+	g.execWrapper(t)
+	bd := exec.Command(filepath.Join(g.Tools, "bd"), "create", "a task that cannot start")
+	bd.Dir = filepath.Join(g.Dir, g.rig)
+	out, err := bd.CombinedOutput()
+	id := beadID(string(out))
+	if err != nil || id == "" {
+		t.Fatalf("bd create: %v\n%s", err, out)
+	}
+	start := time.Now()
+	sling := g.Gt("sling", id, g.rig, "--no-boot", "--no-convoy")
+	var slung strings.Builder
+	sling.Stdout, sling.Stderr = &slung, &slung
+	if err := sling.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = sling.Wait(); close(ended) }()
+	defer func() { _ = sling.Process.Kill(); <-ended }() // Gas Town waits minutes for a prompt
+	if between != nil {
+		between()
+	}
+	var failed wire.Identity
+	g.r.wait(30*time.Second-time.Since(start), "the failed start in hostd status", func(st api.Status) bool {
+		for _, f := range st.StartFailures {
+			if f.Identity.Rig == g.rig && strings.Contains(f.Reason, want) {
+				failed = f.Identity
+				return true
+			}
+		}
+		return false
+	})
+	took := time.Since(start)
+	if out, err := g.Gt("polecat", "nuke", failed.String(), "--force").CombinedOutput(); err != nil {
+		t.Logf("gt polecat nuke %s: %v %s", failed, err, out)
+	}
+	if _, err := tryDocker("container", "inspect", g.container(failed.Name)); err == nil {
+		return fmt.Sprintf("failed in %.0fs, but left container %s", took.Seconds(), g.container(failed.Name))
+	}
+	return fmt.Sprintf("failed in %.0fs, the reason in hostd status; no container", took.Seconds())
 }
 
 // install makes the town the way an operator does with the tools

@@ -128,7 +128,7 @@ type soak struct {
 // gastown/<polecat>'s relayed commands (TMPDIR), the one place outside
 // the polecat's own directory they may write.
 func relayTmp(town, polecat, name string) string {
-	return filepath.Join(state.For(town).Relay(), "tmp", "gastown", polecat, name)
+	return filepath.Join(state.For(town).RelayTemp(wire.Identity{Rig: "gastown", Name: polecat}), name)
 }
 
 // soakAgent is one polecat under load.
