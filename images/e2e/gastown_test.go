@@ -194,7 +194,12 @@ func TestGasTown(t *testing.T) {
 			// it runs again.
 			eventually(t, 30*time.Second, "hostd run's record of the failure", func() bool {
 				m, _ := filepath.Glob(filepath.Join(state.For(g.Dir).StartFailures(), g.rig, "*.json"))
-				return len(m) > 0
+				for _, f := range m {
+					if b, _ := os.ReadFile(f); strings.Contains(string(b), "hostd is not running") {
+						return true
+					}
+				}
+				return false
 			})
 			g.r.startHostd()
 		})
