@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -43,32 +45,38 @@ this is the same by hand. A session cycle never removes the sandbox.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			revoke := func(id wire.Identity) error {
-				if _, err := ca.Revoke(id.String()); err != nil {
-					return err
-				}
-				r, err := a.applyRevocations(cmd.Context())
-				if err == nil {
-					r.print(out)
-				}
-				return err
-			}
-			name := sandbox.Name(id)
-			if err := sandbox.Nuke(cmd.Context(), sandbox.Runtime{Bin: runtime}, name, id, revoke); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "removed %s, the sandbox of %s, and revoked its certificates\n", name, id)
-			f, err := a.forgetNuked(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			printForgotten(out, f)
-			return nil
+			return a.nuke(cmd.Context(), ca, sandbox.Runtime{Bin: runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
 		},
 	}
 	a.register(cmd.Flags(), table)
 	return cmd
+}
+
+// nuke revokes id's certificates (the running hostd closes its tunnels),
+// removes its sandbox (container, a name or an ID) and forgets what hostd
+// keeps of it, saying so on out: hostd nuke, and hostd run when the
+// sandbox it finds is an earlier polecat's of the same name.
+func (a *app) nuke(ctx context.Context, ca *pki.CA, rt sandbox.Runtime, container string, id wire.Identity, out io.Writer) error {
+	revoke := func(id wire.Identity) error {
+		if _, err := ca.Revoke(id.String()); err != nil {
+			return err
+		}
+		r, err := a.applyRevocations(ctx)
+		if err == nil {
+			r.print(out)
+		}
+		return err
+	}
+	if err := sandbox.Nuke(ctx, rt, container, id, revoke); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "removed %s, the sandbox of %s, and revoked its certificates\n", container, id)
+	f, err := a.forgetNuked(ctx, id)
+	if err != nil {
+		return err
+	}
+	printForgotten(out, f)
+	return nil
 }
 
 // nukeForgetWait is how long hostd nuke waits for the running hostd to see

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -294,9 +293,28 @@ func (o *runOptions) failures() *sandbox.Starts {
 func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) (failure error) {
 	name, town := sandbox.Name(id), o.town()
 	info, err := rt.Inspect(ctx, name)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	home, err := sandbox.Home(town, id)
+	if err != nil {
+		return err
+	}
+	if info.Exists && info.Town == town && !sandbox.SameHome(info.Home, home) {
+		// Gas Town nuked the polecat and gave its name to this one before
+		// hostd serve's reaper saw the directory go: that sandbox, its
+		// files and its certificate are the earlier polecat's.
+		fmt.Fprintf(progress, "hostd run: %s is the sandbox of an earlier polecat named %s (Gas Town nuked it and made this one since): removing it\n", name, id)
+		ca, err := o.openCA()
+		if err != nil {
+			return err
+		}
+		if err := o.nuke(ctx, ca, rt, name, id, progress); err != nil {
+			return fmt.Errorf("removing the sandbox of the earlier polecat named %s: %w", id, err)
+		}
+		info = sandbox.Info{}
+	}
+	switch {
 	case info.Exists && info.Town != town:
 		return fmt.Errorf("container %s is not this town's sandbox of %s (its town: %q): remove it ('%s rm -f %s') or run this town's polecat elsewhere", name, id, info.Town, o.runtime, name)
 	case !info.Exists:
@@ -309,7 +327,7 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 		if err != nil {
 			return err
 		}
-		if err := rt.Create(ctx, o.spec, town, id, token); err != nil {
+		if err := rt.Create(ctx, o.spec, town, id, home, token); err != nil {
 			return err
 		}
 		defer removeOnFailure(ctx, rt, name, &failure)
@@ -326,6 +344,8 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 			branch = strings.TrimSpace(string(out))
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, sandboxGitTimeout)
+	defer cancel()
 	cloned, err := rt.Clone(ctx, id, branch)
 	if err != nil {
 		return fmt.Errorf("cloning %s into the sandbox (is hostd serve running and reachable at %s?): %w", id.Rig, o.spec.URL, err)
@@ -343,6 +363,12 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 	return nil
 }
 
+// sandboxGitTimeout bounds the git hostd run runs in a sandbox before a
+// session (the first clone, a switch of branch, the identity): a
+// container whose git hangs fails the start, reported, rather than keep
+// Gas Town's pane waiting unseen.
+const sandboxGitTimeout = 10 * time.Minute
+
 // checkout brings the clone in id's sandbox to branch, the one Gas Town
 // checked out in the polecat's worktree (a reused polecat's new branch),
 // and says on progress what it did with the work it found there.
@@ -358,7 +384,10 @@ func checkout(ctx context.Context, rt sandbox.Runtime, id wire.Identity, branch 
 	if sw.Stash != "" {
 		fmt.Fprintf(progress, "hostd run: uncommitted work found on %s is kept in the sandbox's stash, not in %s: git stash show -p %s\n", cmp.Or(sw.From, "the detached HEAD"), sw.To, sw.Stash)
 	}
-	if sw.Unpushed > 0 {
+	switch {
+	case sw.Kept != "":
+		fmt.Fprintf(progress, "hostd run: %d commit(s) of the detached HEAD that origin does not have are kept on branch %s in the sandbox\n", sw.Unpushed, sw.Kept)
+	case sw.Unpushed > 0:
 		fmt.Fprintf(progress, "hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox\n", sw.Unpushed, sw.From)
 	}
 	return nil
@@ -399,8 +428,8 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Id
 	if err != nil {
 		return err
 	}
-	var errb bytes.Buffer
-	c.Stdout, c.Stderr = io.Discard, &errb
+	errb := &sandbox.Capped{Max: 4 << 10} // from the container: the polecat's to choose
+	c.Stdout, c.Stderr = io.Discard, errb
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the session in %s: %w", sandbox.Name(id), err)
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -17,7 +14,8 @@ import (
 // removes a polecat's directory <town>/<rig>/polecats/<name> when it
 // nukes it (gt done's self-nuke, gt polecat nuke) and at no other time;
 // a session cycle leaves it. So a sandbox whose polecat directory has
-// been missing on two passes in a row is removed, its polecat's
+// been missing on two passes in a row, or made anew (another Home: Gas
+// Town gave the name to its next polecat), is removed, its polecat's
 // certificates revoked, and what hostd keeps of it forgotten.
 type Reaper struct {
 	// Town is the Gas Town root.
@@ -66,16 +64,21 @@ func (r *Reaper) Pass(ctx context.Context) error {
 	}
 	missing := map[string]bool{}
 	for _, sb := range list {
-		if polecatExists(r.Town, sb.Polecat) {
+		if polecatExists(r.Town, sb) {
 			continue
 		}
-		if !r.missing[sb.Name] {
-			missing[sb.Name] = true
+		if !r.missing[sb.ID] {
+			missing[sb.ID] = true
 			continue
 		}
-		if err := Nuke(ctx, r.Runtime, sb.Name, sb.Polecat, r.Revoke); err != nil {
+		// By its ID, once more: hostd run of the polecat's successor may
+		// have just replaced it with a sandbox of its own of that name.
+		if info, err := r.Runtime.Inspect(ctx, sb.ID); err != nil || !info.Exists {
+			continue
+		}
+		if err := Nuke(ctx, r.Runtime, sb.ID, sb.Polecat, r.Revoke); err != nil {
 			r.Logger.Warn("removing the sandbox of a nuked polecat failed", "polecat", sb.Polecat, "container", sb.Name, "err", err)
-			missing[sb.Name] = true
+			missing[sb.ID] = true
 			continue
 		}
 		if err := r.Forget(ctx, sb.Polecat); err != nil {
@@ -89,11 +92,12 @@ func (r *Reaper) Pass(ctx context.Context) error {
 	return nil
 }
 
-// polecatExists says whether Gas Town's directory of the polecat is
-// there in town; an error other than its absence counts as there.
-func polecatExists(town string, id wire.Identity) bool {
-	_, err := os.Lstat(filepath.Join(town, id.Rig, "polecats", id.Name))
-	return !errors.Is(err, fs.ErrNotExist)
+// polecatExists says whether Gas Town's directory of sandbox sb's
+// polecat is there in town, the one sb was made for; an error other
+// than its absence counts as there.
+func polecatExists(town string, sb Sandbox) bool {
+	home, err := Home(town, sb.Polecat)
+	return err != nil || home != "" && SameHome(sb.Home, home)
 }
 
 // Nuke revokes a polecat's certificates, so that nothing it kept can

@@ -13,13 +13,20 @@ import (
 )
 
 // standIn is a stand-in container runtime (docker is outside the
-// product): 'ps' lists two sandboxes, 'rm' is recorded in log.
-func standIn(t *testing.T) (bin, log string) {
+// product): 'ps' lists the sandboxes of ps (name, ID, polecat and home
+// label, tab-separated, a line each), 'container inspect' finds any,
+// 'rm' is recorded in log.
+func standIn(t *testing.T, ps string) (bin, log string) {
 	dir := t.TempDir()
 	log = filepath.Join(dir, "calls")
 	bin = filepath.Join(dir, "docker")
+	listed := filepath.Join(dir, "ps")
+	if err := os.WriteFile(listed, []byte(ps), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	script := "#!/bin/sh\ncase \"$1\" in\n" +
-		"ps) printf 'gt-gastown-toast\\tgastown/toast\\ngt-gastown-nux\\tgastown/nux\\nstray\\tnot an identity\\n' ;;\n" +
+		"ps) cat " + listed + " ;;\n" +
+		"container) printf 'true\\t\\t\\t\\n' ;;\n" +
 		"rm) echo \"$@\" >> " + log + " ;;\n" +
 		"*) exit 1 ;;\nesac\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
@@ -28,21 +35,44 @@ func standIn(t *testing.T) (bin, log string) {
 	return bin, log
 }
 
-// TestReaper: a sandbox whose polecat directory is gone is removed, its
-// polecat revoked, then forgotten, on the second pass that finds it gone,
-// not the first; one whose directory is there stays.
+// TestReaper: a sandbox whose polecat directory is gone, or made anew
+// since the sandbox was (Gas Town gave the name to its next polecat), is
+// removed by its ID, its polecat revoked, then forgotten, on the second
+// pass that finds it so, not the first; one whose directory is the one
+// it was made for stays, as does one made before sandboxes were
+// labelled with it.
 func TestReaper(t *testing.T) {
-	bin, log := standIn(t)
-	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
 	town := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(town, "gastown", "polecats", "nux"), 0o755); err != nil {
+	home := func(name string) string {
+		if err := os.MkdirAll(filepath.Join(town, "gastown", "polecats", name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h, err := Home(town, wire.Identity{Rig: "gastown", Name: name})
+		if err != nil || h == "" {
+			t.Fatalf("Home of %s: %q, %v", name, h, err)
+		}
+		return h
+	}
+	nux, slit := home("nux"), home("slit")
+	home("furiosa")
+	// slit's directory made anew: the sandbox was made for the one before.
+	if err := os.Remove(filepath.Join(town, "gastown", "polecats", "slit")); err != nil {
 		t.Fatal(err)
 	}
+	if home("slit") == slit {
+		t.Fatal("a directory made anew has the Home of the one before")
+	}
+	bin, log := standIn(t, "gt-gastown-toast\tid-toast\tgastown/toast\t1-2.3\n"+
+		"gt-gastown-nux\tid-nux\tgastown/nux\t"+nux+"\n"+
+		"gt-gastown-slit\tid-slit\tgastown/slit\t"+slit+"\n"+
+		"gt-gastown-furiosa\tid-furiosa\tgastown/furiosa\t\n"+
+		"stray\tid-stray\tnot an identity\t\n")
+	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
 	var revoked, forgotten []wire.Identity
 	r := &Reaper{Town: town, Runtime: Runtime{Bin: bin}, Logger: slog.New(slog.DiscardHandler),
 		Revoke: func(id wire.Identity) error { revoked = append(revoked, id); return nil },
 		Forget: func(_ context.Context, id wire.Identity) error {
-			if !strings.Contains(calls(), "gt-gastown-"+id.Name) {
+			if !strings.Contains(calls(), "id-"+id.Name) {
 				t.Errorf("%s forgotten before its sandbox was removed", id)
 			}
 			forgotten = append(forgotten, id)
@@ -53,16 +83,17 @@ func TestReaper(t *testing.T) {
 		t.Fatal(err)
 	}
 	if calls() != "" || len(revoked) != 0 || len(forgotten) != 0 {
-		t.Fatalf("the first pass removed %q, revoked %v and forgot %v; it should only note toast missing", calls(), revoked, forgotten)
+		t.Fatalf("the first pass removed %q, revoked %v and forgot %v; it should only note toast and slit", calls(), revoked, forgotten)
 	}
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(calls()); got != "rm -f -v gt-gastown-toast" {
-		t.Errorf("the second pass ran %q, want toast's sandbox removed", got)
+	if got := strings.TrimSpace(calls()); got != "rm -f -v id-toast\nrm -f -v id-slit" {
+		t.Errorf("the second pass ran %q, want toast's and slit's sandboxes removed by their IDs", got)
 	}
-	if !slices.Equal(revoked, []wire.Identity{toast}) || !slices.Equal(forgotten, []wire.Identity{toast}) {
-		t.Errorf("revoked %v and forgot %v, want toast alone", revoked, forgotten)
+	slitID := wire.Identity{Rig: "gastown", Name: "slit"}
+	if want := []wire.Identity{toast, slitID}; !slices.Equal(revoked, want) || !slices.Equal(forgotten, want) {
+		t.Errorf("revoked %v and forgot %v, want toast and slit", revoked, forgotten)
 	}
 }
 

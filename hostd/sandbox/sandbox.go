@@ -56,8 +56,8 @@ type Info struct {
 	Exists bool
 	// Running is true while it runs.
 	Running bool
-	// Town and Polecat are its labels.
-	Town, Polecat string
+	// Town, Polecat and Home are its labels.
+	Town, Polecat, Home string
 }
 
 // ErrNoRuntime is returned when the runtime's CLI is not installed.
@@ -80,29 +80,65 @@ func (r Runtime) run(ctx context.Context, env []string, args ...string) (string,
 		return "", err
 	}
 	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out, errb := &Capped{Max: maxOutput}, &Capped{Max: maxError}
+	cmd.Stdout, cmd.Stderr = out, errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w: %s", r.Bin, args[0], err, strings.TrimSpace(errb.String()))
+		return out.String(), fmt.Errorf("%s %s: %w: %s", r.Bin, args[0], err, oneLine(errb.String()))
 	}
 	return out.String(), nil
+}
+
+// maxOutput and maxError bound what hostd keeps of a runtime command's
+// output and error: what a command run in a sandbox prints is the
+// polecat's to choose.
+const (
+	maxOutput = 1 << 20
+	maxError  = 4 << 10
+)
+
+// Capped keeps the first Max bytes written to it and drops the rest.
+type Capped struct {
+	// Max is how many bytes it keeps.
+	Max int
+	buf bytes.Buffer
+}
+
+// Write keeps what fits and reports all of p written.
+func (c *Capped) Write(p []byte) (int, error) {
+	if room := c.Max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// String is what it kept.
+func (c *Capped) String() string { return c.buf.String() }
+
+// Len is how many bytes it kept.
+func (c *Capped) Len() int { return c.buf.Len() }
+
+// oneLine is a command's error output as one line of an error message:
+// its lines joined with "; ", so that nothing it prints reads as a line
+// of hostd's own.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", " ; ")), " ")
 }
 
 // Inspect says whether container name exists, runs, and whose it is.
 func (r Runtime) Inspect(ctx context.Context, name string) (Info, error) {
 	out, err := r.run(ctx, nil, "container", "inspect", "-f",
-		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}`, name)
+		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}{{"\t"}}{{index .Config.Labels "`+HomeLabel+`"}}`, name)
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "no such") {
 			return Info{}, nil
 		}
 		return Info{}, err
 	}
-	f := strings.SplitN(strings.TrimSpace(out), "\t", 3)
-	for len(f) < 3 {
+	f := strings.SplitN(strings.TrimSpace(out), "\t", 4)
+	for len(f) < 4 {
 		f = append(f, "")
 	}
-	return Info{Exists: true, Running: f[0] == "true", Town: f[1], Polecat: f[2]}, nil
+	return Info{Exists: true, Running: f[0] == "true", Town: f[1], Polecat: f[2], Home: f[3]}, nil
 }
 
 // Start starts a stopped container.
@@ -123,30 +159,33 @@ func (r Runtime) Remove(ctx context.Context, name string) error {
 
 // Sandbox is one container found by List.
 type Sandbox struct {
-	// Name is the container's.
-	Name string
+	// Name and ID are the container's.
+	Name, ID string
 	// Polecat is its polecat.
 	Polecat wire.Identity
+	// Home is Home of the polecat's directory it was made for ("" for a
+	// sandbox made before hostd labelled it).
+	Home string
 }
 
 // List is every sandbox of town, running or not.
 func (r Runtime) List(ctx context.Context, town string) ([]Sandbox, error) {
 	out, err := r.run(ctx, nil, "ps", "-a", "--filter", "label="+TownLabel+"="+town,
-		"--format", `{{.Names}}{{"\t"}}{{.Label "`+PolecatLabel+`"}}`)
+		"--format", `{{.Names}}{{"\t"}}{{.ID}}{{"\t"}}{{.Label "`+PolecatLabel+`"}}{{"\t"}}{{.Label "`+HomeLabel+`"}}`)
 	if err != nil {
 		return nil, err
 	}
 	var list []Sandbox
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		name, polecat, ok := strings.Cut(line, "\t")
-		if !ok {
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
 			continue
 		}
-		id, err := wire.ParseIdentity(polecat)
+		id, err := wire.ParseIdentity(f[2])
 		if err != nil {
 			continue // not one of ours, whatever its label says
 		}
-		list = append(list, Sandbox{Name: name, Polecat: id})
+		list = append(list, Sandbox{Name: f[0], ID: f[1], Polecat: id, Home: f[3]})
 	}
 	return list, nil
 }
@@ -177,13 +216,14 @@ type Spec struct {
 	Env []string
 }
 
-// Create creates and starts polecat id's sandbox in town, joining hostd
-// with token. A container it created and could not start (a mount that
+// Create creates and starts polecat id's sandbox in town, for the
+// polecat's directory whose Home is home, joining hostd with token. A
+// container it created and could not start (a mount that
 // is not there, no gt-agent at Agent) it removes: a failed Create leaves
 // nothing behind, and never touches a container it did not create (one
 // of that name already there fails the create).
-func (r Runtime) Create(ctx context.Context, s Spec, town string, id wire.Identity, token string) error {
-	if _, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id)...); err != nil {
+func (r Runtime) Create(ctx context.Context, s Spec, town string, id wire.Identity, home, token string) error {
+	if _, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id, home)...); err != nil {
 		return err
 	}
 	if err := r.Start(ctx, Name(id)); err != nil {
@@ -214,13 +254,14 @@ func (r Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 }
 
 // createArgs is the argv (after the runtime's name) that creates polecat
-// id's sandbox in town, for Start to start: the image's gt-agent up,
+// id's sandbox in town, labelled with its directory's home, for Start to
+// start: the image's gt-agent up,
 // joining with the token given in GT_AGENT_JOIN (in the runtime's
 // environment, not on its command line), watching the session the
 // sessions start in.
-func (s Spec) createArgs(town string, id wire.Identity) []string {
+func (s Spec) createArgs(town string, id wire.Identity, home string) []string {
 	args := []string{"create", "--init", "--name", Name(id), "--hostname", id.Name,
-		"--label", TownLabel + "=" + town, "--label", PolecatLabel + "=" + id.String(),
+		"--label", TownLabel + "=" + town, "--label", PolecatLabel + "=" + id.String(), "--label", HomeLabel + "=" + home,
 		"-e", "GT_PROXY_URL=" + s.URL, "-e", "GT_AGENT_JOIN", "-e", "GT_AGENT_IDENTITY=" + id.String(),
 		"-e", "GT_RIG=" + id.Rig, "-e", "GT_POLECAT=" + id.Name}
 	if strings.Contains(s.URL, "//host.docker.internal") {
@@ -333,9 +374,12 @@ type Switch struct {
 	// work Checkout found (tracked changes and untracked files), "" when
 	// there was none.
 	Stash string
-	// Unpushed is how many commits of From no branch on origin has: they
-	// stay on From.
+	// Unpushed is how many commits of From (or of the detached HEAD) no
+	// branch on origin has: they stay on From, or on Kept.
 	Unpushed int
+	// Kept is the branch Checkout made for a detached HEAD's commits
+	// origin lacks, "" when it made none.
+	Kept string
 }
 
 // Checkout brings the clone in polecat id's sandbox to branch, the one
@@ -352,20 +396,32 @@ func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) 
 		return strings.TrimSpace(out), err
 	}
 	from, _ := git("symbolic-ref", "-q", "--short", "HEAD")
+	if from != "" && !isBranch(ctx, from) {
+		return Switch{}, errors.New("the clone's HEAD names no branch git takes")
+	}
 	sw := Switch{From: from, To: from}
 	if branch == "" || branch == from {
 		return sw, nil
 	}
-	if err := exec.CommandContext(ctx, "git", "check-ref-format", "--branch", branch).Run(); err != nil || strings.HasPrefix(branch, "-") {
+	if !isBranch(ctx, branch) {
 		return sw, fmt.Errorf("the worktree's branch %q is not a branch name git takes", branch)
 	}
 	local, remote := "refs/heads/"+branch, "refs/remotes/origin/"+branch
 	if _, err := git("fetch", "-q", "origin", "+"+local+":"+remote); err != nil {
 		return sw, fmt.Errorf("fetching %s from the rig: %w", branch, err)
 	}
-	if from != "" {
-		if n, err := git("rev-list", "--count", "refs/heads/"+from, "--not", "--remotes=origin"); err == nil {
-			fmt.Sscan(n, &sw.Unpushed)
+	if n, err := git("rev-list", "--count", "HEAD", "--not", "--remotes=origin"); err == nil {
+		fmt.Sscan(n, &sw.Unpushed)
+	}
+	if from == "" && sw.Unpushed > 0 {
+		// A detached HEAD's commits would be left to the reflog alone.
+		head, err := git("rev-parse", "--verify", "HEAD")
+		if err != nil || !isHex(head) {
+			return sw, fmt.Errorf("naming the detached HEAD's commits: %w", err)
+		}
+		sw.Kept = "polecat-sidecar/detached-" + head[:12]
+		if _, err := git("branch", "-f", sw.Kept, head); err != nil {
+			return sw, fmt.Errorf("keeping the detached HEAD's commits on a branch: %w", err)
 		}
 	}
 	if dirty, err := git("status", "--porcelain", "--untracked-files=all"); err != nil {
@@ -375,7 +431,9 @@ func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) 
 		if _, err := git("stash", "push", "-q", "--include-untracked", "-m", msg); err != nil {
 			return sw, fmt.Errorf("keeping the uncommitted work in a stash: %w", err)
 		}
-		sw.Stash, _ = git("rev-parse", "-q", "--verify", "refs/stash")
+		if sw.Stash, _ = git("rev-parse", "-q", "--verify", "refs/stash"); !isHex(sw.Stash) {
+			sw.Stash = "stash@{0}"
+		}
 	}
 	kept := ""
 	if sw.Stash != "" {
@@ -386,6 +444,11 @@ func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) 
 			return sw, fmt.Errorf("checking out %s%s: %w", branch, kept, err)
 		}
 		if _, err := git("merge", "-q", "--ff-only", remote); err != nil {
+			// Back where it was, so that the next start tries again
+			// rather than find the clone on the branch already.
+			if from != "" {
+				_, _ = git("checkout", "-q", from)
+			}
 			return sw, fmt.Errorf("bringing %s up to the rig's%s: %w", branch, kept, err)
 		}
 	} else if _, err := git("checkout", "-q", "-b", branch, "--track", remote); err != nil {
@@ -393,6 +456,16 @@ func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) 
 	}
 	sw.To = branch
 	return sw, nil
+}
+
+// isBranch says whether name is a branch name git takes (and no option).
+func isBranch(ctx context.Context, name string) bool {
+	return !strings.HasPrefix(name, "-") && exec.CommandContext(ctx, "git", "check-ref-format", "--branch", name).Run() == nil
+}
+
+// isHex says whether s is a commit's full hexadecimal name.
+func isHex(s string) bool {
+	return (len(s) == 40 || len(s) == 64) && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // GitIdentity sets the git identity of polecat id's clone in its sandbox

@@ -69,7 +69,7 @@ func TestCreateArgs(t *testing.T) {
 		want, notWant []string
 	}{
 		{"defaults", Spec{Image: "polecat:1", URL: "https://host.docker.internal:9876", Agent: "/a"},
-			[]string{"--label polecat-sidecar.town=/t", "--label polecat-sidecar.polecat=gastown/toast", "-e GT_AGENT_JOIN -e", "--add-host host.docker.internal:host-gateway", "--entrypoint /a polecat:1 up --watch-session polecat"},
+			[]string{"--label polecat-sidecar.town=/t", "--label polecat-sidecar.polecat=gastown/toast", "--label polecat-sidecar.home=42-7.000000001", "-e GT_AGENT_JOIN -e", "--add-host host.docker.internal:host-gateway", "--entrypoint /a polecat:1 up --watch-session polecat"},
 			[]string{"--network", "--cpus", "--memory", "--pids-limit", "BEAT_INTERVAL"}},
 		{"limits", Spec{Image: "p", URL: "https://10.0.0.1:9876", Network: "n", Mounts: []string{"/a:/b:ro"}, CPUs: "2", Memory: "4g", PidsLimit: 512, Agent: "/a", BeatInterval: time.Second},
 			[]string{"--network n", "-v /a:/b:ro", "--cpus 2", "--memory 4g", "--pids-limit 512", "-e GT_AGENT_BEAT_INTERVAL=1s"},
@@ -77,7 +77,7 @@ func TestCreateArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(tt.spec.createArgs("/t", toast), " ")
+			got := strings.Join(tt.spec.createArgs("/t", toast, "42-7.000000001"), " ")
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("%s\nlacks %q", got, w)
@@ -137,7 +137,7 @@ func TestCreateLeavesNothing(t *testing.T) {
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			err := (Runtime{Bin: bin}).Create(context.Background(), Spec{Image: "polecat:1", Agent: "/a"}, "/t", toast, "tok")
+			err := (Runtime{Bin: bin}).Create(context.Background(), Spec{Image: "polecat:1", Agent: "/a"}, "/t", toast, "", "tok")
 			if (err != nil) != (tt.fail != "") {
 				t.Fatalf("Create: %v", err)
 			}

@@ -133,7 +133,7 @@ func (f *Starts) LogFailures() {
 // current says whether id's polecat is still there, removing its record
 // when Gas Town has removed its directory.
 func (f *Starts) current(id wire.Identity) bool {
-	if polecatExists(f.Town, id) {
+	if home, err := Home(f.Town, id); err != nil || home != "" {
 		return true
 	}
 	_ = os.Remove(f.File(id))

@@ -31,7 +31,8 @@ import (
 // starts in it and hostd run exits with its status; a session after Gas
 // Town gave the polecat a new branch (its reuse) starts on that branch,
 // the uncommitted work kept in a stash, and one whose branch the clone
-// cannot be brought to fails with the reason; removing the polecat's
+// cannot be brought to fails with the reason; a polecat made under the
+// name of a nuked one gets a sandbox of its own; removing the polecat's
 // directory (gt polecat nuke) removes the container, revokes the polecat
 // and forgets what hostd kept of it.
 func TestSandbox(t *testing.T) {
@@ -188,6 +189,81 @@ func TestSandbox(t *testing.T) {
 		out, _ := tryDocker("exec", container, "git", "-C", "/work/gastown", "branch", "--show-current")
 		if strings.TrimSpace(out) != "polecat/toast/gt-next@x1" {
 			t.Fatalf("the clone is on %q after the failed switch, want it left on polecat/toast/gt-next@x1", out)
+		}
+	})
+
+	// inBox runs a shell script in the sandbox's clone as the polecat.
+	inBox := func(t *testing.T, script string) string {
+		t.Helper()
+		out, err := tryDocker("exec", "-w", "/work/gastown", "-e", "GIT_AUTHOR_NAME=toast", "-e", "GIT_AUTHOR_EMAIL=toast@example.com",
+			"-e", "GIT_COMMITTER_NAME=toast", "-e", "GIT_COMMITTER_EMAIL=toast@example.com", container, "sh", "-c", script)
+		if err != nil {
+			t.Fatalf("%s: %v %s", script, err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	step("commits on a detached HEAD are kept on a branch when the clone moves to the next branch", func(t *testing.T) {
+		inBox(t, "git checkout -q --detach && git commit -q --allow-empty -m 'made detached'")
+		r.git.Git(t, worktree, "checkout", "-q", "-f", "-b", "polecat/toast/gt-third@x3", "main")
+		session("gastown-toast-6", `echo "session six: on $(git branch --show-current), kept $(git log -1 --format=%s --branches=polecat-sidecar/*)"; sleep 600`)
+		eventually(t, 30*time.Second, "the sixth session's first line on the host pane", func() bool {
+			return strings.Contains(screen("gastown-toast-6"), "session six: on polecat/toast/gt-third@x3, kept made detached")
+		})
+		if run, _ := os.ReadFile(runLog); !strings.Contains(string(run), "commit(s) of the detached HEAD that origin does not have are kept on branch polecat-sidecar/detached-") {
+			t.Fatalf("hostd run did not say where the detached HEAD's commits went:\n%s", run)
+		}
+		if out, err := tmux("kill-session", "-t", "gastown-toast-6"); err != nil {
+			t.Fatal(err, out)
+		}
+	})
+
+	step("a branch the clone cannot fast-forward fails the session and leaves the clone where it was, so the next start tries again", func(t *testing.T) {
+		// The clone's gt-next has a commit the rig's lacks, and the
+		// rig's one the clone's lacks.
+		inBox(t, "git update-ref refs/heads/polecat/toast/gt-next@x1 $(git commit-tree -p polecat/toast/gt-next@x1 -m 'the clone' HEAD^{tree})")
+		diverged := strings.TrimSpace(r.git.Git(t, r.git.Repo, "commit-tree", "-p", "polecat/toast/gt-next@x1", "-m", "the rig", "main^{tree}"))
+		r.git.Git(t, r.git.Repo, "update-ref", "refs/heads/polecat/toast/gt-next@x1", diverged)
+		r.git.Git(t, worktree, "checkout", "-q", "-f", "polecat/toast/gt-next@x1")
+		for i, name := range []string{"gastown-toast-7", "gastown-toast-8"} {
+			status := filepath.Join(t.TempDir(), "status")
+			session(name, `echo ran > /tmp/ran-`+name, `echo $? > `+status)
+			var code []byte
+			eventually(t, 30*time.Second, "hostd run exited", func() bool {
+				code, _ = os.ReadFile(status)
+				return strings.HasSuffix(string(code), "\n")
+			})
+			if _, err := tryDocker("exec", container, "test", "-e", "/tmp/ran-"+name); err == nil || strings.TrimSpace(string(code)) == "0" {
+				t.Fatalf("start %d ran the session on a branch that is not the rig's (hostd run exited with %s)", i+1, code)
+			}
+			if on := inBox(t, "git branch --show-current"); on != "polecat/toast/gt-third@x3" {
+				t.Fatalf("after start %d the clone is on %q, want it back on polecat/toast/gt-third@x3", i+1, on)
+			}
+		}
+		if run, _ := os.ReadFile(runLog); !strings.Contains(string(run), "bringing polecat/toast/gt-next@x1 up to the rig's") {
+			t.Fatalf("hostd run's reason does not say the branch could not be brought up to the rig's:\n%s", run)
+		}
+	})
+
+	step("a polecat Gas Town makes under a nuked one's name gets a sandbox of its own", func(t *testing.T) {
+		// gt polecat nuke, then gt sling giving the name to the next
+		// polecat at once: hostd run, or the reaper if it is first, tells
+		// the earlier polecat's sandbox by the directory it was made for.
+		old := strings.TrimSpace(r.docker("inspect", "-f", "{{.Id}}", container))
+		r.git.Git(t, r.git.Repo, "worktree", "remove", "--force", worktree)
+		if err := os.RemoveAll(polecatDir); err != nil {
+			t.Fatal(err)
+		}
+		r.git.Git(t, r.git.Repo, "worktree", "add", "-q", "-b", "polecat/toast/gt-new@x2", worktree, "main")
+		session("gastown-toast-5", `echo "session five: on $(git branch --show-current), $(git stash list | wc -l) stash"; sleep 600`)
+		eventually(t, 60*time.Second, "the new polecat's first line on the host pane", func() bool {
+			return strings.Contains(screen("gastown-toast-5"), "session five: on polecat/toast/gt-new@x2, 0 stash")
+		})
+		if now := strings.TrimSpace(r.docker("inspect", "-f", "{{.Id}}", container)); now == old {
+			t.Fatalf("the new polecat runs in the earlier polecat's container %s", old)
+		}
+		r.wait(30*time.Second, "the new toast connected", harness.Connected("toast", ""))
+		if out, err := tmux("kill-session", "-t", "gastown-toast-5"); err != nil {
+			t.Fatal(err, out)
 		}
 	})
 
