@@ -262,8 +262,8 @@ func (b *Beat) idleAt(got, now time.Time) time.Duration {
 	return time.Duration(b.Session.IdleSeconds*float64(time.Second)) + now.Sub(got)
 }
 
-// agentUpAt is how long the beat's agent has been running as of now, the
-// beat having been received at got.
-func (b *Beat) agentUpAt(got, now time.Time) time.Duration {
-	return time.Duration(b.Agent.Uptime*float64(time.Second)) + now.Sub(got)
+// noSessionYet says whether the beat is from a sandbox in which no
+// session has run yet.
+func (b *Beat) noSessionYet() bool {
+	return b.Session.State == SessionNotFound && b.Session.NeverStarted
 }

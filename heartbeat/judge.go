@@ -21,7 +21,8 @@ const (
 	Idle State = "idle"
 	// Starting: the tunnel is up and the polecat is on its way: its agent
 	// has (re)connected and not beaten yet, or it beats from a sandbox
-	// whose first session has not started yet (for at most Grace).
+	// whose first session has not started yet (for at most Grace from
+	// the first such beat, by hostd's clock).
 	Starting State = "starting"
 	// Stale: the tunnel is up but no beat for StaleBeats intervals: the
 	// agent is stuck or frozen.
@@ -51,7 +52,8 @@ type Thresholds struct {
 	// IdleAfter is how long without output in the session's pane makes a
 	// running polecat idle.
 	IdleAfter time.Duration
-	// Grace is how long a polecat may be disconnected before it is dead.
+	// Grace is how long a polecat may be disconnected before it is dead,
+	// and how long a sandbox may beat without a first session.
 	Grace time.Duration
 }
 
@@ -107,6 +109,14 @@ type Record struct {
 	// it do not count for the tunnel since. A newer tunnel replacing one
 	// still up (the agent's return to QUIC) leaves it as it was.
 	UpSince time.Time `json:"up_since"`
+	// NoSessionSince is when hostd received the first beat saying that no
+	// session has run in the sandbox yet (never_started) since its last
+	// beat from one that had: hostd's clock, not the agent's uptime (the
+	// polecat says what it likes of that), kept across reconnects and
+	// hostd restarts, so that such a sandbox is starting for at most
+	// Grace from it however it comes and goes. Zero since a beat from a
+	// sandbox that had a session.
+	NoSessionSince time.Time `json:"no_session_since,omitzero"`
 	// Restored marks a record loaded from disk whose agent has not come
 	// back since hostd started: its state is the last known one.
 	Restored bool    `json:"restored,omitempty"`
@@ -143,7 +153,7 @@ func NewJudge(th Thresholds, now func() time.Time, onChange func(Record, Event))
 		msgIdle:      fmt.Sprintf("no output for %v", th.IdleAfter),
 		msgGrace:     fmt.Sprintf("tunnel gone for longer than %v", th.Grace),
 		msgRestart:   fmt.Sprintf("not back within %v of hostd restarting", th.Grace),
-		msgNoSession: fmt.Sprintf("no session has started in the %v since the agent started", th.Grace),
+		msgNoSession: fmt.Sprintf("no session has started in the %v since hostd first heard the sandbox had none", th.Grace),
 	}
 }
 
@@ -183,7 +193,15 @@ func (j *Judge) Disconnected(id wire.Identity, why string) {
 
 // Beat records a valid beat from id.
 func (j *Judge) Beat(id wire.Identity, b *Beat) {
-	j.change(id, func(r *Record, now time.Time) { r.LastBeat, r.LastBeatAt = b, now })
+	j.change(id, func(r *Record, now time.Time) {
+		r.LastBeat, r.LastBeatAt = b, now
+		switch {
+		case !b.noSessionYet():
+			r.NoSessionSince = time.Time{}
+		case r.NoSessionSince.IsZero():
+			r.NoSessionSince = now
+		}
+	})
 }
 
 // Revoke records that id's certificates were revoked, all but those valid
@@ -295,7 +313,7 @@ func (j *Judge) evaluate(r *Record, now time.Time) (State, string) {
 			return Dead, "the agent watches no session"
 		case !s.NeverStarted:
 			return Dead, "session not found"
-		case r.LastBeat.agentUpAt(r.LastBeatAt, now) >= j.th.Grace:
+		case now.Sub(r.NoSessionSince) >= j.th.Grace:
 			return Dead, j.msgNoSession
 		}
 		return Starting, "no session yet: the sandbox's first session has not started"

@@ -262,8 +262,10 @@ func sandboxBeat(seq uint64, state string, fresh bool, uptime time.Duration) *Be
 // and its first beat, and a sandbox's time before its first session, are
 // starting (a reconnect says so); a newer tunnel replacing one still up is
 // no change at all. What is wrong still shows: no beat for long enough is
-// stale, a first session that never comes is dead after the grace, and a
-// session gone from a sandbox that had one is dead at once.
+// stale, a first session that never comes is dead after the grace from
+// the first beat without one (hostd's clock: whatever the polecat says of
+// its agent's uptime, however often it reconnects), and a session gone
+// from a sandbox that had one is dead at once.
 func TestJudgeStartsQuietly(t *testing.T) {
 	type step struct {
 		do     func(j *Judge, c *clock)
@@ -276,6 +278,20 @@ func TestJudgeStartsQuietly(t *testing.T) {
 		return func(j *Judge, c *clock) { c.add(d); j.Tick() }
 	}
 	send := func(b *Beat) func(*Judge, *clock) { return func(j *Judge, _ *clock) { j.Beat(furiosa, b) } }
+	// noSession beats every 5 s for d from a sandbox without a session
+	// yet whose agent says it has been up uptime(d so far).
+	noSession := func(d time.Duration, uptime func(time.Duration) time.Duration) func(*Judge, *clock) {
+		return func(j *Judge, c *clock) {
+			for elapsed := 5 * time.Second; elapsed <= d; elapsed += 5 * time.Second {
+				c.add(5 * time.Second)
+				j.Beat(furiosa, sandboxBeat(2, SessionNotFound, true, uptime(elapsed)))
+			}
+		}
+	}
+	upFrom := func(start time.Duration) func(time.Duration) time.Duration {
+		return func(elapsed time.Duration) time.Duration { return start + elapsed }
+	}
+	justStarted := func(time.Duration) time.Duration { return 0 }
 	running := sandboxBeat(1, SessionRunning, false, time.Second)
 	tests := []struct {
 		name  string
@@ -317,11 +333,56 @@ func TestJudgeStartsQuietly(t *testing.T) {
 		}, []State{Starting, Working}},
 		{"a sandbox whose first session never comes", []step{
 			{connect, Starting, ""},
-			{send(sandboxBeat(1, SessionNotFound, true, 118*time.Second)), Starting, "no session yet"},
-			{wait(time.Second), Starting, ""},
-			{wait(time.Second), Dead, "no session has started in the 2m0s since the agent started"},
+			{send(sandboxBeat(1, SessionNotFound, true, time.Second)), Starting, "no session yet"},
+			{noSession(115*time.Second, upFrom(time.Second)), Starting, "no session yet"},
+			{wait(4 * time.Second), Starting, ""},
+			{wait(time.Second), Dead, "no session has started in the 2m0s since hostd first heard the sandbox had none"},
 			{send(sandboxBeat(2, SessionRunning, false, 125*time.Second)), Working, ""},
 		}, []State{Starting, Dead, Working}},
+		// The polecat says what it likes of its agent's uptime: the bound
+		// is hostd's clock.
+		{"a sandbox whose agent always says it just started", []step{
+			{connect, Starting, ""},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(115*time.Second, justStarted), Starting, "no session yet"},
+			{noSession(5*time.Second, justStarted), Dead, "no session has started in the 2m0s"},
+			{send(sandboxBeat(99, SessionNotFound, true, 0)), Dead, ""},
+		}, []State{Starting, Dead}},
+		{"a sandbox whose agent reconnects every minute, never with a session", []step{
+			{connect, Starting, ""},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(50*time.Second, justStarted), Starting, "no session yet"},
+			{disconnect, Disconnected, ""},
+			{wait(5 * time.Second), Disconnected, ""},
+			{connect, Starting, "reconnected"},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(50*time.Second, justStarted), Starting, "no session yet"},
+			{disconnect, Disconnected, ""},
+			{wait(5 * time.Second), Disconnected, ""},
+			{connect, Starting, "reconnected"},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(5*time.Second, justStarted), Starting, "no session yet"},
+			{wait(4 * time.Second), Starting, "no session yet"},
+			{wait(time.Second), Dead, "no session has started in the 2m0s"},
+			{disconnect, Disconnected, ""},
+			{connect, Starting, "reconnected"},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Dead, "no session has started in the 2m0s"},
+		}, []State{Starting, Disconnected, Starting, Disconnected, Starting, Dead, Disconnected, Starting, Dead}},
+		// Its first session is what ends the bound: one never started
+		// after it (a sandbox made again under its name) has its own.
+		{"a sandbox made again after a session", []step{
+			{connect, Starting, ""},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(115*time.Second, justStarted), Starting, ""},
+			{send(running), Working, ""},
+			{disconnect, Disconnected, ""},
+			{wait(time.Minute), Disconnected, ""},
+			{connect, Starting, "reconnected"},
+			{send(sandboxBeat(1, SessionNotFound, true, 0)), Starting, "no session yet"},
+			{noSession(115*time.Second, justStarted), Starting, ""},
+			{wait(4 * time.Second), Starting, ""},
+			{wait(time.Second), Dead, "no session has started in the 2m0s"},
+		}, []State{Starting, Working, Disconnected, Starting, Dead}},
 		{"a sandbox whose session is gone", []step{
 			{connect, Starting, ""},
 			{send(running), Working, ""},

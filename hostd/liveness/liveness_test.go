@@ -13,6 +13,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/registry/registrytest"
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
@@ -183,5 +184,74 @@ func TestForget(t *testing.T) {
 	var kept []heartbeat.Record
 	if err := state.Load(path, &kept); err != nil || len(kept) != 0 {
 		t.Errorf("liveness.json after forget: %+v, %v", kept, err)
+	}
+}
+
+// TestNoSessionBoundedByHostdsClock: a polecat that beats, on a new
+// tunnel each time, that no session has run in its sandbox yet and that
+// its agent has just started is starting for Grace of hostd's clock from
+// its first such beat, then dead; a hostd restarted meanwhile keeps that
+// time (liveness.json), so a restart does not begin the bound again.
+func TestNoSessionBoundedByHostdsClock(t *testing.T) {
+	const grace = time.Second
+	path := filepath.Join(t.TempDir(), "liveness.json")
+	cfg := Config{Path: path, Logger: quiet(), Thresholds: heartbeat.Thresholds{Grace: grace}}
+	hostile := &heartbeat.Beat{Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionNotFound, NeverStarted: true}}
+	// beatOnce connects as furiosa, beats hostile once with seq and
+	// disconnects, answering the state hostd judged that beat.
+	beatOnce := func(s *Service, reg *registry.Registry, seq uint64) api.PolecatDetail {
+		t.Helper()
+		client, conn := connect(t, reg, s)
+		defer func() { client.Close(); reg.Remove(conn, errors.New("reconnecting")) }()
+		st, err := client.OpenStream(context.Background(), wire.KindHeartbeat, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		b := *hostile
+		b.Seq = seq
+		if err := heartbeat.NewWriter(st).Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if d, _ := s.Detail(furiosa); d.Beat != nil && d.Beat.Seq == seq {
+				return d
+			}
+		}
+		t.Fatalf("hostd did not take beat %d", seq)
+		return api.PolecatDetail{}
+	}
+
+	reg := registrytest.New(t)
+	s, err := New(cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now()
+	seq := uint64(1)
+	for d := beatOnce(s, reg, seq); d.State != string(heartbeat.Dead); d = beatOnce(s, reg, seq) {
+		if d.State != string(heartbeat.Starting) {
+			t.Fatalf("beat %d: %s (%s), want starting until dead", seq, d.State, d.Reason)
+		}
+		if time.Since(first) > 10*grace {
+			t.Fatalf("still %s (%s) %v after the first beat without a session, grace %v", d.State, d.Reason, time.Since(first), grace)
+		}
+		seq++
+	}
+	if took := time.Since(first); took < grace {
+		t.Fatalf("dead %v after the first beat without a session, before the grace %v", took, grace)
+	}
+	if seq < 2 {
+		t.Fatalf("dead at the first beat")
+	}
+	s.Flush()
+
+	// A restarted hostd: the polecat's next such beat is dead at once.
+	reg = registrytest.New(t)
+	if s, err = New(cfg, reg); err != nil {
+		t.Fatal(err)
+	}
+	if d := beatOnce(s, reg, seq+1); d.State != string(heartbeat.Dead) || !strings.Contains(d.Reason, "no session has started") {
+		t.Fatalf("after hostd restarted: %s (%s), want dead: no session has started", d.State, d.Reason)
 	}
 }
