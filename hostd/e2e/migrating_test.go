@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,55 +188,15 @@ func TestMigratingWalk(t *testing.T) {
 			env[i] = "PATH=" + tools + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
 		}
 	}
-	// The rig's repository, as gt rig add made it, and this repository
-	// with bin/ as 'make build' leaves it, where the walk starts.
-	repo := t.TempDir()
-	git := func(dir string, args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, append(GitEnv(home), "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+	// This repository with bin/ as 'make build' leaves it, where the walk
+	// starts, and the rig's repository, as gt rig add made it.
+	repo := walkRepo(t, home)
+	clone := exec.Command("git", "clone", "-q", "--bare", ".", filepath.Join(town, "gastown", ".repo.git"))
+	clone.Dir, clone.Env = repo, append(GitEnv(home), "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := clone.CombinedOutput(); err != nil {
+		t.Fatalf("git clone --bare: %v\n%s", err, out)
 	}
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "commit", "-q", "--allow-empty", "-m", "first")
-	git(repo, "clone", "-q", "--bare", ".", filepath.Join(town, "gastown", ".repo.git"))
-	if err := os.Symlink(BinDir, filepath.Join(repo, "bin")); err != nil {
-		t.Fatal(err)
-	}
-
-	logPath := filepath.Join(t.TempDir(), "walk.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command("bash", "-e", "-c", walk)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = repo, env, logFile, logFile // a file: hostd and the agent outlive the walk
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		tmux := exec.Command("tmux", "kill-server")
-		tmux.Env = env
-		_ = tmux.Run()
-	})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	said := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the walk failed: %v\n%s\nthe walk:\n%s", err, said(), walk)
-		}
-	case <-time.After(90 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		t.Fatalf("the walk did not end in 90s:\n%s", said())
-	}
-	out := said()
+	out := runWalk(t, walk, repo, env)
 	for _, want := range []string{
 		"reusing existing CA GasTown CA",
 		"config:      " + state.For(town).Config(),

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +22,63 @@ const (
 // readmeWalk is the shell of README.md's "Using it" walk: every ```sh
 // block between the markers, in order.
 func readmeWalk(t *testing.T) string { return docWalk(t, "../../README.md", walkStart, walkEnd) }
+
+// walkRepo is this repository as a doc's walk finds it: a git
+// repository with committed work, and bin/ as 'make build' leaves it.
+func walkRepo(t *testing.T, home string) string {
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = repo, append(GitEnv(home), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.Symlink(BinDir, filepath.Join(repo, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// runWalk runs a doc's walk with bash -e in repo with env and returns
+// what it printed, failing the test if it fails or does not end in 90 s.
+// Its output goes to a file: hostd and the agent it starts outlive it.
+// They are killed, with its tmux server, when the test ends.
+func runWalk(t *testing.T, walk, repo string, env []string) string {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "walk.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command("bash", "-e", "-c", walk)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = repo, env, logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		tmux := exec.Command("tmux", "kill-server")
+		tmux.Env = env
+		_ = tmux.Run()
+	})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	said := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the walk failed: %v\n%s\nthe walk:\n%s", err, said(), walk)
+		}
+	case <-time.After(90 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("the walk did not end in 90s:\n%s", said())
+	}
+	return said()
+}
 
 // docWalk is the shell of a document's walk: every ```sh block between
 // each start marker and the end marker after it, in order.
@@ -123,45 +179,7 @@ func TestReadmeUsingIt(t *testing.T) {
 			env[i] = "PATH=" + tools + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
 		}
 	}
-	// This repository, as the walk finds it: committed work, and bin/.
-	repo := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = repo, append(GitEnv(home), "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.Symlink(BinDir, filepath.Join(repo, "bin")); err != nil {
-		t.Fatal(err)
-	}
-
-	var out bytes.Buffer
-	cmd := exec.Command("bash", "-e", "-c", walk)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = repo, env, &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // hostd and the agent with it, killed if the walk fails
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		tmux := exec.Command("tmux", "kill-server")
-		tmux.Env = env
-		_ = tmux.Run()
-	})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the walk failed: %v\n%s\nthe walk:\n%s", err, out.String(), walk)
-		}
-	case <-time.After(90 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		t.Fatalf("the walk did not end in 90s:\n%s", out.String())
-	}
-	said := out.String()
+	said := runWalk(t, walk, walkRepo(t, home), env)
 	for _, want := range []string{
 		"host gt: prime (as gastown/polecats/furiosa)",
 		"host bd: show gt-123 (as gastown/polecats/furiosa)",
