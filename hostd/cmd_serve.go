@@ -104,6 +104,7 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "relay.env", Usage: "base environment of relayed commands", Value: &cfg.Relay.Env},
 		{Key: "relay.max_concurrent", Flag: "relay-max-concurrent", Usage: "relayed commands one polecat may run at once", Value: &cfg.Relay.MaxConcurrent},
 		{Key: "relay.queue_wait", Flag: "relay-queue-wait", Usage: "how long a command over that limit waits before it is refused", Value: &cfg.Relay.QueueWait},
+		{Key: "relay.commands_per_minute", Flag: "relay-commands-per-minute", Usage: "relayed commands one polecat may start per minute (that many at once, then evenly); more are refused", Value: &cfg.Relay.CommandsPerMinute},
 		{Key: "relay.timeout", Flag: "relay-timeout", Usage: "kill relayed commands running longer than this (0: no limit)", Value: &cfg.Relay.Timeout},
 		{Key: "relay.max_stdin_buffer", Flag: "relay-max-stdin-buffer", Usage: "bytes of stdin held for a command that has not read them yet", Value: &cfg.Relay.MaxStdinBuffer},
 		{Key: "relay.stdin_stall", Flag: "relay-stdin-stall", Usage: "kill a command that reads none of a full stdin buffer for this long", Value: &cfg.Relay.StdinStall},

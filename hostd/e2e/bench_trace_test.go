@@ -31,7 +31,7 @@ import (
 //	shim-exit-us     the shim takes the exit status, exits and is reaped
 func BenchmarkRelayTrace(b *testing.B) {
 	debug := []string{"--log-level", "debug", "--log-format", "json"}
-	r := newRelayRig(b, rigOpts{serve: debug, agent: debug, viaRelay: true})
+	r := newRelayRig(b, rigOpts{serve: append(unbudgeted, debug...), agent: debug, viaRelay: true})
 	var starts, ends []time.Time
 	for b.Loop() {
 		cmd := r.command("gt", "nudge", "exit", "0")

@@ -277,7 +277,9 @@ func (gr *gasTownRelay) otherBeads(t *testing.T) string {
 // record appends the polecat's session to the operator's cost log, the
 // guards block (exit 2, which Claude Code obeys) and let pass, the stop
 // check finds nothing to submit, an escalation is made, gt dolt status
-// reports the server; while gt dolt stop is refused and the server stays.
+// reports the server, the merge slot is held and released as the polecat;
+// while gt dolt stop is refused and the server stays, and so are
+// merge-slot's --holder, bd mol squash and gt escalate close.
 func TestRelayGasTownPolecatCommands(t *testing.T) {
 	gr := newGasTownRelay(t)
 	home, err := os.UserHomeDir() // NewGasTown's, which hostd inherits
@@ -304,6 +306,12 @@ func TestRelayGasTownPolecatCommands(t *testing.T) {
 		{argv: []string{"bd", "new", "-t", "task", "Add gt mail hook alias", "-l", "desire-path"}},
 		{argv: []string{"bd", "formula", "list"}},
 		{argv: []string{"bd", "mol", "current"}},
+		// mol-polecat-conflict-resolve's merge slot, without the --holder
+		// the relay refuses: bd holds it as the polecat (BD_ACTOR).
+		{argv: []string{"bd", "merge-slot", "create"}},
+		{argv: []string{"bd", "merge-slot", "acquire", "--wait", "--json"}, out: `"holder": "gastown/polecats/` + gr.name + `"`},
+		{argv: []string{"bd", "merge-slot", "check", "--json"}, out: `"holder": "gastown/polecats/` + gr.name + `"`},
+		{argv: []string{"bd", "merge-slot", "release", "--json"}, out: `"released": true`},
 	} {
 		var stdin io.Reader
 		if c.stdin != "" {
@@ -318,6 +326,9 @@ func TestRelayGasTownPolecatCommands(t *testing.T) {
 	if added := strings.TrimPrefix(string(after), string(before)); !strings.Contains(added, `"session_id":"gt-`+gr.name+`"`) {
 		t.Errorf("gt costs record added %q to %s, want the polecat's session", added, costs)
 	}
+	refused(t, gr.run(t, nil, "bd", "merge-slot", "acquire", "--holder=root", "--wait", "--json"), "'bd merge-slot acquire --holder' is refused over the relay")
+	refused(t, gr.run(t, nil, "bd", "mol", "squash", "gt-wisp"), "'bd mol squash' is refused over the relay: it deletes beads")
+	refused(t, gr.run(t, nil, "gt", "escalate", "close", "hq-abc", "--reason", "fixed"), "'gt escalate close' is refused over the relay")
 	refused(t, gr.run(t, nil, "gt", "dolt", "stop"), "'gt dolt stop' is refused over the relay")
 	if res := gr.run(t, nil, "bd", "list"); res.code != 0 {
 		t.Errorf("bd list after a refused gt dolt stop: exit %d %s", res.code, res.stderr)

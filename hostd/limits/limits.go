@@ -18,6 +18,7 @@ const (
 	GitPushSize  = "git_push_size"  // git.max_push_size
 	GitCheckout  = "git_checkout"   // git.max_checkout_size, git.max_checkout_files
 	RelayStdin   = "relay_stdin"    // relay.max_stdin_buffer, relay.stdin_stall
+	RelayRate    = "relay_rate"     // relay.commands_per_minute
 	Upstream     = "upstream"       // git.upstream_max_per_polecat
 	Sync         = "sync"           // sync.agent_transfers_per_hour
 	SyncArchive  = "sync_archive"   // sync.max_bytes, max_files, max_file_size, max_ratio, max_manifest_bytes, max_conflicts

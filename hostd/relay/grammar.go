@@ -41,13 +41,14 @@ const (
 // reasons a flag is refused, by the key its spec names after '!'.
 var reasons = map[string]string{
 	"path":     "it names a file, directory or repository on the host",
-	"identity": "hostd sets the polecat's identity from its certificate",
+	"identity": "hostd sets the polecat's identity from its certificate: run the command without it",
 	"write":    "it writes a file on the host",
 	"setting":  "hostd sets it for every relayed command",
 	"repair":   "it repairs the town's setup, which the operator runs",
 	"server":   "it runs or changes the town's Dolt server, which the operator does ('gt dolt status' is relayed)",
 	"costlog":  "it rewrites the town's cost log, which the deacon's patrol digests",
 	"delete":   "it deletes beads, as 'bd delete' does, which is not relayed",
+	"answer":   "it answers escalations, which their recipients do (the mayor, the deacon, the overseer); a polecat raises one with 'gt escalate' and reads them with 'gt escalate list' and 'show'",
 	"formula":  "it cooks a formula bd finds on the host by the name given; gt sling pours a polecat's molecule on the host",
 }
 

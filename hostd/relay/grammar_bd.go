@@ -6,12 +6,15 @@ package relay
 // --repo, -f/--file, --graph, -o/--output), read a file other than stdin
 // (--body-file and --design-file take only '-'; --metadata no '@file'),
 // write a file on the host (--profile, doctor's --perf), set the identity
-// (--actor) or Dolt's commit policy (--dolt-auto-commit), and doctor's
-// repairs; bd doctor takes no path. Of bd mol and bd formula, refused are
-// what writes a formula file (distill, convert), cooks a formula found by
-// a name bd resolves as a path (bond, pour, seed, wisp) or deletes beads
-// (burn); bd formula show takes a name, not a path. bd create is relayed
-// as 'new' too when relay.allow lists it.
+// (--actor; merge-slot's --holder, without which bd takes BD_ACTOR) or
+// Dolt's commit policy (--dolt-auto-commit), and doctor's repairs; bd
+// doctor takes no path. Of bd mol and bd formula, refused are what writes
+// a formula file (distill, convert), cooks a formula found by a name bd
+// resolves as a path (bond, pour, seed, wisp) or deletes beads (burn, and
+// squash, which deletes the ephemeral children of any molecule named, by
+// default; Gas Town's polecats squash with gt mol squash); bd formula show
+// takes a name, not a path. bd create is relayed as 'new' too when
+// relay.allow lists it.
 var bdGrammar = newGrammar("bd",
 	"--actor=!identity --db=!path --dolt-auto-commit=!setting --json --profile!write --readonly --sandbox -q,--quiet -v,--verbose",
 	[]cmdSpec{
@@ -53,10 +56,10 @@ var bdGrammar = newGrammar("bd",
 		{"formula list", none, "--type="},
 		{"formula show", names, ""},
 		{"merge-slot", none, ""},
-		{"merge-slot acquire", none, "--holder= --wait"},
+		{"merge-slot acquire", none, "--holder=!identity --wait"},
 		{"merge-slot check", none, ""},
 		{"merge-slot create", none, ""},
-		{"merge-slot release", none, "--holder="},
+		{"merge-slot release", none, "--holder=!identity"},
 		{"mol", none, ""},
 		{"mol bond!formula", none, ""},
 		{"mol burn!delete", none, ""},
@@ -68,7 +71,7 @@ var bdGrammar = newGrammar("bd",
 		{"mol ready", none, ""},
 		{"mol seed!formula", none, ""},
 		{"mol show", text, "-p,--parallel"},
-		{"mol squash", text, "--dry-run --keep-children --summary="},
+		{"mol squash!delete", none, ""},
 		{"mol stale", none, "--all --blocking --unassigned"},
 		{"mol wisp!formula", none, ""},
 		{"doctor", none, "--agent --check= --check-health --clean!repair --deep --dry-run --fix!repair --fix-child-parent!repair " +

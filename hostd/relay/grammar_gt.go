@@ -7,7 +7,9 @@ package relay
 // whose cost is recorded (--identity, --address, --from on send,
 // --session on costs record): hostd sets the identity; and the
 // subcommands that run the town's Dolt server (all of gt dolt but
-// status) or rewrite its cost log (gt costs digest).
+// status), rewrite its cost log (gt costs digest) or answer escalations
+// (gt escalate ack, close, and stale, which re-escalates every stale one
+// in the town: the mayor's and the deacon's work).
 var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"convoy", none, "-i,--interactive"},
 	{"convoy add", text, ""},
@@ -129,11 +131,11 @@ var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"dolt stop!server", none, ""},
 	{"dolt sync!server", none, ""},
 	{"escalate", text, "-n,--dry-run --json -r,--reason= --related= -s,--severity= --source= --stdin"},
-	{"escalate ack", text, ""},
-	{"escalate close", text, "--reason="},
+	{"escalate ack!answer", none, ""},
+	{"escalate close!answer", none, ""},
 	{"escalate list", none, "--all --json"},
 	{"escalate show", text, "--json"},
-	{"escalate stale", none, "-n,--dry-run --json"},
+	{"escalate stale!answer", none, ""},
 	{"tap", none, ""},
 	{"tap guard", none, ""},
 	{"tap guard bd-init", none, ""},

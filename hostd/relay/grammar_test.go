@@ -47,12 +47,13 @@ func TestGrammarCheck(t *testing.T) {
 		{"gt", "costs", "record", "--work-item", "gt-1"},
 		{"gt", "dolt", "status"},
 		{"gt", "escalate", "it broke", "-s", "HIGH", "-r", "why", "--related=gt-1"},
-		{"gt", "escalate", "close", "hq-1", "--reason", "fixed"},
+		{"gt", "escalate", "list", "--json"},
+		{"gt", "escalate", "show", "hq-1"},
 		{"bd", "new", "a title", "-t", "task"}, // bd create's alias
 		{"bd", "mol", "current", "--for", "gastown/nux"},
-		{"bd", "mol", "squash", "gt-1", "--summary", "done"},
 		{"bd", "formula", "show", "mol-polecat-work", "--json"},
-		{"bd", "merge-slot", "acquire", "--holder=root", "--wait"},
+		{"bd", "merge-slot", "acquire", "--wait", "--json"},
+		{"bd", "merge-slot", "release", "--json"},
 	}
 	for _, argv := range allowed {
 		if _, err := grammars[argv[0]].check(argv); err != nil {
@@ -119,6 +120,13 @@ func TestGrammarCheck(t *testing.T) {
 		{[]string{"bd", "mol", "wisp", "create", "mol-x"}, "'bd mol wisp' is refused"}, // nothing below a refused one is parsed
 		{[]string{"bd", "mol", "pour", "../../../../etc/x"}, "'bd mol pour' is refused over the relay: it cooks a formula"},
 		{[]string{"bd", "mol", "burn", "gt-1"}, "'bd mol burn' is refused over the relay: it deletes beads"},
+		{[]string{"bd", "mol", "squash", "gt-wisp"}, "'bd mol squash' is refused over the relay: it deletes beads"}, // the molecule's ephemeral children
+		{[]string{"bd", "mol", "squash", "gt-wisp", "--keep-children"}, "'bd mol squash' is refused"},
+		{[]string{"bd", "merge-slot", "acquire", "--holder=gastown/polecats/nux", "--wait"}, "'bd merge-slot acquire --holder' is refused over the relay: hostd sets the polecat's identity"},
+		{[]string{"bd", "merge-slot", "release", "--holder", "gastown/polecats/nux"}, "'bd merge-slot release --holder' is refused"},
+		{[]string{"gt", "escalate", "ack", "hq-1"}, "'gt escalate ack' is refused over the relay: it answers escalations"},
+		{[]string{"gt", "escalate", "close", "hq-1", "--reason", "fixed"}, "'gt escalate close' is refused over the relay: it answers escalations"},
+		{[]string{"gt", "escalate", "stale"}, "'gt escalate stale' is refused over the relay: it answers escalations"},
 		{[]string{"bd", "mol", "distill", "gt-1", "--output", "/etc"}, "'bd mol distill' is refused over the relay: it writes a file"},
 		{[]string{"bd", "formula", "convert", "--all"}, "'bd formula convert' is refused"},
 		{[]string{"bd", "formula", "show", "../../../../town/x"}, "'bd formula show' takes names over the relay, not paths"},

@@ -181,8 +181,8 @@ var gasTownPolecatCommands = []struct{ line, refused string }{
 	{"bd mol current", ""},
 	{"bd mol current gt-mol", ""},
 	{"bd merge-slot check --json", ""},
-	{"bd merge-slot acquire --holder=root --wait --json", ""},
-	{"bd merge-slot release --holder=root --json", ""},
+	{"bd merge-slot acquire --holder=root --wait --json", "'bd merge-slot acquire --holder' is refused over the relay: hostd sets the polecat's identity"},
+	{"bd merge-slot release --holder=root --json", "'bd merge-slot release --holder' is refused"},
 	{"bd sync", "'bd sync' is not allowed over the relay: hostd has no argument grammar for it"},
 }
 

@@ -49,6 +49,12 @@ type Config struct {
 	// QueueWait is how long a command over the limit waits for a slot
 	// before it is refused.
 	QueueWait time.Duration
+	// CommandsPerMinute bounds the commands one polecat may start: a burst
+	// of that many, then that many a minute, evenly. Each command may
+	// write to the town (gt costs record appends to the cost log, an
+	// escalation makes a bead, mail and a log line); over it, a command is
+	// refused, saying when to try again.
+	CommandsPerMinute int
 	// Timeout, when set, kills commands that run longer.
 	Timeout time.Duration
 	// AllowUnconfined relays commands unconfined where the system cannot
@@ -73,19 +79,22 @@ type Config struct {
 }
 
 // DefaultConfig allows Gas Town's usual commands (DefaultAllow), 8 at once
-// per polecat, a ninth waiting up to 10 s, with no time limit; each holds
-// up to 1 MiB of stdin it has not read, and is killed after 10 s of not
-// reading a full buffer. Binaries and Env are found at start when empty
-// (see New).
+// per polecat, a ninth waiting up to 10 s, 600 a minute per polecat (10 a
+// second, gt-proxy-server's exec_rate_limit: more than a loop of relayed
+// bd commands, some 170 ms each, runs; Gas Town's hooks run a few a
+// prompt), with no time limit; each holds up to 1 MiB of stdin it has not
+// read, and is killed after 10 s of not reading a full buffer. Binaries
+// and Env are found at start when empty (see New).
 func DefaultConfig() Config {
 	return Config{
-		Policy:         Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, // Allow not empty
-		MaxConcurrent:  8,                                                      // at least 1
-		QueueWait:      10 * time.Second,                                       // above 0
-		Timeout:        0,                                                      // no limit; 0 or above
-		MaxStdinBuffer: 1 << 20,                                                // at least 1
-		StdinStall:     10 * time.Second,                                       // above 0
-		Logger:         slog.Default(),
+		Policy:            Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, // Allow not empty
+		MaxConcurrent:     8,                                                      // at least 1
+		QueueWait:         10 * time.Second,                                       // above 0
+		CommandsPerMinute: 600,                                                    // at least 1
+		Timeout:           0,                                                      // no limit; 0 or above
+		MaxStdinBuffer:    1 << 20,                                                // at least 1
+		StdinStall:        10 * time.Second,                                       // above 0
+		Logger:            slog.Default(),
 	}
 }
 
@@ -100,6 +109,7 @@ func (c Config) Validate() error {
 		allow,
 		settings.Positive("MaxConcurrent", c.MaxConcurrent),
 		settings.Positive("QueueWait", c.QueueWait),
+		settings.Positive("CommandsPerMinute", c.CommandsPerMinute),
 		settings.AtLeast("Timeout", c.Timeout, 0),
 		settings.Positive("MaxStdinBuffer", c.MaxStdinBuffer),
 		settings.Positive("StdinStall", c.StdinStall),
@@ -122,6 +132,7 @@ type Service struct {
 	support confine.Support
 
 	slots *limits.Slots // each polecat's MaxConcurrent
+	rate  *limits.Rate  // each polecat's CommandsPerMinute
 
 	logLimit *logging.Limiter // refusals, per polecat
 }
@@ -143,7 +154,8 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent), metrics: newMetrics(),
+	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent),
+		rate: limits.NewRate(cfg.CommandsPerMinute, time.Minute), metrics: newMetrics(),
 		logLimit: logging.NewLimiter(30, time.Minute)}
 	var dirs []string
 	var refused []error
@@ -235,6 +247,12 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	}
 	if how, _, refused := s.Confinement(); refused {
 		s.refuse(w, id, cmd, sub, fmt.Errorf("hostd cannot confine relayed commands on this host (%s): the operator must fix that or set relay.allow_unconfined", how))
+		return
+	}
+	if ok, wait := s.rate.Take(id); !ok {
+		limits.Hit(limits.RelayRate)
+		s.refuse(w, id, cmd, sub, fmt.Errorf("more than %d gt/bd commands in a minute from this polecat (relay.commands_per_minute): try again in %v",
+			s.cfg.CommandsPerMinute, wait.Truncate(100*time.Millisecond)+100*time.Millisecond))
 		return
 	}
 	release, err := s.acquire(ctx, id)
