@@ -44,7 +44,8 @@ func newForgetRig(t *testing.T, reap time.Duration) *forgetRig {
 		runtime: filepath.Join(tools, "docker"), removed: filepath.Join(tools, "removed"), socket: filepath.Join(t.TempDir(), "agent.sock")}
 	r.dir = state.For(r.tw.Dir)
 	standIn(t, r.runtime, "case \"$1\" in\n"+
-		"ps) [ -f "+r.removed+" ] || printf 'gt-gastown-toast\\tgastown/toast\\n' ;;\n"+
+		"ps) [ -f "+r.removed+" ] || printf 'gt-gastown-toast\\tid-toast\\tgastown/toast\\t\\n' ;;\n"+
+		"container) [ -f "+r.removed+" ] && { echo 'Error: No such container' >&2; exit 1; }; printf 'true\\t\\t\\t\\n' ;;\n"+
 		"rm) echo \"$@\" >> "+r.removed+" ;;\n"+
 		"*) exit 1 ;;\nesac\n")
 	serve := []string{"--sandbox-reap", reap.String(), "--sandbox-runtime", r.runtime}
@@ -231,7 +232,8 @@ func (r *forgetRig) checkNuked(t *testing.T) {
 	t.Helper()
 	eventually(t, 10*time.Second, "toast's sandbox removed", func() bool {
 		b, _ := os.ReadFile(r.removed)
-		return strings.Contains(string(b), "rm -f -v gt-gastown-toast")
+		return strings.Contains(string(b), "rm -f -v gt-gastown-toast") || // hostd nuke, by its name
+			strings.Contains(string(b), "rm -f -v id-toast") // the reaper, by its ID
 	})
 	if err := r.agent.Exited(t, 15*time.Second); err == nil {
 		t.Error("the revoked agent exited 0")

@@ -62,11 +62,11 @@ func TestReaper(t *testing.T) {
 	if home("slit") == slit {
 		t.Fatal("a directory made anew has the Home of the one before")
 	}
-	bin, log := standIn(t, "gt-gastown-toast\tid-toast\tgastown/toast\t1-2.3\n"+
-		"gt-gastown-nux\tid-nux\tgastown/nux\t"+nux+"\n"+
+	bin, log := standIn(t, "gt-gastown-nux\tid-nux\tgastown/nux\t"+nux+"\n"+
 		"gt-gastown-slit\tid-slit\tgastown/slit\t"+slit+"\n"+
+		"stray\tid-stray\tnot an identity\t\n"+
 		"gt-gastown-furiosa\tid-furiosa\tgastown/furiosa\t\n"+
-		"stray\tid-stray\tnot an identity\t\n")
+		"gt-gastown-toast\tid-toast\tgastown/toast\t\n") // the last line ends in an empty label
 	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
 	var revoked, forgotten []wire.Identity
 	r := &Reaper{Town: town, Runtime: Runtime{Bin: bin}, Logger: slog.New(slog.DiscardHandler),
@@ -88,11 +88,11 @@ func TestReaper(t *testing.T) {
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(calls()); got != "rm -f -v id-toast\nrm -f -v id-slit" {
+	if got := strings.TrimSpace(calls()); got != "rm -f -v id-slit\nrm -f -v id-toast" {
 		t.Errorf("the second pass ran %q, want toast's and slit's sandboxes removed by their IDs", got)
 	}
 	slitID := wire.Identity{Rig: "gastown", Name: "slit"}
-	if want := []wire.Identity{toast, slitID}; !slices.Equal(revoked, want) || !slices.Equal(forgotten, want) {
+	if want := []wire.Identity{slitID, toast}; !slices.Equal(revoked, want) || !slices.Equal(forgotten, want) {
 		t.Errorf("revoked %v and forgot %v, want toast and slit", revoked, forgotten)
 	}
 }

@@ -176,8 +176,8 @@ func (r Runtime) List(ctx context.Context, town string) ([]Sandbox, error) {
 		return nil, err
 	}
 	var list []Sandbox
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "\t")
+	for _, line := range strings.Split(strings.TrimRight(out, "\r\n"), "\n") {
+		f := strings.Split(strings.TrimRight(line, "\r"), "\t")
 		if len(f) != 4 {
 			continue
 		}
