@@ -68,9 +68,12 @@ func TestExitReason(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// tmux can show the pane dead before its status and last
+			// line are there to read; each beat reads them again.
 			var s heartbeat.Session
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if s = w.Measure(context.Background(), time.Now()); s.State == heartbeat.SessionExited && s.ExitCode != nil {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if s = w.Measure(context.Background(), time.Now()); s.State == heartbeat.SessionExited && s.ExitCode != nil &&
+					*s.ExitCode == tt.code && (tt.reason == "" || s.ExitReason != "") {
 					break
 				}
 			}
