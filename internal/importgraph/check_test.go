@@ -39,6 +39,10 @@ func TestImportsCheck(t *testing.T) {
 		{"an allowance nothing uses", func(_ graph, rows *[]row, _ *[]boundary) {
 			(*rows)[3].may = append((*rows)[3].may, "internal/...")
 		}, []string{"the row `hostd/...` allows internal/..., which none of its packages imports"}},
+		{"an allowance only tests use", func(g graph, rows *[]row, _ *[]boundary) {
+			(*rows)[1].may = append((*rows)[1].may, "tunnel/tunneltest")
+			(*rows)[1].tests = nil
+		}, []string{"the row `tunnel` allows tunnel/tunneltest, which none of its packages imports outside tests"}},
 		{"a package with no row", func(g graph, _ *[]row, _ *[]boundary) {
 			g["agent"] = []edge{}
 		}, []string{"agent has no row in the table"}},

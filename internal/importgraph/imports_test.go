@@ -270,7 +270,9 @@ func check(g graph, rows []row, bounds []boundary) []string {
 		named[use{r, pattern}] = true
 		for _, e := range g[pkg] {
 			if p, ok := matchesAny(r.may, e.to); ok {
-				may[use{r, p}] = true
+				if !e.inTest() { // an entry only tests use belongs in tests
+					may[use{r, p}] = true
+				}
 				continue
 			}
 			if p, ok := matchesAny(r.tests, e.to); ok && e.inTest() {
@@ -299,7 +301,7 @@ func check(g graph, rows []row, bounds []boundary) []string {
 		}
 		for _, p := range r.may {
 			if !may[use{r, p}] {
-				problems = append(problems, fmt.Sprintf("the row %s allows %s, which none of its packages imports: remove it (or, if only their tests do, move it to tests)", list(r.pkgs), p))
+				problems = append(problems, fmt.Sprintf("the row %s allows %s, which none of its packages imports outside tests: remove it, or move it to tests if their tests import it", list(r.pkgs), p))
 			}
 		}
 		for _, p := range r.tests {
