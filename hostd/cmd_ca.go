@@ -16,7 +16,7 @@ import (
 )
 
 func newCACmd(a *app) *cobra.Command {
-	var o caInitOptions
+	o := &caInitOptions{app: a}
 	ca := &cobra.Command{Use: "ca", Short: "Manage the town's certificate authority"}
 	initCmd := &cobra.Command{
 		Use:   "init",
@@ -39,7 +39,7 @@ goes, and names that file. With --json it prints one object: action
 sha256 (the hex SHA-256 of the CA certificate, which join tokens carry)
 and config (the path of config.yaml, which may not exist yet).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, a) },
+		RunE: o.run,
 	}
 	initCmd.Flags().StringVar(&o.from, "from", "", "adopt the CA in this directory (its ca.crt and ca.key) when the town has none (default: gt-proxy-server's, if it has one)")
 	initCmd.Flags().BoolVar(&o.fresh, "new", false, "create a new CA when the town has none, even if gt-proxy-server has one (a throw-away town)")
@@ -51,6 +51,7 @@ and config (the path of config.yaml, which may not exist yet).`,
 
 // caInitOptions are hostd ca init's flags.
 type caInitOptions struct {
+	*app
 	from        string
 	fresh, json bool
 }
@@ -73,8 +74,8 @@ type caInit struct {
 	Config  string    `json:"config"`
 }
 
-func (o *caInitOptions) run(cmd *cobra.Command, a *app) error {
-	dir, td := pki.Dir(a.town()), a.v.GetString("trust_domain")
+func (o *caInitOptions) run(cmd *cobra.Command, _ []string) error {
+	dir, td := pki.Dir(o.town()), o.v.GetString("trust_domain")
 	c, err := pki.Open(dir, td)
 	res := caInit{Action: caReused}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -83,7 +84,7 @@ func (o *caInitOptions) run(cmd *cobra.Command, a *app) error {
 	if err != nil {
 		return err
 	}
-	rt := state.For(a.town())
+	rt := state.For(o.town())
 	if err := rt.Ensure(); err != nil {
 		return fmt.Errorf("the CA is ready, but hostd's runtime directory is not: %w", err)
 	}

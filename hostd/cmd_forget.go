@@ -12,8 +12,14 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
+// forgetOptions are hostd forget's flags.
+type forgetOptions struct {
+	*app
+	json bool
+}
+
 func newForgetCmd(a *app) *cobra.Command {
-	var asJSON bool
+	o := &forgetOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "forget <rig>/<name>",
 		Short: "Remove what hostd keeps of a polecat whose tunnel is down: status, liveness, nudges, data base",
@@ -39,24 +45,26 @@ With --json it prints one object: polecat, listed (whether status listed
 it), last (its last status row, when listed), nudges_cancelled and removed
 (the paths removed).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := wire.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			f, err := api.NewClient(a.town()).Forget(cmd.Context(), id, 0)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return encodeJSON(cmd.OutOrStdout(), f)
-			}
-			printForgotten(cmd.OutOrStdout(), f)
-			return nil
-		},
+		RunE: o.run,
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print what was removed as JSON")
 	return cmd
+}
+
+func (o *forgetOptions) run(cmd *cobra.Command, args []string) error {
+	id, err := wire.ParseIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	f, err := api.NewClient(o.town()).Forget(cmd.Context(), id, 0)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return encodeJSON(cmd.OutOrStdout(), f)
+	}
+	printForgotten(cmd.OutOrStdout(), f)
+	return nil
 }
 
 // printForgotten says what hostd forgot of a polecat.

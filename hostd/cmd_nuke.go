@@ -19,9 +19,16 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
+// nukeOptions are hostd nuke's settings.
+type nukeOptions struct {
+	*app
+	runtime string
+	table   []settings.Setting
+}
+
 func newNukeCmd(a *app) *cobra.Command {
-	runtime := "docker"
-	table := []settings.Setting{{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &runtime}}
+	o := &nukeOptions{app: a, runtime: "docker"}
+	o.table = []settings.Setting{{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime}}
 	cmd := &cobra.Command{
 		Use:   "nuke <rig>/<name>",
 		Short: "Remove a polecat's sandbox container, revoke its certificates and forget it",
@@ -36,20 +43,22 @@ for origin stay. For a polecat Gas Town has nuked, 'hostd serve' does this
 by itself once the polecat's directory <town>/<rig>/polecats/<name> is gone;
 this is the same by hand. A session cycle never removes the sandbox.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			settings.Bind(cmd.Flags(), a.v, table) // sandbox.runtime is shared
-			if err := settings.Load(a.v, table); err != nil {
-				return err
-			}
-			id, ca, err := a.openCAFor(args[0])
-			if err != nil {
-				return err
-			}
-			return a.nuke(cmd.Context(), ca, sandbox.Runtime{Bin: runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
-		},
+		RunE: o.run,
 	}
-	a.register(cmd.Flags(), table)
+	a.register(cmd.Flags(), o.table)
 	return cmd
+}
+
+func (o *nukeOptions) run(cmd *cobra.Command, args []string) error {
+	settings.Bind(cmd.Flags(), o.v, o.table) // sandbox.runtime is shared
+	if err := settings.Load(o.v, o.table); err != nil {
+		return err
+	}
+	id, ca, err := o.openCAFor(args[0])
+	if err != nil {
+		return err
+	}
+	return o.nuke(cmd.Context(), ca, sandbox.Runtime{Bin: o.runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
 }
 
 // nuke revokes id's certificates (the running hostd closes its tunnels),

@@ -34,6 +34,7 @@ type runOptions struct {
 	*app
 	runtime string
 	spec    sandbox.Spec
+	table   []settings.Setting // runSettings of the fields above
 }
 
 // runSettings is every setting of hostd run (and its key under sandbox.
@@ -55,7 +56,7 @@ func runSettings(o *runOptions) []settings.Setting {
 
 func newRunCmd(a *app) *cobra.Command {
 	o := &runOptions{app: a, runtime: "docker", spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
-	table := runSettings(o)
+	o.table = runSettings(o)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
 		Short: "Run a polecat's session in its container: Gas Town's runtime.exec_wrapper",
@@ -106,15 +107,9 @@ kills its tmux session, SIGTERM), it ends the session; the sandbox stays
 until Gas Town nukes the polecat ('hostd serve' removes it when the polecat's
 directory goes, or 'hostd nuke').`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			settings.Bind(cmd.Flags(), a.v, table) // sandbox.runtime is shared
-			if err := settings.Load(a.v, table); err != nil {
-				return err
-			}
-			return o.run(cmd, args)
-		},
+		RunE: o.run,
 	}
-	a.register(cmd.Flags(), table)
+	a.register(cmd.Flags(), o.table)
 	return cmd
 }
 
@@ -167,6 +162,10 @@ func sessionEnv(environ, extra []string) []string {
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
+	settings.Bind(cmd.Flags(), o.v, o.table) // sandbox.runtime is shared
+	if err := settings.Load(o.v, o.table); err != nil {
+		return err
+	}
 	id, err := wire.ParseIdentity(os.Getenv("GT_RIG") + "/" + os.Getenv("GT_POLECAT"))
 	if err != nil {
 		return fmt.Errorf("hostd run runs the polecat named by $GT_RIG and $GT_POLECAT, which Gas Town sets: %w", err)

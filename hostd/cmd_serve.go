@@ -15,8 +15,14 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
+// serveOptions are hostd serve's settings.
+type serveOptions struct {
+	*app
+	serve *serveConfig
+}
+
 func newServeCmd(a *app) *cobra.Command {
-	c := newServeConfig()
+	o := &serveOptions{app: a, serve: newServeConfig()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: accept polecat tunnels on UDP and TCP, serve the control socket",
@@ -31,24 +37,26 @@ two that do not fit together stop hostd with the key, the value, where it
 came from and what it must be. 'hostd config show' prints what serve would
 run with.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := c.load(a, cmd.Flags()); err != nil {
-				return err
-			}
-			cfg := c.cfg
-			cfg.Version, cfg.Logger = version, slog.Default()
-			setServeGC()
-			s, err := server.New(cfg)
-			if err != nil {
-				return fmt.Errorf("starting hostd: %w", err)
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return s.Run(ctx)
-		},
+		RunE: o.run,
 	}
-	a.register(cmd.Flags(), c.table)
+	a.register(cmd.Flags(), o.serve.table)
 	return cmd
+}
+
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.serve.load(o.app, cmd.Flags()); err != nil {
+		return err
+	}
+	cfg := o.serve.cfg
+	cfg.Version, cfg.Logger = version, slog.Default()
+	setServeGC()
+	s, err := server.New(cfg)
+	if err != nil {
+		return fmt.Errorf("starting hostd: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return s.Run(ctx)
 }
 
 // serveConfig is what hostd serve runs with, as its settings fill it.

@@ -9,10 +9,13 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
@@ -175,6 +178,40 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("hostd %v: exit %d, output %q; want 1 and one line %q...", tt.args, code, out, tt.want)
 			}
 		})
+	}
+}
+
+// TestSubcommandsRunNamed: every subcommand that runs (all but the groups,
+// version, which internal/cli makes, and cobra's completion) runs a method
+// named run of its options, or is made by showCmd (output.go) to fetch one
+// value and print it, as docs/architecture.md says: a constructor and a
+// named run function, never a closure doing the work in the constructor.
+func TestSubcommandsRunNamed(t *testing.T) {
+	var walk func(c *cobra.Command)
+	runs := 0
+	walk = func(c *cobra.Command) {
+		if c.Name() == "version" || c.Name() == "completion" {
+			return
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.HasSubCommands() || c == c.Root() {
+			return
+		}
+		runs++
+		if c.RunE == nil {
+			t.Errorf("hostd %s has no RunE", c.CommandPath())
+			return
+		}
+		name := runtime.FuncForPC(reflect.ValueOf(c.RunE).Pointer()).Name()
+		if !strings.HasSuffix(name, ").run-fm") && !strings.Contains(name, ".showCmd[") {
+			t.Errorf("%s runs %s: give it an options type whose run method is its RunE", c.CommandPath(), name)
+		}
+	}
+	walk(newRoot())
+	if runs < 15 {
+		t.Fatalf("found %d subcommands that run: the walk is wrong", runs)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package api is what hostd's CLI and the running daemon exchange over the
 // control socket: the JSON types of each answer and the client that asks.
-// It is a leaf: the daemon's services and handlers import it, it imports
-// none of them.
+// The daemon's services and handlers import it and it imports none of
+// them; it is not a leaf yet: its types show heartbeat's, tunnel's and
+// wire's as they are, and it finds the socket through hostd/state.
 package api
 
 import (

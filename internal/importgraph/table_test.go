@@ -1,0 +1,131 @@
+package importgraph
+
+// row is one line of the table: what some packages import of ours.
+type row struct {
+	// pkgs are the packages the row is for: "x" the package x, "x/..." x
+	// and every package below it. A package's row is the one whose
+	// pattern names it most closely (x before x/..., a longer x/... before
+	// a shorter one).
+	pkgs []string
+	// may is what the row's packages import of ours, in the same patterns;
+	// tests is what their test files import besides.
+	may, tests []string
+	// note says what for, in docs/architecture.md's words.
+	note string
+}
+
+// boundary is a rule of the design no row may break: no package that from
+// names imports one that to names ("..." in to: any of ours), but those
+// exceptTo names; exceptFrom names importers the rule does not hold for,
+// and exceptTestsOf those whose test files alone it does not hold for.
+type boundary struct {
+	from, to, exceptTo, exceptFrom, exceptTestsOf []string
+	why                                           string
+}
+
+// boundaries are the design's rules, checked against every import.
+var boundaries = []boundary{
+	{from: []string{"agent/..."}, to: []string{"hostd/..."}, why: "gt-agent links nothing of hostd's"},
+	{from: []string{"hostd/..."}, to: []string{"agent/..."}, exceptTestsOf: []string{"hostd/e2e"},
+		why: "hostd links nothing of gt-agent's; the end-to-end suite's tests play agents in its own process"},
+	{from: []string{"tunnel/...", "heartbeat", "sync/...", "internal/..."}, to: []string{"agent/...", "hostd/...", "images/..."},
+		why: "what both binaries link knows neither binary"},
+	{from: []string{"sync/..."}, to: []string{"tunnel/...", "heartbeat"}, why: "the data channel's formats, packing and merge are pure, with no tunnel and no CLI"},
+	{from: []string{"internal/..."}, to: []string{"..."}, exceptTo: []string{"internal/..."}, why: "domain-free helpers"},
+	{from: []string{"..."}, to: []string{"hostd/control"}, exceptFrom: []string{"hostd/server"},
+		why: "`control` declares what it calls of each service, and `server` hands them to it"},
+	{from: []string{"..."}, to: []string{"agent/supervisor"}, exceptFrom: []string{"agent"}, exceptTestsOf: []string{"hostd/e2e"},
+		why: "the channels take the tunnel as a `tunnel.Sessions`"},
+}
+
+// table is what every package of the module imports of ours. Keep it in
+// the order it reads best in docs/architecture.md: the packages both
+// binaries link, then gt-agent's, then hostd's, then the suites.
+var table = []row{
+	{pkgs: []string{"internal/..."}, note: "the domain-free helpers"},
+	{pkgs: []string{"internal/unixsock/..."}, tests: []string{"internal/unixsock/..."},
+		note: "`unixsocktest` (short directories for sockets in tests) is tested with `unixsock`, and `unixsock` with it"},
+	{pkgs: []string{"tunnel/wire"}, may: []string{"internal/jsonscan"}, note: "what crosses between the binaries; `jsonscan` reads the relay's exit status"},
+	{pkgs: []string{"tunnel"}, may: []string{"tunnel/wire", "tunnel/internal/connection", "internal/accept", "internal/logging", "internal/settings"},
+		tests: []string{"tunnel/internal/yamux", "tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "the transport; `settings` validates its `Config`"},
+	{pkgs: []string{"tunnel/internal/connection"}, may: []string{"tunnel/wire", "tunnel/internal/yamux"}, tests: []string{"tunnel/tunneltest"},
+		note: "QUIC and TLS+yamux, hidden from everything above `tunnel`"},
+	{pkgs: []string{"tunnel/internal/yamux"}, note: "hashicorp/yamux, kept in the tree"},
+	{pkgs: []string{"tunnel/tunneltest"}, may: []string{"tunnel", "tunnel/wire"}, note: "a test CA and a relay for tests"},
+	{pkgs: []string{"heartbeat"}, may: []string{"tunnel/wire", "internal/jsonscan"}, note: "beats, their codec and the judge"},
+	{pkgs: []string{"sync"}, may: []string{"internal/jsonscan"}, note: "the data channel's policy, manifest and limits; `jsonscan` for the manifest's one-pass decoder"},
+	{pkgs: []string{"sync/tree"}, may: []string{"sync", "internal/atomicfile"}, tests: []string{"sync/internal/fixture"}, note: "a data root, through `os.Root`"},
+	{pkgs: []string{"sync/archive"}, may: []string{"sync", "sync/tree"}, tests: []string{"sync/internal/fixture"}, note: "pack and unpack"},
+	{pkgs: []string{"sync/merge"}, may: []string{"sync", "sync/tree", "sync/archive"}, tests: []string{"sync/internal/fixture"}, note: "the host side of a transfer"},
+	{pkgs: []string{"sync/claude"}, note: "Claude Code's settings rewritten"},
+	{pkgs: []string{"sync/internal/fixture"}, may: []string{"sync"}, note: "the trees and archives the three packages' tests use"},
+
+	{pkgs: []string{"agent"}, may: []string{"agent/...", "tunnel", "tunnel/wire", "internal/..."},
+		note: "gt-agent's `main`: `up` starts the supervisor and every channel"},
+	{pkgs: []string{"agent/..."}, may: []string{"agent/forward", "agent/tmux", "tunnel", "tunnel/wire", "heartbeat", "sync", "sync/archive", "internal/..."},
+		tests: []string{"tunnel/tunneltest"},
+		note:  "the channels' halves and their helpers: `relay` and `git` forward through `forward`; `liveness`, `nudge` and `pane` use `tmux`; `liveness` measures with `heartbeat`; `data` packs with `sync/archive`"},
+	{pkgs: []string{"agent/supervisor"}, may: []string{"agent/creds", "tunnel", "tunnel/wire", "internal/settings"}, tests: []string{"tunnel/tunneltest", "internal/settings/settingstest"},
+		note: "the tunnel's single owner; renews through `creds`"},
+	{pkgs: []string{"agent/shim"}, may: []string{"tunnel/wire"}, note: "the relay's client: the standard library and `wire` alone, so a relayed command starts fast"},
+	{pkgs: []string{"agent/gt"}, may: []string{"agent/shim"}, note: "`main` of `bin/gt`"},
+
+	{pkgs: []string{"hostd"}, may: []string{"hostd/server", "hostd/api", "hostd/render", "hostd/pki", "hostd/sandbox", "hostd/state", "hostd/data", "hostd/git", "hostd/pane", "hostd/relay",
+		"heartbeat", "tunnel/wire", "internal/..."},
+		tests: []string{"tunnel", "tunnel/tunneltest"},
+		note:  "hostd's `main`: `serve` builds `server` (its settings naming `data`'s default roots), the other subcommands ask through `api` and print with `render`; `ca`, `cert`, `token`, `run` and `nuke` open the CA through `pki`, `run` and `nuke` drive `sandbox`, `run` finds the worktree with `relay`; `alive` judges `heartbeat`'s states; `git`'s hooks; `pane`'s attach filter; `state` for the runtime directory's paths"},
+	{pkgs: []string{"hostd/server"}, may: []string{"hostd/api", "hostd/certs", "hostd/control", "hostd/data", "hostd/git", "hostd/limits", "hostd/liveness", "hostd/nudge",
+		"hostd/pane", "hostd/pki", "hostd/registry", "hostd/relay", "hostd/sandbox", "hostd/state", "hostd/upstream", "tunnel", "tunnel/wire", "internal/settings"},
+		tests: []string{"tunnel/tunneltest", "internal/settings/settingstest", "internal/unixsock/unixsocktest"},
+		note:  "the thin core: builds every service and `control`, and forgets a polecat across them"},
+	{pkgs: []string{"hostd/control"}, may: []string{"hostd/api", "hostd/state", "heartbeat", "tunnel", "tunnel/wire", "internal/unixsock"},
+		tests: []string{"internal/unixsock/unixsocktest"},
+		note:  "the control socket's handlers, each calling a service through an interface declared beside it; `heartbeat` for the state a polecat that never connected shows"},
+	{pkgs: []string{"hostd/api"}, may: []string{"hostd/state", "heartbeat", "tunnel", "tunnel/wire", "internal/unixsock"},
+		tests: []string{"internal/unixsock/unixsocktest"},
+		note:  "the control socket's JSON types (the services import it for the shapes in which status, the journal and the queues are shown) and client; it imports no service, but is not yet a leaf: it shows `heartbeat`'s beats and events, `tunnel`'s listener health and `wire`'s identities and sync results as they are, and finds the socket through `state`, its path checked by `unixsock` (issue 38: to convert them at the service boundary)"},
+	{pkgs: []string{"hostd/render"}, may: []string{"hostd/api", "heartbeat", "tunnel/wire", "internal/termsafe"}, tests: []string{"tunnel"},
+		note: "the CLI's text for the daemon's answers, escaped through `termsafe`"},
+	{pkgs: []string{"hostd/registry"}, may: []string{"hostd/pki", "hostd/limits", "tunnel", "tunnel/wire", "internal/settings"},
+		tests: []string{"tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "live sessions; `pki` for serials"},
+	{pkgs: []string{"hostd/registry/registrytest"}, may: []string{"hostd/registry"}, note: "the empty registry the services' tests are built on"},
+	{pkgs: []string{"hostd/certs"}, may: []string{"hostd/api", "hostd/pki", "hostd/registry", "hostd/limits", "tunnel", "tunnel/wire", "internal/logging", "internal/settings"},
+		tests: []string{"hostd/registry/registrytest", "tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "join, renewal, revocation through the registry"},
+	{pkgs: []string{"hostd/liveness"}, may: []string{"hostd/api", "hostd/registry", "hostd/state", "hostd/limits", "heartbeat", "tunnel", "tunnel/wire", "internal/logging", "internal/settings"},
+		tests: []string{"hostd/registry/registrytest", "tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "beats to `heartbeat`'s judge; `liveness.json` through `state`"},
+	{pkgs: []string{"hostd/relay"}, may: []string{"hostd/confine", "hostd/state", "hostd/limits", "tunnel", "tunnel/wire", "internal/logging", "internal/settings"},
+		tests: []string{"tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "relayed commands, started through `confine`; its git configuration and the polecats' temporary directories in `state`'s directory"},
+	{pkgs: []string{"hostd/confine"}, note: "Landlock or sandbox-exec"},
+	{pkgs: []string{"hostd/git"}, may: []string{"hostd/upstream", "hostd/limits", "tunnel", "tunnel/wire", "internal/logging", "internal/settings"},
+		tests: []string{"internal/settings/settingstest"},
+		note:  "smart HTTP; `upstream` for its `Refresher`, the queue called through its own `Upstream` interface"},
+	{pkgs: []string{"hostd/data"}, may: []string{"hostd/api", "hostd/registry", "hostd/state", "hostd/limits", "sync/...", "tunnel", "tunnel/wire", "internal/atomicfile", "internal/logging", "internal/settings"},
+		tests: []string{"tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "hostd's half of the data channel; bases and journal in `state`"},
+	{pkgs: []string{"hostd/nudge"}, may: []string{"hostd/api", "hostd/registry", "hostd/state", "tunnel/wire", "internal/settings"},
+		tests: []string{"hostd/registry/registrytest", "tunnel", "tunnel/tunneltest", "internal/settings/settingstest"},
+		note:  "the nudge queues, persisted in `state`"},
+	{pkgs: []string{"hostd/pane"}, may: []string{"hostd/registry", "tunnel", "tunnel/wire", "internal/termsafe"}, note: "peek and attach, and the attach filter"},
+	{pkgs: []string{"hostd/pki"}, may: []string{"hostd/state", "tunnel/wire", "internal/atomicfile"}, note: "the CA on disk, its records through `state`"},
+	{pkgs: []string{"hostd/upstream"}, may: []string{"hostd/api", "hostd/state", "hostd/limits", "internal/logging", "internal/settings"},
+		tests: []string{"internal/settings/settingstest"},
+		note:  "the push queue to origin, persisted in `state`"},
+	{pkgs: []string{"hostd/sandbox"}, may: []string{"hostd/api", "hostd/state", "tunnel/wire", "internal/logging"},
+		note: "hostd run's containers; its panes and failed starts in `state`"},
+	{pkgs: []string{"hostd/limits"}, may: []string{"tunnel/wire"}, note: "the per-polecat budgets, and `sidecar_limit_hits_total`, in which each service that refuses what a polecat asks counts it"},
+	{pkgs: []string{"hostd/state"}, may: []string{"tunnel/wire", "internal/atomicfile"}, note: "the runtime directory and its JSON state"},
+
+	{pkgs: []string{"hostd/e2e"}, may: []string{"hostd/api", "tunnel/tunneltest"},
+		tests: []string{"agent/creds", "agent/supervisor", "hostd/pki", "hostd/sandbox", "hostd/state", "heartbeat", "sync", "sync/archive", "tunnel", "tunnel/wire"},
+		note:  "the end-to-end suite: its harness runs the real binaries and asks hostd through `api`; its tests also play agents in-process, a hostile client on `agent/creds` and a reconnect storm of `agent/supervisor`s"},
+	{pkgs: []string{"hostd/e2e/benchtable"}, note: "`make bench`'s table"},
+	{pkgs: []string{"images/e2e"},
+		tests: []string{"hostd/e2e", "hostd/api", "hostd/sandbox", "hostd/state", "agent/creds", "tunnel", "tunnel/tunneltest", "tunnel/wire", "images/soak/history"},
+		note:  "the container suite, on `hostd/e2e`'s harness; the hostile client in a container on `agent/creds`"},
+	{pkgs: []string{"images/soak/history"}, note: "the soak's history and checker"},
+}
