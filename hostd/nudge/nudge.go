@@ -80,10 +80,32 @@ const (
 	Urgent = "urgent"
 )
 
-// Item is one queued nudge.
-type Item = api.NudgeItem
+// Item is one queued nudge, as the queue's file (Config.Path) holds it:
+// the service's own type, so that a change to the control API does not
+// change what is on disk. Its JSON is the file's format; a field renamed
+// here would leave the queues written before unread.
+type Item struct {
+	ID       string        `json:"id"`
+	Polecat  wire.Identity `json:"polecat"`
+	Text     string        `json:"text"`
+	Mode     string        `json:"mode"`
+	Priority string        `json:"priority"`
+	Created  time.Time     `json:"created"`
+	Expires  time.Time     `json:"expires"`
+	// Attempts counts delivery attempts; Why says why the last did not
+	// deliver it (busy, not connected, ...).
+	Attempts int    `json:"attempts"`
+	Why      string `json:"why,omitempty"`
+}
 
-// Outcome is what became of a nudge.
+// API is it as the control API shows it (hostd nudge --list).
+func (it Item) API() api.NudgeItem {
+	return api.NudgeItem{ID: it.ID, Polecat: it.Polecat, Text: it.Text, Mode: it.Mode, Priority: it.Priority,
+		Created: it.Created, Expires: it.Expires, Attempts: it.Attempts, Why: it.Why}
+}
+
+// Outcome is what became of a nudge. It is never stored, only answered:
+// the control API's type.
 type Outcome = api.NudgeOutcome
 
 // Request is what an operator asks for.
@@ -284,13 +306,14 @@ func (s *Service) Wait(ctx context.Context, id string) (Outcome, error) {
 	}
 }
 
-// List is a polecat's queue, in delivery order.
-func (s *Service) List(id wire.Identity) []Item {
+// List is a polecat's queue, in delivery order, as the control API shows
+// it.
+func (s *Service) List(id wire.Identity) []api.NudgeItem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Item, 0, len(s.queues[id]))
+	out := make([]api.NudgeItem, 0, len(s.queues[id]))
 	for _, it := range s.queues[id] {
-		out = append(out, *it)
+		out = append(out, it.API())
 	}
 	return out
 }

@@ -284,6 +284,54 @@ func TestRestart(t *testing.T) {
 	}
 }
 
+// TestReadsTodaysFile: testdata/nudges.json was written by the release
+// before the queue had a stored type of its own; a service started on it
+// has every nudge, field for field, and writes them back as they were.
+func TestReadsTodaysFile(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "nudges.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nudges.json")
+	if err := os.WriteFile(path, fixture, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newService(t, Config{Path: path})
+	at := func(v string) time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	want := []api.NudgeItem{
+		{ID: "nsj5a3dadfn52", Polecat: furiosa, Text: "check your mail", Mode: wire.NudgeWaitIdle, Priority: Normal,
+			Created: at("2026-11-28T19:10:01.508982767Z"), Expires: at("2026-11-28T19:40:01.508982767Z")},
+		{ID: "nunjhygpffwoo", Polecat: furiosa, Text: "stop: the convoy landed", Mode: wire.NudgeImmediate, Priority: Urgent,
+			Created: at("2026-11-28T19:10:01.51136325Z"), Expires: at("2026-11-28T21:10:01.51136325Z")},
+		{ID: "nnyemogyb3xk5", Polecat: furiosa, Text: "queued for later", Mode: wire.NudgeQueue, Priority: Normal,
+			Created: at("2026-11-28T19:10:01.512215033Z"), Expires: at("2026-11-28T20:10:01.512215033Z"),
+			Attempts: 2, Why: "busy: the agent is typing"},
+	}
+	got := s.List(furiosa)
+	if len(got) != len(want) {
+		t.Fatalf("queue read from today's file: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("nudge %d read from today's file: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// Saving (an enqueue, then its cancel) writes the file back as it was.
+	extra := enqueue(t, s, Request{Text: "extra"})
+	if _, err := s.Cancel(extra.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != string(fixture) {
+		t.Errorf("today's file written back:\n%s\nwant\n%s (err %v)", b, fixture, err)
+	}
+}
+
 // TestWaitQueued: a wait that ends before the nudge does answers queued,
 // with why it waits and when it expires; an unknown id is an error.
 func TestWaitQueued(t *testing.T) {
