@@ -2,7 +2,7 @@ package data
 
 // The journal's file format.
 //
-// The journal is JSON lines: one api.SyncRecord per line, as
+// The journal is JSON lines: one record per line, as
 // encoding/json writes it, in <dir>/journal.jsonl. A transfer appends its
 // record with one write to the file opened with O_APPEND: nothing is read
 // or rewritten. Before a record is written its string fields are capped
@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
@@ -45,8 +46,37 @@ import (
 	"github.com/polecat-sidecar/sidecar/sync/merge"
 )
 
+// record is one transfer, as a journal line holds it: the service's own
+// type, so that a change to the control API does not change what is on
+// disk. Its JSON is the journal's format; a field renamed here would leave
+// the lines written before unread (testdata/journal.jsonl is one written by
+// an earlier release).
+type record struct {
+	Time     time.Time     `json:"time"`
+	Polecat  string        `json:"polecat"`
+	Op       string        `json:"op"`
+	Reason   string        `json:"reason,omitempty"`
+	DryRun   bool          `json:"dry_run,omitempty"`
+	Files    int           `json:"files"`
+	Bytes    int64         `json:"bytes"`
+	Applied  int           `json:"applied,omitempty"`
+	Merged   int           `json:"merged,omitempty"`
+	Conflict int           `json:"conflicted,omitempty"`
+	Deleted  int           `json:"deleted,omitempty"`
+	Kept     int           `json:"kept,omitempty"`
+	Duration time.Duration `json:"duration"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// asAPI is r as the control API shows it (hostd sync log).
+func (r record) asAPI() api.SyncRecord {
+	return api.SyncRecord{Time: r.Time, Polecat: r.Polecat, Op: r.Op, Reason: r.Reason, DryRun: r.DryRun,
+		Files: r.Files, Bytes: r.Bytes, Applied: r.Applied, Merged: r.Merged, Conflict: r.Conflict,
+		Deleted: r.Deleted, Kept: r.Kept, Duration: r.Duration, Error: r.Error}
+}
+
 // count adds one change to r's tally.
-func count(r *api.SyncRecord, action string) {
+func count(r *record, action string) {
 	switch action {
 	case merge.Applied:
 		r.Applied++
@@ -76,7 +106,7 @@ const (
 // minLine is the shortest line an honest record takes: every record has a
 // time, and its empty strings and zero numbers are the least it can hold.
 var minLine = func() int {
-	b, _ := json.Marshal(api.SyncRecord{})
+	b, _ := json.Marshal(record{})
 	return len(b) + 1
 }()
 
@@ -94,7 +124,7 @@ func cut(s string, limit int) (capped string, cut bool) {
 }
 
 // bound caps r's string fields; cut says whether any was.
-func bound(r api.SyncRecord) (api.SyncRecord, bool) {
+func bound(r record) (record, bool) {
 	var c [4]bool
 	r.Polecat, c[0] = cut(r.Polecat, fieldCap)
 	r.Op, c[1] = cut(r.Op, fieldCap)
@@ -115,7 +145,7 @@ func (j journalFile) older() string   { return filepath.Join(j.dir, "journal.jso
 func (j journalFile) legacy() string  { return filepath.Join(j.dir, "journal.json") }
 
 // line is r, capped, as one journal line; cut says whether a field was cut.
-func line(r api.SyncRecord) (b []byte, cut bool, err error) {
+func line(r record) (b []byte, cut bool, err error) {
 	r, cut = bound(r)
 	b, err = json.Marshal(r)
 	if err != nil {
@@ -127,7 +157,7 @@ func line(r api.SyncRecord) (b []byte, cut bool, err error) {
 // Append writes r, capped, as one line at the end of the journal, turning
 // journal.jsonl into journal.jsonl.1 first when r would take it past the
 // budget; cut says whether a field of r was cut.
-func (j journalFile) Append(r api.SyncRecord) (cut bool, err error) {
+func (j journalFile) Append(r record) (cut bool, err error) {
 	b, cut, err := line(r)
 	if err != nil {
 		return cut, err
@@ -185,7 +215,7 @@ func tail(path string) (size int64, torn bool, err error) {
 // Read lists the journal's records, oldest first; skipped is how many
 // lines did not decode (a torn append) or were left out to stay within the
 // budget.
-func (j journalFile) Read() (recs []api.SyncRecord, skipped int, err error) {
+func (j journalFile) Read() (recs []record, skipped int, err error) {
 	for _, p := range []string{j.older(), j.current()} {
 		part, n, err := j.readPart(p)
 		if err != nil {
@@ -199,7 +229,7 @@ func (j journalFile) Read() (recs []api.SyncRecord, skipped int, err error) {
 // readPart reads one file of the journal: at most the budget's bytes from
 // its end, and at most as many records as honest lines fill the budget
 // with, the newest.
-func (j journalFile) readPart(path string) (recs []api.SyncRecord, skipped int, err error) {
+func (j journalFile) readPart(path string) (recs []record, skipped int, err error) {
 	b, partial, err := readTail(path, j.budget)
 	if err != nil {
 		return nil, 0, err
@@ -228,7 +258,7 @@ func (j journalFile) readPart(path string) (recs []api.SyncRecord, skipped int, 
 			skipped++
 			continue
 		}
-		var r api.SyncRecord
+		var r record
 		if err := json.Unmarshal(l, &r); err != nil {
 			skipped++
 			continue
@@ -313,7 +343,7 @@ func (j journalFile) legacyLines(r io.Reader) (lines [][]byte, kept int, bad err
 	}
 	var size int64
 	for d.More() {
-		var rec api.SyncRecord
+		var rec record
 		if err := d.Decode(&rec); err != nil {
 			return lines, kept, err
 		}
@@ -338,7 +368,7 @@ func (j journalFile) removeLegacy() error {
 }
 
 // journal counts r and appends it to the journal.
-func (s *Service) journal(r api.SyncRecord) {
+func (s *Service) journal(r record) {
 	s.metrics.observe(r)
 	if !r.DryRun {
 		s.conflicts.Add(int64(r.Conflict))
@@ -355,8 +385,8 @@ func (s *Service) journal(r api.SyncRecord) {
 	}
 }
 
-// Journal lists the transfers, oldest first: the newest that fit in twice
-// the journal's budget.
+// Journal lists the transfers, oldest first, as the control API shows
+// them: the newest that fit in twice the journal's budget.
 func (s *Service) Journal() ([]api.SyncRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -364,7 +394,14 @@ func (s *Service) Journal() ([]api.SyncRecord, error) {
 	if skipped > 0 {
 		s.log.Warn("sync: journal lines left out (torn by a crash, or over the budget)", "lines", skipped)
 	}
-	return recs, err
+	if err != nil {
+		return nil, err
+	}
+	var out []api.SyncRecord
+	for _, r := range recs {
+		out = append(out, r.asAPI())
+	}
+	return out, nil
 }
 
 // journalFile is the service's journal, converted from journal.json on

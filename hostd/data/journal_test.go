@@ -22,8 +22,8 @@ import (
 )
 
 // rec is the i-th test record, with errText as its Error.
-func rec(i int, errText string) api.SyncRecord {
-	return api.SyncRecord{Time: time.Unix(1_800_000_000+int64(i), 0).UTC(), Polecat: "rig/cat", Op: "upload", Reason: "checkpoint",
+func rec(i int, errText string) record {
+	return record{Time: time.Unix(1_800_000_000+int64(i), 0).UTC(), Polecat: "rig/cat", Op: "upload", Reason: "checkpoint",
 		Files: i, Bytes: 100, Duration: time.Second, Error: errText}
 }
 
@@ -41,7 +41,7 @@ func lines(t testing.TB, from, to int) string {
 }
 
 // numbers is each record's Files, the test records' number.
-func numbers(recs []api.SyncRecord) []int {
+func numbers(recs []record) []int {
 	n := make([]int, len(recs))
 	for i, r := range recs {
 		n[i] = r.Files
@@ -72,7 +72,7 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 // time and numbers, and every byte of every string escaped six-fold
 // (\u00XX).
 var maxLine = func() int {
-	b, err := json.Marshal(api.SyncRecord{Time: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
+	b, err := json.Marshal(record{Time: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
 		Polecat: "p", Op: "o", Reason: "r", DryRun: true, Files: math.MinInt, Bytes: math.MinInt64, Applied: math.MinInt, Merged: math.MinInt,
 		Conflict: math.MinInt, Deleted: math.MinInt, Kept: math.MinInt, Duration: math.MinInt64, Error: "e"})
 	if err != nil {
@@ -91,7 +91,7 @@ func TestJournalLineBound(t *testing.T) {
 		{"line separators", strings.Repeat("\u2028", 1<<18)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l, cut, err := line(api.SyncRecord{Polecat: tt.s, Op: tt.s, Reason: tt.s, Error: tt.s, Files: math.MaxInt})
+			l, cut, err := line(record{Polecat: tt.s, Op: tt.s, Reason: tt.s, Error: tt.s, Files: math.MaxInt})
 			if err != nil || !cut || len(l) > maxLine {
 				t.Errorf("a %d-byte line (cut %v, %v), want at most maxLine %d", len(l), cut, err, maxLine)
 			}
@@ -122,18 +122,18 @@ func TestJournalFile(t *testing.T) {
 		name        string
 		budget      int64
 		files       map[string]string // before the appends
-		appends     []api.SyncRecord
+		appends     []record
 		want        []int // the records read, by number
 		wantSkipped int
 		wantCut     int // appends that had a field cut
-		check       func(t *testing.T, recs []api.SyncRecord)
+		check       func(t *testing.T, recs []record)
 	}{
 		{name: "appended records read back in order", budget: 1 << 20,
-			appends: []api.SyncRecord{rec(1, ""), rec(2, "refused"), rec(3, ""), rec(4, ""), rec(5, "")},
+			appends: []record{rec(1, ""), rec(2, "refused"), rec(3, ""), rec(4, ""), rec(5, "")},
 			want:    []int{1, 2, 3, 4, 5}},
 		{name: "a huge Error is capped at errorCap, marked as cut", budget: 1 << 20,
-			appends: []api.SyncRecord{rec(1, mib), rec(2, "")}, want: []int{1, 2}, wantCut: 1,
-			check: func(t *testing.T, recs []api.SyncRecord) {
+			appends: []record{rec(1, mib), rec(2, "")}, want: []int{1, 2}, wantCut: 1,
+			check: func(t *testing.T, recs []record) {
 				kept := errorCap - markerRoom
 				want := mib[:kept] + "…(" + strconv.Itoa(len(mib)-kept) + " bytes cut)"
 				if recs[0].Error != want {
@@ -144,9 +144,9 @@ func TestJournalFile(t *testing.T) {
 				}
 			}},
 		{name: "every string field is capped on a rune boundary", budget: 1 << 20,
-			appends: []api.SyncRecord{{Files: 1, Polecat: mib, Op: mib, Reason: strings.Repeat("é", 1<<19), Error: strings.Repeat("€", 1<<18)}},
+			appends: []record{{Files: 1, Polecat: mib, Op: mib, Reason: strings.Repeat("é", 1<<19), Error: strings.Repeat("€", 1<<18)}},
 			want:    []int{1}, wantCut: 1,
-			check: func(t *testing.T, recs []api.SyncRecord) {
+			check: func(t *testing.T, recs []record) {
 				r := recs[0]
 				for _, f := range []struct {
 					name, v string
@@ -162,17 +162,17 @@ func TestJournalFile(t *testing.T) {
 			want:  []int{1, 2}, wantSkipped: 1},
 		{name: "an append after a torn line starts a new line", budget: 1 << 20,
 			files:   map[string]string{"journal.jsonl": lines(t, 1, 2) + `{"time":"2027-01-15T08:00:00Z","polec`},
-			appends: []api.SyncRecord{rec(3, ""), rec(4, "")},
+			appends: []record{rec(3, ""), rec(4, "")},
 			want:    []int{1, 2, 3, 4}, wantSkipped: 1},
 		{name: "lines that do not decode are skipped", budget: 1 << 20,
 			files: map[string]string{"journal.jsonl": lines(t, 1, 1) + "not json\n\n[1,2]\n" + lines(t, 2, 2)},
 			want:  []int{1, 2}, wantSkipped: 2},
 		{name: "the older part is read first", budget: 1 << 20,
 			files:   map[string]string{"journal.jsonl.1": lines(t, 1, 2), "journal.jsonl": lines(t, 3, 3)},
-			appends: []api.SyncRecord{rec(4, "")},
+			appends: []record{rec(4, "")},
 			want:    []int{1, 2, 3, 4}},
 		{name: "an append past the budget rotates, replacing the older part", budget: 3 * lineLen,
-			appends: []api.SyncRecord{rec(1, ""), rec(2, ""), rec(3, ""), rec(4, ""), rec(5, ""), rec(6, ""), rec(7, "")},
+			appends: []record{rec(1, ""), rec(2, ""), rec(3, ""), rec(4, ""), rec(5, ""), rec(6, ""), rec(7, "")},
 			want:    []int{4, 5, 6, 7}},
 		{name: "a part over the budget is read from its end", budget: 3*lineLen + 5,
 			files: map[string]string{"journal.jsonl": lines(t, 1, 9)},
@@ -245,7 +245,7 @@ func TestJournalBoundedOnDisk(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(recs) == 0 || recs[len(recs)-1].Files != n-1 {
-				t.Fatalf("read %d records, the last %v; want the newest last", len(recs), numbers(recs[max(len(recs)-1, 0):]))
+				t.Fatalf("read %d records, the last %v; want the newest last", len(recs), recs[max(len(recs)-1, 0):])
 			}
 			for i, r := range recs {
 				if r.Files != n-len(recs)+i {
@@ -258,14 +258,14 @@ func TestJournalBoundedOnDisk(t *testing.T) {
 }
 
 func TestJournalConvertsOldJournal(t *testing.T) {
-	oldRecs := func(from, to int, errText string) []api.SyncRecord {
-		var recs []api.SyncRecord
+	oldRecs := func(from, to int, errText string) []record {
+		var recs []record
 		for i := from; i <= to; i++ {
 			recs = append(recs, rec(i, errText))
 		}
 		return recs
 	}
-	encode := func(recs []api.SyncRecord) string {
+	encode := func(recs []record) string {
 		b, err := json.Marshal(recs)
 		if err != nil {
 			t.Fatal(err)
@@ -335,7 +335,7 @@ func TestJournalConvertsOldJournal(t *testing.T) {
 // the 1,000 records it kept, each with a 4 KiB error.
 func TestServiceCarriesOldJournal(t *testing.T) {
 	s := newService(t)
-	var old []api.SyncRecord
+	var old []record
 	for i := range 1000 {
 		old = append(old, rec(i, strings.Repeat("e", 4<<10)))
 	}
@@ -356,6 +356,63 @@ func TestServiceCarriesOldJournal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.cfg.Dir, "journal.json")); !os.IsNotExist(err) {
 		t.Errorf("journal.json is still there (%v)", err)
+	}
+}
+
+// TestServiceReadsTodaysJournal: testdata/journal.jsonl was written by the
+// release before the journal had a record type of its own; the service
+// shows its records field for field, and each encodes to the line it was
+// read from.
+func TestServiceReadsTodaysJournal(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t)
+	j := journalFile{dir: s.cfg.Dir, budget: journalBudget}
+	if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j.current(), fixture, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 28, 19, 0, 0, 0, time.UTC)
+	// The third record's error was 2,009 bytes, cut as it was written.
+	long := "refused: " + strings.Repeat("x", 2000)
+	cutError := long[:errorCap-markerRoom] + "…(" + strconv.Itoa(len(long)-(errorCap-markerRoom)) + " bytes cut)"
+	want := []api.SyncRecord{
+		{Time: at, Polecat: "gastown/furiosa", Op: "upload", Reason: "checkpoint", Files: 12, Bytes: 34567, Applied: 10, Merged: 1, Conflict: 1,
+			Duration: 1500 * time.Millisecond},
+		{Time: at.Add(time.Minute), Polecat: "gastown/furiosa", Op: "pull", Reason: "operator", DryRun: true, Files: 3, Bytes: 900, Deleted: 2, Kept: 1,
+			Duration: 20 * time.Millisecond},
+		{Time: at.Add(2 * time.Minute), Polecat: "gastown/nux", Op: "push", Reason: "connect", Duration: time.Second, Error: cutError},
+	}
+	got, err := s.Journal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d records from today's journal, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("record %d of today's journal: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	recs, skipped, err := j.Read()
+	if err != nil || skipped != 0 {
+		t.Fatalf("reading today's journal: %v, %d lines skipped", err, skipped)
+	}
+	var written strings.Builder
+	for _, r := range recs {
+		l, _, err := line(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written.Write(l)
+	}
+	if written.String() != string(fixture) {
+		t.Errorf("today's journal written again:\n%s\nwant\n%s", written.String(), fixture)
 	}
 }
 
@@ -424,7 +481,7 @@ func FuzzJournalRead(f *testing.F) {
 // kept, not lost with an error.
 func TestJournalMakesItsDirectory(t *testing.T) {
 	j := journalFile{dir: filepath.Join(t.TempDir(), "not", "yet"), budget: journalBudget}
-	if _, err := j.Append(api.SyncRecord{Polecat: "gastown/furiosa", Op: "upload", Error: "refused"}); err != nil {
+	if _, err := j.Append(record{Polecat: "gastown/furiosa", Op: "upload", Error: "refused"}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _, err := j.Read()

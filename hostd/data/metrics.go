@@ -1,7 +1,6 @@
 package data
 
 import (
-	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,7 +23,7 @@ func newMetrics() *metrics {
 }
 
 // observe counts one journal record.
-func (m *metrics) observe(r api.SyncRecord) {
+func (m *metrics) observe(r record) {
 	result := "ok"
 	if r.Error != "" {
 		result = "failed"

@@ -35,7 +35,7 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, op
 	defer unlock()
 	start := time.Now()
 	res, err := s.pushLocked(ctx, sess, id, operator, progress)
-	s.journal(api.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(record{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	if err != nil {
 		return res, err
@@ -113,7 +113,7 @@ func (s *Service) pushRig(ctx context.Context, sess *tunnel.Session, id wire.Ide
 	}
 	start := time.Now()
 	_, res, err := s.send(ctx, sess, wire.SyncPushRig, root, s.rigPolicy, archive.Rewrite(claude.IsSettings, claude.RewriteSettings))
-	s.journal(api.SyncRecord{Time: start, Polecat: id.String(), Op: wire.SyncPushRig, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(record{Time: start, Polecat: id.String(), Op: wire.SyncPushRig, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	if err != nil {
 		s.log.Warn("sync: the rig's files did not go in", "polecat", id, "root", root, "err", err)

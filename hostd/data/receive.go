@@ -32,7 +32,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 	}
 	start := time.Now()
 	changes, res, err := s.receiveLocked(ctx, id, r, o)
-	rec := api.SyncRecord{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
+	rec := record{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)}
 	for _, c := range changes {
 		count(&rec, c.Action)
