@@ -6,15 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/polecat-sidecar/sidecar/hostd/api"
 )
 
 // push sends the batch's branches as they are now to origin in one git
 // push, deleting there those that no longer exist here, and returns the
 // error of each branch that failed. Force is needed: polecats may
 // force-push their own branches.
-func (u *Queue) push(ctx context.Context, rig string, batch []api.UpstreamItem) map[string]error {
+func (u *Queue) push(ctx context.Context, rig string, batch []item) map[string]error {
 	repo := filepath.Join(u.town, rig, ".repo.git")
 	args := []string{"-C", repo, "push", "--porcelain", "origin"}
 	for _, it := range batch {

@@ -39,7 +39,7 @@ type Queue struct {
 	logLimit   *logging.Limiter
 
 	mu    sync.Mutex
-	items map[string]*api.UpstreamItem
+	items map[string]*item
 	wake  chan struct{}
 }
 
@@ -93,8 +93,8 @@ func Open(town, file string, cfg Config, log *slog.Logger) (*Queue, error) {
 	}
 	u := &Queue{town: town, path: file, log: log, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff, timeout: cfg.Timeout,
 		batch: cfg.Batch, perPolecat: cfg.MaxPerPolecat, logLimit: logging.NewLimiter(5, time.Minute),
-		items: map[string]*api.UpstreamItem{}, wake: make(chan struct{}, 1)}
-	var list []*api.UpstreamItem
+		items: map[string]*item{}, wake: make(chan struct{}, 1)}
+	var list []*item
 	if err := state.Load(file, &list); err != nil {
 		return nil, fmt.Errorf("upstream queue: %w", err)
 	}
@@ -102,6 +102,28 @@ func Open(town, file string, cfg Config, log *slog.Logger) (*Queue, error) {
 		u.items[key(it.Rig, it.Branch)] = it
 	}
 	return u, nil
+}
+
+// item is a branch waiting for origin, as the queue's file holds it: the
+// queue's own type, so that a change to the control API does not change
+// what is on disk. Its JSON is the file's format; a field renamed here
+// would leave the queues written before unread (testdata/upstream.json is
+// one written by an earlier release).
+type item struct {
+	Rig    string `json:"rig"`
+	Branch string `json:"branch"`
+	// Owner is the polecat it is queued for; the queue takes turns.
+	Owner     string    `json:"owner,omitempty"`
+	Since     time.Time `json:"since"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	NextTry   time.Time `json:"next_try"`
+}
+
+// asAPI is it as the control API shows it (hostd status).
+func (it item) asAPI() api.UpstreamItem {
+	return api.UpstreamItem{Rig: it.Rig, Branch: it.Branch, Owner: it.Owner, Since: it.Since, Attempts: it.Attempts,
+		LastError: it.LastError, NextTry: it.NextTry}
 }
 
 func key(rig, branch string) string { return rig + "\x00" + branch }
@@ -129,7 +151,7 @@ func (u *Queue) Enqueue(rig, owner string, branches ...string) int {
 				continue
 			}
 			mine++
-			it = &api.UpstreamItem{Rig: rig, Branch: branch, Owner: owner, Since: now}
+			it = &item{Rig: rig, Branch: branch, Owner: owner, Since: now}
 			u.items[k] = it
 		}
 		it.NextTry = now
@@ -151,13 +173,13 @@ func (u *Queue) Enqueue(rig, owner string, branches ...string) int {
 	return queued
 }
 
-// Pending lists the queue, oldest first.
+// Pending lists the queue, oldest first, as the control API shows it.
 func (u *Queue) Pending() []api.UpstreamItem {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	out := make([]api.UpstreamItem, 0, len(u.items))
 	for _, it := range u.items {
-		out = append(out, *it)
+		out = append(out, it.asAPI())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
 	return out
@@ -166,7 +188,7 @@ func (u *Queue) Pending() []api.UpstreamItem {
 // saveLocked persists the queue; failures are logged (the queue in memory
 // still works).
 func (u *Queue) saveLocked() {
-	list := make([]*api.UpstreamItem, 0, len(u.items))
+	list := make([]*item, 0, len(u.items))
 	for _, it := range u.items {
 		list = append(list, it)
 	}
@@ -195,7 +217,7 @@ func (u *Queue) Run(ctx context.Context) {
 // returns how long until the next is due (0 after a round: look again).
 func (u *Queue) runDue(ctx context.Context) time.Duration {
 	u.mu.Lock()
-	groups := map[string][]api.UpstreamItem{}
+	groups := map[string][]item{}
 	var order []string
 	next := time.Hour
 	now := time.Now()
@@ -231,7 +253,7 @@ func (u *Queue) runDue(ctx context.Context) time.Duration {
 
 // finish records each pushed entry's result: done entries leave the queue
 // (unless re-queued meanwhile), failed ones back off.
-func (u *Queue) finish(batch []api.UpstreamItem, errs map[string]error) {
+func (u *Queue) finish(batch []item, errs map[string]error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, it := range batch {

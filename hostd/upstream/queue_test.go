@@ -2,15 +2,20 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
@@ -101,6 +106,56 @@ func TestQueuePushes(t *testing.T) {
 	waitFor(t, "the push to origin", func() bool { return len(q.Pending()) == 0 })
 	if got, want := tip(t, origin, "polecat/nux"), tip(t, repo, "polecat/nux"); got == "" || got != want {
 		t.Errorf("origin's polecat/nux %q, want %q", got, want)
+	}
+}
+
+// TestQueueReadsTodaysFile: testdata/upstream.json was written by the
+// release before the queue had a stored type of its own; a queue opened on
+// it has every branch, field for field, and writes them back as they were.
+func TestQueueReadsTodaysFile(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "upstream.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "upstream.json")
+	if err := os.WriteFile(file, fixture, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Open(t.TempDir(), file, Config{}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(v string) time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	want := []api.UpstreamItem{
+		{Rig: "gastown", Branch: "polecat/nux", Owner: "nux", Since: at("2026-11-28T19:11:47.307501486Z"), NextTry: at("2026-11-28T19:11:47.307501486Z")},
+		{Rig: "gastown", Branch: "polecat/furiosa", Owner: "furiosa", Since: at("2026-11-28T19:11:47.310443027Z"), Attempts: 3,
+			LastError: "git push origin: exit status 128: fatal: could not read from remote repository", NextTry: at("2026-11-28T19:11:51.310443027Z")},
+	}
+	if got := q.Pending(); !slices.Equal(got, want) {
+		t.Fatalf("queue read from today's file: %+v, want %+v", got, want)
+	}
+	// Saving (another branch queued) writes the old ones back as they were.
+	if n := q.Enqueue("gastown", "toast", "polecat/toast"); n != 1 {
+		t.Fatalf("queued %d, want 1", n)
+	}
+	var before, after []map[string]any
+	written, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(json.Unmarshal(fixture, &before), json.Unmarshal(written, &after)); err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range before {
+		if !slices.ContainsFunc(after, func(m map[string]any) bool { return reflect.DeepEqual(m, old) }) {
+			t.Errorf("entry %v of today's file is not written back as it was:\n%s", old, written)
+		}
 	}
 }
 
