@@ -46,6 +46,22 @@ type Starts struct {
 	limit *logging.Limiter
 }
 
+// startRecord is a failed start, as its file holds it: the package's own
+// type, so that a change to the control API does not change what is on
+// disk. Its JSON is the file's format; a field renamed here would leave the
+// records written before unread (testdata/start-failures holds one written
+// by an earlier release).
+type startRecord struct {
+	Identity wire.Identity `json:"identity"`
+	At       time.Time     `json:"at"`
+	Reason   string        `json:"reason"`
+}
+
+// asAPI is r as the control API shows it (hostd status).
+func (r startRecord) asAPI() api.StartFailure {
+	return api.StartFailure{Identity: r.Identity, At: r.At, Reason: r.Reason}
+}
+
 // failureLogs is how many lines a minute Starts logs of one polecat: a
 // polecat can make its clone fail as often as Gas Town starts it.
 const failureLogs = 5
@@ -62,7 +78,7 @@ func (f *Starts) Failed(id wire.Identity, reason string) (api.StartFailure, erro
 	if err := id.Validate(); err != nil {
 		return api.StartFailure{}, fmt.Errorf("recording a failed start: %w", err)
 	}
-	rec := api.StartFailure{Identity: id, At: time.Now(), Reason: wire.TruncateReason(reason)}
+	rec := startRecord{Identity: id, At: time.Now(), Reason: wire.TruncateReason(reason)}
 	if err := os.MkdirAll(filepath.Join(f.Dir, id.Rig), 0o700); err != nil {
 		return api.StartFailure{}, fmt.Errorf("recording the failed start of %s: %w", id, err)
 	}
@@ -70,7 +86,7 @@ func (f *Starts) Failed(id wire.Identity, reason string) (api.StartFailure, erro
 		return api.StartFailure{}, fmt.Errorf("recording the failed start of %s: %w", id, err)
 	}
 	f.log(slog.LevelWarn, id, "hostd run could not start a polecat; hostd status shows it until its next start", "reason", rec.Reason)
-	return rec, nil
+	return rec.asAPI(), nil
 }
 
 // Started removes id's record: a start succeeded; cleared says whether
@@ -153,15 +169,15 @@ func (f *Starts) load(id wire.Identity) (api.StartFailure, bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return api.StartFailure{}, false
 	}
-	var rec api.StartFailure
+	var rec startRecord
 	if err == nil {
 		err = json.Unmarshal(b, &rec)
 	}
 	if err != nil {
-		return api.StartFailure{Identity: id, Reason: wire.TruncateReason(fmt.Sprintf("the record of its failed start is unreadable (%v): remove %s", err, f.File(id)))}, true
+		rec = startRecord{Reason: fmt.Sprintf("the record of its failed start is unreadable (%v): remove %s", err, f.File(id))}
 	}
 	rec.Identity, rec.Reason = id, wire.TruncateReason(rec.Reason)
-	return rec, true
+	return rec.asAPI(), true
 }
 
 // log writes one line of id's, within failureLogs a minute.

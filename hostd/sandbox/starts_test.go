@@ -2,13 +2,19 @@ package sandbox
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -23,6 +29,44 @@ func newStarts(t *testing.T, log *bytes.Buffer) *Starts {
 		}
 	}
 	return &Starts{Dir: filepath.Join(town, ".runtime", "hostd", "start-failures"), Town: town, Logger: slog.New(slog.NewTextHandler(log, nil))}
+}
+
+// TestStartsReadsTodaysRecord: testdata/start-failures holds a record
+// written by the release before the records had a type of their own; it is
+// read field for field, and a record written now has the same fields.
+func TestStartsReadsTodaysRecord(t *testing.T) {
+	var log bytes.Buffer
+	s := newStarts(t, &log)
+	fixture, err := os.ReadFile(filepath.Join("testdata", "start-failures", "gastown", "toast.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(s.Dir, "gastown"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.File(toast), fixture, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := api.StartFailure{Identity: toast, At: time.Date(2026, 11, 28, 19, 12, 27, 432622229, time.UTC),
+		Reason: "image polecat:1 is not among docker's images: build it with make image, or set sandbox.image"}
+	if got, ok := s.Failure(toast); !ok || got != want {
+		t.Fatalf("the record of today's format: %+v (%v), want %+v", got, ok, want)
+	}
+	nux := wire.Identity{Rig: "gastown", Name: "nux"}
+	if _, err := s.Failed(nux, "hostd is not running"); err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(s.File(nux))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, now map[string]any
+	if err := errors.Join(json.Unmarshal(fixture, &old), json.Unmarshal(written, &now)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(now)), slices.Sorted(maps.Keys(old))) {
+		t.Errorf("a record written now:\n%s\nhas other fields than today's:\n%s", written, fixture)
+	}
 }
 
 // TestStarts: a failed start is recorded (replacing the one before) and
