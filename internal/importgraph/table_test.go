@@ -84,7 +84,7 @@ var table = []row{
 		note:  "the control socket's handlers, each calling a service through an interface declared beside it; `heartbeat` for the state a polecat that never connected shows"},
 	{pkgs: []string{"hostd/api"}, may: []string{"hostd/state", "heartbeat", "tunnel", "tunnel/wire", "internal/unixsock"},
 		tests: []string{"internal/unixsock/unixsocktest"},
-		note:  "the control socket's JSON types (the services import it for the shapes in which status, the journal and the queues are shown) and client; it imports no service, but is not yet a leaf: it shows `heartbeat`'s beats and events, `tunnel`'s listener health and `wire`'s identities and sync results as they are, and finds the socket through `state`, its path checked by `unixsock` (issue 38: to convert them at the service boundary)"},
+		note:  "the control socket's JSON types (the services import it for the shapes in which they answer: status, the journal, the queues; what they store on disk is their own types, converted as they answer) and client; it imports no service, but is not yet a leaf: it shows `heartbeat`'s beats and events, `tunnel`'s listener health and `wire`'s identities and sync results as they are, and finds the socket through `state`, its path checked by `unixsock` (issue 38: to convert them at the service boundary)"},
 	{pkgs: []string{"hostd/render"}, may: []string{"hostd/api", "heartbeat", "tunnel/wire", "internal/termsafe"}, tests: []string{"tunnel"},
 		note: "the CLI's text for the daemon's answers, escaped through `termsafe`"},
 	{pkgs: []string{"hostd/registry"}, may: []string{"hostd/pki", "hostd/limits", "tunnel", "tunnel/wire", "internal/settings"},
