@@ -76,6 +76,9 @@ type Listener struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	once sync.Once
+	// loops are the accept loops and the silence watch, which Close
+	// waits for.
+	loops sync.WaitGroup
 
 	budgets          *peerBudgets
 	gate             *handshakeGate
@@ -110,7 +113,7 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 	if err := l.bind(addr); err != nil {
 		return nil, err
 	}
-	go l.serveTCP(l.tcp)
+	l.loops.Go(func() { l.serveTCP(l.tcp) })
 	if l.udp != nil {
 		// The server sends no keepalives of its own on QUIC: the client's
 		// keep the connection alive, and the idle timeout still notices a
@@ -124,8 +127,8 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 		}
 		l.quicH = newLoopHealth(TransportQUIC)
 		l.silence = newSilenceWatch(l.cfg.IdleTimeout)
-		go l.silence.run(l.ctx)
-		go l.serveQUIC(ql)
+		l.loops.Go(func() { l.silence.run(l.ctx) })
+		l.loops.Go(func() { l.serveQUIC(ql) })
 	}
 	return l, nil
 }
@@ -222,7 +225,9 @@ func (l *Listener) loopStopped(h *loopHealth, err error) {
 	l.log.Error("tunnel: listener stopped; its tunnels are refused until hostd restarts", "transport", h.get().Transport, "err", err)
 }
 
-// Close stops listening. Established sessions are not closed.
+// Close stops listening and waits for the accept loops to return.
+// Established sessions are not closed, nor handshakes in progress waited
+// for.
 func (l *Listener) Close() error {
 	var err error
 	l.once.Do(func() {
@@ -231,6 +236,7 @@ func (l *Listener) Close() error {
 		if l.qtr != nil {
 			err = errors.Join(err, l.qtr.Close())
 		}
+		l.loops.Wait()
 	})
 	return err
 }

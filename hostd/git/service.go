@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
@@ -241,7 +242,8 @@ func gitEnv() []string {
 // Handler is what the tunnel's git streams are given to.
 func (s *Service) Handler() tunnel.Handler { return s.ln }
 
-// Serve answers git requests until ctx ends.
+// Serve answers git requests until ctx ends; it returns once the
+// goroutines it started (the closer, the reconciler) have.
 func (s *Service) Serve(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s,
@@ -254,10 +256,14 @@ func (s *Service) Serve(ctx context.Context) error {
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	go func() { <-ctx.Done(); srv.Close(); s.ln.Close() }()
+	ctx, cancel := context.WithCancel(ctx) // a failed Serve ends the others too
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { <-ctx.Done(); srv.Close(); s.ln.Close() })
 	s.removeAllLeftovers(leftoverAgeStart)
 	if s.cfg.Upstream != nil && s.cfg.Reconcile > 0 {
-		go s.reconcileEvery(ctx, s.cfg.Reconcile)
+		wg.Go(func() { s.reconcileEvery(ctx, s.cfg.Reconcile) })
 	}
 	err := srv.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -262,7 +261,13 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Run listens for tunnels and on the control socket until ctx ends.
+// Run listens for tunnels, on the control socket and on the admin and
+// metrics addresses when set, and runs the services' loops, until ctx
+// ends or one of them fails. Each is a part Run owns (parts.go): the
+// first to fail ends the others and is what Run returns, and Run returns
+// once every part has, sessions among them, or once shutdownWait has
+// passed, logging the parts still running. A listener it cannot open
+// fails Run before any part starts.
 func (s *Server) Run(ctx context.Context) error {
 	resetKey, err := s.dir.QUICResetKey()
 	if err != nil {
@@ -284,41 +289,31 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.ln.Store(ln)
 	defer ln.Close()
-	ctlLn, err := control.Listen(s.cfg.Town)
+	ctlLn, adminLn, metricsLn, err := s.listen()
 	if err != nil {
 		return err
 	}
-	ctl := &http.Server{Handler: control.Handler(s.services(ln)), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = ctl.Serve(ctlLn) }()
-	defer ctl.Close()
-	if s.cfg.AdminListen != "" {
-		adminLn, err := control.ListenAdmin(s.cfg.AdminListen)
-		if err != nil {
-			return fmt.Errorf("serving the admin API (admin_listen): %w: stop what holds the address, or give another", err)
-		}
-		admin := &http.Server{Handler: control.AdminHandler(s.certs), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = admin.Serve(adminLn) }()
-		defer admin.Close()
+
+	p := newParts(ctx, s.log)
+	p.Go("control socket", func(ctx context.Context) error {
+		return serveHTTP(ctx, &http.Server{Handler: control.Handler(s.services(ln)), ReadHeaderTimeout: 5 * time.Second}, ctlLn)
+	})
+	if adminLn != nil {
 		s.log.Warn("serving the admin API over plain HTTP: any local user, and on Docker Desktop any container (host.docker.internal reaches the host's loopback), can issue certificates there", "addr", adminLn.Addr().String())
+		p.Go("admin API", func(ctx context.Context) error {
+			return serveHTTP(ctx, &http.Server{Handler: control.AdminHandler(s.certs), ReadHeaderTimeout: 5 * time.Second}, adminLn)
+		})
 	}
-	go func() { _ = s.git.Serve(ctx) }()
-	go s.live.Run(ctx)
-	go s.nudge.Run(ctx)
-	go s.certs.Watch(ctx)
-	go s.reclaim(ctx, 5*time.Second)
-	if s.cfg.MetricsListen != "" {
-		metricsLn, err := net.Listen("tcp", s.cfg.MetricsListen)
-		if err != nil {
-			return fmt.Errorf("serving metrics (metrics_listen): %w: stop what holds the address, or give another", err)
-		}
-		go func() {
-			if err := s.metrics.serve(ctx, metricsLn, s.log); err != nil {
-				s.log.Error("metrics endpoint failed", "addr", s.cfg.MetricsListen, "err", err)
-			}
-		}()
+	if metricsLn != nil {
+		p.Go("metrics", func(ctx context.Context) error { return s.metrics.serve(ctx, metricsLn, s.log) })
 	}
+	p.Go("git", s.git.Serve)
+	p.Go("liveness", untilDone(s.live.Run))
+	p.Go("nudges", untilDone(s.nudge.Run))
+	p.Go("revocations watch", untilDone(s.certs.Watch))
+	p.Go("memory reclaim", untilDone(func(ctx context.Context) { s.reclaim(ctx, 5*time.Second) }))
 	if s.queue != nil {
-		go s.queue.Run(ctx)
+		p.Go("upstream queue", untilDone(s.queue.Run))
 	}
 	if s.cfg.SandboxReap > 0 {
 		r := &sandbox.Reaper{Town: s.cfg.Town, Runtime: sandbox.Runtime{Bin: s.cfg.SandboxRuntime}, Interval: s.cfg.SandboxReap, Logger: s.log,
@@ -327,31 +322,63 @@ func (s *Server) Run(ctx context.Context) error {
 				_, err := s.Forget(ctx, id, reapForgetWait)
 				return err
 			}}
-		go r.Run(ctx)
+		p.Go("sandbox reaper", untilDone(r.Run))
 	}
 	s.log.Info("hostd listening", "addr", ln.Addr(), "transports", "quic+tcp", "control", s.dir.Socket(), "ca", s.certs.CA().Dir)
 	s.starts.LogFailures()
+	p.Go("tunnel accept", func(ctx context.Context) error { return s.accept(ctx, ln, p) })
 
-	var sessions sync.WaitGroup
+	<-p.ctx.Done() // ctx ended, or a part failed
+	err = p.stop(shutdownWait)
+	s.live.Flush() // the last known states, for the next start
+	return err
+}
+
+// listen opens the control socket and, when set, the admin and metrics
+// addresses (nil when not); on an error none stays open.
+func (s *Server) listen() (ctl, admin, metrics net.Listener, err error) {
+	if ctl, err = control.Listen(s.cfg.Town); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.cfg.AdminListen != "" {
+		if admin, err = control.ListenAdmin(s.cfg.AdminListen); err != nil {
+			ctl.Close()
+			return nil, nil, nil, fmt.Errorf("serving the admin API (admin_listen): %w: stop what holds the address, or give another", err)
+		}
+	}
+	if s.cfg.MetricsListen != "" {
+		if metrics, err = net.Listen("tcp", s.cfg.MetricsListen); err != nil {
+			ctl.Close()
+			if admin != nil {
+				admin.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("serving metrics (metrics_listen): %w: stop what holds the address, or give another", err)
+		}
+	}
+	return ctl, admin, metrics, nil
+}
+
+// accept serves each tunnel as a part of p, named after its polecat, until
+// ctx ends; a listener that stops before is an error.
+func (s *Server) accept(ctx context.Context, ln *tunnel.Listener, p *parts) error {
 	for {
 		sess, err := ln.Accept(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				waitAtMost(&sessions, 2*time.Second) // let each session tell its agent
-				s.live.Flush()                       // the last known states, for the next start
-				return nil
+		if ctx.Err() != nil {
+			if sess != nil {
+				_ = sess.CloseWithReason("hostd shutting down")
 			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			continue
+			return nil
 		}
-		sessions.Add(1)
-		go func() {
-			defer sessions.Done()
-			s.serveSession(ctx, sess)
-		}()
+		if err != nil {
+			return fmt.Errorf("accepting tunnels: %w", err)
+		}
+		p.Go("session "+sess.Peer().String(), untilDone(func(ctx context.Context) { s.serveSession(ctx, sess) }))
 	}
+}
+
+// untilDone is a part of f, which runs until ctx ends and has no error.
+func untilDone(f func(ctx context.Context)) func(context.Context) error {
+	return func(ctx context.Context) error { f(ctx); return nil }
 }
 
 // services are the services the control API calls.
@@ -364,16 +391,6 @@ func (s *Server) services(ln *tunnel.Listener) control.Services {
 		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil
 	}
 	return svc
-}
-
-// waitAtMost waits for wg, or d.
-func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
 }
 
 // listener is the tunnel listener once Run has started, else nil.
