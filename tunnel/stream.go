@@ -117,7 +117,11 @@ func (st *Stream) Write(p []byte) (int, error) {
 // receives the peer's verdict: a *wire.RemoteError if it refused the stream.
 func (st *Stream) Read(p []byte) (int, error) {
 	if st.opener {
-		if _, _, err := st.sendPreamble(nil); err != nil {
+		// A peer that refused the stream, or closed it before reading all
+		// we sent, stopped reading it: our write failed (on QUIC with a
+		// bare "canceled by remote with error code 0"), but what the peer
+		// sent, its verdict first, is still here to read.
+		if _, _, err := st.sendPreamble(nil); err != nil && !connection.PeerStoppedReading(err) {
 			return 0, err
 		}
 		st.readOnce.Do(func() { st.readErr = wire.ReadVerdict(st.raw, st.hdr.Kind) })
