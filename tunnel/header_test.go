@@ -116,3 +116,49 @@ func TestAcceptStreamHeaderWaitEndsWithContext(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderLeadsConcurrentWrites: a Read sends the header when nothing
+// else has yet. A Write racing it used to send its bytes at once, ahead of
+// a header whose write had not happened yet, and a CloseWrite after it
+// closed the stream under that write: "stream closed" (TestSession's many
+// concurrent streams on TCP, on a loaded machine). A Write now waits for
+// the header to be out.
+func TestHeaderLeadsConcurrentWrites(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			p := newPair(t, tr, pairOpts{})
+			serveEcho(t, p.server)
+			st, err := p.client.OpenStream(context.Background(), wire.KindPing, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			sendingHeader := tunnel.DelayFirstWrite(st, 300*time.Millisecond)
+			type echo struct {
+				b   []byte
+				err error
+			}
+			got := make(chan echo, 1)
+			go func() {
+				b, err := io.ReadAll(st)
+				got <- echo{b, err}
+			}()
+			<-sendingHeader // the Read is sending the header, slowly
+			msg := []byte("after the header")
+			if _, err := st.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case e := <-got:
+				if e.err != nil || !bytes.Equal(e.b, msg) {
+					t.Fatalf("echoed %q, %v; want %q", e.b, e.err, msg)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no echo within 10 s")
+			}
+		})
+	}
+}
