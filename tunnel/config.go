@@ -12,7 +12,9 @@ import (
 // Config tunes a tunnel. The zero value of any field means its default;
 // DefaultConfig lists them.
 type Config struct {
-	// HandshakeTimeout bounds a transport handshake, welcome included.
+	// HandshakeTimeout bounds a transport handshake, welcome included,
+	// and a stream header from its first byte (which the acceptor waits
+	// for as long as the session lasts).
 	HandshakeTimeout time.Duration
 	// FallbackDelay is how long Dial gives QUIC before it tries TCP.
 	FallbackDelay time.Duration

@@ -58,7 +58,9 @@ func TestHeaderlessStreamFlood(t *testing.T) {
 // TestRefusedStreamDataIsDiscarded: whatever a peer sends on a stream
 // hostd refused is read and dropped at once, so it holds no buffer and
 // the writer is not left blocked on a full window (yamux kept it for five
-// minutes).
+// minutes). The opener still reads why it was refused: on QUIC its write
+// fails with a bare "canceled by remote with error code 0", which Read
+// used to return in place of the refusal.
 func TestRefusedStreamDataIsDiscarded(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -78,6 +80,11 @@ func TestRefusedStreamDataIsDiscarded(t *testing.T) {
 				case <-done:
 				case <-time.After(10 * time.Second):
 					t.Fatalf("stream %d: writing to a refused stream still blocked after 10 s", i)
+				}
+				_, err = st.Read(make([]byte, 1))
+				var re *wire.RemoteError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, `unknown stream kind "no-such-kind"`) {
+					t.Fatalf("stream %d: read after writing to a refused stream: %v, want the refusal", i, err)
 				}
 				st.Close()
 			}

@@ -1,10 +1,12 @@
 package tunnel
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -199,7 +201,10 @@ func (s *Session) OpenStream(ctx context.Context, kind string, meta any) (*Strea
 	return &Stream{raw: raw, sess: s, hdr: h, opener: true, release: func() { s.out.Add(-1) }}, nil
 }
 
-// AcceptStream waits for the peer to open a stream and reads its header.
+// AcceptStream waits for the peer to open a stream and reads its header,
+// for as long as ctx lets it (a stream's opener sends its header with its
+// first write, which may come much later: Serve does not wait on one
+// stream's header before accepting the next).
 // A stream over the limits, or whose header is malformed, is refused (the
 // peer sees why) and AcceptStream returns the error; callers may log it
 // and go on.
@@ -212,7 +217,7 @@ func (s *Session) AcceptStream(ctx context.Context) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.readHeader(raw, release)
+	return s.readHeader(ctx, raw, release)
 }
 
 func (s *Session) acceptRaw(ctx context.Context) (connection.Stream, error) {
@@ -260,21 +265,45 @@ func (s *Session) admitOrRefuse(raw connection.Stream) (func(), error) {
 // Refused is how many streams the peer opened over a limit.
 func (s *Session) Refused() uint64 { return s.refused.Load() }
 
-// readHeader reads the header of an admitted stream within the handshake
-// timeout.
-func (s *Session) readHeader(raw connection.Stream, release func()) (*Stream, error) {
+// readHeader reads the header of an admitted stream. Its first byte is
+// waited for as long as the session lasts: the opener sends the header
+// with its first write, which comes when it has something to say (a
+// forwarded connection's first request, an archive once packing has
+// begun), and a transport delivers a stream before that (yamux on its
+// opening, QUIC as soon as data of a later stream arrives). A stream that
+// never says anything holds only its place under the limits. The rest of
+// the header travels with that first byte, so it must follow within the
+// handshake timeout, or the stream is refused saying so. A stream still
+// silent when ctx ends is closed.
+func (s *Session) readHeader(ctx context.Context, raw connection.Stream, release func()) (*Stream, error) {
 	st := &Stream{raw: raw, sess: s, release: release}
-	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	h, err := wire.ReadHeader(raw)
-	_ = raw.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetReadDeadline(time.Now()) })
+	var first [1]byte
+	_, err := io.ReadFull(raw, first[:])
+	if !stop() {
+		release()
+		_ = raw.Close()
+		return nil, fmt.Errorf("tunnel: waiting for a stream header from %s: %w", s.peerName(), context.Cause(ctx))
+	}
+	var h wire.Header
+	if err == nil {
+		_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+		h, err = wire.ReadHeader(io.MultiReader(bytes.NewReader(first[:]), raw))
+		_ = raw.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var he *wire.HeaderError
-		if errors.As(err, &he) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &he):
 			_ = st.Reject(he.Error())
-		} else {
-			_ = st.Close()
+		case errors.As(err, &ne) && ne.Timeout():
+			_ = st.Reject(fmt.Sprintf("stream header incomplete %v after its first byte", s.cfg.HandshakeTimeout))
+		default: // the stream or the session ended before a header
+			release()
+			_ = raw.Close()
 		}
-		return nil, err
+		return nil, fmt.Errorf("tunnel: reading stream header from %s: %w", s.peerName(), err)
 	}
 	st.hdr = h
 	if h.Kind == wire.KindClose {
@@ -311,7 +340,7 @@ func (s *Session) Serve(ctx context.Context, h Handler) error {
 			continue
 		}
 		go func() {
-			st, err := s.readHeader(raw, release)
+			st, err := s.readHeader(ctx, raw, release)
 			if err != nil {
 				return
 			}

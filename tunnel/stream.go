@@ -24,10 +24,12 @@ type Stream struct {
 	release func() // gives back the stream's place under the limits
 
 	// mu guards the one-time preamble: the header (opener) or the verdict
-	// (acceptor), sent before our first bytes.
+	// (acceptor), sent before our first bytes. Its sender holds sending
+	// while it writes it.
 	mu       sync.Mutex
 	sent     bool
 	sendErr  error
+	sending  sync.Mutex
 	readOnce sync.Once
 	readErr  error
 	closed   atomic.Bool
@@ -82,17 +84,27 @@ func (st *Stream) preamble() []byte {
 }
 
 // sendPreamble sends the preamble, prefixed to p, once. It reports how many
-// of p's bytes were written. The lock only decides who sends it: holding
-// it across the write would deadlock a Read that runs while a first Write
-// larger than the flow-control window waits for the peer to be read.
-func (st *Stream) sendPreamble(p []byte) (n int, done bool, err error) {
+// of p's bytes were written. When another call is sending it, a caller
+// about to write (ordered) waits for that write to end, so that its bytes
+// follow the preamble; a Read or Close does not: a Read must run while a
+// first Write larger than the flow-control window waits for the peer to
+// be read, and a Close may be what ends such a Write.
+func (st *Stream) sendPreamble(p []byte, ordered bool) (n int, done bool, err error) {
 	st.mu.Lock()
 	if st.sent {
+		st.mu.Unlock()
+		if ordered { // wait until the preamble's sender lets go
+			st.sending.Lock()
+			st.sending.Unlock()
+		}
+		st.mu.Lock()
 		err := st.sendErr
 		st.mu.Unlock()
 		return 0, false, err
 	}
 	st.sent = true
+	st.sending.Lock()
+	defer st.sending.Unlock()
 	st.mu.Unlock()
 	pre := st.preamble()
 	m, err := st.raw.Write(append(pre, p...))
@@ -106,7 +118,7 @@ func (st *Stream) sendPreamble(p []byte) (n int, done bool, err error) {
 
 // Write writes p to the peer.
 func (st *Stream) Write(p []byte) (int, error) {
-	n, done, err := st.sendPreamble(p)
+	n, done, err := st.sendPreamble(p, true)
 	if done || err != nil {
 		return n, err
 	}
@@ -117,7 +129,11 @@ func (st *Stream) Write(p []byte) (int, error) {
 // receives the peer's verdict: a *wire.RemoteError if it refused the stream.
 func (st *Stream) Read(p []byte) (int, error) {
 	if st.opener {
-		if _, _, err := st.sendPreamble(nil); err != nil {
+		// A peer that refused the stream, or closed it before reading all
+		// we sent, stopped reading it: our write failed (on QUIC with a
+		// bare "canceled by remote with error code 0"), but what the peer
+		// sent, its verdict first, is still here to read.
+		if _, _, err := st.sendPreamble(nil, false); err != nil && !connection.PeerStoppedReading(err) {
 			return 0, err
 		}
 		st.readOnce.Do(func() { st.readErr = wire.ReadVerdict(st.raw, st.hdr.Kind) })
@@ -131,7 +147,7 @@ func (st *Stream) Read(p []byte) (int, error) {
 // CloseWrite ends our direction of the stream; the peer reads EOF while we
 // may still read.
 func (st *Stream) CloseWrite() error {
-	if _, _, err := st.sendPreamble(nil); err != nil {
+	if _, _, err := st.sendPreamble(nil, true); err != nil {
 		return err
 	}
 	return st.raw.CloseWrite()
@@ -144,7 +160,7 @@ func (st *Stream) Close() error {
 		return nil
 	}
 	st.release()
-	_, _, _ = st.sendPreamble(nil)
+	_, _, _ = st.sendPreamble(nil, false)
 	return st.raw.Close()
 }
 

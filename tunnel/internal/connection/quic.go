@@ -140,6 +140,15 @@ func (q *QUIC) RemoteAddr() net.Addr { return q.conn.RemoteAddr() }
 // Name is NameQUIC.
 func (q *QUIC) Name() string { return NameQUIC }
 
+// PeerStoppedReading reports whether err is a write's failure because the
+// peer stopped reading the stream (QUIC's STOP_SENDING: the peer refused or
+// closed the stream; on TCP the peer drains instead, and writes succeed).
+// What the peer sent before, its verdict first, is still there to read.
+func PeerStoppedReading(err error) bool {
+	var se *quic.StreamError
+	return errors.As(err, &se) && se.Remote
+}
+
 // quicStream adapts a quic-go stream: Close on it ends only our direction.
 type quicStream struct{ *quic.Stream }
 
