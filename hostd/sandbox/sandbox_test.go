@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +177,40 @@ func TestImageExists(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no.sock"))
 	if ok, err := rt.ImageExists(context.Background(), "polecat:1"); ok || err == nil || !strings.Contains(err.Error(), "Cannot connect") {
 		t.Errorf("no engine: %v, %v; want the runtime's error", ok, err)
+	}
+}
+
+// TestCapped: what a runtime command prints is kept up to the limit and
+// the rest dropped, each write reported whole (the command is not stopped
+// by a short write); its error output becomes one line.
+func TestCapped(t *testing.T) {
+	c := &Capped{Max: 8}
+	for _, w := range []string{"12345", "67890", "abc"} {
+		if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", w, n, err)
+		}
+	}
+	if c.String() != "12345678" || c.Len() != 8 {
+		t.Errorf("kept %q (%d bytes), want the first 8", c.String(), c.Len())
+	}
+	if got := oneLine("fatal: no\n\nhostd run: a line of ours?\n"); got != "fatal: no ; ; hostd run: a line of ours?" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
+
+// TestRunCapsOutput: a runtime that prints more than maxOutput and
+// maxError (a sandbox's git is the polecat's) leaves hostd that much.
+func TestRunCapsOutput(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "docker")
+	script := "#!/bin/sh\nhead -c 3000000 /dev/zero\nhead -c 100000 /dev/zero | tr '\\0' 'e' >&2\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := (Runtime{Bin: bin}).run(context.Background(), nil, "exec")
+	if len(out) != maxOutput {
+		t.Errorf("kept %d bytes of output, want %d", len(out), maxOutput)
+	}
+	if err == nil || strings.Count(err.Error(), "e") > maxError+10 {
+		t.Errorf("the error kept more than %d bytes of error output: %d", maxError, len(fmt.Sprint(err)))
 	}
 }
