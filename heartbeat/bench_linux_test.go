@@ -26,11 +26,14 @@ func BenchmarkTakeBeat(b *testing.B) {
 		b.Fatal(err)
 	}
 	root, _ := s.Identify(cmd.Process.Pid)
-	for range 100 {
-		if st, _, _ := s.Sample(root, time.Now()); st.Processes == 50 {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, _, _ := s.Sample(root, time.Now())
+		if st.Processes == 50 {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			b.Fatalf("the tree has %d processes after 10 s, want 50", st.Processes)
+		}
 	}
 	b.Run("impl=ps", func(b *testing.B) {
 		for b.Loop() {

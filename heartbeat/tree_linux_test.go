@@ -34,12 +34,10 @@ func TestTreeSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st TreeStats
-	for range 50 { // until the children are there
-		st, _, _ = s.Sample(root, time.Now())
-		if st.Processes >= 4 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) { // until the children are there
+		if st, _, _ = s.Sample(root, time.Now()); st.Processes >= 4 {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if st.Processes != 4 || !slices.Contains(st.Names, "sleep") || !slices.Contains(st.Names, "sh") {
 		t.Fatalf("tree: %+v, want sh, two sleeps and a busy subshell", st)

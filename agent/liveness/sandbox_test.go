@@ -80,7 +80,7 @@ func TestSandboxSessions(t *testing.T) {
 		if code, err := WaitSession(ctx, srv, "polecat", second, 20*time.Millisecond); err != nil || code != 5 {
 			t.Fatalf("the second session: %d, %v; want 5", code, err)
 		}
-		for deadline := time.Now().Add(2 * time.Second); syscall.Kill(p.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); syscall.Kill(p.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the first session's process %d (status %s) still runs", p.PID, first)
 			}

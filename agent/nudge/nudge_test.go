@@ -47,8 +47,14 @@ func promptPane(t *testing.T, dir, then string) tmux.Server {
 	if err := srv.NewSession(context.Background(), "polecat", tmux.Spawn{Argv: []string{"sh", "-c", "printf '> '; " + then}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the prompt is drawn
-	return srv
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if text, _ := srv.History(context.Background(), "polecat", 10); strings.Contains(text, ">") {
+			return srv
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pane never showed its prompt")
+		}
+	}
 }
 
 // TestConfig: New takes zero fields as the defaults and refuses a field
@@ -88,12 +94,7 @@ func TestWaitWhileHooksSayBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	srv := tmux.Server{Args: []string{"-S", filepath.Join(dir, "tmux.sock")}}
-	t.Cleanup(func() { _ = exec.Command(real, append(srv.Args, "kill-server")...).Run() })
-	if err := srv.NewSession(context.Background(), "polecat", tmux.Spawn{Argv: []string{"sh", "-c", "printf '> '; cat"}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the prompt is drawn
+	srv := promptPane(t, dir, "cat")
 	hooks := &Hooks{}
 	if err := hooks.Record(HookPreToolUse); err != nil {
 		t.Fatal(err)
@@ -102,13 +103,19 @@ func TestWaitWhileHooksSayBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	started := countLines(t, calls)
 	done := make(chan wire.NudgeResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		done <- s.Deliver(ctx, wire.NudgeRequest{ID: "n1", Mode: wire.NudgeWaitIdle}, "after the tool", nil)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// The window opens after Deliver's first look at the pane.
+	for deadline := time.Now().Add(10 * time.Second); countLines(t, calls) <= started; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Deliver never looked at the pane")
+		}
+	}
 	before := countLines(t, calls)
 	time.Sleep(1500 * time.Millisecond)
 	if looks := countLines(t, calls) - before; looks > 2 {
@@ -122,8 +129,8 @@ func TestWaitWhileHooksSayBusy(t *testing.T) {
 		if text, _ := srv.History(context.Background(), "polecat", 10); strings.Contains(text, "after the tool") {
 			break
 		}
-		if time.Since(stopped) > 3*time.Second {
-			t.Fatal("not typed 3 s after the Stop hook")
+		if time.Since(stopped) > 10*time.Second {
+			t.Fatal("not typed 10 s after the Stop hook")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

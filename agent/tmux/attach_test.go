@@ -61,11 +61,10 @@ func TestAttach(t *testing.T) {
 			t.Fatal(err)
 		}
 		size := ""
-		for range 100 {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if size = client("#{client_width}x#{client_height}"); size == "120x40" {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 		if size != "120x40" {
 			t.Errorf("write=%v: client size %q after SetSize(120, 40)", write, size)

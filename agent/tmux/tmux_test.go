@@ -37,11 +37,10 @@ func TestReadPane(t *testing.T) {
 		t.Error("a session name prefix matched another session")
 	}
 	run("send-keys", "-t", "=polecat:", "go", "Enter")
-	for range 100 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if p, _, _ = srv.ReadPane(context.Background(), "polecat"); p.Dead && p.ExitCode != nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	// tmux's exit status is best effort (under load it can show a pane dead
 	// and never say why; gt-agent records the status itself): unknown is

@@ -174,9 +174,14 @@ func TestDeliverOnConnect(t *testing.T) {
 	s, reg := newService(t, Config{Path: path})
 	run(t, s)
 	second := enqueue(t, s, Request{Text: "from after"})
-	time.Sleep(100 * time.Millisecond)
-	if l := s.List(furiosa); len(l) != 2 || !strings.Contains(l[0].Why, "not connected") {
-		t.Fatalf("queue of a disconnected polecat: %+v", l)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l := s.List(furiosa)
+		if len(l) == 2 && strings.Contains(l[0].Why, "not connected") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue of a disconnected polecat: %+v, want both nudges waiting as not connected", l)
+		}
 	}
 	a := &agent{answer: answers(wire.NudgeResult{Outcome: wire.NudgeSubmitted})}
 	connect(t, reg, a)

@@ -70,8 +70,10 @@ func holdStream(t *testing.T, client, server *tunnel.Session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for server.Streams() == 0 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); server.Streams() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never took the stream")
+		}
 	}
 }
 

@@ -63,12 +63,11 @@ func newFixture(t *testing.T, adjust ...func(*Config)) *fixture {
 }
 
 func (f *fixture) waitUp(t *testing.T) {
-	for range 100 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := tls.Dial("tcp", f.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.JoinALPN}}); err == nil {
 			c.Close()
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("server did not come up")
 }
@@ -322,11 +321,10 @@ func TestAdminListen(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.AdminListen = admin })
 	var health *http.Response
 	var err error
-	for range 100 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if health, err = http.Get("http://" + admin + "/v1/admin/health"); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil || health.StatusCode != http.StatusOK {
 		t.Fatalf("health: %v %v", health, err)
