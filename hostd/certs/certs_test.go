@@ -117,11 +117,10 @@ func (f *fixture) dial(t *testing.T, cert tls.Certificate) (*tunnel.Session, err
 	}
 	t.Cleanup(func() { s.Close() })
 	id, _ := wire.IdentityFromURIs(cert.Leaf.URIs, f.ca.TrustDomain)
-	for range 250 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, ok := f.reg.Current(id); ok {
 			return s, nil
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the registry never held the session")
 	return nil, nil

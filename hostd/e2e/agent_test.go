@@ -75,20 +75,16 @@ func TestAgentRestartAdoptsSession(t *testing.T) {
 		out, _ := exec.Command("tmux", "-S", lp.tmux, "display-message", "-p", "-t", "=polecat:", "#{pane_dead}").Output()
 		return strings.TrimSpace(string(out)) == "1"
 	}
-	for deadline := time.Now().Add(5 * time.Second); !paneDead() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 15*time.Second, "tmux showing the killed command's pane dead", paneDead)
 	lp.agent = Start(t, lp.env, "gt-agent", lp.args...)
 	lp.tw.WaitStatus(15*time.Second, InState("furiosa", "working"))
-	for deadline := time.Now().Add(5 * time.Second); lines(t, marker) < 2 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 15*time.Second, "the command started a second time", func() bool { return lines(t, marker) >= 2 })
 	if n := lines(t, marker); n != 2 {
 		t.Fatalf("the command was started %d times in all, want twice", n)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(lp.agent.Output(), "started it afresh") && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 15*time.Second, "the agent saying it started the command afresh", func() bool {
+		return strings.Contains(lp.agent.Output(), "started it afresh")
+	})
 	if out := lp.agent.Output(); !strings.Contains(out, "started it afresh") || !strings.Contains(out, "exit_code=143") {
 		t.Errorf("the agent does not say the command had exited (143) and was restarted:\n%s", out)
 	}

@@ -40,7 +40,10 @@ func BenchmarkNudge(b *testing.B) {
 			"env", PaneEnv+"=plain", PaneLogEnv+"="+log, self).CombinedOutput(); err != nil {
 			b.Fatalf("%v %s", err, out)
 		}
-		time.Sleep(300 * time.Millisecond) // the program's prompt
+		eventually(b, 10*time.Second, "the pane program's prompt", func() bool {
+			out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "=local:").Output()
+			return strings.Contains(string(out), ">")
+		})
 		n := 0
 		for b.Loop() {
 			n++

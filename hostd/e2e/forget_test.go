@@ -244,7 +244,7 @@ func (r *forgetRig) checkNuked(t *testing.T) {
 }
 
 // eventually waits up to d for cond, failing t with what it waited for.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

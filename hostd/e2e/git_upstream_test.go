@@ -93,7 +93,7 @@ func TestGitKillHostdMidPush(t *testing.T) {
 	// the idle timeout): end it and its git-remote-http.
 	_ = syscall.Kill(-push.Process.Pid, syscall.SIGKILL)
 	_ = push.Wait()
-	time.Sleep(500 * time.Millisecond) // receive-pack, hostd's child, is gone
+	eventually(t, 15*time.Second, "receive-pack, hostd's child, gone once hostd died", func() bool { return !gitIn(g.Repo) })
 	if o, err := g.TryGit(g.Repo, "fsck", "--strict"); err != nil {
 		t.Fatalf("fsck after hostd died mid-push: %v\n%s", err, o)
 	}
@@ -110,6 +110,23 @@ func TestGitKillHostdMidPush(t *testing.T) {
 	if strings.Contains(g.Refs(t, g.Repo), "furiosa-big") {
 		t.Log("the push completed before hostd died; the kill came too late to test much")
 	}
+}
+
+// gitIn says whether a git process works on repo: names it on its command
+// line (receive-pack) or runs in it (index-pack).
+func gitIn(repo string) bool {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil || !bytes.Contains(b, []byte("git")) {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join(filepath.Dir(f), "cwd"))
+		if bytes.Contains(b, []byte(repo)) || cwd == repo || strings.HasPrefix(cwd, repo+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // incoming reports whether receive-pack has a quarantine directory, that

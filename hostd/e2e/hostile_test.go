@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -361,7 +362,11 @@ func TestHostileTCPFlood(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("flood: %d connections open, sending nothing", len(flood))
-	time.Sleep(2 * time.Second)
+	// Held until hostd has run out of descriptors accepting them (its
+	// status cannot be asked meanwhile: that takes a descriptor too).
+	eventually(t, 30*time.Second, "hostd logging a failed accept, at its descriptor limit", func() bool {
+		return strings.Contains(v.r.hostd.Output(), "tunnel: accept failed")
+	})
 	for _, c := range flood {
 		c.Close()
 	}
@@ -470,18 +475,20 @@ func TestHostileTunnelFlood(t *testing.T) {
 		}
 		sessions = append(sessions, s)
 	}
-	time.Sleep(time.Second)
-	alive := 0
 	for _, s := range sessions {
-		if s.Err() == nil {
-			alive++
-		}
 		defer s.Close()
 	}
-	if alive > 2 {
-		t.Errorf("%d of %d tunnels with one certificate still up, want at most 2", alive, len(sessions))
+	alive := func() int {
+		n := 0
+		for _, s := range sessions {
+			if s.Err() == nil {
+				n++
+			}
+		}
+		return n
 	}
-	t.Logf("%d tunnels opened with one certificate; %d still up", len(sessions), alive)
+	eventually(t, 30*time.Second, "all but two of the tunnels with one certificate closed", func() bool { return alive() <= 2 })
+	t.Logf("%d tunnels opened with one certificate; %d still up", len(sessions), alive())
 	v.unharmed(t)
 	for _, s := range sessions {
 		s.Close()
@@ -498,11 +505,15 @@ func TestHostileUnreadStdin(t *testing.T) {
 	v := newVictim(t, "--relay-stdin-stall", "2s")
 	tw, addr := v.tw, v.addr
 	a := newAttacker(t, tw, addr, "gastown/furiosa")
-	stdin := func(st *tunnel.Stream, n int) {
+	// stdin writes n bytes of stdin to st, counting them in sent if set.
+	stdin := func(st *tunnel.Stream, n int, sent *atomic.Int64) {
 		chunk := make([]byte, wire.RelayChunk)
-		for sent := 0; sent < n; sent += len(chunk) {
+		for written := 0; written < n; written += len(chunk) {
 			if wire.WriteRelayFrame(st, wire.RelayFrameStdin, chunk) != nil {
 				return
+			}
+			if sent != nil {
+				sent.Add(int64(len(chunk)))
 			}
 		}
 	}
@@ -517,7 +528,7 @@ func TestHostileUnreadStdin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go stdin(st, 256<<10)
+			go stdin(st, 256<<10, nil)
 			_ = i
 		}
 		var running []int
@@ -543,15 +554,23 @@ func TestHostileUnreadStdin(t *testing.T) {
 	t.Run("a full stdin buffer not read is killed", func(t *testing.T) {
 		s := a.mustDial(tunnel.TransportQUIC, tunnel.Config{})
 		var streams []*tunnel.Stream
-		for range 4 {
+		var sent [4]atomic.Int64
+		for i := range sent {
 			st, err := openRaw(s, wire.KindRelay, relayRequest("gt", "nudge", "sleep", filepath.Join(scratch(t, tw, "furiosa"), "pid"), "60"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			go stdin(st, 4<<20)
+			go stdin(st, 4<<20, &sent[i])
 			streams = append(streams, st)
 		}
-		time.Sleep(300 * time.Millisecond)
+		eventually(t, 30*time.Second, "each command sent more stdin than hostd's 1 MiB buffer for it", func() bool {
+			for i := range sent {
+				if sent[i].Load() <= 1<<20 {
+					return false
+				}
+			}
+			return true
+		})
 		start := time.Now()
 		st, err := openRaw(s, wire.KindPing, []byte("x"))
 		if err == nil {
@@ -666,16 +685,20 @@ func TestHostileGit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second)
-	if n := gitChildren(t, pid); n > 4 {
-		t.Errorf("%d git processes for one polecat's held requests, want at most 4", n)
+	eventually(t, 30*time.Second, "hostd running git for the held requests", func() bool { return gitChildren(t, pid) > 0 })
+	peak := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		peak = max(peak, gitChildren(t, pid))
+	}
+	if peak > 4 {
+		t.Errorf("%d git processes for one polecat's held requests, want at most 4", peak)
 	} else {
-		t.Logf("100 held requests: %d git processes", n)
+		t.Logf("100 held requests: at most %d git processes", peak)
 	}
 	if during := lsRemote(); during > 5*before+time.Second {
 		t.Errorf("victim's ls-remote took %v during the attack, %v before", during, before)
 	}
-	deadline := time.Now().Add(8 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for gitChildren(t, pid) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}

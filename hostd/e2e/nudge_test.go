@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,18 @@ func (r *nudgeRig) waitLines(t *testing.T, n int, d time.Duration) []string {
 	return nil
 }
 
+// screen is what the rig's pane shows.
+func (r *nudgeRig) screen() string {
+	out, _ := exec.Command("tmux", "-S", r.tmux, "capture-pane", "-p", "-t", "=polecat:").Output()
+	return string(out)
+}
+
+// waitScreen waits until the rig's pane shows text.
+func (r *nudgeRig) waitScreen(t *testing.T, text string) {
+	t.Helper()
+	eventually(t, 15*time.Second, fmt.Sprintf("the pane showing %q", text), func() bool { return strings.Contains(r.screen(), text) })
+}
+
 // tmuxRun runs a tmux command on the rig's server.
 func (r *nudgeRig) tmuxRun(t *testing.T, args ...string) {
 	t.Helper()
@@ -193,17 +206,20 @@ func TestNudgeWaitIdle(t *testing.T) {
 		{"screen", "claude",
 			func(t *testing.T, r *nudgeRig) {
 				_ = os.WriteFile(r.busy, nil, 0o644)
-				time.Sleep(500 * time.Millisecond)
+				r.waitScreen(t, "esc to interrupt")
 			},
 			func(t *testing.T, r *nudgeRig) { _ = os.Remove(r.busy) }},
 		{"silence", "chatty",
 			func(t *testing.T, r *nudgeRig) {
 				_ = os.WriteFile(r.busy, nil, 0o644)
-				time.Sleep(500 * time.Millisecond)
+				r.waitScreen(t, "output 1")
 			},
 			func(t *testing.T, r *nudgeRig) { _ = os.Remove(r.busy) }},
 		{"typing", "plain",
-			func(t *testing.T, r *nudgeRig) { r.tmuxRun(t, "send-keys", "-t", "=polecat:", "-l", "half typed") },
+			func(t *testing.T, r *nudgeRig) {
+				r.tmuxRun(t, "send-keys", "-t", "=polecat:", "-l", "half typed")
+				r.waitScreen(t, "> half typed")
+			},
 			func(t *testing.T, r *nudgeRig) { r.tmuxRun(t, "send-keys", "-t", "=polecat:", "C-u") }},
 	}
 	for _, tc := range cases {
@@ -298,15 +314,7 @@ func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 		o, _ := r.nudge(t, "only once please", "--wait", "30s")
 		done <- o
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		out, _ := exec.Command("tmux", "-S", r.tmux, "capture-pane", "-p", "-t", "=polecat:").Output()
-		if strings.Contains(string(out), "only once please") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the nudge never reached the pane")
-		}
-	}
+	r.waitScreen(t, "only once please")
 	_ = r.agent.Cmd.Process.Signal(syscall.SIGKILL)
 	_ = r.agent.Exited(t, 5*time.Second)
 	r.agent = Start(t, r.env, "gt-agent", r.args...)
@@ -314,9 +322,8 @@ func TestNudgeAgentKilledWhileTyping(t *testing.T) {
 	if o.Outcome != "failed" || !strings.Contains(o.Detail, "not typed again") {
 		t.Fatalf("outcome: %+v", o)
 	}
-	out, _ := exec.Command("tmux", "-S", r.tmux, "capture-pane", "-p", "-t", "=polecat:").Output()
-	if n := strings.Count(string(out), "only once please"); n != 1 {
-		t.Fatalf("typed %d times:\n%s", n, out)
+	if out := r.screen(); strings.Count(out, "only once please") != 1 {
+		t.Fatalf("typed %d times:\n%s", strings.Count(out, "only once please"), out)
 	}
 }
 

@@ -44,23 +44,27 @@ func TestPeek(t *testing.T) {
 		}
 		close(lines)
 	}()
-	time.Sleep(700 * time.Millisecond)
-	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "-l", "added while following")
-	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "Enter")
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("peek --follow ended")
+	waitLine := func(text string) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("peek --follow ended")
+				}
+				if strings.Contains(l, text) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("peek --follow never showed %q", text)
 			}
-			if strings.Contains(l, "added while following") {
-				return
-			}
-		case <-deadline:
-			t.Fatal("peek --follow never showed the new line")
 		}
 	}
+	waitLine("first line") // following: the pane's last lines come first
+	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "-l", "added while following")
+	r.tmuxRun(t, "send-keys", "-t", "=polecat:", "Enter")
+	waitLine("added while following")
 }
 
 // TestAttach: a host tmux session named as Gas Town names a polecat's runs

@@ -90,7 +90,9 @@ func TestStateDirKeptEmptyRoot(t *testing.T) {
 	empty := t.TempDir()
 	p = Start(t, env, "gt-agent", "up", "--data-root", empty, "--state-dir", kept, "--sync-checkpoint", "300ms")
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
-	time.Sleep(time.Second) // checkpoints come and go
+	eventually(t, 15*time.Second, "the agent asking hostd for the data and refused (no transfer left this hour)", func() bool {
+		return strings.Contains(p.Output(), "fetching the polecat's data failed")
+	})
 	out, err := tw.Try("sync", "pull", "gastown/furiosa")
 	if err == nil || !strings.Contains(out, "this container has not received the polecat's data yet (its data root "+empty) {
 		t.Errorf("pull from a container without the data: %v\n%s", err, out)
@@ -116,7 +118,9 @@ func TestStateDirKeptEmptyRoot(t *testing.T) {
 	for rel, content := range files {
 		waitFile(t, filepath.Join(fresh, rel), content, 10*time.Second)
 	}
-	time.Sleep(time.Second) // checkpoints of an unchanged root
+	eventually(t, 15*time.Second, "two checkpoints of the unchanged root", func() bool {
+		return strings.Count(p.Output(), "sync: checkpoint sent") >= 2
+	})
 	tw.Run("sync", "pull", "gastown/furiosa")
 	stop(p)
 	hostIntact("once the new container fetched the data")

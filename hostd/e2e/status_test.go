@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -13,12 +14,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
 
-// watchFor runs hostd status --watch with args, its output a pipe, for
-// about d, and returns what it printed once SIGINT has ended it.
-func watchFor(t *testing.T, tw *Town, d time.Duration, args ...string) string {
+// watchFor runs hostd status --watch with args, its output a pipe, until
+// it has printed n times what marks one status, and returns what it printed
+// once SIGINT has ended it.
+func watchFor(t *testing.T, tw *Town, n int, mark string, args ...string) string {
 	t.Helper()
 	p := Start(t, nil, "hostd", append([]string{"--town", tw.Dir, "status", "--watch"}, args...)...)
-	time.Sleep(d)
+	eventually(t, 30*time.Second, fmt.Sprintf("status --watch printing %d statuses", n), func() bool { return strings.Count(p.Output(), mark) >= n })
 	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +39,13 @@ func TestStatusWatch(t *testing.T) {
 	Start(t, AgentEnv(addr, tw.Issue("gastown/furiosa", time.Hour)), "gt-agent", "up", "--watch-process", "none")
 	tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 
-	out := watchFor(t, tw, 2500*time.Millisecond)
+	out := watchFor(t, tw, 2, "\ngastown/furiosa ")
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("terminal codes written into a pipe: %q", out)
 	}
 	tables := strings.Split(strings.TrimSuffix(out, "\n"), "\n\n")
 	if len(tables) < 2 {
-		t.Fatalf("%d table(s) in 2.5s, want one a second:\n%s", len(tables), out)
+		t.Fatalf("%d table(s), want at least 2 blank-line separated:\n%s", len(tables), out)
 	}
 	for _, tb := range tables {
 		if !strings.HasPrefix(tb, "hostd ") || !strings.Contains(tb, "\n1 polecat: ") || !strings.Contains(tb, "\ngastown/furiosa ") {
@@ -51,11 +53,8 @@ func TestStatusWatch(t *testing.T) {
 		}
 	}
 
-	out = watchFor(t, tw, 2500*time.Millisecond, "--json")
+	out = watchFor(t, tw, 2, "\n", "--json")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) < 2 {
-		t.Fatalf("%d line(s) in 2.5s, want one a second:\n%s", len(lines), out)
-	}
 	for _, l := range lines {
 		var st api.Status
 		if err := json.Unmarshal([]byte(l), &st); err != nil || len(st.Polecats) != 1 || st.Polecats[0].Name != "furiosa" {

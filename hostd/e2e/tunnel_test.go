@@ -195,13 +195,13 @@ func TestRenewalKeepsSession(t *testing.T) {
 	t.Parallel()
 	tw := NewTown(t)
 	_, addr := tw.Serve("--cert-ttl", "1h")
-	certs := tw.Issue("gastown/furiosa", 6*time.Second)
+	certs := tw.Issue("gastown/furiosa", 12*time.Second)
 	env := AgentEnv(addr, certs)
 	Start(t, env, "gt-agent", "up")
 	first := tw.WaitStatus(10*time.Second, Connected("furiosa", ""))
 	p0 := first.Polecats[0]
-	// Renewal is due two thirds into the lifetime (~4s); the original
-	// certificate expires at ~6s. Wait past that.
+	// Renewal is due two thirds into the lifetime (~8s); the original
+	// certificate expires at ~12s. Wait past that.
 	time.Sleep(time.Until(p0.CertExpires.Add(time.Second)))
 	st := tw.WaitStatus(5*time.Second, Connected("furiosa", ""))
 	p1 := st.Polecats[0]
@@ -288,12 +288,11 @@ func TestJoinWaitsForHostd(t *testing.T) {
 	token := strings.TrimSpace(tw.Run("token", "create", "gastown/slit"))
 	env := []string{"GT_PROXY_URL=https://localhost:" + port}
 	agent := Start(t, env, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", token, "--identity", "gastown/slit")
-	time.Sleep(time.Second)
+	eventually(t, 15*time.Second, "the agent saying it waits for hostd", func() bool {
+		return strings.Contains(agent.Output(), "hostd not reachable yet; retrying")
+	})
 	tw.ServeOn(addr)
 	tw.WaitStatus(10*time.Second, Connected("slit", ""))
-	if !strings.Contains(agent.Output(), "hostd not reachable yet; retrying") {
-		t.Errorf("the agent does not say it waits for hostd:\n%s", agent.Output())
-	}
 
 	late := strings.TrimSpace(tw.Run("token", "create", "gastown/nux"))
 	none := Start(t, []string{"GT_PROXY_URL=https://localhost:1"}, "gt-agent", "up", "--state-dir", t.TempDir(), "--join", late, "--identity", "gastown/nux", "--connect-timeout", "1s")

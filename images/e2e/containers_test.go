@@ -61,8 +61,8 @@ func TestContainers(t *testing.T) {
 		})
 		// A process the agent runs now and then (a tmux capture, a beat's
 		// sample) may be alive at the moment of the count: look again for
-		// up to 5 s; a zombie or a leftover stays and fails.
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		// up to 15 s; a zombie or a leftover stays and fails.
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 			r.role("slit", "0", &after, "procs")
 			if (len(after.Zombies) == 0 && after.Count <= before.Count) || time.Now().After(deadline) {
 				break
@@ -146,11 +146,10 @@ git rev-parse HEAD`
 			t.Fatalf("listener in nux: %v %s", err, out)
 		}
 		var self map[string]string
-		time.Sleep(300 * time.Millisecond)
-		r.role("nux", "", &self, "dial", "127.0.0.1:7070")
-		if self["127.0.0.1:7070"] != "connected" {
-			t.Fatalf("nux cannot reach its own listener: %v", self)
-		}
+		eventually(t, 20*time.Second, "nux reaching its own listener on 127.0.0.1:7070", func() bool {
+			r.role("nux", "", &self, "dial", "127.0.0.1:7070")
+			return self["127.0.0.1:7070"] == "connected"
+		})
 		_, hostdPort := splitPort(r.addr)
 		_, metrics := splitPort(r.metrics)
 		want := map[string]bool{ // address: reachable
@@ -321,6 +320,7 @@ git rev-parse HEAD`
 		}
 		var report hostileReport
 		done := make(chan error, 1)
+		attack := time.Now()
 		go func() {
 			out, err := r.exec("slit", "0", "env", roleEnv+"=hostile", "claude", "15s")
 			if err == nil {
@@ -331,7 +331,7 @@ git rev-parse HEAD`
 			}
 			done <- err
 		}()
-		time.Sleep(3 * time.Second)
+		r.wait(20*time.Second, "the hostile client's tunnels replacing slit's", connectedSince("slit", attack))
 		during := map[string]latency{}
 		for _, v := range victims {
 			var l latency

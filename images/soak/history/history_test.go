@@ -75,7 +75,7 @@ func TestWriterFlushesWithoutClose(t *testing.T) {
 	}
 	defer w.Close()
 	w.Add(Event{Kind: KindRun, Phase: PhaseStart, Seed: 7})
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		evs, err := ReadFile(path)
 		if err != nil {
@@ -85,7 +85,7 @@ func TestWriterFlushesWithoutClose(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("event not in the file %s after Add; read %v", time.Since(deadline.Add(-2*time.Second)), evs)
+			t.Fatalf("event not in the file %s after Add; read %v", time.Since(deadline.Add(-10*time.Second)), evs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
