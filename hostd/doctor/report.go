@@ -117,10 +117,13 @@ func (r Report) WriteText(w io.Writer) error {
 // checks, each {check, status, message, fix}. encoding/json escapes
 // control characters, and termsafe the rest a terminal would obey.
 func (r Report) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the fixes' <rig> and <version> stay readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	_, err = io.WriteString(w, termsafe.String(string(b)+"\n"))
+	_, err := io.WriteString(w, termsafe.String(b.String()))
 	return err
 }

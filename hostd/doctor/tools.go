@@ -41,7 +41,7 @@ func Tool(ctx context.Context, cmd, name, tested string, lookPath func(string) (
 	}
 	if pkg, ours := relay.BuiltHere(path); ours {
 		return fail(cmd, fmt.Sprintf("put Gas Town's %s ahead of %s on PATH, or set %s to it", cmd, filepath.Dir(path), setting),
-			"%s is this project's container shim (built from %s), not Gas Town's %s: hostd serve refuses to relay to it", path, pkg, cmd)
+			"%s is this project's container shim (built from %s), not Gas Town's %s: hostd serve does not start with it", path, pkg, cmd)
 	}
 	v, err := toolVersion(ctx, path)
 	if err != nil {
