@@ -53,6 +53,10 @@ ADDR=$(hostd status --json | sed -n 's/.*"listen": "\(.*\)".*/\1/p')
 PORT=${ADDR##*:}
 echo "hostd listens on port $PORT (log: hostd.log)"
 
+step "hostd doctor: what the town needs on this machine, a line each with the fix (warnings expected here: a stand-in gt, no bd, no rigs, no image)"
+# serve's flags, as serve was started with them; exit status 1 is warnings, 2 a failure: the demo goes on
+hostd doctor --listen "$ADDR" --relay-gt "$TOWN/gt" || echo "(hostd doctor exit status $?)"
+
 step "issue a certificate for gastown/furiosa (hostd cert issue)"
 hostd cert issue gastown/furiosa --ttl 1h --out "$TOWN/furiosa"
 

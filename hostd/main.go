@@ -98,7 +98,7 @@ session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 	pf.StringVar(&a.config, "config", "", "config file (default <town>/.runtime/hostd/config.yaml if it exists)")
 	a.register(pf, a.root)
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
-		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a), newForgetCmd(a),
+		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a), newForgetCmd(a), newDoctorCmd(a),
 		cli.VersionCommand("hostd", version))
 	cli.StrictGroups(root)
 	return root

@@ -22,7 +22,7 @@ func resolve(cmd, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if pkg, ours := builtHere(path); ours {
+	if pkg, ours := BuiltHere(path); ours {
 		how := fmt.Sprintf("put the host's %s ahead of %s on PATH", cmd, filepath.Dir(path))
 		if cmd == "gt" || cmd == "bd" {
 			how = fmt.Sprintf("set --relay-%s (relay.%s) to the host's %s, or %s", cmd, cmd, cmd, how)
@@ -33,10 +33,10 @@ func resolve(cmd, name string) (string, error) {
 	return path, nil
 }
 
-// builtHere says whether the Go binary at path was built from this
+// BuiltHere says whether the Go binary at path was built from this
 // module, and from which package. A file that is not a Go binary (Gas
-// Town's gt is one, but a script is not) is not.
-func builtHere(path string) (pkg string, ours bool) {
+// Town's gt is one, but a script is not) is not. hostd doctor asks it too.
+func BuiltHere(path string) (pkg string, ours bool) {
 	self, ok := debug.ReadBuildInfo()
 	if !ok || self.Main.Path == "" {
 		return "", false
