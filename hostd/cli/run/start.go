@@ -1,0 +1,245 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/relay"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// start readies id's sandbox for a session: it checks what a start needs
+// (preflight), then makes, starts and clones the sandbox as needed
+// (ensure).
+func (o *runOptions) start(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
+	if o.spec.Image == "" {
+		return errors.New("no image: give --image or set sandbox.image in " + o.ConfigPath())
+	}
+	if o.spec.URL == "" {
+		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
+	}
+	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
+	o.spec.BeatInterval = o.Viper.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
+	if err := o.preflight(ctx, rt, id); err != nil {
+		return err
+	}
+	return o.ensure(ctx, rt, id, progress)
+}
+
+// preflightTimeout bounds the checks before a start, so that one that
+// cannot succeed fails within seconds, on a daemon or engine that hangs
+// too.
+const preflightTimeout = 15 * time.Second
+
+// preflight checks, before anything is made, what starting id needs:
+// hostd serve answering on the town's control socket (without it the
+// sandbox's agent cannot join, nor the pane show the session), the
+// runtime's CLI and its engine, and, for a sandbox not made yet, its
+// image among the runtime's local images. Its error says what to do.
+func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.Identity) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	if err := api.NewClient(o.Town()).Health(ctx); errors.Is(err, api.ErrNotRunning) {
+		return err
+	} else if err != nil {
+		return fmt.Errorf("hostd serve does not answer (restart it): %w", err)
+	}
+	info, err := rt.Inspect(ctx, sandbox.Name(id))
+	switch {
+	case errors.Is(err, sandbox.ErrNoRuntime):
+		return err
+	case err != nil:
+		return fmt.Errorf("the container runtime does not answer (start its engine, or name the one to use in sandbox.runtime): %w", err)
+	case info.Exists:
+		return nil // made from its image already
+	}
+	switch ok, err := rt.ImageExists(ctx, o.spec.Image); {
+	case err != nil:
+		return fmt.Errorf("looking for image %s: %w", o.spec.Image, err)
+	case !ok:
+		return fmt.Errorf("image %s is not among %s's images: build it ('make image'), pull or load it ('%s pull %s'), or set sandbox.image in %s to one that is",
+			o.spec.Image, rt.Bin, rt.Bin, o.spec.Image, o.ConfigPath())
+	}
+	return nil
+}
+
+// reportTimeout bounds telling hostd serve how a start went.
+const reportTimeout = 5 * time.Second
+
+// failed reports that id's start failed with err to hostd serve, which
+// logs it and shows it in hostd status until the next start succeeds;
+// when serve does not take it (it is down), hostd run records it itself
+// (sandbox.Starts), for serve to show once it runs. It returns the
+// error for Gas Town's pane: one line, err's text bounded (it may quote
+// the runtime and the container) and escaped, and where else it shows.
+func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) error {
+	reason := wire.TruncateReason(err.Error())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	where := "'hostd status' shows it"
+	if _, rerr := api.NewClient(o.Town()).ReportStartFailure(ctx, id, reason); rerr != nil {
+		if _, ferr := o.failures().Failed(id, reason); ferr != nil {
+			where = fmt.Sprintf("telling hostd serve failed (%v), and so did %v", rerr, ferr)
+		} else if errors.Is(rerr, api.ErrNotRunning) {
+			where = "'hostd status' shows it once hostd serve runs"
+		}
+	}
+	return fmt.Errorf("%s not started: %s; %s", id, termsafe.Line(reason), where)
+}
+
+// started tells hostd serve that id started, which clears the failure
+// recorded for it, if any; when serve does not take it, hostd run clears
+// the record itself.
+func (o *runOptions) started(ctx context.Context, id wire.Identity) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	if _, err := api.NewClient(o.Town()).ClearStartFailure(ctx, id); err != nil {
+		_, _ = o.failures().Started(id)
+	}
+}
+
+// failures are the town's records of failed starts, for when hostd serve
+// does not take hostd run's report.
+func (o *runOptions) failures() *sandbox.Starts {
+	return &sandbox.Starts{Dir: state.For(o.Town()).StartFailures(), Town: o.Town()}
+}
+
+// ensure makes id's sandbox when it has none, starts it when stopped, and
+// clones the rig into it when it has no clone. A sandbox it made goes
+// again when a later step fails (removeOnFailure).
+func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) (failure error) {
+	name, town := sandbox.Name(id), o.Town()
+	info, err := rt.Inspect(ctx, name)
+	if err != nil {
+		return err
+	}
+	home, err := sandbox.Home(town, id)
+	if err != nil {
+		return err
+	}
+	if info.Exists && info.Town == town && !sandbox.SameHome(info.Home, home) {
+		// Gas Town nuked the polecat and gave its name to this one before
+		// hostd serve's reaper saw the directory go: that sandbox, its
+		// files and its certificate are the earlier polecat's.
+		fmt.Fprintf(progress, "hostd run: %s is the sandbox of an earlier polecat named %s (Gas Town nuked it and made this one since): removing it\n", name, id)
+		ca, err := o.OpenCA()
+		if err != nil {
+			return err
+		}
+		if err := nuke(ctx, o.App, ca, rt, name, id, progress); err != nil {
+			return fmt.Errorf("removing the sandbox of the earlier polecat named %s: %w", id, err)
+		}
+		info = sandbox.Info{}
+	}
+	switch {
+	case info.Exists && info.Town != town:
+		return fmt.Errorf("container %s is not this town's sandbox of %s (its town: %q): remove it ('%s rm -f %s') or run this town's polecat elsewhere", name, id, info.Town, o.runtime, name)
+	case !info.Exists:
+		fmt.Fprintf(progress, "hostd run: making the sandbox of %s (%s, image %s)\n", id, name, o.spec.Image)
+		ca, err := o.OpenCA()
+		if err != nil {
+			return err
+		}
+		token, err := ca.CreateToken(id, pki.DefaultTokenTTL)
+		if err != nil {
+			return err
+		}
+		if err := rt.Create(ctx, o.spec, town, id, home, token); err != nil {
+			return err
+		}
+		defer removeOnFailure(ctx, rt, name, &failure)
+	case !info.Running:
+		fmt.Fprintf(progress, "hostd run: starting the stopped sandbox of %s (%s)\n", id, name)
+		if err := rt.Start(ctx, name); err != nil {
+			return err
+		}
+	}
+	branch, wt := "", ""
+	if dir, ok := relay.Worktree(town, id); ok {
+		wt = dir
+		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
+			branch = strings.TrimSpace(string(out))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, sandboxGitTimeout)
+	defer cancel()
+	cloned, err := rt.Clone(ctx, id, branch)
+	if err != nil {
+		return fmt.Errorf("cloning %s into the sandbox (is hostd serve running and reachable at %s?): %w", id.Rig, o.spec.URL, err)
+	}
+	if cloned {
+		fmt.Fprintf(progress, "hostd run: cloned %s into %s on %s\n", id.Rig, sandbox.WorkDir(id), branchOrDefault(branch))
+	} else if err := checkout(ctx, rt, id, branch, progress); err != nil {
+		return err
+	}
+	if name, email := gitIdentity(ctx, wt, os.Getenv); name != "" || email != "" {
+		if err := rt.GitIdentity(ctx, id, name, email); err != nil {
+			fmt.Fprintf(progress, "hostd run: git in the sandbox has no identity to commit with: %v\n", err)
+		}
+	}
+	return nil
+}
+
+// sandboxGitTimeout bounds the git hostd run runs in a sandbox before a
+// session (the first clone, a switch of branch, the identity): a
+// container whose git hangs fails the start, reported, rather than keep
+// Gas Town's pane waiting unseen.
+const sandboxGitTimeout = 10 * time.Minute
+
+// checkout brings the clone in id's sandbox to branch, the one Gas Town
+// checked out in the polecat's worktree (a reused polecat's new branch),
+// and says on progress what it did with the work it found there.
+func checkout(ctx context.Context, rt sandbox.Runtime, id wire.Identity, branch string, progress io.Writer) error {
+	sw, err := rt.Checkout(ctx, id, branch)
+	if err != nil {
+		return fmt.Errorf("bringing the sandbox's clone to %s, the branch Gas Town checked out for %s (the session does not start on another branch): %w", branch, id, err)
+	}
+	if sw.From == sw.To {
+		return nil
+	}
+	fmt.Fprintf(progress, "hostd run: the clone in %s moved from %s to %s, the polecat's new branch\n", sandbox.WorkDir(id), cmp.Or(sw.From, "a detached HEAD"), sw.To)
+	if sw.Stash != "" {
+		fmt.Fprintf(progress, "hostd run: uncommitted work found on %s is kept in the sandbox's stash, not in %s: git stash show -p %s\n", cmp.Or(sw.From, "the detached HEAD"), sw.To, sw.Stash)
+	}
+	switch {
+	case sw.Kept != "":
+		fmt.Fprintf(progress, "hostd run: %d commit(s) of the detached HEAD that origin does not have are kept on branch %s in the sandbox\n", sw.Unpushed, sw.Kept)
+	case sw.Unpushed > 0:
+		fmt.Fprintf(progress, "hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox\n", sw.Unpushed, sw.From)
+	}
+	return nil
+}
+
+// removeOnFailure removes sandbox name, which this start made, once the
+// start has failed (*failure), so that a failed start leaves no container
+// behind: the next start makes it afresh. A sandbox that was there
+// before is never removed: it holds the polecat's work.
+func removeOnFailure(ctx context.Context, rt sandbox.Runtime, name string, failure *error) {
+	if *failure == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := rt.Remove(ctx, name); err != nil {
+		*failure = fmt.Errorf("%w (and removing the sandbox it had made failed: %v; remove it with '%s rm -f %s')", *failure, err, rt.Bin, name)
+	}
+}
+
+func branchOrDefault(b string) string {
+	if b == "" {
+		return "the default branch"
+	}
+	return b
+}

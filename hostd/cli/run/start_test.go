@@ -1,0 +1,167 @@
+package run_test
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/cli"
+	"github.com/polecat-sidecar/sidecar/hostd/cli/clitest"
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
+	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+)
+
+// hostd is the whole command tree, as main runs it: hostd run's failures
+// show in hostd status.
+var hostd clitest.Hostd = func() *cobra.Command { return cli.NewRoot("dev") }
+
+// TestRunFailsFast: a hostd run that cannot start its polecat (hostd
+// serve down, no runtime CLI, an engine that does not answer, an image
+// the engine does not have) fails within seconds with one line saying
+// what to do, before it makes anything, and hostd status then shows that
+// polecat's failure, in the table, in JSON and in its detail: reported to
+// hostd serve, or, with serve down, recorded for serve to show once it
+// runs. With serve down the runtime is a stand-in that logs its argv: it
+// must never be run. The cases marked docker use the machine's Docker
+// CLI (and for the missing image, its engine), and are skipped without.
+func TestRunFailsFast(t *testing.T) {
+	image := "polecat-sidecar-test/missing:" + strings.ToLower(rand.Text()[:8])
+	tests := []struct {
+		name   string
+		serve  bool
+		docker bool
+		args   []string
+		env    map[string]string
+		want   string
+	}{
+		{"hostd serve down", false, false, nil, nil, "hostd is not running (no daemon answers on "},
+		{"no runtime CLI", true, false, []string{"--runtime", "/nonexistent/docker"}, nil, "container runtime not found: /nonexistent/docker (install it, or give --runtime)"},
+		{"engine not answering", true, true, nil, map[string]string{"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+			"the container runtime does not answer (start its engine, or name the one to use in sandbox.runtime): docker container: exit status 1: Cannot connect to the Docker daemon"},
+		{"image missing", true, true, nil, nil, "image " + image + " is not among docker's images: build it ('make image'), pull or load it ('docker pull " + image + "')"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := exec.LookPath("docker"); tt.docker && err != nil {
+				t.Skip("no docker CLI")
+			}
+			if tt.docker && tt.env == nil && exec.Command("docker", "info").Run() != nil {
+				t.Skip("no Docker engine")
+			}
+			town := unixsocktest.Dir(t)
+			if _, _, err := pki.Init(pki.Dir(town), ""); err != nil {
+				t.Fatal(err)
+			}
+			id := wire.Identity{Rig: "failfast", Name: strings.ToLower(rand.Text()[:10])}
+			if err := os.MkdirAll(filepath.Join(town, id.Rig, "polecats", id.Name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", "--image", image}
+			calls := filepath.Join(t.TempDir(), "calls")
+			if !tt.serve {
+				standIn := filepath.Join(t.TempDir(), "docker")
+				if err := os.WriteFile(standIn, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--runtime", standIn)
+			} else {
+				clitest.Serve(t, town)
+			}
+			t.Setenv("GT_RIG", id.Rig)
+			t.Setenv("GT_POLECAT", id.Name)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+
+			start := time.Now()
+			out, code := hostd.Run(t, town, "", append(append(args, tt.args...), "--", "claude")...)
+			took := time.Since(start)
+			line := "hostd: " + id.String() + " not started: " + tt.want
+			if code != 1 || !strings.HasPrefix(out, line) || strings.Count(out, "\n") != 1 {
+				t.Fatalf("hostd run: exit %d, %q; want 1 and one line %q...", code, out, line)
+			}
+			if took > 5*time.Second {
+				t.Errorf("hostd run took %v to fail", took)
+			}
+			if b, err := os.ReadFile(calls); err == nil {
+				t.Errorf("with hostd serve down, hostd run ran the runtime:\n%s", b)
+			}
+			if tt.docker && tt.env == nil { // the engine answers: nothing was made there
+				if out, err := exec.Command("docker", "container", "inspect", sandbox.Name(id)).CombinedOutput(); err == nil || !strings.Contains(string(out), "No such container") {
+					t.Errorf("a container %s is there after the failed start: %v %s", sandbox.Name(id), err, out)
+				}
+			}
+
+			if !tt.serve {
+				clitest.Serve(t, town) // it shows what hostd run recorded while it was down
+			}
+			hostd.Check(t, town, []clitest.Want{
+				{Args: []string{"status"}, Code: 0, Out: "\n1 polecat hostd run could not start (each shown until its next start):\n  " + id.String() + ", "},
+				{Args: []string{"status"}, Code: 0, Out: " ago: " + tt.want},
+				{Args: []string{"status", id.String()}, Code: 0, Out: id.String() + ": dead for "},
+				{Args: []string{"status", id.String()}, Code: 0, Out: "  start:     failed "},
+				{Args: []string{"status", "--json"}, Code: 0, Out: `"reason": "` + tt.want},
+			})
+			st, err := api.NewClient(town).Status(context.Background())
+			if err != nil || len(st.StartFailures) != 1 || st.StartFailures[0].Identity != id {
+				t.Errorf("status: %+v, %v; want %s's failure", st.StartFailures, err, id)
+			}
+		})
+	}
+}
+
+// TestRunRemovesWhatItMade: when the first clone fails after hostd run
+// made the sandbox, the sandbox goes again, so that a failed start leaves
+// no container; a sandbox that was there before (the polecat's work) is
+// never removed. The runtime is a stand-in that logs its argv and fails
+// every exec, the clone's among them; the containers' runtime behind it
+// is images/e2e's (TestSandboxFailures).
+func TestRunRemovesWhatItMade(t *testing.T) {
+	tests := []struct {
+		name    string
+		exists  bool
+		removed bool
+	}{
+		{"made by this start", false, true},
+		{"there before", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			town, _ := clitest.StartHostd(t)
+			id := wire.Identity{Rig: "gastown", Name: "toast"}
+			dir := t.TempDir()
+			calls, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
+			inspect := `echo "Error response from daemon: No such container: $4" >&2; exit 1`
+			if tt.exists {
+				inspect = `printf 'true\t%s\t%s\n' "` + town + `" gastown/toast`
+			}
+			script := "#!/bin/sh\necho \"$*\" >> " + calls + "\ncase \"$1 $2\" in\n" +
+				"'container inspect') " + inspect + ";;\n" +
+				"exec*) echo 'fatal: unable to access http://127.0.0.1:9878/v1/git/gastown/' >&2; exit 128;;\n" +
+				"esac\nexit 0\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("GT_RIG", id.Rig)
+			t.Setenv("GT_POLECAT", id.Name)
+			out, code := hostd.Run(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
+			if code != 1 || !strings.Contains(out, "hostd: gastown/toast not started: cloning gastown into the sandbox") {
+				t.Fatalf("hostd run: exit %d, %q; want the clone's failure", code, out)
+			}
+			b, _ := os.ReadFile(calls)
+			if removed := strings.Contains(string(b), "\nrm -f -v gt-gastown-toast\n"); removed != tt.removed {
+				t.Errorf("sandbox removed: %v, want %v; the runtime ran:\n%s", removed, tt.removed, b)
+			}
+		})
+	}
+}
