@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
-	"github.com/polecat-sidecar/sidecar/hostd/git"
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
@@ -34,12 +34,12 @@ var stdout, stderr = termsafe.NewWriter(os.Stdout), termsafe.NewWriter(os.Stderr
 func main() {
 	// hostd is also the git hooks it installs for receive-pack.
 	switch filepath.Base(os.Args[0]) {
-	case git.PreReceive:
-		os.Exit(git.RunPreReceive(os.Stdin, os.Stderr))
-	case git.PostReceive:
-		os.Exit(git.RunPostReceive(os.Stdin))
-	case git.PushToCheckout:
-		os.Exit(git.RunPushToCheckout(os.Args[1:], os.Stderr))
+	case hook.PreReceive:
+		os.Exit(hook.RunPreReceive(os.Stdin, os.Stderr))
+	case hook.PostReceive:
+		os.Exit(hook.RunPostReceive(os.Stdin))
+	case hook.PushToCheckout:
+		os.Exit(hook.RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
 	os.Exit(exit.Code(newRoot().Execute(), "hostd", stderr))
 }

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/git/branch"
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -44,7 +46,7 @@ type Config struct {
 	// RefreshTimeout bounds one refresh; on timeout what is there is served.
 	RefreshTimeout time.Duration
 	// Branches maps a rig to its polecats' branch patterns (see
-	// ParseBranchPatterns); rigs not listed use DefaultBranchPatterns.
+	// branch.ParsePatterns); rigs not listed use branch.DefaultPatterns.
 	Branches map[string][]string
 	// Polecats maps a rig to polecat names known beside those hostd issued
 	// certificates to (Gas Town's name pool, say).
@@ -76,8 +78,8 @@ type Config struct {
 	// WorktreeGuard is what a push gets whose checkout in a host worktree
 	// would change what host processes run or follow there: a symlink
 	// resolving outside the worktree, anything under .beads, .githooks or
-	// the worktree's core.hooksPath. GuardRefuse refuses the push, naming
-	// the paths; GuardSkip lets it land and leaves the worktree as it was
+	// the worktree's core.hooksPath. hook.GuardRefuse refuses the push, naming
+	// the paths; hook.GuardSkip lets it land and leaves the worktree as it was
 	// (push-to-checkout), the reason logged.
 	WorktreeGuard string
 	// TempDir holds each push's record of landed refs; it is emptied at
@@ -111,7 +113,7 @@ func DefaultConfig() Config {
 		MaxPushSize:            64 << 20,         // at least 1
 		MaxCheckoutSize:        1 << 30,          // at least 1
 		MaxCheckoutFiles:       250_000,          // at least 1
-		WorktreeGuard:          GuardRefuse,      // or GuardSkip
+		WorktreeGuard:          hook.GuardRefuse, // or hook.GuardSkip
 		Reconcile:              5 * time.Minute,  // negative: never reconcile
 		Logger:                 slog.Default(),
 	}
@@ -137,11 +139,11 @@ func (c Config) Validate() error {
 		settings.Positive("MaxCheckoutSize", c.MaxCheckoutSize),
 		settings.Positive("MaxCheckoutFiles", c.MaxCheckoutFiles),
 	}
-	if c.WorktreeGuard != GuardRefuse && c.WorktreeGuard != GuardSkip {
-		errs = append(errs, settings.Invalid("WorktreeGuard", c.WorktreeGuard, fmt.Errorf("it must be %s or %s", GuardRefuse, GuardSkip)))
+	if c.WorktreeGuard != hook.GuardRefuse && c.WorktreeGuard != hook.GuardSkip {
+		errs = append(errs, settings.Invalid("WorktreeGuard", c.WorktreeGuard, fmt.Errorf("it must be %s or %s", hook.GuardRefuse, hook.GuardSkip)))
 	}
 	for rig, list := range c.Branches {
-		if _, err := ParseBranchPatterns(list); err != nil {
+		if _, err := branch.ParsePatterns(list); err != nil {
 			errs = append(errs, settings.Invalid("Branches."+rig, list, err))
 		}
 	}
@@ -182,14 +184,14 @@ type Service struct {
 type idKey struct{}
 
 // New prepares the hooks directory (pre-receive, post-receive and, with
-// GuardSkip, push-to-checkout as links to this hostd binary) and the
+// hook.GuardSkip, push-to-checkout as links to this hostd binary) and the
 // service; zero Config fields take DefaultConfig's.
 func New(cfg Config) (*Service, error) {
 	settings.FillZero(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
-	if err := installHooks(cfg.HooksDir, cfg.WorktreeGuard == GuardSkip); err != nil {
+	if err := installHooks(cfg.HooksDir, cfg.WorktreeGuard == hook.GuardSkip); err != nil {
 		return nil, err
 	}
 	if err := resetDir(cfg.TempDir); err != nil {
@@ -212,12 +214,12 @@ func installHooks(dir string, skip bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating git hooks directory: %w", err)
 	}
-	for _, h := range []string{PreReceive, PostReceive, PushToCheckout} {
+	for _, h := range []string{hook.PreReceive, hook.PostReceive, hook.PushToCheckout} {
 		p := filepath.Join(dir, h)
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("replacing git %s hook: %w", h, err)
 		}
-		if h == PushToCheckout && !skip {
+		if h == hook.PushToCheckout && !skip {
 			continue
 		}
 		if err := os.Symlink(self, p); err != nil {

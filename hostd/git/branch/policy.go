@@ -1,4 +1,9 @@
-package git
+// Package branch says which polecat owns a branch of its rig's
+// repository, by the rig's branch patterns (Gas Town's polecat branch
+// names by default) and the names of the polecats known there: what the
+// pre-receive hook lets a polecat push, and which branches hostd queues
+// for origin in a polecat's name.
+package branch
 
 import (
 	"errors"
@@ -8,11 +13,11 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// DefaultBranchPatterns are the branches Gas Town gives a polecat:
+// DefaultPatterns are the branches Gas Town gives a polecat:
 // polecat/<name>-<base36 ms> and polecat/<name>/<issue>@<base36 ms>
 // (internal/polecat/manager.go) and the fallback polecat/<name>
 // (cmd/done.go, cmd/start.go).
-var DefaultBranchPatterns = []string{"polecat/{name}", "polecat/{name}/*", "polecat/{name}-*"}
+var DefaultPatterns = []string{"polecat/{name}", "polecat/{name}/*", "polecat/{name}-*"}
 
 // templateVars are the variables of Gas Town's polecat_branch_template
 // other than {name}; each matches one non-empty path segment (no '/').
@@ -34,27 +39,27 @@ type pattern struct {
 	tokens []token
 }
 
-// BranchPolicy says which polecat owns a branch. A branch belongs to the
+// Policy says which polecat owns a branch. A branch belongs to the
 // polecat with the longest name, among those known in the rig, for which
 // it matches one of the patterns: polecat/bullet-farmer-x is
 // bullet-farmer's, not bullet's, once bullet-farmer is known.
-type BranchPolicy struct {
+type Policy struct {
 	patterns []pattern
 }
 
-// ParseBranchPatterns parses patterns such as "polecat/{name}-*": each has
+// ParsePatterns parses patterns such as "polecat/{name}-*": each has
 // {name} exactly once; '*' matches any non-empty text, and Gas Town's
 // template variables ({issue}, {timestamp}, ...) one non-empty path
-// segment. No patterns means DefaultBranchPatterns.
-func ParseBranchPatterns(list []string) (BranchPolicy, error) {
+// segment. No patterns means DefaultPatterns.
+func ParsePatterns(list []string) (Policy, error) {
 	if len(list) == 0 {
-		list = DefaultBranchPatterns
+		list = DefaultPatterns
 	}
-	var p BranchPolicy
+	var p Policy
 	for _, raw := range list {
 		pat, err := parsePattern(raw)
 		if err != nil {
-			return BranchPolicy{}, fmt.Errorf("branch pattern %q: %w", raw, err)
+			return Policy{}, fmt.Errorf("branch pattern %q: %w", raw, err)
 		}
 		p.patterns = append(p.patterns, pat)
 	}
@@ -138,8 +143,8 @@ func match(tokens []token, name, branch string) bool {
 	}
 }
 
-// Matches reports whether branch is one of name's by the patterns alone.
-func (p BranchPolicy) Matches(branch, name string) bool {
+// matches reports whether branch is one of name's by the patterns alone.
+func (p Policy) matches(branch, name string) bool {
 	for _, pat := range p.patterns {
 		if match(pat.tokens, name, branch) {
 			return true
@@ -152,10 +157,10 @@ func (p BranchPolicy) Matches(branch, name string) bool {
 // belongs to: the longest name it matches. ok is false when it matches
 // none, or two names of that length (an ambiguity only custom patterns
 // can make; then nobody may push it).
-func (p BranchPolicy) Owner(branch string, names []string) (owner string, ok bool) {
+func (p Policy) Owner(branch string, names []string) (owner string, ok bool) {
 	tie := false
 	for _, n := range names {
-		if n == "" || !p.Matches(branch, n) {
+		if n == "" || !p.matches(branch, n) {
 			continue
 		}
 		switch {
@@ -169,7 +174,7 @@ func (p BranchPolicy) Owner(branch string, names []string) (owner string, ok boo
 }
 
 // Describe lists the branches name may push, for refusal messages.
-func (p BranchPolicy) Describe(name string) string {
+func (p Policy) Describe(name string) string {
 	parts := make([]string, len(p.patterns))
 	for i, pat := range p.patterns {
 		parts[i] = strings.ReplaceAll(pat.raw, "{name}", name)
@@ -180,7 +185,7 @@ func (p BranchPolicy) Describe(name string) string {
 // Allowed says whether id may create, update, force-update or delete ref,
 // its rig's known polecats being known (id itself is always counted). The
 // reason names the ref's owner when another polecat owns it.
-func (p BranchPolicy) Allowed(id wire.Identity, ref string, known []string) (ok bool, reason string) {
+func (p Policy) Allowed(id wire.Identity, ref string, known []string) (ok bool, reason string) {
 	branch, isBranch := strings.CutPrefix(ref, "refs/heads/")
 	switch {
 	case strings.HasPrefix(ref, "refs/tags/"):
@@ -201,41 +206,4 @@ func (p BranchPolicy) Allowed(id wire.Identity, ref string, known []string) (ok 
 	default:
 		return false, "not a polecat branch"
 	}
-}
-
-// policyEnv is what the pre-receive hook needs, beside the identity, to
-// judge a push to rig: its branch patterns and its known polecats.
-func (s *Service) policyEnv(rig string) ([]string, error) {
-	patterns, known, err := s.rigPolicy(rig)
-	if err != nil {
-		return nil, err
-	}
-	return []string{PatternsEnv + "=" + strings.Join(patterns, ","), PolecatsEnv + "=" + strings.Join(known, ",")}, nil
-}
-
-// rigPolicy is rig's branch patterns and its known polecats.
-func (s *Service) rigPolicy(rig string) (patterns, known []string, err error) {
-	patterns = rigEntry(s.cfg.Branches, rig)
-	if len(patterns) == 0 {
-		patterns = DefaultBranchPatterns
-	}
-	known = rigEntry(s.cfg.Polecats, rig)
-	if s.cfg.KnownPolecats != nil {
-		issued, err := s.cfg.KnownPolecats(rig)
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing rig %s's polecats for the push policy: %w", rig, err)
-		}
-		known = append(append([]string{}, known...), issued...)
-	}
-	return patterns, known, nil
-}
-
-// rigEntry is rig's entry in a per-rig setting. Config files reach us
-// through viper, which lower-cases map keys, so a rig's entry is also
-// found under its lower-cased name.
-func rigEntry(m map[string][]string, rig string) []string {
-	if v, ok := m[rig]; ok {
-		return v
-	}
-	return m[strings.ToLower(rig)]
 }

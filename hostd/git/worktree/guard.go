@@ -1,4 +1,4 @@
-package git
+package worktree
 
 import (
 	"bufio"
@@ -6,27 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-)
 
-// What git.worktree_guard does with a push that would change what host
-// processes run or follow in a host worktree where the pushed branch is
-// checked out.
-const (
-	// GuardRefuse refuses the whole push, naming the paths.
-	GuardRefuse = "refuse"
-	// GuardSkip lets the push land and leaves the host worktree as it
-	// was, the reason logged.
-	GuardSkip = "skip"
+	"github.com/polecat-sidecar/sidecar/hostd/git/internal/limited"
 )
-
-// The setting the guard comes from, as the hooks name it to the polecat.
-const worktreeGuardSetting = "git.worktree_guard"
 
 // Why each guarded directory is guarded, for the pushing polecat.
 const (
@@ -35,7 +22,7 @@ const (
 	whyHooksPath = "the worktree's git hooks directory (core.hooksPath)"
 )
 
-// A guard judges one pushed commit against the host worktrees where its
+// A Guard judges one pushed commit against the host worktrees where its
 // branch is checked out, where git's checkout (updateInstead) would write
 // it: no path under a guarded directory (bd's .beads, Gas Town's
 // .githooks, the worktree's core.hooksPath when it is inside the
@@ -45,7 +32,7 @@ const (
 // as a case-insensitive, normalization-insensitive host compares them
 // (foldPath). It is fed the commit's tree entry by entry (visit), then
 // reads its links' targets (finish), then judges each worktree (judge).
-type guard struct {
+type Guard struct {
 	dirs     []guardedDir
 	entries  map[string]indexEntry // the commit's entries under a guarded directory, by path
 	links    map[string]string     // the commit's symlinks: path to blob id
@@ -65,19 +52,22 @@ type indexEntry struct {
 	mode, oid string
 }
 
-// violation is a path a push may not check out in a host worktree, and
+// Violation is a path a push may not check out in a host worktree, and
 // why, in words for the pushing polecat.
-type violation struct {
+type Violation struct {
 	path, why string
 }
 
-// newGuard prepares the guard of a commit to be checked out in wts,
+// String is the path, quoted, and why, for the pushing polecat.
+func (v Violation) String() string { return quote(v.path) + ": " + v.why }
+
+// NewGuard prepares the guard of a commit to be checked out in wts,
 // reading each one's core.hooksPath.
-func newGuard(wts []worktree) (*guard, error) {
-	g := &guard{dirs: []guardedDir{{".beads", whyBeads}, {".githooks", whyGithooks}},
+func NewGuard(wts []Worktree) (*Guard, error) {
+	g := &Guard{dirs: []guardedDir{{".beads", whyBeads}, {".githooks", whyGithooks}},
 		entries: map[string]indexEntry{}, links: map[string]string{}, view: newLinkView()}
 	for _, wt := range wts {
-		if wt.dir == "" {
+		if wt.Dir == "" {
 			continue
 		}
 		hp, ok, err := hooksPath(wt)
@@ -95,7 +85,7 @@ func newGuard(wts []worktree) (*guard, error) {
 // relative to wt and folded, from its effective core.hooksPath (its own
 // configuration, the repository's and the host user's, never hostd's
 // override); ok is false when that is unset or outside wt.
-func hooksPath(wt worktree) (dir string, ok bool, err error) {
+func hooksPath(wt Worktree) (dir string, ok bool, err error) {
 	out, err := worktreeGit(wt, "config", "--type=path", "--get", "core.hooksPath").Output()
 	var exit *exec.ExitError
 	switch {
@@ -106,9 +96,9 @@ func hooksPath(wt worktree) (dir string, ok bool, err error) {
 	}
 	hp := strings.TrimRight(string(out), "\n")
 	if !filepath.IsAbs(hp) {
-		hp = filepath.Join(wt.dir, hp)
+		hp = filepath.Join(wt.Dir, hp)
 	}
-	root, hp := foldPath(filepath.ToSlash(filepath.Clean(wt.dir))), foldPath(filepath.ToSlash(filepath.Clean(hp)))
+	root, hp := foldPath(filepath.ToSlash(filepath.Clean(wt.Dir))), foldPath(filepath.ToSlash(filepath.Clean(hp)))
 	if hp == root {
 		return "", true, nil
 	}
@@ -116,28 +106,9 @@ func hooksPath(wt worktree) (dir string, ok bool, err error) {
 	return rel, inside, nil
 }
 
-// worktreeGit is git run in wt's directory on wt, with the hook's
-// environment but for what names another repository, index or
-// configuration (hostd's -c options among them).
-func worktreeGit(wt worktree, args ...string) *exec.Cmd {
-	cmd := exec.Command("git", append([]string{"--git-dir=" + wt.admin, "--work-tree=" + wt.dir}, args...)...)
-	cmd.Dir = wt.dir
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case name == "GIT_DIR", name == "GIT_WORK_TREE", name == "GIT_INDEX_FILE", name == "GIT_PREFIX",
-			name == "GIT_CONFIG_PARAMETERS", strings.HasPrefix(name, "GIT_CONFIG_COUNT"),
-			strings.HasPrefix(name, "GIT_CONFIG_KEY_"), strings.HasPrefix(name, "GIT_CONFIG_VALUE_"):
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	return cmd
-}
-
 // guarded is the guarded directory folded (a path as foldPath gives it)
 // is in, is, or is a parent of; nil when there is none.
-func (g *guard) guarded(folded string) *guardedDir {
+func (g *Guard) guarded(folded string) *guardedDir {
 	for i, d := range g.dirs {
 		if d.folded == "" || folded == d.folded || strings.HasPrefix(folded, d.folded+"/") || strings.HasPrefix(d.folded, folded+"/") {
 			return &g.dirs[i]
@@ -146,9 +117,9 @@ func (g *guard) guarded(folded string) *guardedDir {
 	return nil
 }
 
-// visit takes one entry of the commit's tree (not a tree itself), as
+// Visit takes one entry of the commit's tree (not a tree itself), as
 // ls-tree lists it.
-func (g *guard) visit(mode, oid, path string) {
+func (g *Guard) Visit(mode, oid, path string) {
 	folded := foldPath(path)
 	switch mode {
 	case "120000":
@@ -164,9 +135,9 @@ func (g *guard) visit(mode, oid, path string) {
 	}
 }
 
-// finish reads the targets of the commit's symlinks and judges where each
+// Finish reads the targets of the commit's symlinks and judges where each
 // resolves.
-func (g *guard) finish() error {
+func (g *Guard) Finish() error {
 	targets, err := readBlobs(g.links)
 	if err != nil {
 		return err
@@ -183,11 +154,11 @@ func (g *guard) finish() error {
 	return nil
 }
 
-// judge lists what checking the commit out in wt would do that the guard
+// Judge lists what checking the commit out in wt would do that the guard
 // refuses, sorted by path, comparing it with wt's index: the tree git's
 // checkout replaces there (updateInstead first makes sure the files match
 // it).
-func (g *guard) judge(wt worktree) ([]violation, error) {
+func (g *Guard) Judge(wt Worktree) ([]Violation, error) {
 	// Links of the index are needed only to excuse the commit's escaping
 	// links that the worktree already holds.
 	needLinks := len(g.escaping) > 0
@@ -230,11 +201,11 @@ func (g *guard) judge(wt worktree) ([]violation, error) {
 		}
 		why[path] = link
 	}
-	vs := make([]violation, 0, len(why))
+	vs := make([]Violation, 0, len(why))
 	for path, w := range why {
-		vs = append(vs, violation{path, w})
+		vs = append(vs, Violation{path, w})
 	}
-	slices.SortFunc(vs, func(a, b violation) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(vs, func(a, b Violation) int { return strings.Compare(a.path, b.path) })
 	return vs, nil
 }
 
@@ -249,7 +220,7 @@ type indexState struct {
 
 // listIndex reads wt's index (git ls-files --stage), keeping the entries
 // g guards and, with links, what judging its symlinks needs.
-func listIndex(wt worktree, g *guard, links bool) (indexState, error) {
+func listIndex(wt Worktree, g *Guard, links bool) (indexState, error) {
 	st := indexState{entries: map[string]indexEntry{}, links: map[string]string{}, view: newLinkView()}
 	cmd := worktreeGit(wt, "ls-files", "--stage", "-z")
 	out, err := cmd.StdoutPipe()
@@ -257,7 +228,7 @@ func listIndex(wt worktree, g *guard, links bool) (indexState, error) {
 		return st, fmt.Errorf("listing the worktree's index: %w", err)
 	}
 	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 1024}
+	cmd.Stderr = &limited.Writer{W: &stderr, N: 1024}
 	if err := cmd.Start(); err != nil {
 		return st, fmt.Errorf("listing the worktree's index: %w", err)
 	}
@@ -270,7 +241,7 @@ func listIndex(wt worktree, g *guard, links bool) (indexState, error) {
 		if !ok || len(f) != 3 {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return st, fmt.Errorf("listing the worktree's index: unexpected line %q", truncate(sc.Text()))
+			return st, fmt.Errorf("listing the worktree's index: unexpected line %q", limited.Truncate(sc.Text()))
 		}
 		folded := foldPath(path)
 		if g.guarded(folded) != nil {
@@ -321,7 +292,7 @@ func readBlobs(ids map[string]string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("reading symlink targets: %w", err)
 	}
 	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 1024}
+	cmd.Stderr = &limited.Writer{W: &stderr, N: 1024}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("reading symlink targets: %w", err)
 	}
@@ -359,11 +330,11 @@ func readBatchBlob(r *bufio.Reader, oid string) ([]byte, error) {
 	}
 	f := strings.Fields(header)
 	if len(f) != 3 || f[0] != oid || f[1] != "blob" {
-		return nil, fmt.Errorf("git cat-file answered %q", truncate(strings.TrimSpace(header)))
+		return nil, fmt.Errorf("git cat-file answered %q", limited.Truncate(strings.TrimSpace(header)))
 	}
 	size, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil || size < 0 {
-		return nil, fmt.Errorf("git cat-file answered %q", truncate(strings.TrimSpace(header)))
+		return nil, fmt.Errorf("git cat-file answered %q", limited.Truncate(strings.TrimSpace(header)))
 	}
 	var b bytes.Buffer
 	if _, err := io.CopyN(&b, r, min(size, maxLinkTarget+1)); err != nil {

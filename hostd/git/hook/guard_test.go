@@ -1,57 +1,19 @@
-package git
+package hook
 
 import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// commitPaths commits, on parent (none when empty), a tree of entries made
-// in a temporary index of the repository at repo, and returns the commit.
-// An entry's value is a file's content, or a mode, a space and the rest:
-// "100755 " an executable, "120000 " a symlink to the rest, "160000 " a
-// gitlink to the commit id the rest is.
-func commitPaths(t *testing.T, repo, parent string, entries map[string]string) string {
-	t.Helper()
-	var info strings.Builder
-	for path, e := range entries {
-		mode, data := "100644", e
-		if m, rest, ok := strings.Cut(e, " "); ok && (m == "100755" || m == "120000" || m == "160000") {
-			mode, data = m, rest
-		}
-		typ, id := "blob", data
-		if mode == "160000" {
-			typ = "commit"
-		} else {
-			id = gitIn(t, repo, strings.NewReader(data), "hash-object", "-w", "--no-filters", "--stdin")
-		}
-		fmt.Fprintf(&info, "%s %s %s\t%s\x00", mode, typ, id, path)
-	}
-	index := filepath.Join(t.TempDir(), "index")
-	inIndex := func(stdin string, args ...string) string {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Stdin = repo, strings.NewReader(stdin)
-		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+index)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	inIndex(info.String(), "update-index", "-z", "--index-info")
-	args := []string{"commit-tree", "-m", "t", inIndex("", "write-tree")}
-	if parent != "" {
-		args = append(args, "-p", parent)
-	}
-	return gitIn(t, repo, nil, args...)
-}
+	"github.com/polecat-sidecar/sidecar/hostd/git/branch"
+	"github.com/polecat-sidecar/sidecar/hostd/git/internal/fixture"
+)
 
 // TestPreReceiveWorktreeGuard runs the hook on pushes to a branch checked
 // out in a linked worktree, from the worktree's own commit (base, main's
@@ -63,7 +25,7 @@ func commitPaths(t *testing.T, repo, parent string, entries map[string]string) s
 // lands, recorded for push-to-checkout to leave the worktree as it is.
 func TestPreReceiveWorktreeGuard(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "repo.git")
-	wt, main := worktreeRepo(t, repo)
+	wt, main := fixture.WorktreeRepo(t, repo)
 	const ref = "refs/heads/polecat/furiosa-wt"
 	readme := map[string]string{"README": "hello\n"}
 	with := func(extra map[string]string) map[string]string {
@@ -130,7 +92,7 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 	}
 	t.Chdir(repo)
 	t.Setenv(IdentityEnv, "gastown/furiosa")
-	t.Setenv(PatternsEnv, strings.Join(DefaultBranchPatterns, ","))
+	t.Setenv(PatternsEnv, strings.Join(branch.DefaultPatterns, ","))
 	t.Setenv(PolecatsEnv, "furiosa")
 	t.Setenv(MaxCheckoutSizeEnv, "1000000")
 	t.Setenv(MaxCheckoutFilesEnv, "1000")
@@ -138,12 +100,12 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			base := main
 			if c.base != nil {
-				base = commitPaths(t, repo, main, c.base)
+				base = fixture.CommitPaths(t, repo, main, c.base)
 			}
-			gitIn(t, wt, nil, "reset", "-q", "--hard", base)
+			fixture.GitIn(t, wt, nil, "reset", "-q", "--hard", base)
 			if c.hooksPath != "" {
-				gitIn(t, wt, nil, "config", "core.hooksPath", c.hooksPath)
-				defer gitIn(t, wt, nil, "config", "--unset", "core.hooksPath")
+				fixture.GitIn(t, wt, nil, "config", "core.hooksPath", c.hooksPath)
+				defer fixture.GitIn(t, wt, nil, "config", "--unset", "core.hooksPath")
 			}
 			mode := GuardRefuse
 			if c.mode != "" {
@@ -152,10 +114,10 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 			t.Setenv(WorktreeGuardEnv, mode)
 			record := filepath.Join(t.TempDir(), "record")
 			t.Setenv(WorktreeRecordEnv, record)
-			commit := commitPaths(t, repo, base, c.new)
+			commit := fixture.CommitPaths(t, repo, base, c.new)
 			var stderr bytes.Buffer
 			code := RunPreReceive(strings.NewReader(base+" "+commit+" "+ref+"\n"), &stderr)
-			recs, err := readRecords(record)
+			recs, err := ReadRecords(record)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +135,7 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 					t.Errorf("the hook does not say %q:\n%s", w, stderr.String())
 				}
 			}
-			admin := gitIn(t, wt, nil, "rev-parse", "--absolute-git-dir")
+			admin := fixture.GitIn(t, wt, nil, "rev-parse", "--absolute-git-dir")
 			if len(recs) != 1 || recs[0].Action != mode || recs[0].Ref != ref || recs[0].Commit != commit || recs[0].Worktree != wt || recs[0].Admin != admin ||
 				!strings.Contains(strings.Join(recs[0].Paths, "\n"), strings.TrimSuffix(c.want[len(c.want)-1], "and 2 more")) {
 				t.Errorf("records %+v", recs)
@@ -183,12 +145,12 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 
 	// The same commit to a branch checked out nowhere is not judged, and a
 	// branch checked out without hostd's guard setting is refused.
-	evil := commitPaths(t, repo, main, with(map[string]string{".beads/redirect": "x"}))
+	evil := fixture.CommitPaths(t, repo, main, with(map[string]string{".beads/redirect": "x"}))
 	var stderr bytes.Buffer
 	if code := RunPreReceive(strings.NewReader(main+" "+evil+" refs/heads/polecat/furiosa-elsewhere\n"), &stderr); code != 0 {
 		t.Errorf("a branch checked out nowhere: exit %d, %q", code, stderr.String())
 	}
-	gitIn(t, wt, nil, "reset", "-q", "--hard", main)
+	fixture.GitIn(t, wt, nil, "reset", "-q", "--hard", main)
 	os.Unsetenv(WorktreeGuardEnv)
 	if code := RunPreReceive(strings.NewReader(main+" "+evil+" "+ref+"\n"), &stderr); code == 0 || !strings.Contains(stderr.String(), "no valid git.worktree_guard") {
 		t.Errorf("no guard setting: exit %d, %q", code, stderr.String())
@@ -205,13 +167,13 @@ func TestPreReceiveWorktreeGuard(t *testing.T) {
 // deep ones, 25 times the shallow ones' 63 ms (24 s with -race).
 func TestPreReceiveLongLinks(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "repo.git")
-	_, main := worktreeRepo(t, repo)
+	_, main := fixture.WorktreeRepo(t, repo)
 	const ref = "refs/heads/polecat/furiosa-wt"
 	deep := strings.Repeat("d/", 2047) + "d"
 	targets := map[string]string{"deep": deep, "shallow": strings.Repeat("d/../", 819)}
 	t.Chdir(repo)
 	t.Setenv(IdentityEnv, "gastown/furiosa")
-	t.Setenv(PatternsEnv, strings.Join(DefaultBranchPatterns, ","))
+	t.Setenv(PatternsEnv, strings.Join(branch.DefaultPatterns, ","))
 	t.Setenv(PolecatsEnv, "furiosa")
 	t.Setenv(MaxCheckoutSizeEnv, "1000000")
 	t.Setenv(MaxCheckoutFilesEnv, "10000")
@@ -223,7 +185,7 @@ func TestPreReceiveLongLinks(t *testing.T) {
 		for i := range 100 {
 			entries[fmt.Sprintf("l%03d", i)] = "120000 " + targets[name]
 		}
-		commit := commitPaths(t, repo, main, entries)
+		commit := fixture.CommitPaths(t, repo, main, entries)
 		runtime.GC()
 		before := cpuTime(t)
 		var stderr bytes.Buffer

@@ -1,4 +1,4 @@
-package git
+package branch
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestBranchPolicy(t *testing.T) {
-	def, err := ParseBranchPatterns(nil)
+	def, err := ParsePatterns(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestBranchPolicy(t *testing.T) {
 
 func TestCustomBranchPatterns(t *testing.T) {
 	// Gas Town's polecat_branch_template variables match any text.
-	p, err := ParseBranchPatterns([]string{"feature/{name}-{timestamp}", "adam/{year}/{month}/{name}/{description}"})
+	p, err := ParsePatterns([]string{"feature/{name}-{timestamp}", "adam/{year}/{month}/{name}/{description}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCustomBranchPatterns(t *testing.T) {
 		"", "polecat/*", "polecat/{name}/{name}", "refs/heads/polecat/{name}", "/polecat/{name}", "polecat/{name}-{sha}",
 		"polecat/{name},x", "polecat/{name} x", "polecat/{name}..x", "polecat/{name}/**", "{name}-*-*-*-*-*", "polecat/{name}:x",
 	} {
-		if _, err := ParseBranchPatterns([]string{bad}); err == nil {
+		if _, err := ParsePatterns([]string{bad}); err == nil {
 			t.Errorf("pattern %q accepted", bad)
 		}
 	}
@@ -124,7 +124,7 @@ func TestCustomBranchPatterns(t *testing.T) {
 
 func TestOwnerTie(t *testing.T) {
 	// Two names of one length both matching: nobody may push it.
-	p, err := ParseBranchPatterns([]string{"x-{name}", "{name}-y"})
+	p, err := ParsePatterns([]string{"x-{name}", "{name}-y"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func FuzzBranchPolicy(f *testing.F) {
 	f.Add("refs/heads/polecat/bullet-farmer-x")
 	f.Add("refs/heads/polecat/nux2")
 	f.Add("refs/heads/polecat/a-b-c/d")
-	p, err := ParseBranchPatterns(nil)
+	p, err := ParsePatterns(nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func FuzzBranchPolicy(f *testing.F) {
 			}
 			allowed++
 			branch := strings.TrimPrefix(ref, "refs/heads/")
-			if !strings.HasPrefix(ref, "refs/heads/polecat/"+n) || !p.Matches(branch, n) {
+			if !strings.HasPrefix(ref, "refs/heads/polecat/"+n) || !p.matches(branch, n) {
 				t.Fatalf("%q allowed for %s outside its patterns", ref, n)
 			}
 		}

@@ -1,4 +1,4 @@
-package git
+package hook
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/hostd/git/branch"
 )
 
 // TestPreReceive runs the hook in a real repository.
@@ -36,7 +38,7 @@ func TestPreReceive(t *testing.T) {
 		{"gastown", zero + " " + one + " refs/heads/polecat/furiosa-a\n", false, "no polecat identity"},
 		{"gastown/furiosa/x", zero + " " + one + " refs/heads/polecat/furiosa-a\n", false, "no polecat identity"},
 	}
-	t.Setenv(PatternsEnv, strings.Join(DefaultBranchPatterns, ","))
+	t.Setenv(PatternsEnv, strings.Join(branch.DefaultPatterns, ","))
 	t.Setenv(PolecatsEnv, "furiosa,nux")
 	for _, c := range cases {
 		t.Setenv(IdentityEnv, c.identity)
