@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 )
 
 // policy is what a relayed command of the polecat at p, and every
@@ -32,7 +33,7 @@ import (
 //     polecat's own;
 //   - connect over TCP: the town's Dolt server's port alone;
 //   - nothing is run from the town, the worktree, the beads or HOME.
-func (s *Service) policy(p place, tmp string) confine.Policy {
+func (s *Service) policy(p gastown.Place, tmp string) confine.Policy {
 	rules := confine.System()
 	for _, d := range s.binDirs {
 		rules = append(rules, confine.Rule{Path: d, Access: confine.Read | confine.Exec})
@@ -50,24 +51,24 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 			}
 		}
 	}
-	if p.polecat != "" {
-		rules = append(rules, confine.Rule{Path: p.polecat, Access: confine.Read})
+	if p.Polecat != "" {
+		rules = append(rules, confine.Rule{Path: p.Polecat, Access: confine.Read})
 	}
 	rw(ownEntries(p)...)
-	rw(beadsFiles(p.beads)...)
-	rw(beadsFiles(filepath.Join(p.town, ".beads"))...)
+	rw(beadsFiles(p.Beads)...)
+	rw(beadsFiles(filepath.Join(p.Town, ".beads"))...)
 	rw(tmp, filepath.Join(s.home, ".gt", "cmd-usage.jsonl"), filepath.Join(s.home, ".gt", "costs.jsonl"))
 	if ownDir(beadsCircuit) {
 		rw(beadsCircuit)
 	}
-	dirs, files := gasTownState(p.town)
+	dirs, files := gasTownState(p.Town)
 	rw(dirs...)
 	rw(files...)
 	if s.dir != "" {
 		rules = append(rules, confine.Rule{Path: filepath.Join(s.dir, "gitconfig"), Access: confine.Read})
 	}
 	var ports []uint16
-	if port := doltPort(p.town, getenv(s.base)); port > 0 && port < 1<<16 {
+	if port := gastown.DoltPort(p.Town, getenv(s.base)); port > 0 && port < 1<<16 {
 		ports = append(ports, uint16(port))
 	}
 	return confine.Policy{Rules: rules, ConnectTCP: ports}
@@ -106,7 +107,7 @@ func beadsFiles(dir string) []string {
 // cannot be made at the top of either (a rule covers what exists). A
 // symlink is left out: the kernel would give its rule to what it points
 // at, and the polecat chooses that (by a push, or its data).
-func ownEntries(p place) []string {
+func ownEntries(p gastown.Place) []string {
 	var out []string
 	add := func(dir string, skip ...string) {
 		entries, _ := os.ReadDir(dir)
@@ -116,11 +117,11 @@ func ownEntries(p place) []string {
 			}
 		}
 	}
-	if p.polecat != "" {
-		add(p.polecat, p.worktree)
+	if p.Polecat != "" {
+		add(p.Polecat, p.Worktree)
 	}
-	if p.worktree != "" {
-		add(p.worktree, filepath.Join(p.worktree, ".git"), filepath.Join(p.worktree, ".beads"))
+	if p.Worktree != "" {
+		add(p.Worktree, filepath.Join(p.Worktree, ".git"), filepath.Join(p.Worktree, ".beads"))
 	}
 	return out
 }
@@ -162,15 +163,15 @@ func gasTownState(town string) (dirs, files []string) {
 // .dolt-data, and, in each rig (a directory with polecats/), for each entry but the
 // other polecats' directories; symlinks among them are left out (their
 // rule would be their target's, the whole of it).
-func townReadable(p place) []confine.Rule {
+func townReadable(p gastown.Place) []confine.Rule {
 	var rules []confine.Rule
 	read := func(path string) { rules = append(rules, confine.Rule{Path: path, Access: confine.Read}) }
-	entries, _ := os.ReadDir(p.town)
+	entries, _ := os.ReadDir(p.Town)
 	for _, e := range entries {
-		path := filepath.Join(p.town, e.Name())
+		path := filepath.Join(p.Town, e.Name())
 		switch {
 		case e.Name() == ".runtime", e.Name() == ".dolt-data", e.Type()&os.ModeSymlink != 0:
-		case e.IsDir() && isRealDir(p.town, filepath.Join(path, "polecats")):
+		case e.IsDir() && gastown.IsRealDir(p.Town, filepath.Join(path, "polecats")):
 			rigEntries, _ := os.ReadDir(path)
 			for _, re := range rigEntries {
 				if re.Name() != "polecats" && re.Type()&os.ModeSymlink == 0 {
@@ -204,7 +205,7 @@ func (s *Service) runnableDirs(path []string) []string {
 		}
 		switch {
 		case !filepath.IsAbs(d):
-		case s.cfg.Town != "" && (inside(d, s.cfg.Town) || inside(s.cfg.Town, d)), s.home != "" && inside(d, s.home):
+		case s.cfg.Town != "" && (gastown.Inside(d, s.cfg.Town) || gastown.Inside(s.cfg.Town, d)), s.home != "" && gastown.Inside(d, s.home):
 			s.log.Warn("relay: relayed commands may not read or run everything in this PATH directory: it holds the town or HOME, or lies in the town",
 				"dir", d)
 		default:

@@ -1,4 +1,11 @@
-package relay
+// Package gastown reads a Gas Town town the way Gas Town does for a host
+// polecat, from the host's own view and never through a symlink below the
+// town: where the polecat's worktree is (Worktree), its place (Locate: the
+// rig, its beads and repository, a worktree whose .beads and .git a
+// polecat could have made steer relayed commands refused), the Dolt
+// server's port, and the environment Gas Town gives a host polecat
+// session (PolecatEnv). hostd/relay runs relayed commands there.
+package gastown
 
 import (
 	"bufio"
@@ -11,10 +18,6 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
-
-// This file reads Gas Town's town layout the way Gas Town does for a host
-// polecat: where its worktree is, the rig's session prefix, the Dolt
-// server's port and the polecat's slot.
 
 // worktree is where Gas Town keeps id's git worktree:
 // <town>/<rig>/polecats/<name>/<rig> (internal/polecat/session_manager.go,
@@ -83,11 +86,11 @@ func rigPrefix(town, rig string) string {
 	return "gt"
 }
 
-// doltPort is the town's Dolt server port, or 0 when none is set: the
+// DoltPort is the town's Dolt server port, or 0 when none is set: the
 // listener port in <town>/.dolt-data/config.yaml, else GT_DOLT_PORT from
 // getenv, else env.GT_DOLT_PORT in <town>/mayor/daemon.json
 // (internal/config/env.go, resolveDoltPort).
-func doltPort(town string, getenv func(string) string) int {
+func DoltPort(town string, getenv func(string) string) int {
 	if data, err := os.ReadFile(filepath.Join(town, ".dolt-data", "config.yaml")); err == nil {
 		if p := listenerPort(data); p > 0 {
 			return p

@@ -1,4 +1,4 @@
-package relay
+package gastown
 
 import (
 	"bufio"
@@ -12,45 +12,45 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// place is where a polecat's relayed commands run and what they work on,
+// Place is where a polecat's relayed commands run and what they work on,
 // found from the host's own view of the town: Gas Town's layout, each
 // directory reached without following a symlink, and the few files Gas
 // Town writes that say where things are (the rig's beads redirect, the
 // worktree's .git) read only where hostd can tell Gas Town wrote them.
-type place struct {
-	town    string
-	rig     string // <town>/<rig>
-	polecat string // <town>/<rig>/polecats/<name>, "" when it is not a directory
-	// worktree is the polecat's worktree, "" when there is none; dir is
+type Place struct {
+	Town    string
+	Rig     string // <town>/<rig>
+	Polecat string // <town>/<rig>/polecats/<name>, "" when it is not a directory
+	// Worktree is the polecat's worktree, "" when there is none; Dir is
 	// where gt runs: the worktree, else the rig's directory, else the town.
-	worktree, dir string
-	// beads is the rig's beads directory (<town>/<rig>/.beads, or where
+	Worktree, Dir string
+	// Beads is the rig's beads directory (<town>/<rig>/.beads, or where
 	// its redirect leads inside the rig), "" when the rig has none.
-	beads string
-	// repo is the rig's bare repository, gitdir the worktree's own
+	Beads string
+	// Repo is the rig's bare repository, Gitdir the worktree's own
 	// directory inside it ("" when it cannot be told).
-	repo, gitdir string
+	Repo, Gitdir string
 }
 
-// locate finds id's place in town, refusing a worktree whose files that
+// Locate finds id's place in town, refusing a worktree whose files that
 // steer gt, bd and git (its .beads, its .git) are not as Gas Town and git
 // make them: a polecat could have written them, and relayed commands
 // would follow them out of its place.
-func locate(town string, id wire.Identity) (place, error) {
-	p := place{town: town, rig: filepath.Join(town, id.Rig), repo: filepath.Join(town, id.Rig, ".repo.git")}
-	p.dir = workDir(town, id)
-	if !isRealDir(town, p.rig) {
-		p.rig = ""
+func Locate(town string, id wire.Identity) (Place, error) {
+	p := Place{Town: town, Rig: filepath.Join(town, id.Rig), Repo: filepath.Join(town, id.Rig, ".repo.git")}
+	p.Dir = workDir(town, id)
+	if !IsRealDir(town, p.Rig) {
+		p.Rig = ""
 		return p, nil
 	}
-	if d := filepath.Join(p.rig, "polecats", id.Name); isRealDir(town, d) {
-		p.polecat = d
+	if d := filepath.Join(p.Rig, "polecats", id.Name); IsRealDir(town, d) {
+		p.Polecat = d
 	}
-	if p.dir == worktree(town, id) {
-		p.worktree = p.dir
+	if p.Dir == worktree(town, id) {
+		p.Worktree = p.Dir
 	}
-	p.beads = rigBeads(town, p.rig)
-	if p.worktree == "" {
+	p.Beads = rigBeads(town, p.Rig)
+	if p.Worktree == "" {
 		return p, nil
 	}
 	if err := p.checkBeads(); err != nil {
@@ -60,13 +60,13 @@ func locate(town string, id wire.Identity) (place, error) {
 	if err != nil {
 		return p, err
 	}
-	p.gitdir = gitdir
+	p.Gitdir = gitdir
 	return p, nil
 }
 
-// isRealDir says whether path, below town, is a directory reached
+// IsRealDir says whether path, below town, is a directory reached
 // through directories alone (Lstat on each component below the town).
-func isRealDir(town, path string) bool {
+func IsRealDir(town, path string) bool {
 	rel, err := filepath.Rel(town, path)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 		return false
@@ -91,8 +91,8 @@ func isRealDir(town, path string) bool {
 // redirects its polecats there; "" when none is a real directory.
 func rigBeads(town, rig string) string {
 	beads := filepath.Join(rig, ".beads")
-	if !isRealDir(town, beads) {
-		if townBeads := filepath.Join(town, ".beads"); isRealDir(town, townBeads) {
+	if !IsRealDir(town, beads) {
+		if townBeads := filepath.Join(town, ".beads"); IsRealDir(town, townBeads) {
 			return townBeads
 		}
 		return ""
@@ -101,7 +101,7 @@ func rigBeads(town, rig string) string {
 	if !ok {
 		return beads
 	}
-	if inside(rig, target) && isRealDir(town, target) {
+	if Inside(rig, target) && IsRealDir(town, target) {
 		return target
 	}
 	return ""
@@ -137,8 +137,8 @@ func readRedirect(path, base string) (string, bool) {
 	return filepath.Clean(line), true
 }
 
-// inside says whether path is dir or below it.
-func inside(dir, path string) bool {
+// Inside says whether path is dir or below it.
+func Inside(dir, path string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
@@ -150,8 +150,8 @@ var worktreeBeadsRefused = []string{"hooks", ".env", "config.local.yaml", "confi
 // checkBeads refuses a worktree whose .beads is a symlink, holds what
 // Gas Town never puts there, or redirects anywhere but to the rig's beads
 // (gt follows the redirect for every bd it runs, bd for its database).
-func (p place) checkBeads() error {
-	dir := filepath.Join(p.worktree, ".beads")
+func (p Place) checkBeads() error {
+	dir := filepath.Join(p.Worktree, ".beads")
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -170,9 +170,9 @@ func (p place) checkBeads() error {
 	if _, err := os.Lstat(redirect); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	target, ok := readRedirect(redirect, p.worktree)
-	if !ok || p.beads == "" || target != p.beads {
-		return fmt.Errorf("the polecat's worktree has %s leading elsewhere than the rig's beads (%s): remove it on the host (gt prime writes Gas Town's)", redirect, orNone(p.beads))
+	target, ok := readRedirect(redirect, p.Worktree)
+	if !ok || p.Beads == "" || target != p.Beads {
+		return fmt.Errorf("the polecat's worktree has %s leading elsewhere than the rig's beads (%s): remove it on the host (gt prime writes Gas Town's)", redirect, orNone(p.Beads))
 	}
 	return nil
 }
@@ -190,16 +190,16 @@ func orNone(s string) string {
 // .git that is anything else (a polecat could have rewritten it) is
 // refused: git in the worktree would read its configuration and hooks
 // from where it points.
-func (p place) worktreeGitdir() (string, error) {
-	dotgit := filepath.Join(p.worktree, ".git")
+func (p Place) worktreeGitdir() (string, error) {
+	dotgit := filepath.Join(p.Worktree, ".git")
 	if _, err := os.Lstat(dotgit); errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
-	bad := fmt.Errorf("the polecat's worktree has a .git that does not lead into the rig's repository %s: git would run from elsewhere; remove the worktree on the host (gt polecat nuke)", p.repo)
+	bad := fmt.Errorf("the polecat's worktree has a .git that does not lead into the rig's repository %s: git would run from elsewhere; remove the worktree on the host (gt polecat nuke)", p.Repo)
 	line, ok := firstLine(dotgit)
 	gitdir, prefixed := strings.CutPrefix(line, "gitdir: ")
-	if !ok || !prefixed || !filepath.IsAbs(gitdir) || filepath.Clean(gitdir) != gitdir || filepath.Dir(gitdir) != filepath.Join(p.repo, "worktrees") ||
-		!isRealDir(p.town, gitdir) {
+	if !ok || !prefixed || !filepath.IsAbs(gitdir) || filepath.Clean(gitdir) != gitdir || filepath.Dir(gitdir) != filepath.Join(p.Repo, "worktrees") ||
+		!IsRealDir(p.Town, gitdir) {
 		return "", bad
 	}
 	// Only now, inside the repository, is a file there read.
@@ -209,11 +209,11 @@ func (p place) worktreeGitdir() (string, error) {
 	return gitdir, nil
 }
 
-// origins is the URLs of the rig's origin as its bare repository's
+// Origins is the URLs of the rig's origin as its bare repository's
 // configuration (Gas Town's, which no polecat can write) names them:
 // remote "origin"'s url and pushurl, read as 'git remote add' writes them.
-func (p place) origins() []string {
-	data, err := os.ReadFile(filepath.Join(p.repo, "config"))
+func (p Place) Origins() []string {
+	data, err := os.ReadFile(filepath.Join(p.Repo, "config"))
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package relay
+package grammar
 
 import (
 	"bytes"
@@ -44,14 +44,14 @@ func TestCycles(t *testing.T) {
 			t.Errorf("gt %s refused: %v", tt.args, err)
 			continue
 		}
-		if got := err == nil && line.cycles(); got != tt.want {
+		if got := err == nil && line.Cycles(); got != tt.want {
 			t.Errorf("gt %s: cycles %v, want %v", tt.args, got, tt.want)
 		}
 	}
 }
 
 // FuzzCycles: any command line is judged without a panic, and one that
-// cycles holds --cycle (or --cycle=true) before any "--".
+// Cycles holds --cycle (or --cycle=true) before any "--".
 func FuzzCycles(f *testing.F) {
 	for _, s := range []string{"handoff\x00--cycle", "handoff\x00--cycle\x00-n", "handoff\x00-s\x00--cycle", "handoff\x00-yc\x00--cycle"} {
 		f.Add([]byte(s))
@@ -62,7 +62,7 @@ func FuzzCycles(f *testing.F) {
 			args = append(args, string(a))
 		}
 		line, err := gtGrammar.check(args)
-		if err != nil || !line.cycles() {
+		if err != nil || !line.Cycles() {
 			return
 		}
 		for _, a := range args[1:] {

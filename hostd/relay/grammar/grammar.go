@@ -1,4 +1,4 @@
-package relay
+package grammar
 
 import (
 	"fmt"
@@ -191,10 +191,10 @@ func parseFlags(spec string) []flagSpec {
 	return out
 }
 
-// parsed is a command line the grammar allowed.
-type parsed struct {
-	// path is the command, as "gt handoff".
-	path string
+// Parsed is a command line the grammar allowed.
+type Parsed struct {
+	// Path is the command, as "gt handoff".
+	Path string
 	// flags maps each flag given, by its long name, to its last value
 	// ("true" for a boolean given bare).
 	flags map[string]string
@@ -202,8 +202,8 @@ type parsed struct {
 
 // check parses argv (argv[0] the program) against the grammar and refuses
 // what it does not allow, naming the subcommand and the argument.
-func (g grammar) check(argv []string) (parsed, error) {
-	p := parsed{flags: map[string]string{}}
+func (g grammar) check(argv []string) (Parsed, error) {
+	p := Parsed{flags: map[string]string{}}
 	c, path, i := g.root, g.root.name, 1
 	for i < len(argv) && len(c.subs) > 0 {
 		s := c.sub(argv[i])
@@ -257,7 +257,7 @@ func (g grammar) check(argv []string) (parsed, error) {
 	if i := slices.IndexFunc(positional, func(a string) bool { return strings.Contains(a, "/") }); i >= 0 && c.args == names {
 		return p, fmt.Errorf("'%s' takes names over the relay, not paths (got %s)", path, printable(positional[i]))
 	}
-	p.path = path
+	p.Path = path
 	return p, nil
 }
 

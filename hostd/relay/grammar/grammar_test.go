@@ -1,4 +1,4 @@
-package relay
+package grammar
 
 import (
 	"slices"
@@ -157,8 +157,8 @@ func TestGrammarAliases(t *testing.T) {
 		"bd new a-title":      "bd create",
 	} {
 		line, err := grammars[strings.Fields(argv)[0]].check(strings.Fields(argv))
-		if err != nil || line.path != want {
-			t.Errorf("%s: parsed as %q (%v), want %q", argv, line.path, err, want)
+		if err != nil || line.Path != want {
+			t.Errorf("%s: parsed as %q (%v), want %q", argv, line.Path, err, want)
 		}
 	}
 }

@@ -1,23 +1,16 @@
-package relay
+package grammar
 
 import (
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/polecat-sidecar/sidecar/hostd/relay/internal/fixture"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-func req(env []string, argv ...string) wire.RelayRequest {
-	r := wire.RelayRequest{}
-	for _, a := range argv {
-		r.Argv = append(r.Argv, []byte(a))
-	}
-	for _, e := range env {
-		r.Env = append(r.Env, []byte(e))
-	}
-	return r
-}
+// req is a relay request of argv with env.
+var req = fixture.Request
 
 func TestPolicyCheck(t *testing.T) {
 	p := Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}
@@ -110,8 +103,8 @@ func TestPolicyRefusalNamesTheSetting(t *testing.T) {
 		if c.notWants != "" && strings.Contains(err.Error(), c.notWants) {
 			t.Errorf("%q: %q holds %q", c.argv, err, c.notWants)
 		}
-		if c.path != "" && line.path != c.path {
-			t.Errorf("%q: parsed as %q, want %q for the log", c.argv, line.path, c.path)
+		if c.path != "" && line.Path != c.path {
+			t.Errorf("%q: parsed as %q, want %q for the log", c.argv, line.Path, c.path)
 		}
 	}
 }
@@ -207,7 +200,7 @@ func TestGasTownPolecatCommands(t *testing.T) {
 // Town's polecat commands lists exactly gasTownPolecatCommands, each
 // allowed or refused as the policy does.
 func TestGasTownPolecatCommandsDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/security.md")
+	b, err := os.ReadFile("../../../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package relay
+package grammar
 
 // bdGrammar is bd v1.0.0's relayable subcommands (DefaultAllow's, under
 // each their whole tree), from its --help; TestGrammarMatchesHelp holds it

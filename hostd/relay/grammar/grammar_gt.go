@@ -1,4 +1,4 @@
-package relay
+package grammar
 
 // gtGrammar is gt v1.0.1's relayable subcommands (DefaultAllow's, under
 // each their whole tree), from its --help; TestGrammarMatchesHelp holds

@@ -1,15 +1,9 @@
-// Package relay is hostd's side of the gt/bd relay: it checks a relayed
-// command against the allowlist, its subcommand's argument grammar and
-// the identity rules; finds where it runs from the host's own view of
-// the town (the polecat's worktree, else its rig, else the town),
-// refusing a worktree whose files a polecat could have made steer it
-// elsewhere; gives it a Gas Town host polecat session's environment (the
-// identity taken only from its certificate) and hostd's own (the rig's
-// beads, git's configuration, a temporary directory); starts it under
-// the kernel's confinement; streams stdin, stdout and stderr, forwards
-// signals to the process group, and kills that group when the stream or
-// the tunnel dies.
-package relay
+// Package grammar decides which gt and bd command lines a polecat may
+// relay: the allowlist of subcommands (Policy, DefaultAllow), each one's
+// argument grammar, written from the pinned gt's and bd's --help, and the
+// environment a shim may send. It returns the line as it parsed it, which
+// hostd/relay runs.
+package grammar
 
 import (
 	"bytes"
@@ -81,24 +75,24 @@ func (p Policy) Validate() error {
 // an environment variable not relayed. It returns the command line as
 // the grammar parsed it, or as far as it was read: the command, and the
 // subcommand as the refusal names it, for hostd's log.
-func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
+func (p Policy) Check(req wire.RelayRequest) (Parsed, error) {
 	cmd := string(req.Argv[0])
 	subs, ok := p.Allow[cmd]
 	if !ok {
 		if _, known := grammars[cmd]; known {
-			return parsed{path: cmd}, fmt.Errorf("'%s' is not allowed over the relay: the operator allows it by listing its subcommands in relay.allow.%s in hostd's configuration", cmd, cmd)
+			return Parsed{Path: cmd}, fmt.Errorf("'%s' is not allowed over the relay: the operator allows it by listing its subcommands in relay.allow.%s in hostd's configuration", cmd, cmd)
 		}
-		return parsed{}, fmt.Errorf("'%s' cannot be relayed: hostd relays only %s", plain(cmd), strings.Join(sortedKeys(grammars), " and "))
+		return Parsed{}, fmt.Errorf("'%s' cannot be relayed: hostd relays only %s", plain(cmd), strings.Join(sortedKeys(grammars), " and "))
 	}
 	if len(req.Argv) < 2 {
-		return parsed{path: cmd}, fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
+		return Parsed{Path: cmd}, fmt.Errorf("'%s' needs a subcommand; allowed: %s", cmd, strings.Join(subs, ", "))
 	}
 	if sub := string(req.Argv[1]); !slices.Contains(subs, sub) {
 		how := "hostd has no argument grammar for it, so no setting allows it"
 		if grammars[cmd].root.sub(sub) != nil {
 			how = fmt.Sprintf("the operator allows it by adding %s to relay.allow.%s in hostd's configuration", plain(sub), cmd)
 		}
-		return parsed{path: cmd + " " + plain(sub)}, fmt.Errorf("'%s %s' is not allowed over the relay: %s; allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
+		return Parsed{Path: cmd + " " + plain(sub)}, fmt.Errorf("'%s %s' is not allowed over the relay: %s; allowed: %s", cmd, plain(sub), how, strings.Join(subs, ", "))
 	}
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
@@ -106,7 +100,7 @@ func (p Policy) Check(req wire.RelayRequest) (parsed, error) {
 	}
 	line, err := grammars[cmd].check(argv)
 	if err != nil {
-		return parsed{path: cmd + " " + argv[1]}, err
+		return Parsed{Path: cmd + " " + argv[1]}, err
 	}
 	for _, e := range req.Env {
 		k, _, _ := bytes.Cut(e, []byte("="))

@@ -1,43 +1,13 @@
-package relay
+package gastown
 
 import (
-	"io"
-	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/internal/fixture"
 )
-
-var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
-
-// mkdirs makes each directory below root.
-func mkdirs(t *testing.T, root string, dirs ...string) {
-	t.Helper()
-	for _, d := range dirs {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// symlink makes link below root point to target.
-func symlink(t *testing.T, target, root, link string) {
-	t.Helper()
-	if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// writeFile writes data to name below root, making its directory.
-func writeFile(t *testing.T, root, name, data string) {
-	t.Helper()
-	mkdirs(t, root, filepath.Dir(name))
-	if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestWorkDir: a relayed command runs in the polecat's worktree, else its
 // rig's directory, else the town, and a symlink anywhere below the town
@@ -50,59 +20,54 @@ func TestWorkDir(t *testing.T) {
 		setup func(t *testing.T, town, elsewhere string)
 		want  string // below the town
 	}{
-		{"worktree", func(t *testing.T, town, _ string) { mkdirs(t, town, wt) }, wt},
-		{"rig only", func(t *testing.T, town, _ string) { mkdirs(t, town, "gastown") }, "gastown"},
+		{"worktree", func(t *testing.T, town, _ string) { fixture.Mkdirs(t, town, wt) }, wt},
+		{"rig only", func(t *testing.T, town, _ string) { fixture.Mkdirs(t, town, "gastown") }, "gastown"},
 		{"polecat's directory without its worktree", func(t *testing.T, town, _ string) {
-			mkdirs(t, town, "gastown/polecats/furiosa")
+			fixture.Mkdirs(t, town, "gastown/polecats/furiosa")
 		}, "gastown"},
 		{"another polecat's worktree", func(t *testing.T, town, _ string) {
-			mkdirs(t, town, "gastown/polecats/nux/gastown", "gastown/polecats/furiosa/other")
+			fixture.Mkdirs(t, town, "gastown/polecats/nux/gastown", "gastown/polecats/furiosa/other")
 		}, "gastown"},
-		{"no rig", func(t *testing.T, town, _ string) { mkdirs(t, town, "other/polecats/furiosa/gastown") }, ""},
+		{"no rig", func(t *testing.T, town, _ string) { fixture.Mkdirs(t, town, "other/polecats/furiosa/gastown") }, ""},
 		{"worktree is a file", func(t *testing.T, town, _ string) {
-			writeFile(t, town, wt, "not a directory")
+			fixture.WriteFile(t, town, wt, "not a directory")
 		}, "gastown"},
 		{"symlinked worktree", func(t *testing.T, town, elsewhere string) {
-			mkdirs(t, town, "gastown/polecats/furiosa")
-			symlink(t, elsewhere, town, wt)
+			fixture.Mkdirs(t, town, "gastown/polecats/furiosa")
+			fixture.Symlink(t, elsewhere, town, wt)
 		}, "gastown"},
 		{"symlinked worktree inside the town", func(t *testing.T, town, _ string) {
-			mkdirs(t, town, "gastown/polecats/nux/gastown", "gastown/polecats/furiosa")
-			symlink(t, "../nux/gastown", town, wt)
+			fixture.Mkdirs(t, town, "gastown/polecats/nux/gastown", "gastown/polecats/furiosa")
+			fixture.Symlink(t, "../nux/gastown", town, wt)
 		}, "gastown"},
 		{"symlinked polecat directory", func(t *testing.T, town, elsewhere string) {
-			mkdirs(t, town, "gastown/polecats")
-			mkdirs(t, elsewhere, "gastown")
-			symlink(t, elsewhere, town, "gastown/polecats/furiosa")
+			fixture.Mkdirs(t, town, "gastown/polecats")
+			fixture.Mkdirs(t, elsewhere, "gastown")
+			fixture.Symlink(t, elsewhere, town, "gastown/polecats/furiosa")
 		}, "gastown"},
 		{"symlinked polecats directory", func(t *testing.T, town, elsewhere string) {
-			mkdirs(t, town, "gastown")
-			mkdirs(t, elsewhere, "furiosa/gastown")
-			symlink(t, elsewhere, town, "gastown/polecats")
+			fixture.Mkdirs(t, town, "gastown")
+			fixture.Mkdirs(t, elsewhere, "furiosa/gastown")
+			fixture.Symlink(t, elsewhere, town, "gastown/polecats")
 		}, "gastown"},
 		{"symlinked rig", func(t *testing.T, town, elsewhere string) {
-			mkdirs(t, elsewhere, "polecats/furiosa/gastown")
-			symlink(t, elsewhere, town, "gastown")
+			fixture.Mkdirs(t, elsewhere, "polecats/furiosa/gastown")
+			fixture.Symlink(t, elsewhere, town, "gastown")
 		}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			town, elsewhere := realTempDir(t), realTempDir(t)
+			town, elsewhere := fixture.RealTempDir(t), fixture.RealTempDir(t)
 			c.setup(t, town, elsewhere)
 			want := filepath.Join(town, c.want)
-			dir := workDir(town, furiosa)
+			dir := workDir(town, fixture.Furiosa)
 			if dir != want {
 				t.Fatalf("workDir = %s, want %s", dir, want)
 			}
-			p, err := startProcess("/bin/sh", []string{"sh", "-c", "pwd -P"}, launch{dir: dir})
+			cmd := exec.Command("/bin/sh", "-c", "pwd -P")
+			cmd.Dir = dir
+			out, err := cmd.Output()
 			if err != nil {
-				t.Fatal(err)
-			}
-			p.stdin.Close()
-			out, _ := io.ReadAll(p.stdout)
-			p.stdout.Close()
-			p.stderr.Close()
-			if err := p.cmd.Wait(); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.TrimSpace(string(out)); got != want {
@@ -110,16 +75,6 @@ func TestWorkDir(t *testing.T) {
 			}
 		})
 	}
-}
-
-// realTempDir is a temporary directory by its path without symlinks (on
-// macOS the temporary directory is behind one).
-func realTempDir(t *testing.T) string {
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // TestRigPrefix: the prefix comes from mayor/rigs.json, else the town's
@@ -146,7 +101,7 @@ func TestRigPrefix(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			town := t.TempDir()
 			for name, data := range c.files {
-				writeFile(t, town, name, data)
+				fixture.WriteFile(t, town, name, data)
 			}
 			if got := rigPrefix(town, "gastown"); got != c.want {
 				t.Errorf("rigPrefix = %q, want %q", got, c.want)
@@ -178,10 +133,16 @@ func TestDoltPort(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			town := t.TempDir()
 			for name, data := range c.files {
-				writeFile(t, town, name, data)
+				fixture.WriteFile(t, town, name, data)
 			}
-			if got := doltPort(town, getenv([]string{"GT_DOLT_PORT=" + c.env})); got != c.want {
-				t.Errorf("doltPort = %d, want %d", got, c.want)
+			getenv := func(k string) string {
+				if k == "GT_DOLT_PORT" {
+					return c.env
+				}
+				return ""
+			}
+			if got := DoltPort(town, getenv); got != c.want {
+				t.Errorf("DoltPort = %d, want %d", got, c.want)
 			}
 		})
 	}
@@ -204,15 +165,15 @@ func TestPolecatSlot(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			town := t.TempDir()
-			mkdirs(t, town, "gastown")
+			fixture.Mkdirs(t, town, "gastown")
 			for _, d := range c.dirs {
 				if f, ok := strings.CutPrefix(d, "file:"); ok {
-					writeFile(t, town, "gastown/polecats/"+f, "")
+					fixture.WriteFile(t, town, "gastown/polecats/"+f, "")
 				} else {
-					mkdirs(t, town, "gastown/polecats/"+d)
+					fixture.Mkdirs(t, town, "gastown/polecats/"+d)
 				}
 			}
-			if got := polecatSlot(town, furiosa); got != c.want {
+			if got := polecatSlot(town, fixture.Furiosa); got != c.want {
 				t.Errorf("polecatSlot = %d, want %d", got, c.want)
 			}
 		})
