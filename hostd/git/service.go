@@ -1,11 +1,13 @@
 // Package git serves a rig's bare repository (<town>/<rig>/.repo.git) to
 // its polecats over their tunnels: a standard http.Server speaking git's
 // smart HTTP protocol on git streams, running git upload-pack and
-// receive-pack. Push policy is enforced inside git by hostd's own
-// pre-receive hook; landed branches are handed to the upstream queue
-// (hostd/upstream, behind the Upstream interface declared here), and
-// fetches refresh the repository from origin through hostd/upstream's
-// Refresher when it is stale.
+// receive-pack within per-polecat process limits. Push policy is enforced
+// inside git by hostd's own hooks (hostd/git/hook), which the service
+// installs and gives the rig's branch patterns and known polecats; landed
+// branches are handed to the upstream queue (hostd/upstream, behind the
+// Upstream interface declared here), fetches refresh the repository from
+// origin through hostd/upstream's Refresher when it is stale, and each
+// rig is reconciled with origin on a schedule.
 package git
 
 import (
@@ -78,9 +80,9 @@ type Config struct {
 	// WorktreeGuard is what a push gets whose checkout in a host worktree
 	// would change what host processes run or follow there: a symlink
 	// resolving outside the worktree, anything under .beads, .githooks or
-	// the worktree's core.hooksPath. hook.GuardRefuse refuses the push, naming
-	// the paths; hook.GuardSkip lets it land and leaves the worktree as it was
-	// (push-to-checkout), the reason logged.
+	// the worktree's core.hooksPath. hook.GuardRefuse refuses the push,
+	// naming the paths; hook.GuardSkip lets it land and leaves the
+	// worktree as it was (push-to-checkout), the reason logged.
 	WorktreeGuard string
 	// TempDir holds each push's record of landed refs; it is emptied at
 	// start.
@@ -93,15 +95,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig refreshes a repository older than a minute before a
-// fetch, giving up after 30 s; runs at most 32 git processes, 4 per
-// polecat, a request over waiting 10 s; ends requests idle for a minute;
-// takes pushes up to 64 MiB, and into a host worktree a checkout of up to
-// 1 GiB in 250,000 files and directories (three times the Linux kernel's
-// tree) that changes nothing host processes run or follow there (refused
-// otherwise); reconciles with origin every 5 minutes.
-// Town, HooksDir, TempDir, Upstream, Branches, Polecats and KnownPolecats
-// have no default.
+// DefaultConfig refreshes a repository a minute old before a fetch (30 s
+// at most); runs 32 git processes, 4 per polecat, a request over waiting
+// 10 s; ends requests idle a minute; takes pushes up to 64 MiB, and into a
+// host worktree a checkout of 1 GiB in 250,000 entries (three times the
+// Linux kernel's tree) that changes nothing host processes run or follow;
+// reconciles every 5 minutes. Town, HooksDir, TempDir, Upstream,
+// Branches, Polecats and KnownPolecats have no default.
 func DefaultConfig() Config {
 	return Config{
 		RefreshAge:             time.Minute,      // negative: never refresh

@@ -200,16 +200,9 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 }
 
 // receive runs receive-pack with hostd's hooks and the identity, then
-// queues what landed for upstream.
-//
-// A branch Gas Town checked out in the polecat's host worktree
-// (<town>/<rig>/polecats/<name>/<rig>, a linked worktree of .repo.git) is
-// updated there too (receive.denyCurrentBranch=updateInstead), so that a
-// relayed 'gt done', which reads git state in that worktree, sees the
-// container's commits. The pre-receive hook first refuses a push whose
-// checkout there would be over git.max_checkout_size or
-// git.max_checkout_files; git then refuses one into a worktree with
-// changes of its own, and loses none of them.
+// queues what landed for upstream. A branch checked out in the polecat's
+// host worktree is updated there too (updateInstead), for a relayed 'gt
+// done' there to see the container's commits (docs/protocol.md, "Git").
 func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
 	landed, err := os.CreateTemp(s.cfg.TempDir, "landed-*")
 	if err != nil {

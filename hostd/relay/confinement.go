@@ -11,28 +11,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 )
 
-// policy is what a relayed command of the polecat at p, and every
-// process it starts, may touch (docs/security.md lists each grant and
-// why). Nothing it may write can steer a process that runs unconfined
-// later (Gas Town's own, hostd's git): no symlink, fifo or socket is made
-// anywhere, and of the places those processes read for where to go or
-// what to run, none is writable (the beads' redirect, configuration and
-// hooks, the repository, ~/.gt but its two logs).
-//   - read and run: the system's programs and libraries, and the
-//     relayed binaries and PATH's directories (by their real paths);
-//   - read: the town, except <town>/.runtime (the CA's key, hostd's state,
-//     every polecat's data), .dolt-data (every rig's database) and other
-//     polecats' directories, whose names alone may be listed;
-//   - read, and write but for its worktree's .git and .beads: the
-//     polecat's own directory (its worktree);
-//   - write, existing files only: what bd keeps in its rig's beads and
-//     the town's (mail), gt's two logs in ~/.gt;
-//   - write: the few Gas Town directories gt keeps its running state in
-//     (heartbeats, nudge queue, locks, logs, events), bd's circuit
-//     breaker (/tmp/beads-circuit) and a temporary directory of the
-//     polecat's own;
-//   - connect over TCP: the town's Dolt server's port alone;
-//   - nothing is run from the town, the worktree, the beads or HOME.
+// policy is what a relayed command of the polecat at p, and every process
+// it starts, may touch: read and run the system's and the relayed
+// binaries; read the town but .runtime, .dolt-data and other polecats';
+// write its own directory but its worktree's .git and .beads, bd's
+// existing files, gt's running state and its own temporary directory;
+// connect to the Dolt port alone. Nothing it writes can steer a process
+// run unconfined later; docs/security.md ("a grammar mistake") says why.
 func (s *Service) policy(p gastown.Place, tmp string) confine.Policy {
 	rules := confine.System()
 	for _, d := range s.binDirs {
@@ -103,10 +88,10 @@ func beadsFiles(dir string) []string {
 // ownEntries is what a relayed command may write of the polecat's own
 // directory: every entry in it and in its worktree but the worktree's
 // .git and .beads, which steer git and bd (and Gas Town's own processes
-// run there unconfined), and which locate checks instead. New entries
-// cannot be made at the top of either (a rule covers what exists). A
-// symlink is left out: the kernel would give its rule to what it points
-// at, and the polecat chooses that (by a push, or its data).
+// run there unconfined), and which gastown.Locate checks instead. New
+// entries cannot be made at the top of either (a rule covers what
+// exists). A symlink is left out: the kernel would give its rule to what
+// it points at, and the polecat chooses that (by a push, or its data).
 func ownEntries(p gastown.Place) []string {
 	var out []string
 	add := func(dir string, skip ...string) {

@@ -10,20 +10,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/git/worktree"
 )
 
-// checkCheckouts refuses the push when one of updates is to a branch
-// checked out in a worktree of the repository (Gas Town's
-// <town>/<rig>/polecats/<name>/<rig> is one of .repo.git), where git would
-// write its new tree once this hook accepts, and that tree is over the
-// bounds hostd passed (max_push_size bounds only the compressed pack: a
-// 64 MiB pack of zeros checks out to some 64 GiB) or would change what
-// host processes run or follow there (see guard). With
-// git.worktree_guard=skip the latter lands instead, recorded for
-// push-to-checkout to leave the worktree as it is; and a worktree that
-// cannot take a push at all (the host's own changes) is refused here, in
-// git's words, since push-to-checkout's refusal would reach the polecat
-// only as "push-to-checkout hook declined". Refs checked out nowhere, and
-// deletions (git refuses to delete a checked-out branch), are not listed.
-// It returns the exit status.
+// checkCheckouts refuses the push when a branch it updates is checked out
+// in a worktree of the repository (a polecat's host worktree), where git
+// writes its new tree, and that tree is over the bounds hostd passed or
+// would change what host processes run or follow there; with
+// git.worktree_guard=skip the latter lands, recorded for push-to-checkout.
+// It returns the exit status. docs/security.md ("Other polecats' branches,
+// and main") says why each check.
 func checkCheckouts(updates []update, stderr io.Writer) int {
 	gitDir := os.Getenv("GIT_DIR") // the hook runs in the repository, and git sets it
 	if gitDir == "" {
@@ -40,7 +33,7 @@ func checkCheckouts(updates []update, stderr io.Writer) int {
 	for _, u := range updates {
 		wts := checked[u.ref]
 		if len(wts) == 0 || strings.Trim(u.newID, "0") == "" {
-			continue
+			continue // checked out nowhere, or deleted, which git refuses for a checked-out branch
 		}
 		if bounds == nil {
 			b, err := checkoutBoundsFromEnv()

@@ -14,16 +14,12 @@ import (
 // git.worktree_guard=skip; see RunPushToCheckout.
 const PushToCheckout = "push-to-checkout"
 
-// RunPushToCheckout is the push-to-checkout hook (git.worktree_guard=skip):
-// git gives it the pushed commit, the worktree's administrative directory
-// (GIT_DIR) and directory (GIT_WORK_TREE), and moves the branch once it
-// exits 0. It refuses, as git's own update does and with git's words, a
-// worktree whose files or index differ from its HEAD (or from the tree
-// hostd left it at, see worktree.MarkBehind). Then, if the pre-receive hook
-// recorded the commit as one to skip in this worktree, it leaves the
-// worktree as it is and records it as behind; else it checks the commit
-// out there as git would (read-tree -u -m) and forgets that it was
-// behind. Without the pre-receive hook's records it refuses. It returns
+// RunPushToCheckout is the push-to-checkout hook (git.worktree_guard=skip),
+// run by git with the pushed commit, GIT_DIR and GIT_WORK_TREE; git moves
+// the branch once it exits 0. It refuses a worktree that cannot take the
+// push, in git's words (worktree.Ready); leaves one the pre-receive hook
+// recorded as skipped as it is, marked behind; and updates any other as
+// git would. Without the pre-receive hook's records it refuses. It returns
 // the exit status.
 func RunPushToCheckout(args []string, stderr io.Writer) int {
 	wt := worktree.Worktree{Admin: os.Getenv("GIT_DIR"), Dir: os.Getenv("GIT_WORK_TREE")}

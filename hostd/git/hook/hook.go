@@ -70,14 +70,11 @@ const (
 const worktreeGuardSetting = "git.worktree_guard"
 
 // RunPreReceive is the pre-receive hook: it refuses the whole push unless
-// every updated ref is one of the pushing polecat's own branches (see
-// BranchPolicy) and none is a symbolic ref (pushing through a symref that
-// points at main would move main), and then unless each of those checked
-// out in a worktree of the repository, which the push would update
-// (receive.denyCurrentBranch=updateInstead), has a tree within the checkout
-// bounds that changes there nothing host processes run or follow (see
-// checkCheckouts). Without an identity or the rig's branch patterns it
-// refuses everything. It returns the exit status.
+// every updated ref is one of the pushing polecat's own branches
+// (branch.Policy) and none is a symbolic ref (a push through one pointing
+// at main would move main), then unless each branch checked out in a host
+// worktree passes checkCheckouts. Without an identity or the rig's branch
+// patterns it refuses everything. It returns the exit status.
 func RunPreReceive(stdin io.Reader, stderr io.Writer) int {
 	id, err := wire.ParseIdentity(os.Getenv(IdentityEnv))
 	if err != nil {

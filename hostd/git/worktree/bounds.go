@@ -114,14 +114,11 @@ func splitNUL(data []byte, atEOF bool) (advance int, token []byte, err error) {
 }
 
 // attributeGrowth is how many times its blobs' sizes git's checkout may
-// write for commit's tree, at worst, because of attributes its
-// .gitattributes files name (in any form: set, unset, in a macro, even in
-// a comment, which only overcounts), and those attributes. ident turns a
-// 4-byte "$Id$" into "$Id: <object id> $" (47 bytes, 71 in a SHA-256
-// repository), eol=crlf (and the older crlf) a 1-byte newline into 2
-// bytes, and working-tree-encoding re-encodes the result, UTF-8 to UTF-32
-// at most 4 bytes a byte. Filter drivers are not counted: a tree can only
-// name those the host's configuration defines.
+// write for commit's tree at worst, for the attributes its .gitattributes
+// name in any form (a mere mention overcounts), and those attributes:
+// ident 18 times, crlf 2, working-tree-encoding 4 times either. Filter
+// drivers are not counted: a tree names only those the host defines.
+// docs/security.md ("Other polecats' branches, and main") says why.
 func attributeGrowth(commit string) (int64, []string, error) {
 	var words []string
 	for _, w := range []string{"ident", "crlf", "working-tree-encoding"} {

@@ -9,16 +9,11 @@ import (
 )
 
 // foldPath is path as a case-insensitive, normalization-insensitive file
-// system sees it, for comparing the names a pushed tree holds with the
-// ones host processes open: macOS's HFS+ and APFS (as an operator's Mac
-// usually runs them) take .Beads, .BEADS, ".bea\u200cds" and ".beadſ"
-// for .beads. It drops the code points HFS+ ignores in names (the list
-// git's own is_hfs_dotgit uses), decomposes canonically (NFD, which HFS+
-// stores and APFS compares by), and folds case rune by rune to the
-// lower case of its fold orbit's smallest member (so ſ and K, the Kelvin
-// sign, fold as s and k do). Bytes that are not UTF-8 are kept as they
-// are. Two names that fold alike may be one file on the host; two that
-// do not are never one.
+// system (macOS's HFS+ and APFS) sees it: the code points HFS+ ignores
+// dropped, decomposed (NFD), each rune folded to one for its whole case
+// orbit, bytes that are not UTF-8 kept. Two names that fold alike may be
+// one file on the host; two that do not are never one. docs/security.md
+// ("Other polecats' branches, and main") says why each step.
 func foldPath(path string) string {
 	ascii := true
 	for i := 0; i < len(path); i++ {

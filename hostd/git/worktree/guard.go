@@ -23,15 +23,12 @@ const (
 )
 
 // A Guard judges one pushed commit against the host worktrees where its
-// branch is checked out, where git's checkout (updateInstead) would write
-// it: no path under a guarded directory (bd's .beads, Gas Town's
-// .githooks, the worktree's core.hooksPath when it is inside the
-// worktree), nor any of its parents, may be added, changed or removed, and
-// no symlink may resolve outside the worktree unless the worktree already
-// holds it as it is and it resolved outside there too. Paths are compared
-// as a case-insensitive, normalization-insensitive host compares them
-// (foldPath). It is fed the commit's tree entry by entry (visit), then
-// reads its links' targets (finish), then judges each worktree (judge).
+// branch is checked out: nothing under a guarded directory (.beads,
+// .githooks, the worktree's hooks path) nor any of their parents added,
+// changed or removed, no symlink resolving outside that the worktree does
+// not already hold, names compared folded (foldPath; docs/security.md). It
+// is fed the commit's tree entry by entry (Visit), reads its links'
+// targets (Finish), then judges each worktree (Judge).
 type Guard struct {
 	dirs     []guardedDir
 	entries  map[string]indexEntry // the commit's entries under a guarded directory, by path

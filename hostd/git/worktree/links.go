@@ -19,13 +19,11 @@ const (
 )
 
 // linkView is what a tree makes on the host's file system, as far as
-// resolving its symlinks goes: the directories its entries' paths imply
-// and its symlinks with their targets, as a tree of names from its root,
-// each folded (see foldPath) as a case-insensitive host finds it. Files
-// are not kept: a path through a file fails on the host as one through
-// nothing does. Resolution looks up one name at a time in the directory
-// it stands in, so judging a link costs the same for each name of the
-// targets it follows, however deep they reach.
+// resolving its symlinks goes: the directories its paths imply and its
+// symlinks with their targets, a tree of names folded by foldPath (files
+// are not kept: a path through one fails as through nothing). Resolution
+// looks one name up at a time where it stands, so each name of a target
+// costs the same however deep the walk is.
 type linkView struct {
 	root  viewNode
 	steps int       // resolution steps left for the whole tree
@@ -150,16 +148,11 @@ func (v *linkView) target(path string) string {
 
 // escapes says why the symlink at path (one of v's) may resolve outside
 // the tree's root on the host, in words for the pushing polecat, or ""
-// when it resolves inside (or path is no symlink of v's). It resolves
-// lexically from the link's directory, following every link of the tree
-// it meets (a chain a -> b/.., b -> ../..), and refuses what it cannot
-// judge from the tree alone: an absolute target, ".." out of a path the
-// tree holds no directory at (there the host's own files decide, or the
-// host fails), a name that folds alike to a link and a directory, too
-// many links or steps, a target longer than a host takes. It takes one
-// name of a target a step, looked up in the directory the walk stands in
-// (the top of a stack from the root, which ".." pops), so a step costs
-// the same however deep the walk is.
+// when it resolves inside or is none of v's. It resolves lexically, one
+// name a step on a stack of directories that ".." pops, following the
+// tree's links, and refuses what the tree alone cannot settle: an absolute
+// target, ".." out of no directory, a name both a link and a directory,
+// too many links or steps, a target too long (docs/security.md).
 func (v *linkView) escapes(path string) string {
 	start, walk := v.find(path, v.walk[:0])
 	defer func() { v.walk = walk[:0] }()

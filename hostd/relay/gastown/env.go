@@ -8,26 +8,12 @@ import (
 )
 
 // PolecatEnv is the environment Gas Town gives a host polecat session of
-// id in town, computed from the identity in the certificate and the town,
-// so that a relayed command behaves as it would in that session; plus
-// GT_PROXY_IDENTITY. getenv stands for the environment of the gt process
-// that starts a session, which Gas Town reads for the Dolt server: here,
-// the relay's base (relay.env).
-//
-// It mirrors Gas Town's internal/config/env.go (AgentEnv for role
-// "polecat" with the town root and the session name, as
-// internal/polecat/session_manager.go's SessionManager.Start calls it) and
-// the variables Start adds: GT_POLECAT_PATH, GT_TOWN_ROOT, POLECAT_SLOT.
-// Left out are the variables that describe the agent process or one
-// session start, which the certificate and the town do not tell:
-// CLAUDE_CONFIG_DIR, CLAUDE_CODE_EFFORT_LEVEL, GT_AGENT, GT_PROCESS_NAMES,
-// GT_SESSION_ID_ENV and the agent's own env (from its runtime config; of
-// the relayed commands gt handoff reads GT_AGENT and GT_PROCESS_NAMES, gt
-// prime GT_SESSION_ID_ENV), GT_RUN (a telemetry id per session start),
-// GT_BRANCH (the branch when the session started, which gt done reads only
-// when its working directory is gone), the OTEL_* set (only with
-// GT_OTEL_METRICS_URL in Gas Town's environment) and the cloud credentials
-// Gas Town copies from its own environment (relay.env passes those).
+// id in town (its AgentEnv for a polecat, and what SessionManager.Start
+// adds), from the certificate's identity and the town, plus
+// GT_PROXY_IDENTITY, so that a relayed command behaves as in that session.
+// getenv stands for the environment of the gt that starts a session (the
+// Dolt server's host and port), here the relay's base (relay.env).
+// docs/security.md lists what it leaves out, and why.
 func PolecatEnv(id wire.Identity, town string, getenv func(string) string) []string {
 	role := id.Rig + "/polecats/" + id.Name
 	env := []string{

@@ -28,17 +28,10 @@ func worktree(town string, id wire.Identity) string {
 
 // workDir is where a relayed command of id runs, as a host polecat's gt
 // and bd run in its worktree: the worktree when it is a directory, else
-// the rig's directory <town>/<rig> when that is one, else the town.
-//
-// Each path component below the town is checked with Lstat and must be a
-// directory itself, not a symlink to one, so a symlink anywhere between
-// the town and the worktree (the data channel can make links inside
-// <town>/<rig>/polecats/<name>, the polecat's default data root) cannot
-// send the command elsewhere: the walk stops there and the command runs in
-// a fallback. The town is the operator's own setting and is taken as it
-// is. The check and the command's chdir are two steps: a directory
-// replaced by a link in the microseconds between them would be followed,
-// and the data channel only makes links that stay inside the data root.
+// the rig's directory <town>/<rig> when that is one, else the town. Each
+// component below the town must be a directory, not a link to one, so a
+// link the polecat made cannot send the command elsewhere
+// (docs/security.md, "The host, through the relay").
 func workDir(town string, id wire.Identity) string {
 	dir, depth := town, 0
 	for _, c := range []string{id.Rig, "polecats", id.Name, id.Rig} {

@@ -7,16 +7,11 @@ import (
 )
 
 // The argument grammar: every relayed subcommand's flags and positional
-// arguments, written down from the pinned gt's and bd's --help
-// (grammar_gt.go, grammar_bd.go; TestGrammarMatchesHelp holds them to the
-// binaries). A command line is parsed as cobra and pflag parse it: the
-// subcommand path first, then flags anywhere ('--name value',
-// '--name=value', '-n value', '-nvalue', '-abc' clusters) until '--'.
-// Anything not in the grammar is refused: an unknown subcommand or flag,
-// a subcommand or flag that names a file on the host or changes what
-// hostd decides, a positional argument where the subcommand takes none,
-// a path where it takes names. Where a flag reads a file, only '-' (the
-// relay's stdin) is accepted.
+// arguments, from the pinned gt's and bd's --help (grammar_gt.go,
+// grammar_bd.go; TestGrammarMatchesHelp holds them to the binaries), a
+// line parsed as cobra and pflag parse it. Anything not in it is refused,
+// and a flag that reads a file takes only '-', the relay's stdin
+// (docs/security.md, "The host, through the relay").
 
 // argRule is what positional arguments a command takes.
 type argRule uint8

@@ -1,20 +1,12 @@
 package grammar
 
-// bdGrammar is bd v1.0.0's relayable subcommands (DefaultAllow's, under
-// each their whole tree), from its --help; TestGrammarMatchesHelp holds it
-// to the binary. Refused: the flags that name a host path (--db,
-// --repo, -f/--file, --graph, -o/--output), read a file other than stdin
-// (--body-file and --design-file take only '-'; --metadata no '@file'),
-// write a file on the host (--profile, doctor's --perf), set the identity
-// (--actor; merge-slot's --holder, without which bd takes BD_ACTOR) or
-// Dolt's commit policy (--dolt-auto-commit), and doctor's repairs; bd
-// doctor takes no path. Of bd mol and bd formula, refused are what writes
-// a formula file (distill, convert), cooks a formula found by a name bd
-// resolves as a path (bond, pour, seed, wisp) or deletes beads (burn, and
-// squash, which deletes the ephemeral children of any molecule named, by
-// default; Gas Town's polecats squash with gt mol squash); bd formula show
-// takes a name, not a path. bd create is relayed as 'new' too when
-// relay.allow lists it.
+// bdGrammar is bd v1.0.0's relayable subcommands (DefaultAllow's, each
+// with its whole tree), from its --help; TestGrammarMatchesHelp holds it to
+// the binary. Refused, each with its reason: the flags that name a host
+// path, read a file but stdin, write one, set the identity or Dolt's commit
+// policy; doctor's repairs; what writes, cooks or deletes formulas and
+// beads. create is relayed as 'new' too when relay.allow lists it;
+// docs/security.md names each refusal and why.
 var bdGrammar = newGrammar("bd",
 	"--actor=!identity --db=!path --dolt-auto-commit=!setting --json --profile!write --readonly --sandbox -q,--quiet -v,--verbose",
 	[]cmdSpec{

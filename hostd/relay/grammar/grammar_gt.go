@@ -1,15 +1,11 @@
 package grammar
 
-// gtGrammar is gt v1.0.1's relayable subcommands (DefaultAllow's, under
-// each their whole tree), from its --help; TestGrammarMatchesHelp holds
-// it to the binary. gt has no global flags and none of these names a
-// path; refused are the flags that choose whose mail is read or sent or
-// whose cost is recorded (--identity, --address, --from on send,
-// --session on costs record): hostd sets the identity; and the
-// subcommands that run the town's Dolt server (all of gt dolt but
-// status), rewrite its cost log (gt costs digest) or answer escalations
-// (gt escalate ack, close, and stale, which re-escalates every stale one
-// in the town: the mayor's and the deacon's work).
+// gtGrammar is gt v1.0.1's relayable subcommands (DefaultAllow's, each
+// with its whole tree), from its --help; TestGrammarMatchesHelp holds it
+// to the binary. gt has no global flags and none of these names a path.
+// Refused, each with its reason: the flags that choose whose mail or cost
+// it is (hostd sets the identity), and the subcommands that run the Dolt
+// server, rewrite the cost log or answer escalations (docs/security.md).
 var gtGrammar = newGrammar("gt", "", []cmdSpec{
 	{"convoy", none, "-i,--interactive"},
 	{"convoy add", text, ""},
