@@ -27,9 +27,10 @@ type Place struct {
 	// Beads is the rig's beads directory (<town>/<rig>/.beads, or where
 	// its redirect leads inside the rig), "" when the rig has none.
 	Beads string
-	// Repo is the rig's bare repository, Gitdir the worktree's own
+	// Repo is the rig's bare repository, gitdir the worktree's own
 	// directory inside it ("" when it cannot be told).
-	Repo, Gitdir string
+	Repo   string
+	gitdir string
 }
 
 // Locate finds id's place in town, refusing a worktree whose files that
@@ -60,7 +61,7 @@ func Locate(town string, id wire.Identity) (Place, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Gitdir = gitdir
+	p.gitdir = gitdir
 	return p, nil
 }
 

@@ -94,7 +94,7 @@ func TestLocate(t *testing.T) {
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("got %v, want a refusal with %q", err, c.want)
 			case c.want == "":
-				if p.Worktree != wt || p.Dir != wt || p.Beads != filepath.Join(town, "gastown", ".beads") || p.Gitdir != gitdir {
+				if p.Worktree != wt || p.Dir != wt || p.Beads != filepath.Join(town, "gastown", ".beads") || p.gitdir != gitdir {
 					t.Errorf("located %+v", p)
 				}
 			}
