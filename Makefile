@@ -124,7 +124,7 @@ gastown-tools: ## build Gas Town's gt, bd and dolt from the Go module proxy into
 		echo "gastown-tools: ready in $$(( $$(date +%s) - start ))s"
 
 e2e-gastown: gastown-tools ## the Gas Town suite (root, Docker): the relay's grammar held to the real gt's and bd's --help, their relay's containment in a town gt made, and a host polecat beside one in a container started through hostd run
-	GASTOWN_TOOLS=$(GASTOWN_TOOLS) $(GO) test -count=1 -timeout 5m -run '^TestGrammarMatchesHelp$$' ./hostd/relay
+	GASTOWN_TOOLS=$(GASTOWN_TOOLS) $(GO) test -count=1 -timeout 5m -run '^TestGrammarMatchesHelp$$' ./hostd/relay/grammar
 	GASTOWN_TOOLS=$(GASTOWN_TOOLS) $(GO) test -count=1 -timeout 10m -run '^TestRelayGasTown' ./hostd/e2e
 	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
 	CGO_ENABLED=0 $(GO) test -tags e2e,gastown -c -o $(BIN)/e2e-gastown.test ./images/e2e

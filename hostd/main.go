@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/polecat-sidecar/sidecar/hostd/cli"
-	"github.com/polecat-sidecar/sidecar/hostd/git"
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 )
 
@@ -18,12 +18,12 @@ var version = "dev"
 func main() {
 	// hostd is also the git hooks it installs for receive-pack.
 	switch filepath.Base(os.Args[0]) {
-	case git.PreReceive:
-		os.Exit(git.RunPreReceive(os.Stdin, os.Stderr))
-	case git.PostReceive:
-		os.Exit(git.RunPostReceive(os.Stdin))
-	case git.PushToCheckout:
-		os.Exit(git.RunPushToCheckout(os.Args[1:], os.Stderr))
+	case hook.PreReceive:
+		os.Exit(hook.RunPreReceive(os.Stdin, os.Stderr))
+	case hook.PostReceive:
+		os.Exit(hook.RunPostReceive(os.Stdin))
+	case hook.PushToCheckout:
+		os.Exit(hook.RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
 	root := cli.NewRoot(version)
 	os.Exit(exit.Code(root.Execute(), "hostd", root.ErrOrStderr()))

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
 )
 
 // TestMain lets the test binary be hostd's git hooks, as hostd is (New
@@ -11,12 +13,12 @@ import (
 // Service runs the real hooks.
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
-	case PreReceive:
-		os.Exit(RunPreReceive(os.Stdin, os.Stderr))
-	case PostReceive:
-		os.Exit(RunPostReceive(os.Stdin))
-	case PushToCheckout:
-		os.Exit(RunPushToCheckout(os.Args[1:], os.Stderr))
+	case hook.PreReceive:
+		os.Exit(hook.RunPreReceive(os.Stdin, os.Stderr))
+	case hook.PostReceive:
+		os.Exit(hook.RunPostReceive(os.Stdin))
+	case hook.PushToCheckout:
+		os.Exit(hook.RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/git/branch"
 )
 
 // How old a quarantine or temporary pack must be before it is removed: git
@@ -69,7 +71,7 @@ func (s *Service) reconcileRig(ctx context.Context, rig, repo string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	policy, err := ParseBranchPatterns(patterns)
+	policy, err := branch.ParsePatterns(patterns)
 	if err != nil {
 		return 0, err
 	}

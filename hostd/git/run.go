@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/git/internal/limited"
 )
 
 // run runs git in its own process group, streaming stdin and stdout. If
@@ -41,7 +43,7 @@ func (s *Service) run(ctx context.Context, env []string, stdin io.Reader, w http
 	cmd.Stdin = stdin
 	cmd.Stdout = pw
 	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	cmd.Stderr = &limited.Writer{W: &stderr, N: 4096}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
@@ -95,19 +97,4 @@ func (f flushWriter) Write(p []byte) (int, error) {
 		err = f.rc.Flush()
 	}
 	return n, err
-}
-
-// limitedWriter keeps the first n bytes and drops the rest.
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		_, _ = l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
 }

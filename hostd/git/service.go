@@ -1,11 +1,13 @@
 // Package git serves a rig's bare repository (<town>/<rig>/.repo.git) to
 // its polecats over their tunnels: a standard http.Server speaking git's
 // smart HTTP protocol on git streams, running git upload-pack and
-// receive-pack. Push policy is enforced inside git by hostd's own
-// pre-receive hook; landed branches are handed to the upstream queue
-// (hostd/upstream, behind the Upstream interface declared here), and
-// fetches refresh the repository from origin through hostd/upstream's
-// Refresher when it is stale.
+// receive-pack within per-polecat process limits. Push policy is enforced
+// inside git by hostd's own hooks (hostd/git/hook), which the service
+// installs and gives the rig's branch patterns and known polecats; landed
+// branches are handed to the upstream queue (hostd/upstream, behind the
+// Upstream interface declared here), fetches refresh the repository from
+// origin through hostd/upstream's Refresher when it is stale, and each
+// rig is reconciled with origin on a schedule.
 package git
 
 import (
@@ -21,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/git/branch"
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
 	"github.com/polecat-sidecar/sidecar/hostd/upstream"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -44,7 +48,7 @@ type Config struct {
 	// RefreshTimeout bounds one refresh; on timeout what is there is served.
 	RefreshTimeout time.Duration
 	// Branches maps a rig to its polecats' branch patterns (see
-	// ParseBranchPatterns); rigs not listed use DefaultBranchPatterns.
+	// branch.ParsePatterns); rigs not listed use branch.DefaultPatterns.
 	Branches map[string][]string
 	// Polecats maps a rig to polecat names known beside those hostd issued
 	// certificates to (Gas Town's name pool, say).
@@ -76,9 +80,9 @@ type Config struct {
 	// WorktreeGuard is what a push gets whose checkout in a host worktree
 	// would change what host processes run or follow there: a symlink
 	// resolving outside the worktree, anything under .beads, .githooks or
-	// the worktree's core.hooksPath. GuardRefuse refuses the push, naming
-	// the paths; GuardSkip lets it land and leaves the worktree as it was
-	// (push-to-checkout), the reason logged.
+	// the worktree's core.hooksPath. hook.GuardRefuse refuses the push,
+	// naming the paths; hook.GuardSkip lets it land and leaves the
+	// worktree as it was (push-to-checkout), the reason logged.
 	WorktreeGuard string
 	// TempDir holds each push's record of landed refs; it is emptied at
 	// start.
@@ -91,15 +95,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig refreshes a repository older than a minute before a
-// fetch, giving up after 30 s; runs at most 32 git processes, 4 per
-// polecat, a request over waiting 10 s; ends requests idle for a minute;
-// takes pushes up to 64 MiB, and into a host worktree a checkout of up to
-// 1 GiB in 250,000 files and directories (three times the Linux kernel's
-// tree) that changes nothing host processes run or follow there (refused
-// otherwise); reconciles with origin every 5 minutes.
-// Town, HooksDir, TempDir, Upstream, Branches, Polecats and KnownPolecats
-// have no default.
+// DefaultConfig refreshes a repository a minute old before a fetch (30 s
+// at most); runs 32 git processes, 4 per polecat, a request over waiting
+// 10 s; ends requests idle a minute; takes pushes up to 64 MiB, and into a
+// host worktree a checkout of 1 GiB in 250,000 entries (three times the
+// Linux kernel's tree) that changes nothing host processes run or follow;
+// reconciles every 5 minutes. Town, HooksDir, TempDir, Upstream,
+// Branches, Polecats and KnownPolecats have no default.
 func DefaultConfig() Config {
 	return Config{
 		RefreshAge:             time.Minute,      // negative: never refresh
@@ -111,7 +113,7 @@ func DefaultConfig() Config {
 		MaxPushSize:            64 << 20,         // at least 1
 		MaxCheckoutSize:        1 << 30,          // at least 1
 		MaxCheckoutFiles:       250_000,          // at least 1
-		WorktreeGuard:          GuardRefuse,      // or GuardSkip
+		WorktreeGuard:          hook.GuardRefuse, // or hook.GuardSkip
 		Reconcile:              5 * time.Minute,  // negative: never reconcile
 		Logger:                 slog.Default(),
 	}
@@ -137,11 +139,11 @@ func (c Config) Validate() error {
 		settings.Positive("MaxCheckoutSize", c.MaxCheckoutSize),
 		settings.Positive("MaxCheckoutFiles", c.MaxCheckoutFiles),
 	}
-	if c.WorktreeGuard != GuardRefuse && c.WorktreeGuard != GuardSkip {
-		errs = append(errs, settings.Invalid("WorktreeGuard", c.WorktreeGuard, fmt.Errorf("it must be %s or %s", GuardRefuse, GuardSkip)))
+	if c.WorktreeGuard != hook.GuardRefuse && c.WorktreeGuard != hook.GuardSkip {
+		errs = append(errs, settings.Invalid("WorktreeGuard", c.WorktreeGuard, fmt.Errorf("it must be %s or %s", hook.GuardRefuse, hook.GuardSkip)))
 	}
 	for rig, list := range c.Branches {
-		if _, err := ParseBranchPatterns(list); err != nil {
+		if _, err := branch.ParsePatterns(list); err != nil {
 			errs = append(errs, settings.Invalid("Branches."+rig, list, err))
 		}
 	}
@@ -182,14 +184,14 @@ type Service struct {
 type idKey struct{}
 
 // New prepares the hooks directory (pre-receive, post-receive and, with
-// GuardSkip, push-to-checkout as links to this hostd binary) and the
+// hook.GuardSkip, push-to-checkout as links to this hostd binary) and the
 // service; zero Config fields take DefaultConfig's.
 func New(cfg Config) (*Service, error) {
 	settings.FillZero(&cfg, DefaultConfig())
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
-	if err := installHooks(cfg.HooksDir, cfg.WorktreeGuard == GuardSkip); err != nil {
+	if err := installHooks(cfg.HooksDir, cfg.WorktreeGuard == hook.GuardSkip); err != nil {
 		return nil, err
 	}
 	if err := resetDir(cfg.TempDir); err != nil {
@@ -212,12 +214,12 @@ func installHooks(dir string, skip bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating git hooks directory: %w", err)
 	}
-	for _, h := range []string{PreReceive, PostReceive, PushToCheckout} {
+	for _, h := range []string{hook.PreReceive, hook.PostReceive, hook.PushToCheckout} {
 		p := filepath.Join(dir, h)
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("replacing git %s hook: %w", h, err)
 		}
-		if h == PushToCheckout && !skip {
+		if h == hook.PushToCheckout && !skip {
 			continue
 		}
 		if err := os.Symlink(self, p); err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/git/hook"
+	"github.com/polecat-sidecar/sidecar/hostd/git/internal/limited"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -104,12 +106,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, id wire.Identity
 // logGuard counts and logs, rate-limited per polecat, what the pre-receive
 // hook recorded at path that the host worktree guard refused or skipped.
 func (s *Service) logGuard(id wire.Identity, rig, path string) {
-	recs, err := readRecords(path)
+	recs, err := hook.ReadRecords(path)
 	if err != nil {
 		s.log.Warn("reading what the host worktree guard did", "polecat", id, "rig", rig, "err", err)
 	}
 	for _, r := range recs {
-		if r.Action != GuardRefuse && r.Action != GuardSkip {
+		if r.Action != hook.GuardRefuse && r.Action != hook.GuardSkip {
 			continue // not the hook's: labels come from a fixed set
 		}
 		s.metrics.guard.WithLabelValues(r.Action).Inc()
@@ -118,11 +120,11 @@ func (s *Service) logGuard(id wire.Identity, rig, path string) {
 			continue
 		}
 		msg := "push refused: it would change what host processes run or follow in a host worktree"
-		if r.Action == GuardSkip {
+		if r.Action == hook.GuardSkip {
 			msg = "push landed without updating its host worktree, where it would change what host processes run or follow"
 		}
 		s.log.Warn(msg, "polecat", id, "rig", rig, "ref", r.Ref, "commit", r.Commit, "worktree", r.Worktree,
-			"paths", r.Paths, "more_paths", r.More, "setting", worktreeGuardSetting+"="+r.Action, "lines_not_logged", held)
+			"paths", r.Paths, "more_paths", r.More, "setting", "git.worktree_guard="+r.Action, "lines_not_logged", held)
 	}
 }
 
@@ -140,15 +142,8 @@ func protocolEnv(h string) ([]string, error) {
 	case "version=1", "version=2":
 		return []string{"GIT_PROTOCOL=" + h}, nil
 	default:
-		return nil, fmt.Errorf("unsupported Git-Protocol header %q (want version=1 or version=2)", truncate(h))
+		return nil, fmt.Errorf("unsupported Git-Protocol header %q (want version=1 or version=2)", limited.Truncate(h))
 	}
-}
-
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }
 
 // requestBody undoes Content-Encoding (git gzips fetch requests over
@@ -165,7 +160,7 @@ func requestBody(r *http.Request) (body io.ReadCloser, gzipped bool, err error) 
 		}
 		return gz, true, nil
 	default:
-		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", truncate(enc))
+		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", limited.Truncate(enc))
 	}
 }
 
@@ -205,16 +200,9 @@ func (s *Service) advertise(w http.ResponseWriter, r *http.Request, repo, servic
 }
 
 // receive runs receive-pack with hostd's hooks and the identity, then
-// queues what landed for upstream.
-//
-// A branch Gas Town checked out in the polecat's host worktree
-// (<town>/<rig>/polecats/<name>/<rig>, a linked worktree of .repo.git) is
-// updated there too (receive.denyCurrentBranch=updateInstead), so that a
-// relayed 'gt done', which reads git state in that worktree, sees the
-// container's commits. The pre-receive hook first refuses a push whose
-// checkout there would be over git.max_checkout_size or
-// git.max_checkout_files; git then refuses one into a worktree with
-// changes of its own, and loses none of them.
+// queues what landed for upstream. A branch checked out in the polecat's
+// host worktree is updated there too (updateInstead), for a relayed 'gt
+// done' there to see the container's commits (docs/protocol.md, "Git").
 func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Reader, repo, rig string, id wire.Identity, env []string) error {
 	landed, err := os.CreateTemp(s.cfg.TempDir, "landed-*")
 	if err != nil {
@@ -229,9 +217,9 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, body io.Re
 	if err != nil {
 		return err
 	}
-	env = append(env, IdentityEnv+"="+id.String(), LandedEnv+"="+landed.Name(), LimitEnv+"="+limit,
-		fmt.Sprintf("%s=%d", MaxCheckoutSizeEnv, s.cfg.MaxCheckoutSize), fmt.Sprintf("%s=%d", MaxCheckoutFilesEnv, s.cfg.MaxCheckoutFiles),
-		WorktreeGuardEnv+"="+s.cfg.WorktreeGuard, WorktreeRecordEnv+"="+record)
+	env = append(env, hook.IdentityEnv+"="+id.String(), hook.LandedEnv+"="+landed.Name(), hook.LimitEnv+"="+limit,
+		fmt.Sprintf("%s=%d", hook.MaxCheckoutSizeEnv, s.cfg.MaxCheckoutSize), fmt.Sprintf("%s=%d", hook.MaxCheckoutFilesEnv, s.cfg.MaxCheckoutFiles),
+		hook.WorktreeGuardEnv+"="+s.cfg.WorktreeGuard, hook.WorktreeRecordEnv+"="+record)
 	env = append(env, penv...)
 	err = s.run(ctx, env, body, w, receivePack(repo, s.cfg.HooksDir, s.cfg.MaxPushSize)...)
 	if b, rerr := os.ReadFile(limit); rerr == nil {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/hostd/relay/internal/fixture"
 )
 
 // TestResolveRefusesTheShim: New refuses a gt or bd that is this project's
@@ -30,7 +32,7 @@ func TestResolveRefusesTheShim(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := t.TempDir() // the host's gt and bd: a script, and another module's Go program
-	writeFile(t, host, "gt", "#!/bin/sh\necho host gt\n")
+	fixture.WriteFile(t, host, "gt", "#!/bin/sh\necho host gt\n")
 	if err := os.Chmod(filepath.Join(host, "gt"), 0o755); err != nil {
 		t.Fatal(err)
 	}

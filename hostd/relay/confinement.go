@@ -8,31 +8,17 @@ import (
 	"syscall"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 )
 
-// policy is what a relayed command of the polecat at p, and every
-// process it starts, may touch (docs/security.md lists each grant and
-// why). Nothing it may write can steer a process that runs unconfined
-// later (Gas Town's own, hostd's git): no symlink, fifo or socket is made
-// anywhere, and of the places those processes read for where to go or
-// what to run, none is writable (the beads' redirect, configuration and
-// hooks, the repository, ~/.gt but its two logs).
-//   - read and run: the system's programs and libraries, and the
-//     relayed binaries and PATH's directories (by their real paths);
-//   - read: the town, except <town>/.runtime (the CA's key, hostd's state,
-//     every polecat's data), .dolt-data (every rig's database) and other
-//     polecats' directories, whose names alone may be listed;
-//   - read, and write but for its worktree's .git and .beads: the
-//     polecat's own directory (its worktree);
-//   - write, existing files only: what bd keeps in its rig's beads and
-//     the town's (mail), gt's two logs in ~/.gt;
-//   - write: the few Gas Town directories gt keeps its running state in
-//     (heartbeats, nudge queue, locks, logs, events), bd's circuit
-//     breaker (/tmp/beads-circuit) and a temporary directory of the
-//     polecat's own;
-//   - connect over TCP: the town's Dolt server's port alone;
-//   - nothing is run from the town, the worktree, the beads or HOME.
-func (s *Service) policy(p place, tmp string) confine.Policy {
+// policy is what a relayed command of the polecat at p, and every process
+// it starts, may touch: read and run the system's and the relayed
+// binaries; read the town but .runtime, .dolt-data and other polecats';
+// write its own directory but its worktree's .git and .beads, bd's
+// existing files, gt's running state and its own temporary directory;
+// connect to the Dolt port alone. Nothing it writes can steer a process
+// run unconfined later; docs/security.md ("a grammar mistake") says why.
+func (s *Service) policy(p gastown.Place, tmp string) confine.Policy {
 	rules := confine.System()
 	for _, d := range s.binDirs {
 		rules = append(rules, confine.Rule{Path: d, Access: confine.Read | confine.Exec})
@@ -50,24 +36,24 @@ func (s *Service) policy(p place, tmp string) confine.Policy {
 			}
 		}
 	}
-	if p.polecat != "" {
-		rules = append(rules, confine.Rule{Path: p.polecat, Access: confine.Read})
+	if p.Polecat != "" {
+		rules = append(rules, confine.Rule{Path: p.Polecat, Access: confine.Read})
 	}
 	rw(ownEntries(p)...)
-	rw(beadsFiles(p.beads)...)
-	rw(beadsFiles(filepath.Join(p.town, ".beads"))...)
+	rw(beadsFiles(p.Beads)...)
+	rw(beadsFiles(filepath.Join(p.Town, ".beads"))...)
 	rw(tmp, filepath.Join(s.home, ".gt", "cmd-usage.jsonl"), filepath.Join(s.home, ".gt", "costs.jsonl"))
 	if ownDir(beadsCircuit) {
 		rw(beadsCircuit)
 	}
-	dirs, files := gasTownState(p.town)
+	dirs, files := gasTownState(p.Town)
 	rw(dirs...)
 	rw(files...)
 	if s.dir != "" {
 		rules = append(rules, confine.Rule{Path: filepath.Join(s.dir, "gitconfig"), Access: confine.Read})
 	}
 	var ports []uint16
-	if port := doltPort(p.town, getenv(s.base)); port > 0 && port < 1<<16 {
+	if port := gastown.DoltPort(p.Town, getenv(s.base)); port > 0 && port < 1<<16 {
 		ports = append(ports, uint16(port))
 	}
 	return confine.Policy{Rules: rules, ConnectTCP: ports}
@@ -102,11 +88,11 @@ func beadsFiles(dir string) []string {
 // ownEntries is what a relayed command may write of the polecat's own
 // directory: every entry in it and in its worktree but the worktree's
 // .git and .beads, which steer git and bd (and Gas Town's own processes
-// run there unconfined), and which locate checks instead. New entries
-// cannot be made at the top of either (a rule covers what exists). A
-// symlink is left out: the kernel would give its rule to what it points
-// at, and the polecat chooses that (by a push, or its data).
-func ownEntries(p place) []string {
+// run there unconfined), and which gastown.Locate checks instead. New
+// entries cannot be made at the top of either (a rule covers what
+// exists). A symlink is left out: the kernel would give its rule to what
+// it points at, and the polecat chooses that (by a push, or its data).
+func ownEntries(p gastown.Place) []string {
 	var out []string
 	add := func(dir string, skip ...string) {
 		entries, _ := os.ReadDir(dir)
@@ -116,11 +102,11 @@ func ownEntries(p place) []string {
 			}
 		}
 	}
-	if p.polecat != "" {
-		add(p.polecat, p.worktree)
+	if p.Polecat != "" {
+		add(p.Polecat, p.Worktree)
 	}
-	if p.worktree != "" {
-		add(p.worktree, filepath.Join(p.worktree, ".git"), filepath.Join(p.worktree, ".beads"))
+	if p.Worktree != "" {
+		add(p.Worktree, filepath.Join(p.Worktree, ".git"), filepath.Join(p.Worktree, ".beads"))
 	}
 	return out
 }
@@ -162,15 +148,15 @@ func gasTownState(town string) (dirs, files []string) {
 // .dolt-data, and, in each rig (a directory with polecats/), for each entry but the
 // other polecats' directories; symlinks among them are left out (their
 // rule would be their target's, the whole of it).
-func townReadable(p place) []confine.Rule {
+func townReadable(p gastown.Place) []confine.Rule {
 	var rules []confine.Rule
 	read := func(path string) { rules = append(rules, confine.Rule{Path: path, Access: confine.Read}) }
-	entries, _ := os.ReadDir(p.town)
+	entries, _ := os.ReadDir(p.Town)
 	for _, e := range entries {
-		path := filepath.Join(p.town, e.Name())
+		path := filepath.Join(p.Town, e.Name())
 		switch {
 		case e.Name() == ".runtime", e.Name() == ".dolt-data", e.Type()&os.ModeSymlink != 0:
-		case e.IsDir() && isRealDir(p.town, filepath.Join(path, "polecats")):
+		case e.IsDir() && gastown.IsRealDir(p.Town, filepath.Join(path, "polecats")):
 			rigEntries, _ := os.ReadDir(path)
 			for _, re := range rigEntries {
 				if re.Name() != "polecats" && re.Type()&os.ModeSymlink == 0 {
@@ -204,7 +190,7 @@ func (s *Service) runnableDirs(path []string) []string {
 		}
 		switch {
 		case !filepath.IsAbs(d):
-		case s.cfg.Town != "" && (inside(d, s.cfg.Town) || inside(s.cfg.Town, d)), s.home != "" && inside(d, s.home):
+		case s.cfg.Town != "" && (gastown.Inside(d, s.cfg.Town) || gastown.Inside(s.cfg.Town, d)), s.home != "" && gastown.Inside(d, s.home):
 			s.log.Warn("relay: relayed commands may not read or run everything in this PATH directory: it holds the town or HOME, or lies in the town",
 				"dir", d)
 		default:

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/grammar"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/internal/fixture"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -68,7 +70,7 @@ func relayed(t *testing.T, s *Service, id wire.Identity, argv ...string) (string
 }
 
 // TestConfinementAlone turns the argument grammar off on purpose (a
-// grammar that lets 'bd -c' through, with /bin/sh as bd: any command a
+// check that lets any line through, 'bd -c' with /bin/sh as bd: any command a
 // grammar mistake could make a relayed program run) and shows that the
 // kernel's confinement alone keeps the polecat to its place: the town's
 // CA key, hostd's state, another polecat's directory, another rig's beads
@@ -78,7 +80,7 @@ func TestConfinementAlone(t *testing.T) {
 	if s := confine.Probe(); !s.Available() {
 		t.Skipf("no confinement here (%s): hostd refuses to relay", s)
 	}
-	town, outside := realTempDir(t), realTempDir(t)
+	town, outside := fixture.RealTempDir(t), fixture.RealTempDir(t)
 	own := filepath.Join("gastown", "polecats", "furiosa")
 	for name, data := range map[string]string{
 		".runtime/ca/ca.key":                 "CA PRIVATE KEY\n",
@@ -93,7 +95,7 @@ func TestConfinementAlone(t *testing.T) {
 		own + "/run.sh":                      "#!/bin/sh\necho ran from the town\n",
 		"gastown/polecats/nux/gastown/x.txt": "another polecat of the rig\n",
 	} {
-		writeFile(t, town, name, data)
+		fixture.WriteFile(t, town, name, data)
 	}
 	if err := os.Chmod(filepath.Join(town, own, "run.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -101,20 +103,18 @@ func TestConfinementAlone(t *testing.T) {
 	// Links the polecat could have made in its own directory (its data
 	// may hold links that stay in it, a push links in its worktree),
 	// one to another rig's beads, one to the town's CA.
-	symlink(t, filepath.Join(town, "other", ".beads"), town, own+"/escape")
-	symlink(t, filepath.Join(town, ".runtime", "ca"), town, own+"/gastown/ca")
+	fixture.Symlink(t, filepath.Join(town, "other", ".beads"), town, own+"/escape")
+	fixture.Symlink(t, filepath.Join(town, ".runtime", "ca"), town, own+"/gastown/ca")
 
-	restore := grammars
-	t.Cleanup(func() { grammars = restore })
-	grammars = map[string]grammar{"bd": newGrammar("bd", "", []cmdSpec{{"-c", text, ""}}, nil)}
 	cfg := DefaultConfig()
 	cfg.Town, cfg.Logger = town, slog.New(slog.DiscardHandler)
 	cfg.Binaries = map[string]string{"bd": "/bin/sh"}
-	cfg.Policy.Allow = map[string][]string{"bd": {"-c"}}
+	cfg.Policy.Allow = map[string][]string{"bd": {"show"}}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.check = func(wire.RelayRequest) (grammar.Parsed, error) { return grammar.Parsed{Path: "bd -c"}, nil }
 
 	cases := []struct {
 		name, script string
@@ -152,7 +152,7 @@ func TestConfinementAlone(t *testing.T) {
 			if c.unchanged != "" {
 				before, _ = os.ReadFile(filepath.Join(town, c.unchanged))
 			}
-			out, code := relayed(t, s, furiosa, "bd", "-c", c.script)
+			out, code := relayed(t, s, fixture.Furiosa, "bd", "-c", c.script)
 			if got := code == 0; got != c.ok {
 				t.Errorf("%s: exit %d, want success %v; output %q", c.script, code, c.ok, out)
 			}
@@ -174,10 +174,10 @@ func TestConfinementAlone(t *testing.T) {
 // TestOwnDir: a directory of hostd's user counts, a symlink to one (which
 // anyone could make in /tmp) does not.
 func TestOwnDir(t *testing.T) {
-	dir := realTempDir(t)
-	mkdirs(t, dir, "real")
-	symlink(t, filepath.Join(dir, "real"), dir, "link")
-	writeFile(t, dir, "file", "")
+	dir := fixture.RealTempDir(t)
+	fixture.Mkdirs(t, dir, "real")
+	fixture.Symlink(t, filepath.Join(dir, "real"), dir, "link")
+	fixture.WriteFile(t, dir, "file", "")
 	for name, want := range map[string]bool{"real": true, "link": false, "file": false, "missing": false} {
 		if got := ownDir(filepath.Join(dir, name)); got != want {
 			t.Errorf("ownDir(%s) = %v, want %v", name, got, want)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/grammar"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -26,8 +28,8 @@ type launch struct {
 // worktree, as a host polecat's), with the polecat session's environment,
 // bd pointed at the rig's beads and hostd's git configuration, confined
 // to what the polecat may touch.
-func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) (launch, error) {
-	p, err := locate(s.cfg.Town, id)
+func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line grammar.Parsed) (launch, error) {
+	p, err := gastown.Locate(s.cfg.Town, id)
 	if err != nil {
 		return launch{}, fmt.Errorf("hostd will not relay for this polecat: %w", err)
 	}
@@ -38,12 +40,12 @@ func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) 
 			return launch{}, fmt.Errorf("making the polecat's temporary directory: %w", err)
 		}
 	}
-	l := launch{dir: p.dir, env: s.commandEnv(id, req, s.hostEnv(p, tmp, strings.HasPrefix(line.path, "bd ")))}
+	l := launch{dir: p.Dir, env: s.commandEnv(id, req, s.hostEnv(p, tmp, strings.HasPrefix(line.Path, "bd ")))}
 	if s.support.Available() {
 		made, _ := gasTownState(s.cfg.Town)
 		made = append(made, filepath.Join(s.home, ".gt"), beadsCircuit)
-		if p.worktree != "" {
-			made = append(made, filepath.Join(p.worktree, ".runtime")) // gt's agent lock and session files
+		if p.Worktree != "" {
+			made = append(made, filepath.Join(p.Worktree, ".runtime")) // gt's agent lock and session files
 		}
 		for _, d := range made {
 			_ = os.MkdirAll(d, 0o755) // best effort: a rule is given only for what exists
@@ -65,7 +67,7 @@ func (s *Service) prepare(id wire.Identity, req wire.RelayRequest, line parsed) 
 // repository's: no hooks, no fsmonitor, no submodules, no transport but
 // local files, the rig's origin read as its bare repository, which hostd
 // alone pushes upstream), and for bd the rig's beads.
-func (s *Service) hostEnv(p place, tmp string, bd bool) []string {
+func (s *Service) hostEnv(p gastown.Place, tmp string, bd bool) []string {
 	env := []string{"BD_NO_HOOKS=1"}
 	if tmp != "" {
 		env = append(env, "TMPDIR="+tmp)
@@ -80,17 +82,17 @@ func (s *Service) hostEnv(p place, tmp string, bd bool) []string {
 		{"protocol.allow", "never"},
 		{"protocol.file.allow", "always"},
 	}
-	if p.rig != "" {
-		for _, u := range p.origins() {
-			kv = append(kv, [2]string{"url." + p.repo + ".insteadOf", u})
+	if p.Rig != "" {
+		for _, u := range p.Origins() {
+			kv = append(kv, [2]string{"url." + p.Repo + ".insteadOf", u})
 		}
 	}
 	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))
 	for i, c := range kv {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, c[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, c[1]))
 	}
-	if bd && p.beads != "" {
-		env = append(env, "BEADS_DIR="+p.beads)
+	if bd && p.Beads != "" {
+		env = append(env, "BEADS_DIR="+p.Beads)
 	}
 	return env
 }

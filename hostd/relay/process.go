@@ -60,6 +60,10 @@ func (p *process) kill(sig syscall.Signal) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
+// outputGrace is how long output is still collected after the command
+// exits, for grandchildren that hold its stdout.
+const outputGrace = 2 * time.Second
+
 // finishOutput waits for the output pumps to drain, at most outputGrace
 // after the command exited (a grandchild may still hold the pipes), then
 // closes our ends.

@@ -1,28 +1,31 @@
+// Package relay is hostd's side of the gt/bd relay: for each relay stream
+// it checks the command line (hostd/relay/grammar), takes one of the
+// polecat's slots within its rate, finds the polecat's place in the town
+// (hostd/relay/gastown) and decides how the command runs there: a Gas
+// Town host polecat session's environment and hostd's own (the rig's
+// beads, git's configuration, a temporary directory), confined by the
+// kernel to what the polecat may touch (hostd/confine). It streams stdin,
+// stdout and stderr, forwards signals to the process group, and kills
+// that group when the stream or the tunnel dies.
 package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/grammar"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
-	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -30,19 +33,20 @@ import (
 type Config struct {
 	// Town is the Gas Town root. A relayed command runs in the polecat's
 	// worktree there, else its rig's directory, else the town (see
-	// workDir).
+	// gastown.Locate).
 	Town string
 	// Binaries maps a command to its binary. A missing or relative entry is
 	// looked up in hostd's PATH when the service starts; the absolute path
 	// found then is what runs.
 	Binaries map[string]string
-	// Policy is the allowlist; DefaultAllow and DefaultEnvAllow where
+	// Policy is the allowlist; grammar.DefaultAllow and grammar.DefaultEnvAllow where
 	// empty.
-	Policy Policy
+	Policy grammar.Policy
 	// Env are KEY=VALUE entries added to, or replacing, the base
 	// environment of relayed commands: PATH (the binaries' directories and
 	// the system ones) and HOME. hostd's own environment is not passed on,
-	// and the polecat's session variables (PolecatEnv) cannot be replaced.
+	// and the polecat's session variables (gastown.PolecatEnv) cannot be
+	// replaced.
 	Env []string
 	// MaxConcurrent bounds the commands one polecat runs at once.
 	MaxConcurrent int
@@ -78,7 +82,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig allows Gas Town's usual commands (DefaultAllow), 8 at once
+// DefaultConfig allows Gas Town's usual commands (grammar.DefaultAllow), 8 at once
 // per polecat, a ninth waiting up to 10 s, 600 a minute per polecat (10 a
 // second, gt-proxy-server's exec_rate_limit: more than a loop of relayed
 // bd commands, some 170 ms each, runs; Gas Town's hooks run a few a
@@ -87,13 +91,13 @@ type Config struct {
 // and Env are found at start when empty (see New).
 func DefaultConfig() Config {
 	return Config{
-		Policy:            Policy{Allow: DefaultAllow, EnvAllow: DefaultEnvAllow}, // Allow not empty
-		MaxConcurrent:     8,                                                      // at least 1
-		QueueWait:         10 * time.Second,                                       // above 0
-		CommandsPerMinute: 600,                                                    // at least 1
-		Timeout:           0,                                                      // no limit; 0 or above
-		MaxStdinBuffer:    1 << 20,                                                // at least 1
-		StdinStall:        10 * time.Second,                                       // above 0
+		Policy:            grammar.Policy{Allow: grammar.DefaultAllow, EnvAllow: grammar.DefaultEnvAllow}, // Allow not empty
+		MaxConcurrent:     8,                                                                              // at least 1
+		QueueWait:         10 * time.Second,                                                               // above 0
+		CommandsPerMinute: 600,                                                                            // at least 1
+		Timeout:           0,                                                                              // no limit; 0 or above
+		MaxStdinBuffer:    1 << 20,                                                                        // at least 1
+		StdinStall:        10 * time.Second,                                                               // above 0
 		Logger:            slog.Default(),
 	}
 }
@@ -103,7 +107,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	allow := c.Policy.Validate()
 	if len(c.Policy.Allow) == 0 {
-		allow = &settings.FieldError{Field: "Policy.Allow", Value: c.Policy.Allow, Rule: "it must allow at least one command (unset, it is DefaultAllow)"}
+		allow = &settings.FieldError{Field: "Policy.Allow", Value: c.Policy.Allow, Rule: "it must allow at least one command (unset, it is grammar.DefaultAllow)"}
 	}
 	return errors.Join(
 		allow,
@@ -121,6 +125,9 @@ type Service struct {
 	cfg  Config
 	bins map[string]string
 	log  *slog.Logger
+	// check is cfg.Policy's check of a command line; a test of the
+	// confinement alone replaces it.
+	check func(wire.RelayRequest) (grammar.Parsed, error)
 
 	metrics *metrics
 	base    []string // PATH, HOME and relay.env, see baseEnv
@@ -137,13 +144,6 @@ type Service struct {
 	logLimit *logging.Limiter // refusals, per polecat
 }
 
-// allowedSignals are the signals a shim may forward.
-var allowedSignals = map[syscall.Signal]bool{syscall.SIGINT: true, syscall.SIGTERM: true, syscall.SIGHUP: true}
-
-// outputGrace is how long output is still collected after the command
-// exits, for grandchildren that hold its stdout.
-const outputGrace = 2 * time.Second
-
 // New resolves the binaries, refusing one built from this project (see
 // resolve) and warning of a missing one; zero Config fields (and a zero Policy.Allow
 // or Policy.EnvAllow) take DefaultConfig's.
@@ -154,7 +154,7 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, slots: limits.NewSlots(cfg.MaxConcurrent),
+	s := &Service{cfg: cfg, bins: map[string]string{}, log: cfg.Logger, check: cfg.Policy.Check, slots: limits.NewSlots(cfg.MaxConcurrent),
 		rate: limits.NewRate(cfg.CommandsPerMinute, time.Minute), metrics: newMetrics(),
 		logLimit: logging.NewLimiter(30, time.Minute)}
 	var dirs []string
@@ -212,219 +212,4 @@ func (s *Service) Confinement() (how string, confined, refused bool) {
 		return s.support.String(), true, false
 	}
 	return s.support.Reason, false, !s.cfg.AllowUnconfined
-}
-
-// ServeStream runs one relayed command.
-func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
-	id := st.Session().Peer()
-	arrived := time.Now() // for the trace, which logs nothing before the request is accepted
-	w := wire.NewRelayFrameWriter(st)
-	fr := wire.NewRelayFrameReader(st)
-	_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
-	typ, payload, err := fr.Next()
-	_ = st.SetReadDeadline(time.Time{})
-	if err == nil && typ != wire.RelayFrameRequest {
-		err = fmt.Errorf("first frame is %q, want a request", typ)
-	}
-	var req wire.RelayRequest
-	if err == nil {
-		req, err = wire.DecodeRelayRequest(payload)
-	}
-	if err != nil {
-		s.refuse(w, id, "", "", fmt.Errorf("bad relay request: %w", err))
-		return
-	}
-	line, err := s.cfg.Policy.Check(req)
-	cmd, sub, _ := strings.Cut(line.path, " ")
-	if err != nil {
-		s.refuse(w, id, cmd, sub, err)
-		return
-	}
-	bin := s.bins[cmd]
-	if bin == "" {
-		s.refuse(w, id, cmd, sub, fmt.Errorf("%s is not installed on the host (set relay.%s in hostd's config)", cmd, cmd))
-		return
-	}
-	if how, _, refused := s.Confinement(); refused {
-		s.refuse(w, id, cmd, sub, fmt.Errorf("hostd cannot confine relayed commands on this host (%s): the operator must fix that or set relay.allow_unconfined", how))
-		return
-	}
-	if ok, wait := s.rate.Take(id); !ok {
-		limits.Hit(limits.RelayRate)
-		s.refuse(w, id, cmd, sub, fmt.Errorf("more than %d gt/bd commands in a minute from this polecat (relay.commands_per_minute): try again in %v",
-			s.cfg.CommandsPerMinute, wait.Truncate(100*time.Millisecond)+100*time.Millisecond))
-		return
-	}
-	release, err := s.acquire(ctx, id)
-	if err != nil {
-		s.refuse(w, id, cmd, sub, err)
-		return
-	}
-	defer release()
-	s.trace(ctx, id, "request", "stream_at", arrived)
-	start := time.Now()
-	exit, err := s.run(ctx, st.Session().Done(), bin, id, req, line, fr, w)
-	s.metrics.observe(cmd, exit, err, time.Since(start))
-	if err != nil {
-		s.log.Warn("relayed command failed", "polecat", id, "command", cmd, "subcommand", sub, "duration", time.Since(start), "err", err)
-		_ = w.Frame(wire.RelayFrameError, []byte(err.Error()))
-		return
-	}
-	s.log.Info("relayed command", "polecat", id, "command", cmd, "subcommand", sub, "exit", exit.Code, "signal", exit.Signal, "duration", time.Since(start))
-	b, _ := json.Marshal(exit)
-	s.trace(ctx, id, "exit")
-	_ = w.Frame(wire.RelayFrameExit, b)
-	_ = st.CloseWrite()
-	if s.cfg.Cycle != nil && exit.Code == 0 && exit.Signal == 0 && line.cycles() {
-		s.cfg.Cycle(ctx, id)
-	}
-}
-
-// trace logs, at debug level, that a relayed command reached step: with
-// the agent's forward trace, the timeline BenchmarkRelayTrace reads. Only
-// an accepted command is traced, so its lines are as many as the
-// commands a polecat's slots let it run, never one per refused stream.
-func (s *Service) trace(ctx context.Context, id wire.Identity, step string, attrs ...any) {
-	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("relay trace", append([]any{"polecat", id, "step", step}, attrs...)...)
-	}
-}
-
-func (s *Service) refuse(w *wire.RelayFrameWriter, id wire.Identity, cmd, sub string, err error) {
-	s.metrics.refused(cmd)
-	if ok, held := s.logLimit.Allow(id.String()); ok {
-		s.log.Warn("refused relayed command", "polecat", id, "command", cmd, "subcommand", sub, "reason", err, "lines_not_logged", held)
-	}
-	_ = w.Frame(wire.RelayFrameError, []byte(err.Error()))
-}
-
-// acquire takes one of the polecat's command slots, waiting up to
-// QueueWait.
-func (s *Service) acquire(ctx context.Context, id wire.Identity) (func(), error) {
-	release, err := s.slots.Take(ctx, id, s.cfg.QueueWait)
-	if errors.Is(err, limits.ErrBusy) {
-		return nil, fmt.Errorf("too many concurrent gt/bd commands from this polecat (limit %d, waited %v); try again", s.cfg.MaxConcurrent, s.cfg.QueueWait)
-	}
-	return release, err
-}
-
-// run starts the command in its own process group and pumps its streams
-// until it exits. It kills the whole group when the shim is gone (the
-// agent says so, the stream ends before the shim closed stdin, or the
-// output cannot be delivered), when the polecat's tunnel ends, when the
-// command stops reading a full stdin budget, on the timeout, and when
-// hostd shuts down.
-func (s *Service) run(ctx context.Context, tunnelDone <-chan struct{}, bin string, id wire.Identity, req wire.RelayRequest, line parsed,
-	fr *wire.RelayFrameReader, w *wire.RelayFrameWriter) (wire.RelayExit, error) {
-	argv := make([]string, len(req.Argv))
-	for i, a := range req.Argv {
-		argv[i] = string(a)
-	}
-	c, err := s.prepare(id, req, line)
-	if err != nil {
-		return wire.RelayExit{}, err
-	}
-	p, err := startProcess(bin, argv, c)
-	if err != nil {
-		return wire.RelayExit{}, err
-	}
-	s.trace(ctx, id, "started")
-	stop := make(chan error, 3) // why the command must be killed: input, output, output
-	var pumps sync.WaitGroup
-	for _, o := range []struct {
-		r   *os.File
-		typ byte
-	}{{p.stdout, wire.RelayFrameStdout}, {p.stderr, wire.RelayFrameStderr}} {
-		pumps.Add(1)
-		go func() {
-			defer pumps.Done()
-			if err := w.Copy(o.typ, o.r); err != nil {
-				stop <- fmt.Errorf("the shim is gone: delivering output failed: %w", err)
-				_, _ = io.Copy(io.Discard, o.r) // keep the command from blocking until it is killed
-			}
-		}()
-	}
-	stdin := newStdinQueue(s.cfg.MaxStdinBuffer, s.cfg.StdinStall)
-	go stdin.feed(p.stdin)
-	go s.pumpInput(fr, p, stdin, stop)
-
-	var timeout <-chan time.Time
-	if s.cfg.Timeout > 0 {
-		t := time.NewTimer(s.cfg.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- p.cmd.Wait() }()
-	var killedFor error
-	select {
-	case <-waited:
-	case err := <-stop:
-		killedFor = err
-	case <-tunnelDone:
-		killedFor = errors.New("the polecat's tunnel ended")
-	case <-timeout:
-		killedFor = fmt.Errorf("command killed after the relay timeout of %v", s.cfg.Timeout)
-	case <-ctx.Done():
-		killedFor = errors.New("hostd is shutting down")
-	}
-	s.trace(ctx, id, "exited")
-	if killedFor != nil {
-		if errors.Is(killedFor, errStdinStalled) {
-			limits.Hit(limits.RelayStdin)
-		}
-		p.kill(syscall.SIGKILL)
-		<-waited
-	}
-	stdin.abandon()
-	_ = p.stdin.Close()
-	p.finishOutput(&pumps)
-	if killedFor != nil {
-		return wire.RelayExit{}, fmt.Errorf("killed the command's process group: %w", killedFor)
-	}
-	return exitOf(p.cmd.ProcessState), nil
-}
-
-// pumpInput reads the shim's frames: stdin, its end, signals, and the
-// agent's word that the shim is gone. The stream ending before the shim
-// said its stdin ended means the shim is gone too; after that, it is the
-// half-close the protocol allows, and the command runs on.
-func (s *Service) pumpInput(fr *wire.RelayFrameReader, p *process, stdin *stdinQueue, stop chan<- error) {
-	stdinClosed := false
-	for {
-		typ, payload, err := fr.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) && stdinClosed {
-				return
-			}
-			stop <- fmt.Errorf("the shim is gone: the relay stream ended: %w", err)
-			return
-		}
-		switch typ {
-		case wire.RelayFrameStdin:
-			if err := stdin.push(payload); err != nil {
-				stop <- err
-				return
-			}
-		case wire.RelayFrameStdinClose:
-			stdinClosed = true
-			stdin.end()
-		case wire.RelayFrameSignal:
-			if len(payload) == 1 && allowedSignals[syscall.Signal(payload[0])] {
-				p.kill(syscall.Signal(payload[0]))
-			}
-		case wire.RelayFrameGone:
-			stop <- errors.New("the shim is gone")
-			return
-		}
-	}
-}
-
-// exitOf is the exit status as a shell shows it.
-func exitOf(ps *os.ProcessState) wire.RelayExit {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
-		return wire.RelayExit{Code: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
-	}
-	return wire.RelayExit{Code: ps.ExitCode()}
 }

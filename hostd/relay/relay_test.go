@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/internal/fixture"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -50,7 +51,7 @@ func TestConfig(t *testing.T) {
 // another polecat's commands are not held back.
 func TestRelayRate(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Town, cfg.Logger = realTempDir(t), slog.New(slog.DiscardHandler)
+	cfg.Town, cfg.Logger = fixture.RealTempDir(t), slog.New(slog.DiscardHandler)
 	cfg.Binaries = map[string]string{"gt": "/bin/true"}
 	cfg.Policy.Allow = map[string][]string{"gt": {"version"}}
 	cfg.AllowUnconfined = true // the budget is the same confined or not
@@ -59,16 +60,16 @@ func TestRelayRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, code := relayed(t, s, furiosa, "gt", "status"); code != -1 || !strings.Contains(out, "not allowed") {
+	if out, code := relayed(t, s, fixture.Furiosa, "gt", "status"); code != -1 || !strings.Contains(out, "not allowed") {
 		t.Fatalf("gt status: %d %q, want refused by the policy", code, out)
 	}
 	for i := range 3 {
-		if out, code := relayed(t, s, furiosa, "gt", "version"); code != 0 {
+		if out, code := relayed(t, s, fixture.Furiosa, "gt", "version"); code != 0 {
 			t.Fatalf("command %d of 3: exit %d %q", i+1, code, out)
 		}
 	}
 	hits := limits.Total()
-	out, code := relayed(t, s, furiosa, "gt", "version")
+	out, code := relayed(t, s, fixture.Furiosa, "gt", "version")
 	if want := "more than 3 gt/bd commands in a minute from this polecat (relay.commands_per_minute): try again in "; code != -1 || !strings.Contains(out, want) {
 		t.Fatalf("the 4th command: %d %q, want refused with %q", code, out, want)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
-	"github.com/polecat-sidecar/sidecar/hostd/relay"
+	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
@@ -167,7 +167,7 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Ide
 		}
 	}
 	branch, wt := "", ""
-	if dir, ok := relay.Worktree(town, id); ok {
+	if dir, ok := gastown.Worktree(town, id); ok {
 		wt = dir
 		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
 			branch = strings.TrimSpace(string(out))
