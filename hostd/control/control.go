@@ -111,7 +111,7 @@ func Listen(town string) (net.Listener, error) {
 	}
 	ln, err := unixsock.Listen(dir.Socket())
 	if errors.Is(err, unixsock.ErrInUse) {
-		return nil, fmt.Errorf("another hostd is already serving this town (socket %s answers)", dir.Socket())
+		return nil, fmt.Errorf("serving the control socket: another hostd already serves this town (%s answers): stop it first", dir.Socket())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -221,9 +221,9 @@ func (s Services) notSeen(id wire.Identity) error {
 	case err != nil:
 		return fmt.Errorf("no polecat %s has connected, and reading the CA's records failed: %w", id, err)
 	case expected:
-		return fmt.Errorf("polecat %s has not connected: it has a certificate or join token, so start its container's 'gt-agent up'; 'hostd status' lists it once it connects", id)
+		return fmt.Errorf("polecat %s has not connected: it has a certificate or join token: start 'gt-agent up' in its container ('hostd status' lists it once it connects)", id)
 	}
-	return fmt.Errorf("no polecat %s: it has never connected and this town's CA never issued it a certificate or join token (check the name: 'hostd status' lists the polecats that have connected, 'hostd cert list' those issued)", id)
+	return fmt.Errorf("no polecat %s: it has never connected and this town's CA never issued it a certificate or join token: check the name ('hostd status' lists the polecats that have connected, 'hostd cert list' those issued)", id)
 }
 
 // known is nil when hostd has seen id connect or its CA expects it, else

@@ -172,8 +172,8 @@ func TestSocket(t *testing.T) {
 	}
 	// A polecat hostd has no state for: the answer says why and what to do.
 	for name, want := range map[string]string{
-		"x":     "no polecat r/x: it has never connected and this town's CA never issued it a certificate or join token (check the name",
-		"ghost": "polecat r/ghost has not connected: it has a certificate or join token, so start its container's 'gt-agent up'",
+		"x":     "no polecat r/x: it has never connected and this town's CA never issued it a certificate or join token: check the name",
+		"ghost": "polecat r/ghost has not connected: it has a certificate or join token: start 'gt-agent up' in its container",
 	} {
 		if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: name}); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("polecat r/%s: %v, want %q...", name, err, want)
