@@ -9,6 +9,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -96,10 +97,10 @@ func (o *aliveOptions) run(cmd *cobra.Command, args []string) error {
 	if o.wait < 0 {
 		return fmt.Errorf("--wait %v: give a duration of 0 or more", o.wait)
 	}
-	c, until := api.NewClient(o.town()), time.Now().Add(o.wait)
+	c, until := api.NewSocketClient(state.For(o.town()).Socket()), time.Now().Add(o.wait)
 	for {
 		ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-		d, err := c.Polecat(ctx, id)
+		d, err := c.Polecat(ctx, api.Identity(id))
 		cancel()
 		if err != nil {
 			return err
@@ -119,7 +120,7 @@ func (o *aliveOptions) run(cmd *cobra.Command, args []string) error {
 // answer prints what hostd alive found of p and ends with code.
 func (o *aliveOptions) answer(cmd *cobra.Command, p api.Polecat, code int) error {
 	if o.json {
-		res := aliveness{Identity: p.Identity, Alive: code == 0, State: p.State, Restored: p.Restored, Reason: p.Reason}
+		res := aliveness{Identity: wire.Identity(p.Identity), Alive: code == 0, State: p.State, Restored: p.Restored, Reason: p.Reason}
 		if err := encodeJSON(cmd.OutOrStdout(), res); err != nil {
 			return err
 		}

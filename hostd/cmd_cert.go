@@ -15,6 +15,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/atomicfile"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -218,7 +219,7 @@ func (o *certRevokeOptions) checkKnown(ctx context.Context, c *pki.CA, id wire.I
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := api.NewClient(o.town()).Polecat(ctx, id); err == nil {
+	if _, err := api.NewSocketClient(state.For(o.town()).Socket()).Polecat(ctx, api.Identity(id)); err == nil {
 		return nil
 	}
 	return fmt.Errorf("this town's CA never issued a certificate to %s and no running hostd has seen it connect, so nothing was revoked: check the name ('hostd cert list' shows those issued, 'hostd status' those connected); to revoke a name only Gas Town's own tools issued, add --force", id)
@@ -237,7 +238,7 @@ type applied struct {
 func (a *app) applyRevocations(ctx context.Context) (applied, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	n, err := api.NewClient(a.town()).ReloadRevocations(ctx)
+	n, err := api.NewSocketClient(state.For(a.town()).Socket()).ReloadRevocations(ctx)
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
 		return applied{}, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -56,7 +57,7 @@ func (o *forgetOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := api.NewClient(o.town()).Forget(cmd.Context(), id, 0)
+	f, err := api.NewSocketClient(state.For(o.town()).Socket()).Forget(cmd.Context(), api.Identity(id), 0)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/render"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -79,7 +80,7 @@ func (o *nudgeOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, ctx, out := api.NewClient(o.town()), cmd.Context(), cmd.OutOrStdout()
+	c, ctx, out := api.NewSocketClient(state.For(o.town()).Socket()), cmd.Context(), cmd.OutOrStdout()
 	switch {
 	case o.list:
 		return o.showQueue(ctx, out, c, id)
@@ -94,7 +95,7 @@ func (o *nudgeOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 func (o *nudgeOptions) showQueue(ctx context.Context, out io.Writer, c *api.Client, id wire.Identity) error {
-	items, err := c.NudgeList(ctx, id)
+	items, err := c.NudgeList(ctx, api.Identity(id))
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (o *nudgeOptions) send(ctx context.Context, out io.Writer, c *api.Client, i
 	if o.noWait {
 		req.Wait = 0
 	}
-	oc, err := c.Nudge(ctx, id, req)
+	oc, err := c.Nudge(ctx, api.Identity(id), req)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -95,13 +96,13 @@ const nukeForgetWait = 10 * time.Second
 // forgetNuked forgets what hostd keeps of a nuked polecat: through the
 // running hostd, else in its files.
 func (a *app) forgetNuked(ctx context.Context, id wire.Identity) (api.Forgotten, error) {
-	f, err := api.NewClient(a.town()).Forget(ctx, id, nukeForgetWait)
+	f, err := api.NewSocketClient(state.For(a.town()).Socket()).Forget(ctx, api.Identity(id), nukeForgetWait)
 	var refused *api.Error
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
 		return server.ForgetStopped(a.town(), id, slog.Default())
 	case errors.As(err, &refused) && refused.Status == http.StatusNotFound:
-		return api.Forgotten{Polecat: id}, nil
+		return api.Forgotten{Polecat: api.Identity(id)}, nil
 	case err != nil:
 		return f, fmt.Errorf("the sandbox is removed and the polecat revoked, but forgetting it failed (try 'hostd forget %s'): %w", id, err)
 	}

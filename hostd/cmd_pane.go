@@ -18,6 +18,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pane"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -58,7 +59,7 @@ func (o *peekOptions) run(cmd *cobra.Command, args []string) error {
 	out := cmd.OutOrStdout() // escaping (newRoot), text and JSON alike
 	var all []string
 	w := &lineWriter{line: o.lineFunc(out, &all)}
-	if err := api.NewClient(o.town()).Peek(ctx, id, o.lines, o.follow, w); err != nil {
+	if err := api.NewSocketClient(state.For(o.town()).Socket()).Peek(ctx, api.Identity(id), o.lines, o.follow, w); err != nil {
 		return err
 	}
 	if err := w.flush(); err != nil {
@@ -205,7 +206,7 @@ func (o *attachOptions) attach(ctx context.Context, id wire.Identity, done <-cha
 	if err != nil {
 		return fmt.Errorf("reading the terminal's size: %w", err)
 	}
-	conn, err := api.NewClient(o.town()).Attach(ctx, id, o.rw, uint16(cols), uint16(rows))
+	conn, err := api.NewSocketClient(state.For(o.town()).Socket()).Attach(ctx, api.Identity(id), o.rw, uint16(cols), uint16(rows))
 	if err != nil {
 		return err
 	}

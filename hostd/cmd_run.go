@@ -221,7 +221,7 @@ const preflightTimeout = 15 * time.Second
 func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.Identity) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	if err := api.NewClient(o.town()).Health(ctx); errors.Is(err, api.ErrNotRunning) {
+	if err := api.NewSocketClient(state.For(o.town()).Socket()).Health(ctx); errors.Is(err, api.ErrNotRunning) {
 		return err
 	} else if err != nil {
 		return fmt.Errorf("hostd serve does not answer (restart it): %w", err)
@@ -259,7 +259,7 @@ func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) er
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	where := "'hostd status' shows it"
-	if _, rerr := api.NewClient(o.town()).ReportStartFailure(ctx, id, reason); rerr != nil {
+	if _, rerr := api.NewSocketClient(state.For(o.town()).Socket()).ReportStartFailure(ctx, api.Identity(id), reason); rerr != nil {
 		if _, ferr := o.failures().Failed(id, reason); ferr != nil {
 			where = fmt.Sprintf("telling hostd serve failed (%v), and so did %v", rerr, ferr)
 		} else if errors.Is(rerr, api.ErrNotRunning) {
@@ -275,7 +275,7 @@ func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) er
 func (o *runOptions) started(ctx context.Context, id wire.Identity) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	if _, err := api.NewClient(o.town()).ClearStartFailure(ctx, id); err != nil {
+	if _, err := api.NewSocketClient(state.For(o.town()).Socket()).ClearStartFailure(ctx, api.Identity(id)); err != nil {
 		_, _ = o.failures().Started(id)
 	}
 }

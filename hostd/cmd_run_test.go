@@ -14,6 +14,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -180,8 +181,8 @@ func TestRunFailsFast(t *testing.T) {
 				{[]string{"status", id.String()}, 0, "  start:     failed "},
 				{[]string{"status", "--json"}, 0, `"reason": "` + tt.want},
 			})
-			st, err := api.NewClient(town).Status(context.Background())
-			if err != nil || len(st.StartFailures) != 1 || st.StartFailures[0].Identity != id {
+			st, err := api.NewSocketClient(state.For(town).Socket()).Status(context.Background())
+			if err != nil || len(st.StartFailures) != 1 || st.StartFailures[0].Identity != api.Identity(id) {
 				t.Errorf("status: %+v, %v; want %s's failure", st.StartFailures, err, id)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/render"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -87,7 +88,7 @@ func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 	}
 	if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
-		render.SyncResult(cmd.OutOrStdout(), id, res, time.Since(start))
+		render.SyncResult(cmd.OutOrStdout(), api.Identity(id), res, time.Since(start))
 	}
 	if res.Error != "" {
 		return fmt.Errorf("%s", termsafe.Line(res.Error))
@@ -97,30 +98,34 @@ func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
 
 // transfer pushes or pulls, drawing its progress when stderr is a
 // terminal and the output is not JSON.
-func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (wire.SyncResult, error) {
+func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (api.SyncResult, error) {
 	var progress func(api.SyncProgress)
 	if !o.json && isTTY(cmd.ErrOrStderr()) {
 		bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
 		defer bar.finish()
 		progress = bar.update
 	}
-	c := api.NewClient(o.town())
+	c := api.NewSocketClient(state.For(o.town()).Socket())
 	if o.pull {
-		return c.SyncPull(cmd.Context(), id, o.opts, progress)
+		return c.SyncPull(cmd.Context(), api.Identity(id), o.opts, progress)
 	}
-	return c.SyncPush(cmd.Context(), id, progress)
+	return c.SyncPush(cmd.Context(), api.Identity(id), progress)
 }
 
 func newSyncStatusCmd(a *app) *cobra.Command {
 	return showCmd(&cobra.Command{
 		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
-	}, func(ctx context.Context) (api.SyncStatus, error) { return api.NewClient(a.town()).SyncStatus(ctx) }, render.SyncStatus, encodeJSON)
+	}, func(ctx context.Context) (api.SyncStatus, error) {
+		return api.NewSocketClient(state.For(a.town()).Socket()).SyncStatus(ctx)
+	}, render.SyncStatus, encodeJSON)
 }
 
 func newSyncLogCmd(a *app) *cobra.Command {
 	return showCmd(&cobra.Command{
 		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
-	}, func(ctx context.Context) ([]api.SyncRecord, error) { return api.NewClient(a.town()).SyncLog(ctx) }, render.SyncLog, encodeJSON)
+	}, func(ctx context.Context) ([]api.SyncRecord, error) {
+		return api.NewSocketClient(state.For(a.town()).Socket()).SyncLog(ctx)
+	}, render.SyncLog, encodeJSON)
 }
 
 // transferProgress draws a transfer's progress: bytes, files, rate, and

@@ -20,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
@@ -95,7 +96,7 @@ func serveTown(t *testing.T, town string) (addr string) {
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	for range 250 {
-		if _, err := api.NewClient(town).Status(ctx); err == nil {
+		if _, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx); err == nil {
 			return addr
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -123,7 +124,7 @@ func connect(t *testing.T, town, addr string, id wire.Identity) *tunnel.Session 
 	}
 	s := connectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
 	for range 250 {
-		if d, err := api.NewClient(town).Polecat(context.Background(), id); err == nil && d.Connected {
+		if d, err := api.NewSocketClient(state.For(town).Socket()).Polecat(context.Background(), api.Identity(id)); err == nil && d.Connected {
 			return s
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -57,7 +57,7 @@ type startRecord struct {
 
 // asAPI is r as the control API shows it (hostd status).
 func (r startRecord) asAPI() api.StartFailure {
-	return api.StartFailure{Identity: r.Identity, At: r.At, Reason: r.Reason}
+	return api.StartFailure{Identity: api.Identity(r.Identity), At: r.At, Reason: r.Reason}
 }
 
 // failureLogs is how many lines a minute Starts logs of one polecat: a
@@ -139,7 +139,7 @@ func (f *Starts) Failures() []api.StartFailure {
 // run left while serve was down among them.
 func (f *Starts) LogFailures() {
 	for _, rec := range f.Failures() {
-		f.log(slog.LevelWarn, rec.Identity, "a polecat failed to start before hostd serve started; hostd status shows it until its next start",
+		f.log(slog.LevelWarn, wire.Identity(rec.Identity), "a polecat failed to start before hostd serve started; hostd status shows it until its next start",
 			"at", rec.At, "reason", rec.Reason)
 	}
 }

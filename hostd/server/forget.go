@@ -43,7 +43,7 @@ func (s *Server) Forget(ctx context.Context, id wire.Identity, wait time.Duratio
 	if err := id.Validate(); err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id, Removed: []string{}}
+	f := api.Forgotten{Polecat: api.Identity(id), Removed: []string{}}
 	deadline := time.Now().Add(wait)
 	for {
 		row, ok, err := s.live.Forget(id)
@@ -99,7 +99,7 @@ func ForgetStopped(town string, id wire.Identity, log *slog.Logger) (api.Forgott
 	if err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id, Removed: []string{}}
+	f := api.Forgotten{Polecat: api.Identity(id), Removed: []string{}}
 	row, ok, err := live.Forget(id) // nothing is connected: hostd is not running
 	if ok && err == nil {
 		f.Listed, f.Last = true, &row
