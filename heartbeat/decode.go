@@ -6,17 +6,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
-// decodeFast decodes one beat line into a Beat as encoding/json, refusing
-// unknown fields, would, when it has the form gt-agent writes: every key
-// spelt as its field's tag and given once, strings without escapes or
-// control characters, numbers in JSON's own syntax, no nulls. ok is false
-// for anything else, whether encoding/json would take it (another case of
-// a key, an escape) or refuse it; Read then leaves the line to
-// encoding/json, whose verdict and error stand. hostd reads a beat from
-// every polecat every few seconds, and encoding/json's reflection was a
-// fifth of its CPU at rest with many polecats (make bench's 2,000-agent
-// row); this allocates only the Beat and its strings, a fifth of the
-// bytes, in a third of the time or less.
+// decodeFast decodes one beat line as encoding/json (unknown fields
+// refused) would, when it has the form gt-agent writes: keys spelt as
+// their tags and given once, strings without escapes or control
+// characters, numbers in JSON's syntax, no nulls. ok is false for
+// anything else, which Read leaves to encoding/json, whose verdict and
+// error stand. Why, on hostd's hot path: docs/benchmarks.md ("Issue 25,
+// first steps", 2,000 agents).
 func decodeFast(line []byte) (b *Beat, ok bool) {
 	b = new(Beat)
 	s := scanner{jsonscan.New(line)}

@@ -7,18 +7,12 @@ import (
 )
 
 // A symlink is judged by where the kernel would take it, not by its
-// target's text: a target that looks inside once its ".." are cancelled
-// (l/../../x) can still leave the root when l is itself a symlink, because
-// the kernel follows l first and applies ".." to where it landed. So every
-// component is walked from the link's directory, every symlink met on the
-// way is followed through the tree as it is (or will be), and ".." is taken
-// from where the walk has got to.
-//
-// The walk looks each component up in the directory it stands in, as the
-// kernel does, never by the whole path it has reached: looking every
-// prefix up again by its path cost the square of the target's length (a
-// 4095-byte d/d/.../d asked about 4 MiB of paths). So resolving a link
-// costs its path and the targets it walks, once each.
+// target's text (l/../../x leaves the root when l is itself a link): each
+// component walked from the link's directory, each link met followed
+// through the tree as it is or will be, ".." taken where the walk stands,
+// each component one lookup in the directory it stands in, never by the
+// whole path (that cost the square of the target's length). docs/security.md,
+// "Secrets and the host's files, through the data channel", says why.
 
 // maxLinkHops is how many symlinks one resolution follows, as Linux's
 // MAXSYMLINKS: more is a loop.
@@ -39,10 +33,8 @@ type LinkView interface {
 // tree whose root is top: the path inside the root where the walk ends
 // ("." for the root itself) and the links it followed, the one at rel not
 // counted. ok is false when the walk leaves the root, meets an absolute or
-// empty target, or follows more than maxLinkHops links. A component that
-// does not exist is walked as if it were a directory: what is missing now
-// may be made later, and is judged again then. Each component is one
-// lookup in the directory the walk stands in.
+// empty target, or follows more than maxLinkHops links. A missing
+// component is walked as a directory: made later, it is judged again then.
 func resolveLink(top LinkView, rel, target string) (to string, via []string, ok bool) {
 	if target == "" || path.IsAbs(target) {
 		return "", nil, false

@@ -132,16 +132,12 @@ const MaxPathLen = 4096
 const MaxDepth = 256
 
 // ReadManifest decodes a manifest of size bytes from r, checking each
-// entry as DecodeManifest does, and refuses more than maxEntries entries
-// (no limit when zero) at the entry past the limit, so a hostile manifest
-// costs no more memory than a real one of that many entries. A manifest
-// of at most wholeBytesPerEntry bytes an entry the limit allows, which
-// costs no more held whole than its entries decoded, is read whole and,
-// when it has the form AppendJSON writes, decoded in one pass without
-// reflection (decodeManifestFast); any other is decoded by encoding/json
-// one entry at a time, whose verdict stands. (One the fast pass leaves
-// late, an escape in its last entry say, costs the decoding of its
-// entries twice.)
+// entry as DecodeManifest does, and refuses it at the entry past
+// maxEntries (no limit when zero), so a hostile manifest costs no more
+// memory than a real one that long. One of at most wholeBytesPerEntry
+// bytes an allowed entry (no dearer held whole than decoded) is read whole
+// and, in AppendJSON's form, decoded in one pass (decodeManifestFast); any
+// other by encoding/json one entry at a time, whose verdict stands.
 func ReadManifest(r io.Reader, size int64, maxEntries int) (*Manifest, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("manifest of %d bytes", size)

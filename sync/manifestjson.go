@@ -10,15 +10,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
-// A manifest of a large tree is encoded on every transfer (the agent's
-// archive and its record of the exchange, hostd's base) and decoded on
-// every one (hostd reads the archive's): encoding/json's reflection was a
-// third of the agent's CPU in a delta pull of 10,004 files, and reading
-// the manifest an eighth of hostd's. AppendJSON writes the bytes
-// encoding/json would, by hand; decodeManifestFast reads the form they have
-// and leaves anything else to encoding/json, whose verdict stands. (Not a
-// MarshalJSON method: encoding/json would then scan and copy all it
-// returns again, which cost more than its reflection saved.)
+// A manifest is encoded and decoded on every transfer, and encoding/json's
+// reflection was a third of the agent's CPU in a delta pull and an eighth
+// of hostd's: AppendJSON writes encoding/json's bytes by hand, and
+// decodeManifestFast reads that form, leaving any other to encoding/json,
+// whose verdict stands. Not a MarshalJSON method, whose result
+// encoding/json would scan and copy again. docs/benchmarks.md, "Issue 25:
+// the delta pull, hostd's half".
 
 // AppendJSON appends m as json.Marshal encodes it, byte for byte
 // (TestManifestJSON, FuzzEntryJSON), without reflection.
@@ -104,15 +102,13 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// decodeManifestFast decodes a manifest as readManifestJSON would, when
-// it has the form AppendJSON writes and passes every check: its keys
-// spelt as their tags and given once, strings without escapes or control
+// decodeManifestFast decodes a manifest as readManifestJSON would, when it
+// has the form AppendJSON writes and passes every check: keys spelt as
+// their tags and given once, strings without escapes or control
 // characters, integers in plain digits, entries valid and unique, nothing
-// after it. ok is false for anything else, which the caller leaves to
-// readManifestJSON, except for more than maxEntries (when not zero)
-// entries and skipped paths: refused with readManifestJSON's error at the
-// first one past the limit, which readManifestJSON refuses without
-// reading either.
+// after it. ok is false for anything else, left to readManifestJSON; but
+// entries or skipped paths past maxEntries (when not zero) are refused
+// here, with readManifestJSON's error, as it refuses them unread.
 func decodeManifestFast(b []byte, maxEntries int) (m *Manifest, ok bool, err error) {
 	m = &Manifest{Version: -1}
 	s := jsonscan.New(b)

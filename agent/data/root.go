@@ -62,13 +62,12 @@ func (s *Service) bind(p datasync.Policy) {
 }
 
 // adoptLegacy binds the data root to a base kept by a gt-agent from
-// before roots were marked (its state has a policy and a base but no root
-// id), when the root still holds at least half of the base's files (same
-// path, same size): an image's own CLAUDE.md is not enough. it
-// is the root that agent installed into, with the polecat's latest edits,
-// which a fetch would overwrite. A root holding none of them is not
-// adopted (a new container on a kept state directory), and is fetched
-// into.
+// before roots were marked (a policy and a base but no root id) when the
+// root still holds at least half of the base's files (same path and
+// size; an image's own CLAUDE.md is not enough): that is the root the
+// agent installed into, with the polecat's latest edits, which a fetch
+// would overwrite. Any other root (a new container on a kept state
+// directory) is fetched into.
 func (s *Service) adoptLegacy() {
 	if s.policy == nil || s.rootID != "" || s.last == nil {
 		return

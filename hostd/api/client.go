@@ -1,8 +1,9 @@
 // Package api is what hostd's CLI and the running daemon exchange over the
 // control socket: the JSON types of each answer and the client that asks.
-// The daemon's services and handlers import it and it imports none of
-// them; it is not a leaf yet: its types show heartbeat's, tunnel's and
-// wire's as they are, and it finds the socket through hostd/state.
+// It is a leaf (of ours it imports only internal/unixsock): where an
+// answer shows a beat, a listener's health, an identity or a sync result,
+// it has its own type with the same JSON, which hostd/control converts
+// the services' values to; the caller gives the socket's path.
 package api
 
 import (
@@ -18,9 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // ErrNotRunning means no daemon answers on the town's control socket.
@@ -32,9 +31,9 @@ type Client struct {
 	hc   *http.Client
 }
 
-// NewClient returns a client for the daemon serving town.
-func NewClient(town string) *Client {
-	path := state.For(town).Socket()
+// NewSocketClient returns a client for the daemon listening on the unix socket
+// at path (a town's is state.For(town).Socket()).
+func NewSocketClient(path string) *Client {
 	return &Client{path: path, hc: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -52,7 +51,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // Polecat fetches one polecat's detail.
-func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, error) {
+func (c *Client) Polecat(ctx context.Context, id Identity) (PolecatDetail, error) {
 	var d PolecatDetail
 	err := c.do(ctx, http.MethodGet, "/v1/polecats/"+id.Rig+"/"+id.Name, &d)
 	return d, err
@@ -62,7 +61,7 @@ func (c *Client) Polecat(ctx context.Context, id wire.Identity) (PolecatDetail, 
 // (Forgotten says what), waiting up to wait for a tunnel being closed
 // (its certificates just revoked) to be down; 0 refuses a connected
 // polecat at once.
-func (c *Client) Forget(ctx context.Context, id wire.Identity, wait time.Duration) (Forgotten, error) {
+func (c *Client) Forget(ctx context.Context, id Identity, wait time.Duration) (Forgotten, error) {
 	var f Forgotten
 	path := "/v1/polecats/" + id.Rig + "/" + id.Name
 	if wait <= 0 {
@@ -94,7 +93,7 @@ func (c *Client) Health(ctx context.Context) error {
 
 // ReportStartFailure tells the daemon that hostd run could not start
 // polecat id, and why; it answers what it recorded (the reason bounded).
-func (c *Client) ReportStartFailure(ctx context.Context, id wire.Identity, reason string) (StartFailure, error) {
+func (c *Client) ReportStartFailure(ctx context.Context, id Identity, reason string) (StartFailure, error) {
 	var f StartFailure
 	err := c.doWith(ctx, c.hc, http.MethodPut, startFailurePath(id), StartReport{Reason: reason}, &f)
 	return f, err
@@ -102,7 +101,7 @@ func (c *Client) ReportStartFailure(ctx context.Context, id wire.Identity, reaso
 
 // ClearStartFailure tells the daemon that hostd run started polecat id;
 // cleared says whether a failure was recorded for it.
-func (c *Client) ClearStartFailure(ctx context.Context, id wire.Identity) (cleared bool, err error) {
+func (c *Client) ClearStartFailure(ctx context.Context, id Identity) (cleared bool, err error) {
 	var r struct {
 		Cleared bool `json:"cleared"`
 	}
@@ -110,7 +109,7 @@ func (c *Client) ClearStartFailure(ctx context.Context, id wire.Identity) (clear
 	return r.Cleared, err
 }
 
-func startFailurePath(id wire.Identity) string {
+func startFailurePath(id Identity) string {
 	return "/v1/polecats/" + id.Rig + "/" + id.Name + "/start-failure"
 }
 

@@ -16,13 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
+var furiosa = Identity{Rig: "gastown", Name: "furiosa"}
 
 // call is one request as the daemon received it.
 type call struct {
@@ -33,22 +31,18 @@ type call struct {
 // daemon is a real HTTP server on the town's control socket that answers
 // each route with a canned body and records what it was asked.
 type daemon struct {
-	town string
+	sock string
 
 	mu    sync.Mutex
 	calls []call
 }
 
-// newDaemon serves routes ("METHOD /path" -> handler) on a new town's
-// control socket until the test ends.
+// newDaemon serves routes ("METHOD /path" -> handler) on a new control
+// socket until the test ends.
 func newDaemon(t *testing.T, routes map[string]http.HandlerFunc) *daemon {
 	t.Helper()
-	d := &daemon{town: unixsocktest.Dir(t)}
-	sock := state.For(d.town).Socket()
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", sock)
+	d := &daemon{sock: filepath.Join(unixsocktest.Dir(t), "hostd.sock")}
+	ln, err := net.Listen("unix", d.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +84,7 @@ func refuse(status int, why string) http.HandlerFunc {
 func TestClientCalls(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	outcome := NudgeOutcome{ID: "n1", Polecat: furiosa, Outcome: wire.NudgeSubmitted, At: at}
+	outcome := NudgeOutcome{ID: "n1", Polecat: furiosa, Outcome: "submitted", At: at}
 	tests := []struct {
 		name   string
 		route  string
@@ -109,7 +103,7 @@ func TestClientCalls(t *testing.T) {
 			call{Method: "POST", Path: "/v1/revocations/reload"}},
 		{"nudge", "POST /v1/nudges/{rig}/{name}", outcome,
 			func(c *Client) (any, error) {
-				return c.Nudge(ctx, furiosa, NudgeRequest{Text: "hi", Mode: wire.NudgeQueue, Wait: time.Second})
+				return c.Nudge(ctx, furiosa, NudgeRequest{Text: "hi", Mode: "queue", Wait: time.Second})
 			},
 			call{Method: "POST", Path: "/v1/nudges/gastown/furiosa", Body: `{"text":"hi","mode":"queue","wait":1000000000}`}},
 		{"nudge list", "GET /v1/nudges/{rig}/{name}", []NudgeItem{{ID: "n1", Polecat: furiosa, Text: "hi", Created: at, Expires: at}},
@@ -124,10 +118,10 @@ func TestClientCalls(t *testing.T) {
 		{"sync status", "GET /v1/sync/status", SyncStatus{},
 			func(c *Client) (any, error) { return c.SyncStatus(ctx) },
 			call{Method: "GET", Path: "/v1/sync/status"}},
-		{"sync push", "POST /v1/sync/{rig}/{name}/push", wire.SyncResult{},
+		{"sync push", "POST /v1/sync/{rig}/{name}/push", SyncResult{},
 			func(c *Client) (any, error) { return c.SyncPush(ctx, furiosa, nil) },
 			call{Method: "POST", Path: "/v1/sync/gastown/furiosa/push"}},
-		{"sync pull, dry run", "POST /v1/sync/{rig}/{name}/pull", wire.SyncResult{},
+		{"sync pull, dry run", "POST /v1/sync/{rig}/{name}/pull", SyncResult{},
 			func(c *Client) (any, error) {
 				return c.SyncPull(ctx, furiosa, PullOptions{DryRun: true, AllowDeletes: true}, nil)
 			},
@@ -136,7 +130,7 @@ func TestClientCalls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDaemon(t, map[string]http.HandlerFunc{tc.route: answer(tc.answer)})
-			got, err := tc.do(NewClient(d.town))
+			got, err := tc.do(NewSocketClient(d.sock))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,9 +182,9 @@ func TestClientErrors(t *testing.T) {
 			}
 			d := newDaemon(t, routes)
 			if tc.handler == nil {
-				_ = os.Remove(state.For(d.town).Socket())
+				_ = os.Remove(d.sock)
 			}
-			err := tc.do(NewClient(d.town))
+			err := tc.do(NewSocketClient(d.sock))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("error %v, want one saying %q (is %v)", err, tc.want, tc.is)
 			}
@@ -207,18 +201,17 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
-// TestClientSocketTooLong: a town whose control socket path is longer
-// than the system takes (as under macOS's long temporary directories)
-// gets an error saying so, not "hostd is not running" nor "invalid
-// argument".
+// TestClientSocketTooLong: a control socket path longer than the system
+// takes (as under macOS's long temporary directories) gets an error
+// saying so, not "hostd is not running" nor "invalid argument".
 func TestClientSocketTooLong(t *testing.T) {
-	town := filepath.Join(t.TempDir(), strings.Repeat("t", unixsock.MaxPath))
+	sock := filepath.Join(t.TempDir(), strings.Repeat("t", unixsock.MaxPath), "hostd.sock")
 	for name, call := range map[string]func(*Client) error{
 		"status": func(c *Client) error { _, err := c.Status(context.Background()); return err },
 		"attach": func(c *Client) error { _, err := c.Attach(context.Background(), furiosa, false, 80, 24); return err },
 	} {
-		err := call(NewClient(town))
-		if !errors.Is(err, unixsock.ErrTooLong) || errors.Is(err, ErrNotRunning) || !strings.HasPrefix(err.Error(), "asking hostd: socket path too long: "+state.For(town).Socket()) {
+		err := call(NewSocketClient(sock))
+		if !errors.Is(err, unixsock.ErrTooLong) || errors.Is(err, ErrNotRunning) || !strings.HasPrefix(err.Error(), "asking hostd: socket path too long: "+sock) {
 			t.Errorf("%s: %v, want the path named too long", name, err)
 		}
 	}
@@ -230,23 +223,23 @@ func TestSyncProgress(t *testing.T) {
 	lines := []SyncLine{
 		{Progress: &SyncProgress{Files: 1, Bytes: 10, TotalFiles: 7}},
 		{Progress: &SyncProgress{Files: 3, Bytes: 20, TotalFiles: 7}},
-		{Result: &wire.SyncResult{Files: 7}},
+		{Result: &SyncResult{Files: 7}},
 	}
 	d := newDaemon(t, map[string]http.HandlerFunc{"POST /v1/sync/{rig}/{name}/{op}": func(w http.ResponseWriter, _ *http.Request) {
 		for _, l := range lines {
 			_ = json.NewEncoder(w).Encode(l)
 		}
 	}})
-	c := NewClient(d.town)
+	c := NewSocketClient(d.sock)
 	tests := []struct {
 		name  string
-		do    func(progress func(SyncProgress)) (wire.SyncResult, error)
+		do    func(progress func(SyncProgress)) (SyncResult, error)
 		query string
 	}{
-		{"push", func(p func(SyncProgress)) (wire.SyncResult, error) {
+		{"push", func(p func(SyncProgress)) (SyncResult, error) {
 			return c.SyncPush(context.Background(), furiosa, p)
 		}, "progress=1"},
-		{"pull", func(p func(SyncProgress)) (wire.SyncResult, error) {
+		{"pull", func(p func(SyncProgress)) (SyncResult, error) {
 			return c.SyncPull(context.Background(), furiosa, PullOptions{DryRun: true}, p)
 		}, "dry_run=1&progress=1"},
 	}
@@ -275,7 +268,7 @@ func TestPeek(t *testing.T) {
 		_, _ = w.Write([]byte("line 2\n"))
 	}})
 	var out bytes.Buffer
-	if err := NewClient(d.town).Peek(context.Background(), furiosa, 40, true, &out); err != nil {
+	if err := NewSocketClient(d.sock).Peek(context.Background(), furiosa, 40, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "line 1\nline 2\n" {
@@ -306,7 +299,7 @@ func TestAttach(t *testing.T) {
 			_, _ = conn.Write(append([]byte("echo:"), buf...))
 		}
 	}})
-	rw, err := NewClient(d.town).Attach(context.Background(), furiosa, true, 120, 40)
+	rw, err := NewSocketClient(d.sock).Attach(context.Background(), furiosa, true, 120, 40)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,19 +6,17 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // NudgeItem is one queued nudge, as hostd nudge --list shows it.
 type NudgeItem struct {
-	ID       string        `json:"id"`
-	Polecat  wire.Identity `json:"polecat"`
-	Text     string        `json:"text"`
-	Mode     string        `json:"mode"`
-	Priority string        `json:"priority"`
-	Created  time.Time     `json:"created"`
-	Expires  time.Time     `json:"expires"`
+	ID       string    `json:"id"`
+	Polecat  Identity  `json:"polecat"`
+	Text     string    `json:"text"`
+	Mode     string    `json:"mode"`
+	Priority string    `json:"priority"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
 	// Attempts counts delivery attempts; Why says why the last did not
 	// deliver it (busy, not connected, ...).
 	Attempts int    `json:"attempts"`
@@ -27,8 +25,8 @@ type NudgeItem struct {
 
 // NudgeOutcome is what became of a nudge.
 type NudgeOutcome struct {
-	ID      string        `json:"id"`
-	Polecat wire.Identity `json:"polecat"`
+	ID      string   `json:"id"`
+	Polecat Identity `json:"polecat"`
 	// Outcome is submitted, failed, queued, expired, cancelled or
 	// dropped.
 	Outcome string    `json:"outcome"`
@@ -56,14 +54,14 @@ type NudgeRequest struct {
 }
 
 // Nudge queues a nudge and waits (up to req.Wait) for its outcome.
-func (c *Client) Nudge(ctx context.Context, id wire.Identity, req NudgeRequest) (NudgeOutcome, error) {
+func (c *Client) Nudge(ctx context.Context, id Identity, req NudgeRequest) (NudgeOutcome, error) {
 	var o NudgeOutcome
 	err := c.doLongJSON(ctx, http.MethodPost, "/v1/nudges/"+id.Rig+"/"+id.Name, req, &o)
 	return o, err
 }
 
 // NudgeList is a polecat's queue.
-func (c *Client) NudgeList(ctx context.Context, id wire.Identity) ([]NudgeItem, error) {
+func (c *Client) NudgeList(ctx context.Context, id Identity) ([]NudgeItem, error) {
 	var items []NudgeItem
 	err := c.do(ctx, http.MethodGet, "/v1/nudges/"+id.Rig+"/"+id.Name, &items)
 	return items, err

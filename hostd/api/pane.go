@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // PaneUpgrade is the protocol hostd attach's connection upgrades to: attach
@@ -26,7 +24,7 @@ type BufferedConn struct {
 func (c BufferedConn) Read(p []byte) (int, error) { return c.R.Read(p) }
 
 // Peek streams the polecat's pane to w until it ends or ctx does.
-func (c *Client) Peek(ctx context.Context, id wire.Identity, lines int, follow bool, w io.Writer) error {
+func (c *Client) Peek(ctx context.Context, id Identity, lines int, follow bool, w io.Writer) error {
 	path := fmt.Sprintf("/v1/pane/%s/%s?lines=%d", id.Rig, id.Name, lines)
 	if follow {
 		path += "&follow=1"
@@ -44,7 +42,7 @@ func (c *Client) Peek(ctx context.Context, id wire.Identity, lines int, follow b
 
 // Attach opens an attach connection: write attach frames to it, read the
 // terminal's output from it.
-func (c *Client) Attach(ctx context.Context, id wire.Identity, write bool, cols, rows uint16) (io.ReadWriteCloser, error) {
+func (c *Client) Attach(ctx context.Context, id Identity, write bool, cols, rows uint16) (io.ReadWriteCloser, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {

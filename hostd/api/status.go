@@ -3,18 +3,14 @@ package api
 import (
 	"slices"
 	"time"
-
-	"github.com/polecat-sidecar/sidecar/heartbeat"
-	"github.com/polecat-sidecar/sidecar/tunnel"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // Polecat is one polecat as hostd status shows it: its judged state, its
 // tunnel (when connected) and its last beat.
 type Polecat struct {
-	Identity wire.Identity `json:"identity"`
-	Rig      string        `json:"rig"`
-	Name     string        `json:"name"`
+	Identity Identity `json:"identity"`
+	Rig      string   `json:"rig"`
+	Name     string   `json:"name"`
 	// State is working, idle, stale, disconnected, dead or revoked, since
 	// StateSince, for Reason. Restored means it is the last known state
 	// from before hostd restarted, the agent not being back yet.
@@ -64,7 +60,7 @@ func InStates(ps []Polecat, states []string) []Polecat {
 // never removed.
 type Forgotten struct {
 	// Polecat is whom.
-	Polecat wire.Identity `json:"polecat"`
+	Polecat Identity `json:"polecat"`
 	// Listed says whether hostd status listed it; Last is its last row
 	// there when it did.
 	Listed bool     `json:"listed"`
@@ -85,8 +81,8 @@ func (f Forgotten) Nothing() bool { return !f.Listed && f.Nudges == 0 && len(f.R
 // changes.
 type PolecatDetail struct {
 	Polecat
-	Beat   *heartbeat.Beat   `json:"beat,omitempty"`
-	Events []heartbeat.Event `json:"events"`
+	Beat   *Beat   `json:"beat,omitempty"`
+	Events []Event `json:"events"`
 	// StartFailure is hostd run's last failure to start it, until a
 	// start succeeds.
 	StartFailure *StartFailure `json:"start_failure,omitempty"`
@@ -114,7 +110,7 @@ type Status struct {
 	Upstream []UpstreamItem `json:"upstream"`
 	// Listeners is each transport's accept loop: a stopped or failing one
 	// refuses its tunnels while everything else looks fine.
-	Listeners []tunnel.ListenerHealth `json:"listeners"`
+	Listeners []ListenerHealth `json:"listeners"`
 	// SyncConflicts counts the paths data merges left in conflict since
 	// hostd started (hostd sync log has them).
 	SyncConflicts int `json:"sync_conflicts"`
@@ -128,4 +124,23 @@ type Status struct {
 	// StartFailures are the polecats hostd run could not start, each
 	// until its next start succeeds, by identity.
 	StartFailures []StartFailure `json:"start_failures"`
+}
+
+// ListenerHealth is one transport's accept loop as status shows it
+// (tunnel.ListenerHealth, which hostd/control converts it from): a loop
+// that stopped, or keeps failing to accept, refuses every tunnel of its
+// transport while everything else looks fine.
+type ListenerHealth struct {
+	// Transport is quic or tcp; Up is false once the loop has stopped.
+	Transport string `json:"transport"`
+	Up        bool   `json:"up"`
+	// AcceptErrors counts failed accepts; LastError is the latest, and
+	// when it happened.
+	AcceptErrors uint64    `json:"accept_errors"`
+	LastError    string    `json:"last_error,omitempty"`
+	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
+	// Handshakes are in progress (TCP); Shed counts connections closed
+	// unanswered because too many were.
+	Handshakes int    `json:"handshakes"`
+	Shed       uint64 `json:"shed"`
 }

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // SyncRecord is one data transfer, as hostd sync log shows it.
@@ -40,17 +38,39 @@ type SyncProgress struct {
 	TotalBytes int64 `json:"total_bytes,omitempty"`
 }
 
+// SyncResult is the receiver's answer to one transfer (wire.SyncResult,
+// which hostd/control converts it from): the files and bytes the archive
+// held, what hostd's merge changed (as many as fit; More counts the rest),
+// what the sender left out although it crosses, and why the archive was
+// refused (nothing then changed).
+type SyncResult struct {
+	Files   int          `json:"files"`
+	Bytes   int64        `json:"bytes"`
+	Changes []SyncChange `json:"changes,omitempty"`
+	More    int          `json:"more,omitempty"`
+	Skipped []string     `json:"skipped,omitempty"`
+	Error   string       `json:"error,omitempty"`
+}
+
+// SyncChange is what a merge did at one path: the action (applied, kept,
+// merged, conflict, deleted, ...) and, for a conflict, the copy made.
+type SyncChange struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Copy   string `json:"copy,omitempty"`
+}
+
 // SyncLine is one line of a transfer's progress stream: progress, then the
 // result last.
 type SyncLine struct {
-	Progress *SyncProgress    `json:"progress,omitempty"`
-	Result   *wire.SyncResult `json:"result,omitempty"`
+	Progress *SyncProgress `json:"progress,omitempty"`
+	Result   *SyncResult   `json:"result,omitempty"`
 }
 
 // SyncRoot is where one connected polecat's data lives on the host.
 type SyncRoot struct {
-	Polecat wire.Identity `json:"polecat"`
-	Host    string        `json:"host"`
+	Polecat Identity `json:"polecat"`
+	Host    string   `json:"host"`
 	// Rig is the directory its rig's read-only files come from.
 	Rig string `json:"rig"`
 	// StoredBytes is what hostd stores for it (sync.max_stored_bytes
@@ -87,13 +107,13 @@ type PullOptions struct {
 // SyncPush asks the daemon to send a polecat's host data into its
 // container, and waits for the result; progress, when not nil, hears how
 // far it is about four times a second.
-func (c *Client) SyncPush(ctx context.Context, id wire.Identity, progress func(SyncProgress)) (wire.SyncResult, error) {
+func (c *Client) SyncPush(ctx context.Context, id Identity, progress func(SyncProgress)) (SyncResult, error) {
 	return c.syncTransfer(ctx, "/v1/sync/"+url.PathEscape(id.Rig)+"/"+url.PathEscape(id.Name)+"/push", progress)
 }
 
 // SyncPull asks the daemon to take a polecat's data and merge it (or, with
 // o.DryRun, say what a merge would do).
-func (c *Client) SyncPull(ctx context.Context, id wire.Identity, o PullOptions, progress func(SyncProgress)) (wire.SyncResult, error) {
+func (c *Client) SyncPull(ctx context.Context, id Identity, o PullOptions, progress func(SyncProgress)) (SyncResult, error) {
 	q := url.Values{}
 	if o.DryRun {
 		q.Set("dry_run", "1")
@@ -108,8 +128,8 @@ func (c *Client) SyncPull(ctx context.Context, id wire.Identity, o PullOptions, 
 	return c.syncTransfer(ctx, path, progress)
 }
 
-func (c *Client) syncTransfer(ctx context.Context, path string, progress func(SyncProgress)) (wire.SyncResult, error) {
-	var res wire.SyncResult
+func (c *Client) syncTransfer(ctx context.Context, path string, progress func(SyncProgress)) (SyncResult, error) {
+	var res SyncResult
 	if progress == nil {
 		err := c.doLong(ctx, http.MethodPost, path, &res)
 		return res, err

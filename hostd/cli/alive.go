@@ -97,10 +97,10 @@ func (o *aliveOptions) run(cmd *cobra.Command, args []string) error {
 	if o.wait < 0 {
 		return fmt.Errorf("--wait %v: give a duration of 0 or more", o.wait)
 	}
-	c, until := api.NewClient(o.Town()), time.Now().Add(o.wait)
+	c, until := o.Client(), time.Now().Add(o.wait)
 	for {
 		ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-		d, err := c.Polecat(ctx, id)
+		d, err := c.Polecat(ctx, api.Identity(id))
 		cancel()
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (o *aliveOptions) run(cmd *cobra.Command, args []string) error {
 // answer prints what hostd alive found of p and ends with code.
 func (o *aliveOptions) answer(cmd *cobra.Command, p api.Polecat, code int) error {
 	if o.json {
-		res := aliveness{Identity: p.Identity, Alive: code == 0, State: p.State, Restored: p.Restored, Reason: p.Reason}
+		res := aliveness{Identity: wire.Identity(p.Identity), Alive: code == 0, State: p.State, Restored: p.Restored, Reason: p.Reason}
 		if err := command.EncodeJSON(cmd.OutOrStdout(), res); err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func (o *forgetOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := api.NewClient(o.Town()).Forget(cmd.Context(), id, 0)
+	f, err := o.Client().Forget(cmd.Context(), api.Identity(id), 0)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (o *nudgeOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, ctx, out := api.NewClient(o.Town()), cmd.Context(), cmd.OutOrStdout()
+	c, ctx, out := o.Client(), cmd.Context(), cmd.OutOrStdout()
 	switch {
 	case o.list:
 		return o.showQueue(ctx, out, c, id)
@@ -95,7 +95,7 @@ func (o *nudgeOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 func (o *nudgeOptions) showQueue(ctx context.Context, out io.Writer, c *api.Client, id wire.Identity) error {
-	items, err := c.NudgeList(ctx, id)
+	items, err := c.NudgeList(ctx, api.Identity(id))
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (o *nudgeOptions) send(ctx context.Context, out io.Writer, c *api.Client, i
 	if o.noWait {
 		req.Wait = 0
 	}
-	oc, err := c.Nudge(ctx, id, req)
+	oc, err := c.Nudge(ctx, api.Identity(id), req)
 	if err != nil {
 		return err
 	}

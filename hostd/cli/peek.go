@@ -54,7 +54,7 @@ func (o *peekOptions) run(cmd *cobra.Command, args []string) error {
 	out := cmd.OutOrStdout() // escaping (command.NewRoot), text and JSON alike
 	var all []string
 	w := &lineWriter{line: o.lineFunc(out, &all)}
-	if err := api.NewClient(o.Town()).Peek(ctx, id, o.lines, o.follow, w); err != nil {
+	if err := o.Client().Peek(ctx, api.Identity(id), o.lines, o.follow, w); err != nil {
 		return err
 	}
 	if err := w.flush(); err != nil {

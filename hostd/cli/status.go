@@ -117,7 +117,7 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("--state %q: a polecat is %s", s, strings.Join(render.States, ", "))
 		}
 	}
-	c, w := api.NewClient(o.Town()), newStatusOutput(cmd)
+	c, w := o.Client(), newStatusOutput(cmd)
 	switch {
 	case len(args) == 1:
 		return o.showOne(cmd.Context(), w, c, args[0])
@@ -132,7 +132,7 @@ func (o *statusOptions) showOne(ctx context.Context, w statusOutput, c *api.Clie
 	if err != nil {
 		return err
 	}
-	d, err := c.Polecat(ctx, id)
+	d, err := c.Polecat(ctx, api.Identity(id))
 	if err != nil {
 		return err
 	}

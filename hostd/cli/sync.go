@@ -88,7 +88,7 @@ func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 	}
 	if res.Error == "" || len(res.Changes) > 0 { // a refusal moved nothing: no summary of nothing
-		render.SyncResult(cmd.OutOrStdout(), id, res, time.Since(start))
+		render.SyncResult(cmd.OutOrStdout(), api.Identity(id), res, time.Since(start))
 	}
 	if res.Error != "" {
 		return fmt.Errorf("%s", termsafe.Line(res.Error))
@@ -98,30 +98,30 @@ func (o *syncTransferOptions) run(cmd *cobra.Command, args []string) error {
 
 // transfer pushes or pulls, drawing its progress when stderr is a
 // terminal and the output is not JSON.
-func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (wire.SyncResult, error) {
+func (o *syncTransferOptions) transfer(cmd *cobra.Command, id wire.Identity) (api.SyncResult, error) {
 	var progress func(api.SyncProgress)
 	if !o.json && command.IsTTY(cmd.ErrOrStderr()) {
 		bar := newProgress(termsafe.Raw(cmd.ErrOrStderr()), id)
 		defer bar.finish()
 		progress = bar.update
 	}
-	c := api.NewClient(o.Town())
+	c := o.Client()
 	if o.pull {
-		return c.SyncPull(cmd.Context(), id, o.opts, progress)
+		return c.SyncPull(cmd.Context(), api.Identity(id), o.opts, progress)
 	}
-	return c.SyncPush(cmd.Context(), id, progress)
+	return c.SyncPush(cmd.Context(), api.Identity(id), progress)
 }
 
 func newSyncStatusCmd(a *command.App) *cobra.Command {
 	return command.ShowCmd(&cobra.Command{
 		Use: "status", Short: "Show the data policy, where each connected polecat's data lives, what hostd stores for it, and links there that lead out", Args: cobra.NoArgs,
-	}, func(ctx context.Context) (api.SyncStatus, error) { return api.NewClient(a.Town()).SyncStatus(ctx) }, render.SyncStatus, command.EncodeJSON)
+	}, func(ctx context.Context) (api.SyncStatus, error) { return a.Client().SyncStatus(ctx) }, render.SyncStatus, command.EncodeJSON)
 }
 
 func newSyncLogCmd(a *command.App) *cobra.Command {
 	return command.ShowCmd(&cobra.Command{
 		Use: "log", Short: "List the data transfers: when, which polecat, what was applied, merged and conflicted", Args: cobra.NoArgs,
-	}, func(ctx context.Context) ([]api.SyncRecord, error) { return api.NewClient(a.Town()).SyncLog(ctx) }, render.SyncLog, command.EncodeJSON)
+	}, func(ctx context.Context) ([]api.SyncRecord, error) { return a.Client().SyncLog(ctx) }, render.SyncLog, command.EncodeJSON)
 }
 
 // transferProgress draws a transfer's progress: bytes, files, rate, and

@@ -64,15 +64,15 @@ type Rule struct {
 }
 
 // Policy is everything a confined process and its descendants may touch
-// on the filesystem, and the TCP ports they may connect to; the rest is
-// refused by the kernel. Looking a path up (stat) is not restricted, only
+// on the filesystem, and the TCP ports they may connect to; the kernel
+// refuses the rest. Looking a path up (stat) is not restricted, only
 // opening, executing and changing it. On Linux the process also cannot
-// signal, or connect to the abstract unix sockets of, processes outside
-// its confinement (Landlock ABI 6), and connects over TCP to ConnectTCP's
-// ports alone, binding none (ABI 4; sandbox-exec leaves the network as it
-// is).
+// signal, or reach the abstract unix sockets of, processes outside its
+// confinement (Landlock ABI 6).
 type Policy struct {
-	Rules      []Rule
+	Rules []Rule
+	// ConnectTCP are the ports it may connect to over TCP, binding none
+	// (Landlock ABI 4; sandbox-exec leaves the network as it is).
 	ConnectTCP []uint16
 }
 

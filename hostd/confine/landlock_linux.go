@@ -13,14 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Landlock, through its three system calls (golang.org/x/sys/unix). The
-// go-landlock library confines the whole calling process (every thread,
-// through psx); hostd must stay unconfined and confine only the process
-// it starts, so a ruleset is applied to one locked OS thread, never the
-// main one, which starts the process (the child inherits the thread's
-// domain) and is then let go with its goroutine: the Go runtime ends a
-// thread whose goroutine exits locked, and starts no other thread from
-// it.
+// Landlock, through its three system calls (golang.org/x/sys/unix), not
+// the go-landlock library, which confines every thread of the calling
+// process: hostd confines one locked OS thread, never the main one, which
+// starts the process (the child inherits its domain) and then ends with
+// its goroutine. Why: docs/security.md, "Confining a command, not hostd".
 
 // The file access rights per Landlock ABI version.
 const (
@@ -130,14 +127,11 @@ func start(cmd *exec.Cmd, p Policy) error {
 }
 
 // startOnThread starts cmd from a thread of its own, confined by the
-// ruleset fd, and gives the result. The thread is never the process's
-// main thread: the Go runtime ends a thread whose goroutine exits locked
-// to it, but parks the main thread instead, which would leave hostd's
-// thread-group leader in the command's domain for good (and a process in
-// that domain may read the memory of one in the same domain). A goroutine
-// that finds itself there holds it, so that the one it starts cannot run
-// on it, lets that one confine its own thread, and lets the main thread go
-// unconfined.
+// ruleset fd, and gives the result. The Go runtime ends a thread whose
+// goroutine exits locked, but parks the main thread, which would keep
+// hostd's thread-group leader in the command's domain: a goroutine that
+// finds itself on the main thread holds it while the one it starts does
+// the confining elsewhere (docs/security.md, "Confining a command, not hostd").
 func startOnThread(cmd *exec.Cmd, fd int) <-chan error {
 	done := make(chan error, 1)
 	go func() {

@@ -16,13 +16,11 @@ import (
 )
 
 // The admin API of Gas Town's gt-proxy-server (its 127.0.0.1:9877
-// listener), served on hostd's control socket with the same paths and
-// JSON, so operators' scripts keep working with
-// 'curl --unix-socket <town>/.runtime/hostd/hostd.sock http://hostd/v1/admin/...',
-// and, when admin_listen is set, over plain HTTP on a loopback address, as
-// Gas Town's own admin client calls it.
-// Unlike gt-proxy-server's in-memory deny list, revocation here is
-// persisted and closes live tunnels.
+// listener), with the same paths and JSON, so operators' scripts and Gas
+// Town's admin client keep working: on the control socket, and over plain
+// HTTP on a loopback address when admin_listen is set. Revocation here is
+// persisted and closes live tunnels. docs/migrating.md ("Endpoints") lists
+// where it differs from gt-proxy-server's.
 
 // maxAdminBody bounds an admin request.
 const maxAdminBody = 64 << 10
@@ -60,7 +58,7 @@ func CheckLoopback(addr string) error {
 		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:9877): %w", addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%q is not a loopback address: the admin API issues certificates to whoever reaches it, so it listens on 127.0.0.1, ::1 or localhost only", addr)
+		return fmt.Errorf("%q is not a loopback address, and the admin API issues certificates to whoever reaches it: give 127.0.0.1, ::1 or localhost", addr)
 	}
 	return nil
 }

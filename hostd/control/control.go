@@ -91,8 +91,9 @@ type Listener interface {
 type Polecats interface {
 	// Rows are every polecat, as status shows them.
 	Rows() []api.Polecat
-	// Detail is one polecat with its last beat and recent state changes.
-	Detail(id wire.Identity) (api.PolecatDetail, bool)
+	// Detail is one polecat's row with its judged record, whose last beat
+	// and recent state changes the detail shows.
+	Detail(id wire.Identity) (api.Polecat, heartbeat.Record, bool)
 }
 
 // Upstream is the upstream queue (upstream.Queue).
@@ -111,7 +112,7 @@ func Listen(town string) (net.Listener, error) {
 	}
 	ln, err := unixsock.Listen(dir.Socket())
 	if errors.Is(err, unixsock.ErrInUse) {
-		return nil, fmt.Errorf("another hostd is already serving this town (socket %s answers)", dir.Socket())
+		return nil, fmt.Errorf("serving the control socket: another hostd already serves this town (%s answers): stop it first", dir.Socket())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -127,7 +128,8 @@ func Handler(s Services) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/polecats/{rig}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		id := wire.Identity{Rig: r.PathValue("rig"), Name: r.PathValue("name")}
-		d, ok := s.Polecats.Detail(id)
+		row, rec, ok := s.Polecats.Detail(id)
+		d := api.PolecatDetail{Polecat: row, Beat: apiBeat(rec.LastBeat), Events: apiEvents(rec.Events)}
 		d.Nudges = s.Nudges.Depth()[id]
 		if f, failed := s.Starts.Failure(id); failed {
 			d.StartFailure = &f
@@ -188,11 +190,11 @@ func Handler(s Services) http.Handler {
 func (s Services) status() api.Status {
 	st := api.Status{Version: s.Daemon.Version, Started: s.Daemon.Started, Polecats: s.Polecats.Rows(), SyncConflicts: s.Data.Conflicts()}
 	if ln := s.Daemon.Listener; ln != nil {
-		st.Listen, st.Listeners = ln.Addr(), ln.Health()
+		st.Listen, st.Listeners = ln.Addr(), apiListeners(ln.Health())
 	}
 	depth := s.Nudges.Depth()
 	for i := range st.Polecats {
-		st.Polecats[i].Nudges = depth[st.Polecats[i].Identity]
+		st.Polecats[i].Nudges = depth[wire.Identity(st.Polecats[i].Identity)]
 	}
 	if s.Upstream != nil {
 		st.Upstream = s.Upstream.Pending()
@@ -221,16 +223,16 @@ func (s Services) notSeen(id wire.Identity) error {
 	case err != nil:
 		return fmt.Errorf("no polecat %s has connected, and reading the CA's records failed: %w", id, err)
 	case expected:
-		return fmt.Errorf("polecat %s has not connected: it has a certificate or join token, so start its container's 'gt-agent up'; 'hostd status' lists it once it connects", id)
+		return fmt.Errorf("polecat %s has not connected: it has a certificate or join token: start 'gt-agent up' in its container ('hostd status' lists it once it connects)", id)
 	}
-	return fmt.Errorf("no polecat %s: it has never connected and this town's CA never issued it a certificate or join token (check the name: 'hostd status' lists the polecats that have connected, 'hostd cert list' those issued)", id)
+	return fmt.Errorf("no polecat %s: it has never connected and this town's CA never issued it a certificate or join token: check the name ('hostd status' lists the polecats that have connected, 'hostd cert list' those issued)", id)
 }
 
 // known is nil when hostd has seen id connect or its CA expects it, else
 // notSeen's error: what a nudge to a mistyped name gets at once, instead
 // of waiting in a queue no agent will ever take it from.
 func (s Services) known(id wire.Identity) error {
-	if _, ok := s.Polecats.Detail(id); ok {
+	if _, _, ok := s.Polecats.Detail(id); ok {
 		return nil
 	}
 	if ok, err := s.Certs.Expected(id); ok && err == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 
@@ -54,7 +55,7 @@ func (f *fakeDaemon) Failed(id wire.Identity, reason string) (api.StartFailure, 
 	if f.failures == nil {
 		f.failures = map[wire.Identity]api.StartFailure{}
 	}
-	f.failures[id] = api.StartFailure{Identity: id, At: time.Now(), Reason: reason}
+	f.failures[id] = api.StartFailure{Identity: api.Identity(id), At: time.Now(), Reason: reason}
 	return f.failures[id], nil
 }
 
@@ -78,14 +79,15 @@ func (f *fakeDaemon) Failures() []api.StartFailure {
 }
 
 func (f *fakeDaemon) Rows() []api.Polecat {
-	return []api.Polecat{{Identity: wire.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}
+	return []api.Polecat{{Identity: api.Identity{Rig: "r", Name: "n"}, Rig: "r", Name: "n", Transport: "quic", RTTMillis: 0.5}}
 }
 
-func (f *fakeDaemon) Detail(id wire.Identity) (api.PolecatDetail, bool) {
+func (f *fakeDaemon) Detail(id wire.Identity) (api.Polecat, heartbeat.Record, bool) {
 	if id.Name != "n" {
-		return api.PolecatDetail{}, false
+		return api.Polecat{}, heartbeat.Record{}, false
 	}
-	return api.PolecatDetail{Polecat: f.Rows()[0]}, true
+	return f.Rows()[0], heartbeat.Record{Identity: id, LastBeat: &heartbeat.Beat{Seq: 7, Session: heartbeat.Session{State: heartbeat.SessionRunning}},
+		Events: []heartbeat.Event{{To: heartbeat.Working, Reason: "beat"}}}, true
 }
 
 // Forget knows r/n, connected, r/gone, whose tunnel is down, and r/left,
@@ -97,11 +99,11 @@ func (f *fakeDaemon) Forget(_ context.Context, id wire.Identity, wait time.Durat
 	case "n":
 		return api.Forgotten{}, errors.New("r/n is connected")
 	case "gone":
-		return api.Forgotten{Polecat: id, Listed: true, Last: &api.Polecat{Identity: id, State: "dead"}, Nudges: 1}, nil
+		return api.Forgotten{Polecat: api.Identity(id), Listed: true, Last: &api.Polecat{Identity: api.Identity(id), State: "dead"}, Nudges: 1}, nil
 	case "left":
-		return api.Forgotten{Polecat: id, Removed: []string{"data/r/left"}}, nil
+		return api.Forgotten{Polecat: api.Identity(id), Removed: []string{"data/r/left"}}, nil
 	}
-	return api.Forgotten{Polecat: id}, nil
+	return api.Forgotten{Polecat: api.Identity(id)}, nil
 }
 
 func (f *fakeDaemon) Depth() map[wire.Identity]int {
@@ -129,7 +131,7 @@ func (f *fakeDaemon) ReloadRevocations() (int, error) {
 
 func TestSocket(t *testing.T) {
 	town := unixsocktest.Dir(t)
-	c := api.NewClient(town)
+	c := api.NewSocketClient(state.For(town).Socket())
 	if _, err := c.Status(context.Background()); !errors.Is(err, api.ErrNotRunning) {
 		t.Fatalf("no daemon: %v, want api.ErrNotRunning", err)
 	}
@@ -167,15 +169,16 @@ func TestSocket(t *testing.T) {
 	if st.Polecats[0].Nudges != 2 || st.SyncConflicts != 3 || len(st.Upstream) != 1 || st.Upstream[0].Branch != "polecat/n" {
 		t.Errorf("status did not join the services: nudges %d, conflicts %d, upstream %+v", st.Polecats[0].Nudges, st.SyncConflicts, st.Upstream)
 	}
-	if d, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" || d.Nudges != 2 {
+	if d, err := c.Polecat(context.Background(), api.Identity{Rig: "r", Name: "n"}); err != nil || d.Transport != "quic" || d.Nudges != 2 ||
+		d.Beat == nil || d.Beat.Seq != 7 || d.Beat.Session.State != "running" || len(d.Events) != 1 || d.Events[0].To != "working" {
 		t.Fatalf("polecat: %+v, %v", d, err)
 	}
 	// A polecat hostd has no state for: the answer says why and what to do.
 	for name, want := range map[string]string{
-		"x":     "no polecat r/x: it has never connected and this town's CA never issued it a certificate or join token (check the name",
-		"ghost": "polecat r/ghost has not connected: it has a certificate or join token, so start its container's 'gt-agent up'",
+		"x":     "no polecat r/x: it has never connected and this town's CA never issued it a certificate or join token: check the name",
+		"ghost": "polecat r/ghost has not connected: it has a certificate or join token: start 'gt-agent up' in its container",
 	} {
-		if _, err := c.Polecat(context.Background(), wire.Identity{Rig: "r", Name: name}); err == nil || !strings.HasPrefix(err.Error(), want) {
+		if _, err := c.Polecat(context.Background(), api.Identity{Rig: "r", Name: name}); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("polecat r/%s: %v, want %q...", name, err, want)
 		}
 	}
@@ -191,7 +194,7 @@ func TestSocket(t *testing.T) {
 		{"gone", 3 * time.Second, ""},
 		{"gone", 2 * time.Minute, `wait "2m0s": a duration from 0 to 1m0s`},
 	} {
-		f, err := c.Forget(context.Background(), wire.Identity{Rig: "r", Name: tt.name}, tt.wait)
+		f, err := c.Forget(context.Background(), api.Identity{Rig: "r", Name: tt.name}, tt.wait)
 		if (tt.want == "" && (err != nil || f.Nothing())) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
 			t.Errorf("forget r/%s, wait %v: %+v, %v; want %q", tt.name, tt.wait, f, err, tt.want)
 		}

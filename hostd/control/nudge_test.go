@@ -15,11 +15,11 @@ import (
 
 func (f *fakeDaemon) Nudge(_ context.Context, id wire.Identity, req api.NudgeRequest) (api.NudgeOutcome, error) {
 	f.nudges = append(f.nudges, req)
-	return api.NudgeOutcome{ID: "n1", Polecat: id, Outcome: "queued"}, nil
+	return api.NudgeOutcome{ID: "n1", Polecat: api.Identity(id), Outcome: "queued"}, nil
 }
 
 func (f *fakeDaemon) List(id wire.Identity) []api.NudgeItem {
-	return []api.NudgeItem{{ID: "n1", Polecat: id, Text: "hi"}}
+	return []api.NudgeItem{{ID: "n1", Polecat: api.Identity(id), Text: "hi"}}
 }
 
 func (f *fakeDaemon) Cancel(id string) (api.NudgeOutcome, error) {

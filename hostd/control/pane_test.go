@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -57,16 +58,16 @@ func TestPaneAPI(t *testing.T) {
 	srv := &http.Server{Handler: Handler(d.services()), ReadHeaderTimeout: time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	c := api.NewClient(town)
+	c := api.NewSocketClient(state.For(town).Socket())
 	ctx := context.Background()
 	var out strings.Builder
-	if err := c.Peek(ctx, wire.Identity{Rig: "r", Name: "n"}, 3, false, &out); err != nil || out.String() != "line 0\nline 1\nline 2\n" {
+	if err := c.Peek(ctx, api.Identity{Rig: "r", Name: "n"}, 3, false, &out); err != nil || out.String() != "line 0\nline 1\nline 2\n" {
 		t.Fatalf("peek: %q %v", out.String(), err)
 	}
-	if err := c.Peek(ctx, wire.Identity{Rig: "r", Name: "gone"}, 3, false, io.Discard); err == nil || !strings.Contains(err.Error(), "not connected") {
+	if err := c.Peek(ctx, api.Identity{Rig: "r", Name: "gone"}, 3, false, io.Discard); err == nil || !strings.Contains(err.Error(), "not connected") {
 		t.Fatalf("peek at a polecat that is not there: %v", err)
 	}
-	conn, err := c.Attach(ctx, wire.Identity{Rig: "r", Name: "n"}, true, 80, 24)
+	conn, err := c.Attach(ctx, api.Identity{Rig: "r", Name: "n"}, true, 80, 24)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +83,10 @@ func TestPaneAPI(t *testing.T) {
 	if got := d.attached[0]; !got.Write || got.Cols != 80 || got.Rows != 24 {
 		t.Errorf("the attach request reached the daemon as %+v", got)
 	}
-	if _, err := c.Attach(ctx, wire.Identity{Rig: "r", Name: "gone"}, false, 80, 24); err == nil || !strings.Contains(err.Error(), "not connected") {
+	if _, err := c.Attach(ctx, api.Identity{Rig: "r", Name: "gone"}, false, 80, 24); err == nil || !strings.Contains(err.Error(), "not connected") {
 		t.Fatalf("attach to a polecat that is not there: %v", err)
 	}
-	if _, err := c.Attach(ctx, wire.Identity{Rig: "r", Name: "n"}, false, 0, 24); err == nil {
+	if _, err := c.Attach(ctx, api.Identity{Rig: "r", Name: "n"}, false, 0, 24); err == nil {
 		t.Fatal("attach with no size")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -27,11 +28,11 @@ func TestStartFailures(t *testing.T) {
 	srv := &http.Server{Handler: Handler(d.services())}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	c, ctx := api.NewClient(town), context.Background()
+	c, ctx := api.NewSocketClient(state.For(town).Socket()), context.Background()
 	toast, known := wire.Identity{Rig: "gastown", Name: "toast"}, wire.Identity{Rig: "r", Name: "n"}
 
 	for _, id := range []wire.Identity{toast, known} {
-		if rec, err := c.ReportStartFailure(ctx, id, "image polecat:1 is not among docker's images"); err != nil || rec.Identity != id {
+		if rec, err := c.ReportStartFailure(ctx, api.Identity(id), "image polecat:1 is not among docker's images"); err != nil || rec.Identity != api.Identity(id) {
 			t.Fatalf("reporting %s: %+v, %v", id, rec, err)
 		}
 	}
@@ -47,21 +48,21 @@ func TestStartFailures(t *testing.T) {
 		{known, "", ""}, // the polecat's own state stays
 	}
 	for _, tc := range cases {
-		det, err := c.Polecat(ctx, tc.id)
+		det, err := c.Polecat(ctx, api.Identity(tc.id))
 		if err != nil || det.StartFailure == nil || det.StartFailure.Reason != "image polecat:1 is not among docker's images" || det.State != tc.state || det.Reason != tc.reason {
 			t.Errorf("detail of %s: %+v (failure %+v), %v", tc.id, det.Polecat, det.StartFailure, err)
 		}
 	}
-	if cleared, err := c.ClearStartFailure(ctx, toast); err != nil || !cleared {
+	if cleared, err := c.ClearStartFailure(ctx, api.Identity(toast)); err != nil || !cleared {
 		t.Fatalf("clearing: %v, %v", cleared, err)
 	}
-	if cleared, err := c.ClearStartFailure(ctx, toast); err != nil || cleared {
+	if cleared, err := c.ClearStartFailure(ctx, api.Identity(toast)); err != nil || cleared {
 		t.Fatalf("clearing again: %v, %v; want nothing to clear", cleared, err)
 	}
-	if _, err := c.Polecat(ctx, toast); err == nil || !strings.Contains(err.Error(), "no polecat gastown/toast") {
+	if _, err := c.Polecat(ctx, api.Identity(toast)); err == nil || !strings.Contains(err.Error(), "no polecat gastown/toast") {
 		t.Errorf("detail once cleared: %v, want not seen", err)
 	}
-	if det, _ := c.Polecat(ctx, known); det.StartFailure == nil {
+	if det, _ := c.Polecat(ctx, api.Identity(known)); det.StartFailure == nil {
 		t.Error("clearing one polecat's failure cleared another's")
 	}
 

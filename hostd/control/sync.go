@@ -57,7 +57,7 @@ func syncHandlers(mux *http.ServeMux, b Data) {
 				stream.finish(res)
 				return
 			}
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, http.StatusOK, apiSyncResult(res))
 		}
 	}
 	mux.HandleFunc("POST /v1/sync/{rig}/{name}/push", transfer(false))
@@ -131,5 +131,6 @@ func (p *progressStream) finish(res wire.SyncResult) {
 	p.stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = json.NewEncoder(p.w).Encode(api.SyncLine{Result: &res})
+	line := apiSyncResult(res)
+	_ = json.NewEncoder(p.w).Encode(api.SyncLine{Result: &line})
 }

@@ -13,7 +13,7 @@ import (
 func (s *Service) Status() api.SyncStatus {
 	st := api.SyncStatus{Include: s.policy.Include, Exclude: s.policy.Exclude, RigInclude: s.rigPolicy.Include, MaxStoredBytes: s.cfg.MaxStoredBytes}
 	for id := range s.reg.Snapshot() {
-		r := api.SyncRoot{Polecat: id, Host: s.Root(id), Rig: s.RigRoot(id)}
+		r := api.SyncRoot{Polecat: api.Identity(id), Host: s.Root(id), Rig: s.RigRoot(id)}
 		r.StoredBytes, _ = s.Stored(id)
 		r.EscapingLinks, _ = s.EscapingLinks(id)
 		st.Roots = append(st.Roots, r)

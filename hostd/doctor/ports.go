@@ -23,7 +23,7 @@ func Control(ctx context.Context, town string) (Line, *api.Status) {
 	sock := state.For(town).Socket()
 	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
-	st, err := api.NewClient(town).Status(ctx)
+	st, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx)
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
 		return warn(check, "start it: 'hostd serve' (README: Running hostd as a service)", "hostd serve is not running: nothing answers at %s", sock), nil

@@ -33,7 +33,7 @@ func serve(t *testing.T) (town, addr string) {
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	for range 250 {
-		if _, err := api.NewClient(town).Status(ctx); err == nil {
+		if _, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx); err == nil {
 			return town, addr
 		}
 		time.Sleep(20 * time.Millisecond)

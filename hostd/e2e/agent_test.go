@@ -59,7 +59,7 @@ func TestAgentRestartAdoptsSession(t *testing.T) {
 			if !strings.Contains(lp.agent.Output(), "adopted the running session") {
 				t.Errorf("the agent does not say it adopted the session:\n%s", lp.agent.Output())
 			}
-			d, err := api.NewClient(lp.tw.Dir).Polecat(context.Background(), furiosa)
+			d, err := lp.tw.Client().Polecat(context.Background(), api.Identity(furiosa))
 			if err != nil || d.SessionState != "running" {
 				t.Errorf("hostd shows session %q (%v), want running", d.SessionState, err)
 			}

@@ -88,7 +88,7 @@ func benchAgents(b *testing.B, n int) {
 	steadyWindow(b, metrics, 10*time.Second)
 	cpu := float64(cpuTicks(b, pid)-cpu0) / 100 / time.Since(t0).Seconds() * 100
 	rss := procStatus(b, pid, "VmRSS:")
-	c := api.NewClient(tw.Dir)
+	c := tw.Client()
 	for b.Loop() {
 		st, err := c.Status(context.Background())
 		if err != nil || len(st.Polecats) != n {

@@ -84,14 +84,14 @@ func BenchmarkSync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c := api.NewClient(tw.Dir)
+	c := tw.Client()
 	transferAs := func(b *testing.B, id wire.Identity, pull bool) {
-		var res wire.SyncResult
+		var res api.SyncResult
 		var err error
 		if pull {
-			res, err = c.SyncPull(context.Background(), id, api.PullOptions{}, nil)
+			res, err = c.SyncPull(context.Background(), api.Identity(id), api.PullOptions{}, nil)
 		} else {
-			res, err = c.SyncPush(context.Background(), id, nil)
+			res, err = c.SyncPush(context.Background(), api.Identity(id), nil)
 		}
 		if err == nil && res.Error != "" {
 			err = fmt.Errorf("%s", res.Error)
@@ -233,7 +233,7 @@ func settle(b *testing.B) {
 
 // rootOf is a polecat's host data root, from hostd sync status.
 func rootOf(b *testing.B, tw *Town, name string) string {
-	st, err := api.NewClient(tw.Dir).SyncStatus(context.Background())
+	st, err := tw.Client().SyncStatus(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
@@ -219,6 +220,9 @@ func AgentEnv(addr, dir string) []string {
 	}
 }
 
+// Client asks the town's hostd through its control socket.
+func (tw *Town) Client() *api.Client { return api.NewSocketClient(state.For(tw.Dir).Socket()) }
+
 // WaitStatus polls the control socket until pred holds, and fails the test
 // if it does not within d.
 func (tw *Town) WaitStatus(d time.Duration, pred func(api.Status) bool) api.Status {
@@ -233,7 +237,7 @@ func (tw *Town) WaitStatus(d time.Duration, pred func(api.Status) bool) api.Stat
 // poll asks hostd for its status until pred holds, for up to d, and says
 // what it saw last when it does not.
 func (tw *Town) poll(d time.Duration, pred func(api.Status) bool) (api.Status, error) {
-	c := api.NewClient(tw.Dir)
+	c := tw.Client()
 	deadline := time.Now().Add(d)
 	var last api.Status
 	var lastErr error

@@ -91,7 +91,7 @@ func TestLivenessSessionKilled(t *testing.T) {
 	// process a moment after the pane dies); SIGKILL is 128+9.
 	var d api.PolecatDetail
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		d, _ = api.NewClient(lp.tw.Dir).Polecat(context.Background(), wire.Identity{Rig: "gastown", Name: "furiosa"})
+		d, _ = lp.tw.Client().Polecat(context.Background(), api.Identity{Rig: "gastown", Name: "furiosa"})
 		if strings.Contains(d.Reason, "code") {
 			break
 		}

@@ -213,7 +213,7 @@ func TestMigratingWalk(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(town, ".runtime", "ca", "ca.crt")); !bytes.Equal(b, caPEM) {
 		t.Error("the walk replaced gt-proxy-server's CA")
 	}
-	st, err := api.NewClient(town).Status(context.Background())
+	st, err := api.NewSocketClient(state.For(town).Socket()).Status(context.Background())
 	if err != nil || st.Listen != hostdAddr {
 		t.Errorf("hostd serve listens on %q (%v), want config.yaml's listen %s", st.Listen, err, hostdAddr)
 	}

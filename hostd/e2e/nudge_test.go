@@ -242,7 +242,7 @@ func TestNudgeWaitIdle(t *testing.T) {
 			}
 			// The agent reports once it has seen the nudge submitted.
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				items, _ := api.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
+				items, _ := r.tw.Client().NudgeList(t.Context(), o.Polecat)
 				if len(items) == 0 {
 					break
 				}
@@ -288,7 +288,7 @@ func TestNudgeSurvivesRestarts(t *testing.T) {
 	_ = r.hostd.Exited(t, 5*time.Second)
 	r.hostd = Start(t, nil, "hostd", "--town", r.tw.Dir, "serve", "--listen", r.addr)
 	r.tw.WaitStatus(15*time.Second, Connected("furiosa", ""))
-	items, err := api.NewClient(r.tw.Dir).NudgeList(t.Context(), o.Polecat)
+	items, err := r.tw.Client().NudgeList(t.Context(), o.Polecat)
 	if err != nil || len(items) != 1 || items[0].ID != o.ID {
 		t.Fatalf("the queue after hostd's restart: %+v %v", items, err)
 	}

@@ -14,19 +14,8 @@ import (
 // The pane program: what the nudge tests run in the polecat's tmux pane.
 // It reads the terminal in raw mode, echoes what is typed, and records
 // every submitted line exactly (JSON lines in the file PaneLogEnv names),
-// with whether it arrived inside a bracketed paste. PaneEnv picks how it
-// behaves:
-//
-//	plain   prompt "> "; Enter or a newline submits
-//	claude  prompt "❯ ", asks for bracketed paste (newlines inside a paste
-//	        stay in the line), and while the file PaneBusyEnv names exists
-//	        shows Claude Code's spinner line with "esc to interrupt"
-//	chatty  no prompt; prints a line every 200 ms while the busy file exists
-//	stuck   prompt "> ", never submits (Enter is ignored)
-//	tui     claude, on the screen's last line as Claude Code's prompt is,
-//	        and an Escape outside a paste marker is a key, not text (Gas
-//	        Town's nudge sends Escape before its Enter, and checks that
-//	        the screen changed)
+// with whether it arrived inside a bracketed paste. PaneEnv names its
+// mode (PaneProgram).
 const (
 	PaneEnv     = "E2E_PANE"
 	PaneLogEnv  = "E2E_PANE_LOG"
@@ -39,9 +28,13 @@ type PaneRecord struct {
 	Bracketed bool   `json:"bracketed,omitempty"`
 }
 
-// PaneProgram runs the pane program in mode, on this process's terminal;
-// it returns the exit status. A test binary runs it from TestMain when
-// PaneEnv is set.
+// PaneProgram runs the pane program in mode on this process's terminal and
+// returns the exit status; a test binary runs it from TestMain when
+// PaneEnv is set. Modes: plain (prompt "> "; Enter or a newline submits),
+// stuck (plain, but Enter is ignored), claude (prompt "❯ "; bracketed paste
+// asked for, so newlines in a paste stay in the line; Claude Code's spinner
+// with "esc to interrupt" while the file PaneBusyEnv names exists), chatty
+// (no prompt; a line every 200 ms while that file exists), tui (below).
 func PaneProgram(mode string) int {
 	old, err := term.MakeRaw(0)
 	if err != nil {
@@ -49,6 +42,9 @@ func PaneProgram(mode string) int {
 		return 2
 	}
 	defer term.Restore(0, old)
+	// tui: claude on the screen's last line, as Claude Code's prompt is,
+	// and an Escape outside a paste marker is a key, not text (Gas Town's
+	// nudge sends Escape before its Enter, and checks the screen changed).
 	tui := mode == "tui"
 	if tui {
 		os.Stdout.WriteString("\x1b[999;1H") // the last line: what follows scrolls up from there

@@ -39,10 +39,10 @@ func TestSandboxSessions(t *testing.T) {
 	}
 	Start(t, AgentEnv(relay.Addr, tw.Issue(nux.String(), time.Hour)), "gt-agent", "up", "--tmux-socket", sock, "--watch-session", "polecat",
 		"--beat-interval", beatEvery.String())
-	c := api.NewClient(tw.Dir)
+	c := tw.Client()
 	detail := func() api.PolecatDetail {
 		t.Helper()
-		d, err := c.Polecat(context.Background(), nux)
+		d, err := c.Polecat(context.Background(), api.Identity(nux))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,11 +129,11 @@ func TestSandboxSessions(t *testing.T) {
 	for i, e := range events {
 		// Beats stop with the cut, and hostd may see that before it
 		// closes the tunnel: stale then is the truth.
-		if e.To == heartbeat.Stale && i+1 < len(events) && events[i+1].To == heartbeat.Disconnected {
+		if e.To == string(heartbeat.Stale) && i+1 < len(events) && events[i+1].To == string(heartbeat.Disconnected) {
 			continue
 		}
-		got = append(got, string(e.To))
-		reconnected = reconnected || e.From == heartbeat.Disconnected && e.To == heartbeat.Starting && e.Reason == "reconnected, waiting for the first beat"
+		got = append(got, e.To)
+		reconnected = reconnected || e.From == string(heartbeat.Disconnected) && e.To == string(heartbeat.Starting) && e.Reason == "reconnected, waiting for the first beat"
 	}
 	if want := []string{"starting", "working", "disconnected", "starting", "working", "dead"}; !slices.Equal(got, want) || !reconnected {
 		t.Errorf("state changes %v, want %v (the reconnect said so)", got, want)

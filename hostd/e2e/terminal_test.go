@@ -274,7 +274,7 @@ func TestHostileReadOnlyAttach(t *testing.T) {
 	id := wire.Identity{Rig: "gastown", Name: "furiosa"}
 	for _, write := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		conn, err := api.NewClient(tw.Dir).Attach(ctx, id, write, 90, 30)
+		conn, err := tw.Client().Attach(ctx, api.Identity(id), write, 90, 30)
 		if err != nil {
 			t.Fatal(err)
 		}

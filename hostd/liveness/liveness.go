@@ -183,18 +183,18 @@ func (s *Service) Revoke(id wire.Identity, validFrom time.Time) { s.judge.Revoke
 // the row it had; it comes back if it connects again. ok is false when
 // hostd knows no such polecat; a connected one is refused.
 func (s *Service) Forget(id wire.Identity) (row api.Polecat, ok bool, err error) {
-	d, known := s.Detail(id)
+	row, _, known := s.Detail(id)
 	found, err := s.judge.Forget(id)
 	switch {
 	case !known || !found:
 		return api.Polecat{}, false, nil
 	case err != nil:
-		return d.Polecat, true, fmt.Errorf("%s is connected (%w): hostd forgets only a polecat whose tunnel is down; stop its agent, or revoke it ('hostd cert revoke %s'), first", id, err, id)
+		return row, true, fmt.Errorf("%s is connected (%w): hostd forgets only a polecat whose tunnel is down; stop its agent, or revoke it ('hostd cert revoke %s'), first", id, err, id)
 	}
-	s.log.Info("polecat forgotten", "polecat", id, "state", d.State, "since", d.StateSince)
+	s.log.Info("polecat forgotten", "polecat", id, "state", row.State, "since", row.StateSince)
 	s.dirty.Store(true)
 	s.save()
-	return d.Polecat, true, nil
+	return row, true, nil
 }
 
 // Run re-judges every polecat each Tick and saves what changed, until ctx

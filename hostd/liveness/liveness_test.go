@@ -56,12 +56,12 @@ func connect(t *testing.T, reg *registry.Registry, s *Service) (*tunnel.Session,
 func waitState(t *testing.T, s *Service, want heartbeat.State) {
 	t.Helper()
 	for range 250 {
-		if d, ok := s.Detail(furiosa); ok && d.State == string(want) {
+		if d, _, ok := s.Detail(furiosa); ok && d.State == string(want) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	d, _ := s.Detail(furiosa)
+	d, _, _ := s.Detail(furiosa)
 	t.Fatalf("state %q (%s), want %q", d.State, d.Reason, want)
 }
 
@@ -109,9 +109,9 @@ func TestBeatsConnectsAndPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, ok := again.Detail(furiosa)
+	d, _, ok := again.Detail(furiosa)
 	if !ok || !d.Restored || d.State != string(heartbeat.Revoked) {
-		t.Errorf("restored %+v (found %v), want furiosa revoked, marked restored", d.Polecat, ok)
+		t.Errorf("restored %+v (found %v), want furiosa revoked, marked restored", d, ok)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestNoSessionBoundedByHostdsClock(t *testing.T) {
 	hostile := &heartbeat.Beat{Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionNotFound, NeverStarted: true}}
 	// beatOnce connects as furiosa, beats hostile once with seq and
 	// disconnects, answering the state hostd judged that beat.
-	beatOnce := func(s *Service, reg *registry.Registry, seq uint64) api.PolecatDetail {
+	beatOnce := func(s *Service, reg *registry.Registry, seq uint64) api.Polecat {
 		t.Helper()
 		client, conn := connect(t, reg, s)
 		defer func() { client.Close(); reg.Remove(conn, errors.New("reconnecting")) }()
@@ -214,12 +214,12 @@ func TestNoSessionBoundedByHostdsClock(t *testing.T) {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if d, _ := s.Detail(furiosa); d.Beat != nil && d.Beat.Seq == seq {
+			if d, rec, _ := s.Detail(furiosa); rec.LastBeat != nil && rec.LastBeat.Seq == seq {
 				return d
 			}
 		}
 		t.Fatalf("hostd did not take beat %d", seq)
-		return api.PolecatDetail{}
+		return api.Polecat{}
 	}
 
 	reg := registrytest.New(t)

@@ -22,19 +22,20 @@ func (s *Service) Rows() []api.Polecat {
 	return rows
 }
 
-// Detail is one polecat with its last beat and recent state changes.
-func (s *Service) Detail(id wire.Identity) (api.PolecatDetail, bool) {
+// Detail is one polecat's row with its judged record: its last beat and
+// recent state changes, which hostd/control shows with the row.
+func (s *Service) Detail(id wire.Identity) (api.Polecat, heartbeat.Record, bool) {
 	r, ok := s.judge.Get(id)
 	if !ok {
-		return api.PolecatDetail{}, false
+		return api.Polecat{}, heartbeat.Record{}, false
 	}
-	return api.PolecatDetail{Polecat: row(r, s.reg.Snapshot()), Beat: r.LastBeat, Events: r.Events}, true
+	return row(r, s.reg.Snapshot()), r, true
 }
 
 // row joins a judged record with its tunnel, if connected.
 func row(r heartbeat.Record, conns map[wire.Identity]registry.Info) api.Polecat {
 	p := api.Polecat{
-		Identity: r.Identity, Rig: r.Identity.Rig, Name: r.Identity.Name,
+		Identity: api.Identity(r.Identity), Rig: r.Identity.Rig, Name: r.Identity.Name,
 		State: string(r.State), StateSince: r.Since, Reason: r.Reason, Restored: r.Restored,
 		LastBeat: r.LastBeatAt, IdleSeconds: -1,
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -84,7 +85,7 @@ func (d *deliverer) run(ctx context.Context) {
 			}
 			// At is when hostd heard, by its clock: the agent's is the
 			// polecat's word, and its clock may be hours off.
-			d.end(head.ID, Outcome{ID: head.ID, Polecat: d.id, Outcome: res.Outcome, At: time.Now(), Detail: detail})
+			d.end(head.ID, Outcome{ID: head.ID, Polecat: api.Identity(d.id), Outcome: res.Outcome, At: time.Now(), Detail: detail})
 			continue
 		}
 		d.sleep(ctx, s.cfg.Retry-time.Since(start)) // no faster than one attempt per Retry
@@ -111,7 +112,7 @@ func (d *deliverer) head() (head *Item, next time.Time, ok bool) {
 		if why == "" {
 			why = "never offered"
 		}
-		s.finishLocked(Outcome{ID: it.ID, Polecat: d.id, Outcome: wire.NudgeExpired, At: now,
+		s.finishLocked(Outcome{ID: it.ID, Polecat: api.Identity(d.id), Outcome: wire.NudgeExpired, At: now,
 			Detail: fmt.Sprintf("not delivered within its %v (last: %s)", it.Expires.Sub(it.Created).Round(time.Second), why)})
 	}
 	if len(expired) > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/registry"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
@@ -145,7 +146,7 @@ func TestDeliver(t *testing.T) {
 			run(t, s)
 			it := enqueue(t, s, Request{Text: "run the tests", Mode: tc.mode})
 			o := wait(t, s, it.ID)
-			if o.Outcome != tc.outcome || o.ID != it.ID || o.Polecat != furiosa || !strings.Contains(o.Detail, tc.detail) {
+			if o.Outcome != tc.outcome || o.ID != it.ID || o.Polecat != api.Identity(furiosa) || !strings.Contains(o.Detail, tc.detail) {
 				t.Errorf("outcome %+v, want %s saying %q", o, tc.outcome, tc.detail)
 			}
 			offers := a.got()

@@ -100,7 +100,7 @@ type Item struct {
 
 // API is it as the control API shows it (hostd nudge --list).
 func (it Item) API() api.NudgeItem {
-	return api.NudgeItem{ID: it.ID, Polecat: it.Polecat, Text: it.Text, Mode: it.Mode, Priority: it.Priority,
+	return api.NudgeItem{ID: it.ID, Polecat: api.Identity(it.Polecat), Text: it.Text, Mode: it.Mode, Priority: it.Priority,
 		Created: it.Created, Expires: it.Expires, Attempts: it.Attempts, Why: it.Why}
 }
 
@@ -228,7 +228,7 @@ func (s *Service) Enqueue(r Request) (Item, *Outcome, error) {
 		}
 		old := q[i]
 		q = slices.Delete(q, i, i+1)
-		o := Outcome{ID: old.ID, Polecat: old.Polecat, Outcome: wire.NudgeDropped, At: now,
+		o := Outcome{ID: old.ID, Polecat: api.Identity(old.Polecat), Outcome: wire.NudgeDropped, At: now,
 			Detail: fmt.Sprintf("dropped from a full queue (%d, nudge.depth) by nudge %s", s.cfg.Depth, it.ID)}
 		dropped = &o
 		if d := s.running[r.Polecat]; d != nil {
@@ -297,7 +297,7 @@ func (s *Service) Wait(ctx context.Context, id string) (Outcome, error) {
 		defer s.mu.Unlock()
 		s.waiters[id] = slices.DeleteFunc(s.waiters[id], func(c chan Outcome) bool { return c == ch })
 		if it := s.findLocked(id); it != nil {
-			return Outcome{ID: id, Polecat: it.Polecat, Outcome: wire.NudgeQueued, At: time.Now(), Detail: it.Why, Expires: it.Expires}, nil
+			return Outcome{ID: id, Polecat: api.Identity(it.Polecat), Outcome: wire.NudgeQueued, At: time.Now(), Detail: it.Why, Expires: it.Expires}, nil
 		}
 		if o, ok := s.outcomes[id]; ok {
 			return o, nil
@@ -374,7 +374,7 @@ func (s *Service) cancelLocked(it *Item, detail string) Outcome {
 	if d := s.running[it.Polecat]; d != nil {
 		d.abandon(it.ID)
 	}
-	o := Outcome{ID: it.ID, Polecat: it.Polecat, Outcome: wire.NudgeCancelled, At: time.Now(), Detail: detail}
+	o := Outcome{ID: it.ID, Polecat: api.Identity(it.Polecat), Outcome: wire.NudgeCancelled, At: time.Now(), Detail: detail}
 	s.finishLocked(o)
 	return o
 }

@@ -188,7 +188,7 @@ func TestCancel(t *testing.T) {
 	keep := enqueue(t, s, Request{Text: "keep"})
 	gone := enqueue(t, s, Request{Text: "cancel me"})
 	o, err := s.Cancel(gone.ID)
-	if err != nil || o.Outcome != wire.NudgeCancelled || o.ID != gone.ID || o.Polecat != furiosa {
+	if err != nil || o.Outcome != wire.NudgeCancelled || o.ID != gone.ID || o.Polecat != api.Identity(furiosa) {
 		t.Fatalf("Cancel: %+v, %v", o, err)
 	}
 	if l := s.List(furiosa); len(l) != 1 || l[0].ID != keep.ID {
@@ -305,11 +305,11 @@ func TestReadsTodaysFile(t *testing.T) {
 		return tm
 	}
 	want := []api.NudgeItem{
-		{ID: "nsj5a3dadfn52", Polecat: furiosa, Text: "check your mail", Mode: wire.NudgeWaitIdle, Priority: Normal,
+		{ID: "nsj5a3dadfn52", Polecat: api.Identity(furiosa), Text: "check your mail", Mode: wire.NudgeWaitIdle, Priority: Normal,
 			Created: at("2026-11-28T19:10:01.508982767Z"), Expires: at("2026-11-28T19:40:01.508982767Z")},
-		{ID: "nunjhygpffwoo", Polecat: furiosa, Text: "stop: the convoy landed", Mode: wire.NudgeImmediate, Priority: Urgent,
+		{ID: "nunjhygpffwoo", Polecat: api.Identity(furiosa), Text: "stop: the convoy landed", Mode: wire.NudgeImmediate, Priority: Urgent,
 			Created: at("2026-11-28T19:10:01.51136325Z"), Expires: at("2026-11-28T21:10:01.51136325Z")},
-		{ID: "nnyemogyb3xk5", Polecat: furiosa, Text: "queued for later", Mode: wire.NudgeQueue, Priority: Normal,
+		{ID: "nnyemogyb3xk5", Polecat: api.Identity(furiosa), Text: "queued for later", Mode: wire.NudgeQueue, Priority: Normal,
 			Created: at("2026-11-28T19:10:01.512215033Z"), Expires: at("2026-11-28T20:10:01.512215033Z"),
 			Attempts: 2, Why: "busy: the agent is typing"},
 	}

@@ -10,31 +10,12 @@ import (
 )
 
 // Filter passes a polecat's terminal output to an operator's terminal,
-// letting through only what a terminal UI needs to draw (an allow list;
-// everything else is dropped):
-//
-//   - printable text in valid UTF-8 (no C1 control, raw or encoded, and
-//     no bidirectional control: termsafe.Unsafe) and BEL, BS, HT, LF, CR;
-//   - SGR (CSI ... m: colours and attributes);
-//   - cursor movement and editing: CUU, CUD, CUF, CUB, CNL, CPL, CHA,
-//     CUP, HVP, VPA, ED, EL, ECH, ICH, DCH, IL, DL, SU, SD, DECSTBM, and
-//     the cursor's shape (DECSCUSR, CSI Ps SP q);
-//   - the private modes a TUI sets and resets (DECSET, DECRST): cursor
-//     keys (1), wrap (7), blink (12), cursor shown (25), the alternate
-//     screen (47, 1047, 1049), mouse reports (1000-1006), bracketed paste
-//     (2004) and synchronised output (2026);
-//   - ESC 7 and ESC 8 (save and restore the cursor), ESC M (reverse
-//     index), ESC = and ESC > (keypad), ESC ( B and ESC ( 0 (ASCII and
-//     line drawing).
-//
-// So OSC (clipboard, title, hyperlinks), DCS, SOS, PM and APC strings,
-// every request that makes a terminal answer into its input (DSR, DA,
-// DECID, DECRQM, window reports, ...), charset and coding switches
-// (ESC % @), other C0 controls, and 8-bit C1 bytes never reach the
-// operator's terminal: what it receives is only whole sequences from the
-// list above, so it is never left inside a sequence either. State carries
-// across writes, so a sequence or character split between two reads is
-// judged whole.
+// letting through only whole sequences of an allow list of what a TUI
+// needs to draw (printable UTF-8 but C1 and bidi controls, BEL BS HT LF
+// CR, SGR, cursor movement and editing, the modes and ESC sequences
+// below); the rest, every request a terminal answers into its input
+// included, is dropped. State carries across writes, so a split sequence
+// is judged whole. The list and why: docs/security.md, "The operator's terminal".
 type Filter struct {
 	w     io.Writer
 	state filterState

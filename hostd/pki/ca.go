@@ -88,7 +88,7 @@ func Init(dir, trustDomain string) (*CA, bool, error) {
 		return nil, false, err
 	}
 	if _, statErr := os.Stat(filepath.Join(dir, KeyFile)); statErr == nil {
-		return nil, false, fmt.Errorf("%s exists but %s does not: restore the certificate or move the key away", filepath.Join(dir, KeyFile), CertFile)
+		return nil, false, fmt.Errorf("creating the CA: %s exists but %s does not: restore the certificate, or move the key away", filepath.Join(dir, KeyFile), CertFile)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("creating CA directory: %w", err)

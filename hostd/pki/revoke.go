@@ -23,12 +23,11 @@ var ErrRevoked = errors.New("certificate revoked")
 
 // Revocations is what is revoked: recorded serials, and identities up to
 // a cut-off. A certificate this CA recorded is revoked if its record says
-// so (revoking an identity marks each of its records). One it did not
-// record (Gas Town's own tools issue from the same CA) is revoked if its
-// identity is and its NotBefore is at or before the cut-off: a cut-off by
-// issue time, since a certificate keeps no other. So a certificate issued
-// here right after a revocation keeps its usual backdated NotBefore and
-// works at once.
+// so (revoking an identity marks each of its records), so one issued here
+// right after a revocation works at once despite its backdated NotBefore.
+// One it did not record (Gas Town's own tools issue from the same CA) is
+// revoked if its identity is and its NotBefore is at or before the
+// cut-off: NotBefore is the only issue time a certificate keeps.
 type Revocations struct {
 	// Recorded holds every serial this CA recorded, and whether it is
 	// revoked.

@@ -106,12 +106,11 @@ func (r *Registry) notify(ev Event) {
 }
 
 // Add registers an authenticated session as its polecat's current one.
-// An older session of the same polecat is drained: closed once its
-// streams are done; draining ones beyond MaxTunnels are closed at once.
-// Older is by when each was established (Session.Since), not by when it
-// is added: a tunnel whose welcome took longer (one its agent gave up on
-// under load, then dialled again) can be added after its successor, and
-// is then the one drained, with no event. The session is closed when its
+// Of two sessions of a polecat the older, by when each was established
+// (Session.Since) rather than added, is drained: closed once its streams
+// are done; draining ones beyond MaxTunnels are closed at once. A tunnel whose
+// welcome took longer (its agent gave up under load and dialled again) is
+// drained on arrival, with no event. The session is closed when its
 // certificate expires unless Conn.Extend renews it first.
 func (r *Registry) Add(sess *tunnel.Session) *Conn {
 	c := newConn(sess, r.log)

@@ -15,8 +15,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/heartbeat"
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
-	"github.com/polecat-sidecar/sidecar/tunnel"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // TestStatusEscapesPolecatText: whatever a polecat puts in what hostd
@@ -28,12 +26,12 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 		"\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "line\nbreak", "\r overwrite", "bell\x07", "\x9b31m", "del\x7f", "\u202eevil", "tab\there",
 	}
 	for _, h := range hostile {
-		p := api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
+		p := api.Polecat{Identity: api.Identity{Rig: "gastown", Name: "furiosa"}, Rig: "gastown", Name: "furiosa",
 			State: "disconnected", Reason: "tunnel gone: peer closed the session: " + h, Command: h, StateSince: time.Now(), LastBeat: time.Now()}
 		failure := api.StartFailure{Identity: p.Identity, At: time.Now(), Reason: "cloning gastown into the sandbox: " + h}
 		d := api.PolecatDetail{Polecat: p,
-			Beat:         &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: h, Command: "claude " + h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: heartbeat.Agent{Version: h}},
-			Events:       []heartbeat.Event{{Time: time.Now(), To: heartbeat.Disconnected, Reason: h}},
+			Beat:         &api.Beat{Seq: 1, Interval: 5, Session: api.Session{Name: h, Command: "claude " + h, State: heartbeat.SessionRunning, Names: []string{h}}, Agent: api.Agent{Version: h}},
+			Events:       []api.Event{{Time: time.Now(), To: string(heartbeat.Disconnected), Reason: h}},
 			StartFailure: &failure}
 		var out bytes.Buffer
 		for _, colour := range []bool{false, true} {
@@ -66,10 +64,10 @@ func TestStatusEscapesPolecatText(t *testing.T) {
 // has its own; nothing is said when none failed.
 func TestStatusShowsStartFailures(t *testing.T) {
 	now := time.Now()
-	toast := wire.Identity{Rig: "gastown", Name: "toast"}
+	toast := api.Identity{Rig: "gastown", Name: "toast"}
 	why := "image polecat:1 is not among docker's images: build it ('make image'), pull or load it ('docker pull polecat:1'), or set sandbox.image in /home/op/gt/.runtime/hostd/config.yaml to one that is"
 	failures := []api.StartFailure{
-		{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, At: now.Add(-90 * time.Second), Reason: "hostd is not running"},
+		{Identity: api.Identity{Rig: "gastown", Name: "nux"}, At: now.Add(-90 * time.Second), Reason: "hostd is not running"},
 		{Identity: toast, At: now.Add(-5 * time.Second), Reason: why},
 	}
 	tests := []struct {
@@ -105,18 +103,18 @@ func TestStatusShowsStartFailures(t *testing.T) {
 func TestStatusShowsListenerTrouble(t *testing.T) {
 	cases := []struct {
 		name string
-		l    tunnel.ListenerHealth
+		l    api.ListenerHealth
 		want string
 	}{
-		{"healthy", tunnel.ListenerHealth{Transport: "tcp", Up: true}, ""},
-		{"old errors", tunnel.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 3, LastError: "x", LastErrorAt: time.Now().Add(-time.Hour)}, ""},
-		{"failing", tunnel.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 9, LastError: "accept4: too many open files", LastErrorAt: time.Now()},
+		{"healthy", api.ListenerHealth{Transport: "tcp", Up: true}, ""},
+		{"old errors", api.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 3, LastError: "x", LastErrorAt: time.Now().Add(-time.Hour)}, ""},
+		{"failing", api.ListenerHealth{Transport: "tcp", Up: true, AcceptErrors: 9, LastError: "accept4: too many open files", LastErrorAt: time.Now()},
 			"tcp listener failing to accept (9 in all"},
-		{"stopped", tunnel.ListenerHealth{Transport: "quic", LastError: "closed", LastErrorAt: time.Now()}, "quic listener STOPPED"},
+		{"stopped", api.ListenerHealth{Transport: "quic", LastError: "closed", LastErrorAt: time.Now()}, "quic listener STOPPED"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
-		Status(&out, api.Status{Listeners: []tunnel.ListenerHealth{c.l}}, StatusOptions{})
+		Status(&out, api.Status{Listeners: []api.ListenerHealth{c.l}}, StatusOptions{})
 		got := strings.Contains(out.String(), "listener")
 		if (c.want == "" && got) || (c.want != "" && !strings.Contains(out.String(), c.want)) {
 			t.Errorf("%s: status shows %q, want %q", c.name, out.String(), c.want)
@@ -169,8 +167,8 @@ func polecats25(now time.Time) []api.Polecat {
 	commands := []string{"claude --dangerously-skip-permissions", "claude", "bash -c 'while :; do gt prime --hook; sleep 30; done'", "claude\x1b]0;owned\x07"}
 	var ps []api.Polecat
 	for i, n := range names {
-		id, err := wire.ParseIdentity(n)
-		if err != nil {
+		var id api.Identity
+		if err := id.UnmarshalText([]byte(n)); err != nil {
 			panic(err)
 		}
 		st := states[i%len(states)]
@@ -293,8 +291,8 @@ func TestDetailCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := api.PolecatDetail{Polecat: api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, State: "working", StateSince: time.Now(), LastBeat: time.Now()},
-				Beat: &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionRunning, Command: tt.command}}}
+			d := api.PolecatDetail{Polecat: api.Polecat{Identity: api.Identity{Rig: "gastown", Name: "nux"}, State: "working", StateSince: time.Now(), LastBeat: time.Now()},
+				Beat: &api.Beat{Seq: 1, Interval: 5, Session: api.Session{Name: "polecat", State: heartbeat.SessionRunning, Command: tt.command}}}
 			var out bytes.Buffer
 			Detail(&out, d, DetailOptions{Width: tt.width})
 			var line string
@@ -313,9 +311,9 @@ func TestDetailCommand(t *testing.T) {
 // TestDetailNotStartedYet: a sandbox before its first session says so in
 // its session's line, and is counted and coloured as starting.
 func TestDetailNotStartedYet(t *testing.T) {
-	d := api.PolecatDetail{Polecat: api.Polecat{Identity: wire.Identity{Rig: "gastown", Name: "nux"}, State: "starting", Reason: "no session yet: the sandbox's first session has not started",
+	d := api.PolecatDetail{Polecat: api.Polecat{Identity: api.Identity{Rig: "gastown", Name: "nux"}, State: "starting", Reason: "no session yet: the sandbox's first session has not started",
 		StateSince: time.Now(), LastBeat: time.Now()},
-		Beat: &heartbeat.Beat{Seq: 1, Interval: 5, Session: heartbeat.Session{Name: "polecat", State: heartbeat.SessionNotFound, NeverStarted: true}}}
+		Beat: &api.Beat{Seq: 1, Interval: 5, Session: api.Session{Name: "polecat", State: heartbeat.SessionNotFound, NeverStarted: true}}}
 	var out bytes.Buffer
 	Detail(&out, d, DetailOptions{Colour: true})
 	if text := out.String(); !strings.Contains(text, "\033[34mstarting\033[0m for 0s: no session yet") || !strings.Contains(text, "session:   polecat not_found (no session has run in the container yet)\n") {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
-	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
 // SyncStatus prints the policy, each polecat's data root and its rig's,
@@ -60,7 +59,7 @@ func SyncLog(w io.Writer, recs []api.SyncRecord) error {
 
 // SyncResult prints a transfer's summary and each change; paths come from
 // the container and are escaped.
-func SyncResult(w io.Writer, id wire.Identity, res wire.SyncResult, took time.Duration) {
+func SyncResult(w io.Writer, id api.Identity, res api.SyncResult, took time.Duration) {
 	fmt.Fprintf(w, "%s: %d file(s), %d bytes, in %s\n", id, res.Files, res.Bytes, took.Round(time.Millisecond))
 	for _, c := range res.Changes {
 		line := fmt.Sprintf("  %-10s %s", c.Action, termsafe.Line(c.Path))

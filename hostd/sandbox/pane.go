@@ -20,15 +20,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// A polecat's session cycle (gt handoff --cycle, what Claude's PreCompact
-// hook runs) respawns Gas Town's tmux pane on the host with a fresh
-// agent. Relayed from a container, gt runs outside any pane and only saves
-// the state; Gas Town's own respawn command would also leave the exec
-// wrapper out and bring the agent back on the host. So 'hostd run'
-// records the pane it runs in (Panes.Record) and, after such a relayed
-// cycle, hostd serve respawns that pane with the command Gas Town started
-// it with (Panes.Respawn): the wrapper again, which starts the next
-// session in the same sandbox.
+// A relayed session cycle (gt handoff --cycle, run by Claude's PreCompact
+// hook) only saves the state: gt runs outside any pane, and Gas Town's own
+// respawn would drop the exec wrapper and bring the agent back on the
+// host. So 'hostd run' records its pane (Panes.Record) and hostd serve
+// respawns it with Gas Town's command (Panes.Respawn), which starts the
+// next session in the same sandbox. docs/migrating.md, "Gas Town starts
+// the container: hostd run".
 
 // Pane is the host tmux pane 'hostd run' shows a polecat's session in.
 type Pane struct {
@@ -185,7 +183,7 @@ func (ps *Panes) Respawn(ctx context.Context, id wire.Identity, log *slog.Logger
 		return fmt.Errorf("finding the pane of %s: pane %s is gone (tmux says %q)", id, p.ID, out)
 	}
 	if pid, _ := strconv.Atoi(strings.TrimPrefix(out, p.ID+" ")); pid != p.PID && parentOf(ctx, p.PID) != pid {
-		return fmt.Errorf("pane %s no longer runs hostd run (process %d; its process is %d): not respawned", p.ID, p.PID, pid)
+		return fmt.Errorf("respawning pane %s: it no longer runs hostd run (process %d; its process is %d)", p.ID, p.PID, pid)
 	}
 	if _, err := tmux("clear-history", "-t", p.ID); err != nil {
 		log.Warn("clearing the pane's history before the respawn", "polecat", id, "err", err)

@@ -382,14 +382,13 @@ type Switch struct {
 	Kept string
 }
 
-// Checkout brings the clone in polecat id's sandbox to branch, the one
-// Gas Town checked out in the polecat's worktree: a polecat Gas Town
-// reuses (gt done, then gt sling of the next bead) gets a new branch
-// there while its sandbox, and the clone in it, stay. The branch is
-// fetched from the rig through the agent's git port; uncommitted work is
-// kept in a stash entry, never carried into the new branch, and commits
-// on the branch before stay on it. A branch of "" (the worktree's HEAD
-// detached) leaves the clone as it is.
+// Checkout brings the clone in polecat id's sandbox to branch, the one Gas
+// Town checked out in the polecat's worktree (a reused polecat gets a new
+// branch there while its sandbox stays), fetched from the rig through the
+// agent's git port. Uncommitted work goes into a stash entry, never into
+// the new branch; commits on the old branch stay on it. A branch of ""
+// (the worktree's HEAD detached) leaves the clone as it is.
+// docs/migrating.md: "A reused polecat works on its new branch".
 func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) (Switch, error) {
 	git := func(args ...string) (string, error) {
 		out, err := r.run(ctx, nil, append([]string{"exec", Name(id), "git", "-C", WorkDir(id)}, args...)...)

@@ -20,15 +20,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// A start 'hostd run' could not make (hostd serve down, the image
-// missing, the runtime not answering, the first clone failing) is
-// recorded, one file per polecat, so that 'hostd status' shows it: Gas
-// Town's pane, where hostd run prints it, dies with hostd run. hostd
-// serve records what hostd run reports to it, and logs it; when serve is
-// down hostd run records it itself, and serve logs what it finds when it
-// starts. The next start that succeeds clears the record (hostd run
-// reports that too), and so does Gas Town nuking the polecat (its
-// directory gone).
+// A start 'hostd run' could not make (serve down, the image missing, the
+// runtime not answering, the first clone failing) is recorded, one file a
+// polecat, so 'hostd status' shows it after Gas Town's pane, where hostd
+// run prints it, dies. serve records and logs what hostd run reports; with
+// serve down hostd run records it and serve logs it at start. The next
+// good start clears it, as does Gas Town nuking the polecat (its
+// directory gone). docs/migrating.md: "A start that fails".
 
 // Starts keeps a town's failed starts: <dir>/<rig>/<name>.json each.
 type Starts struct {
@@ -59,7 +57,7 @@ type startRecord struct {
 
 // asAPI is r as the control API shows it (hostd status).
 func (r startRecord) asAPI() api.StartFailure {
-	return api.StartFailure{Identity: r.Identity, At: r.At, Reason: r.Reason}
+	return api.StartFailure{Identity: api.Identity(r.Identity), At: r.At, Reason: r.Reason}
 }
 
 // failureLogs is how many lines a minute Starts logs of one polecat: a
@@ -141,7 +139,7 @@ func (f *Starts) Failures() []api.StartFailure {
 // run left while serve was down among them.
 func (f *Starts) LogFailures() {
 	for _, rec := range f.Failures() {
-		f.log(slog.LevelWarn, rec.Identity, "a polecat failed to start before hostd serve started; hostd status shows it until its next start",
+		f.log(slog.LevelWarn, wire.Identity(rec.Identity), "a polecat failed to start before hostd serve started; hostd status shows it until its next start",
 			"at", rec.At, "reason", rec.Reason)
 	}
 }

@@ -47,7 +47,7 @@ func TestStartsReadsTodaysRecord(t *testing.T) {
 	if err := os.WriteFile(s.File(toast), fixture, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want := api.StartFailure{Identity: toast, At: time.Date(2026, 11, 28, 19, 12, 27, 432622229, time.UTC),
+	want := api.StartFailure{Identity: api.Identity(toast), At: time.Date(2026, 11, 28, 19, 12, 27, 432622229, time.UTC),
 		Reason: "image polecat:1 is not among docker's images: build it with make image, or set sandbox.image"}
 	if got, ok := s.Failure(toast); !ok || got != want {
 		t.Fatalf("the record of today's format: %+v (%v), want %+v", got, ok, want)
@@ -87,7 +87,7 @@ func TestStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := s.Failures()
-	if len(list) != 2 || list[0].Identity != nux || list[1].Identity != toast || list[1].Reason != "hostd is not running" || list[1].At.IsZero() {
+	if len(list) != 2 || list[0].Identity != api.Identity(nux) || list[1].Identity != api.Identity(toast) || list[1].Reason != "hostd is not running" || list[1].At.IsZero() {
 		t.Fatalf("failures: %+v", list)
 	}
 	if !strings.Contains(log.String(), `msg="hostd run could not start a polecat; hostd status shows it until its next start" polecat=gastown/toast lines_not_logged=0 reason="hostd is not running"`) {

@@ -16,28 +16,12 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// What hostd keeps of one polecat, and what forgetting it (hostd forget;
-// hostd nuke and the reaper, once its sandbox is removed and its
-// certificates revoked) does with each, all at once: Gas Town gives a
-// nuked polecat's name to the next polecat it makes, which must not
-// inherit another's state.
-//
-//   - its liveness record (status, /metrics, liveness.json): removed;
-//   - its queued nudges (nudges.json): cancelled;
-//   - its data base and delete hold (data/<rig>/<name>): removed
-//     (data.Service.Forget says why the hold goes too); its data root,
-//     the operator's files, stays;
-//   - its relayed commands' temporary directory (relay/tmp/<rig>/<name>):
-//     removed;
-//   - hostd run's pane record (panes/<rig>/<name>.json): removed unless
-//     that hostd run still runs (it removes its own as it ends);
-//   - hostd run's record of a start that failed
-//     (start-failures/<rig>/<name>.json): removed;
-//   - its certificates and revocations (<town>/.runtime/ca): kept, so
-//     that a revoked certificate stays revoked;
-//   - its landed branches waiting for origin (upstream.json): kept, they
-//     are work that must reach origin;
-//   - its lines in the transfer journal: kept, a log bounded by rotation.
+// Forgetting a polecat (hostd forget; hostd nuke and the reaper, once its
+// sandbox is removed and its certificates revoked) removes what hostd
+// keeps of it, all at once, but its certificates, revocations, landed
+// branches and journal lines: Gas Town gives a nuked polecat's name to its
+// next polecat, which must not inherit another's state. What goes, what
+// stays and why: docs/liveness.md, "hostd forget".
 
 // forgottenDetail is the outcome's detail of a nudge cancelled by Forget.
 const forgottenDetail = "cancelled: hostd forgot the polecat (hostd forget, or it was nuked)"
@@ -59,7 +43,7 @@ func (s *Server) Forget(ctx context.Context, id wire.Identity, wait time.Duratio
 	if err := id.Validate(); err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id, Removed: []string{}}
+	f := api.Forgotten{Polecat: api.Identity(id), Removed: []string{}}
 	deadline := time.Now().Add(wait)
 	for {
 		row, ok, err := s.live.Forget(id)
@@ -115,7 +99,7 @@ func ForgetStopped(town string, id wire.Identity, log *slog.Logger) (api.Forgott
 	if err != nil {
 		return api.Forgotten{}, err
 	}
-	f := api.Forgotten{Polecat: id, Removed: []string{}}
+	f := api.Forgotten{Polecat: api.Identity(id), Removed: []string{}}
 	row, ok, err := live.Forget(id) // nothing is connected: hostd is not running
 	if ok && err == nil {
 		f.Listed, f.Last = true, &row

@@ -447,7 +447,7 @@ func (r *rig) check(name string, f func(t *testing.T)) {
 // wait polls hostd's status until pred holds, failing the check after d.
 func (r *rig) wait(d time.Duration, what string, pred func(api.Status) bool) {
 	r.t.Helper()
-	c := api.NewClient(r.town.Dir)
+	c := r.town.Client()
 	var last api.Status
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

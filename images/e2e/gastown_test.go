@@ -247,7 +247,7 @@ func (g *gasTown) failedSling(t *testing.T, want string, between func()) string 
 	g.r.wait(30*time.Second-time.Since(start), "the failed start in hostd status", func(st api.Status) bool {
 		for _, f := range st.StartFailures {
 			if f.Identity.Rig == g.rig && strings.Contains(f.Reason, want) {
-				failed = f.Identity
+				failed = wire.Identity(f.Identity)
 				return true
 			}
 		}

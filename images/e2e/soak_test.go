@@ -181,7 +181,7 @@ func TestSoak(t *testing.T) {
 	s.r.serve = []string{"--server-name", s.r.gateway, "--relay-gt", s.r.fakeGT, "--relay-bd", s.r.fakeGT,
 		"--beat-interval", "5s", "--stale-beats", "3", "--idle-timeout", "8s", "--grace", "30s",
 		"--metrics-listen", s.r.metrics, "--sandbox-reap", "0", "--nudge-ttl", "2m", "--log-format", "json"}
-	s.api = api.NewClient(s.r.town.Dir)
+	s.api = s.r.town.Client()
 	if err := s.startHostd(); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func (s *soak) work(ctx context.Context, a *soakAgent, rng *rand.Rand) {
 				pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				var out strings.Builder
-				return history.Event{}, s.api.Peek(pctx, a.id, 20, false, &out)
+				return history.Event{}, s.api.Peek(pctx, api.Identity(a.id), 20, false, &out)
 			})
 		}
 	}
@@ -535,7 +535,7 @@ func (s *soak) nudge(a *soakAgent, mode string) {
 	s.op("nudge", a, history.Event{Mode: mode}, func(opID string) (history.Event, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		o, err := s.api.Nudge(ctx, a.id, api.NudgeRequest{Text: "soak " + opID, Mode: mode})
+		o, err := s.api.Nudge(ctx, api.Identity(a.id), api.NudgeRequest{Text: "soak " + opID, Mode: mode})
 		if err != nil {
 			return history.Event{}, err
 		}
@@ -592,9 +592,9 @@ func (s *soak) syncOp(a *soakAgent, pull bool) {
 		defer cancel()
 		var err error
 		if pull {
-			_, err = s.api.SyncPull(ctx, a.id, api.PullOptions{}, nil)
+			_, err = s.api.SyncPull(ctx, api.Identity(a.id), api.PullOptions{}, nil)
 		} else {
-			_, err = s.api.SyncPush(ctx, a.id, nil)
+			_, err = s.api.SyncPush(ctx, api.Identity(a.id), nil)
 		}
 		return history.Event{}, err
 	})
@@ -865,7 +865,7 @@ func (s *soak) drainNudges(d time.Duration) {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Second) {
 		queued := 0
 		for _, a := range s.agents {
-			items, err := s.api.NudgeList(context.Background(), a.id)
+			items, err := s.api.NudgeList(context.Background(), api.Identity(a.id))
 			if err != nil {
 				queued++
 				continue

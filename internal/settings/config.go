@@ -8,23 +8,12 @@ import (
 )
 
 // The one way a service's New defaults and validates its Config:
-//
-//	func New(cfg Config, ...) (*Service, error) {
-//		settings.FillZero(&cfg, DefaultConfig())
-//		if err := cfg.Validate(); err != nil {
-//			return nil, fmt.Errorf("nudge: %w", err)
-//		}
-//
-// A zero field means "the default"; a field set out of its range is an
-// error that names the field and the range (AtLeast, Positive, InRange,
-// Required, and Below or AtMost for a rule across two fields), never
-// silently replaced. A boolean whose default is true cannot be told apart
-// from one left zero, so Config booleans default to false. Likewise a nil
-// slice or map takes the default, an empty one stays empty.
-//
-// A command checks its settings with the same Validate before New, on a
-// Config filled from DefaultConfig, where a zero is one the operator gave:
-// Validate refuses it unless zero is in the field's range (see Explain).
+// FillZero(&cfg, DefaultConfig()), then Validate, its error wrapped with
+// the service's name (docs/architecture.md, "Adding a channel"). A zero
+// field (a nil, not an empty, slice or map) takes the default, so booleans
+// default to false; one out of range is an error naming field and range,
+// never replaced. A command runs the same Validate on a Config filled from
+// DefaultConfig, where a zero is the operator's: refused unless in range.
 
 // FillZero sets every exported field of *cfg that holds its type's zero
 // value to the same field of def.

@@ -71,13 +71,12 @@ func Where(fs *pflag.FlagSet, v *viper.Viper, prefix string, s Setting) Source {
 }
 
 // Explain puts err, what a Validate said of the Config at root (a
-// pointer) as the settings of list filled it, in the operator's terms:
-// each FieldError on a field a setting fills names that setting, its
-// value and where that came from (where), and so does its other field's
-// (or, when no setting fills that one, its value alone).
-// FieldErrors on fields no setting fills are dropped: the services' New
-// fills those in (paths, credentials) and checks them. Any other error is
-// kept as it is. nil when nothing is left.
+// pointer) filled by the settings of list, in the operator's terms: a
+// FieldError names its field's setting, value and source (where), and its
+// other field's likewise (the value alone when no setting fills it). A
+// FieldError on a field no setting fills is dropped (a service's New fills
+// and checks those: paths, credentials); any other error is kept as it
+// is. nil when nothing is left.
 func Explain(err error, root any, list []Setting, where func(Setting) Source) error {
 	paths := fieldPaths(root)
 	byPath := map[string]Setting{}

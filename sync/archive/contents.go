@@ -269,16 +269,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// WriteContents writes to w, as a tar file Contents can read, the contents
-// of m's files of at most MaxKept bytes: from dir (an extracted tree) for
-// the files an archive carried, from prev (the old base's contents, may be
-// nil) for those it marked unchanged. A file whose content is in neither,
-// or no longer hashes as m says, is left out: a merge of it then keeps
-// both versions rather than guessing. When prev is a *Contents, the
-// unchanged files' members are copied from it as they are, runs of them
-// at a time, so that a pull of a few changes to a large tree does not
-// read and hash all of it again. It returns the index of what it wrote,
-// for OpenIndexed.
+// WriteContents writes to w, as a tar file Contents reads, the contents of
+// m's files of at most MaxKept bytes: from dir (an extracted tree) for the
+// files an archive carried, from prev (the old base's contents, or nil)
+// for those marked unchanged, whose members are copied a run at a time
+// when prev is a *Contents (docs/benchmarks.md, "Issue 25, first steps").
+// A file in neither, or no longer hashing as m says, is left out: a merge
+// then keeps both versions. It returns its index, for OpenIndexed.
 func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) (*ContentsIndex, error) {
 	cw := &offsetWriter{w: w}
 	tw := tar.NewWriter(cw)

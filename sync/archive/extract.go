@@ -13,19 +13,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
-// Extract reads an archive made by Pack from r and installs it under dst,
-// trusting nothing in it. Every name must be a clean local path that the
-// policy allows; only files, directories and symlinks are taken (no
-// devices, fifos, hard links, setuid or setgid bits), and a symlink only
-// if, followed through every link in the tree the archive describes, it
-// leads to a path that crosses; sizes and counts stay within lim;
-// duplicates are refused; every member must match the manifest, which must
-// come last. Everything is written to a staging directory inside dst
-// first, through a Tree; only a complete, valid archive is moved into
-// place, each file replacing its old version by a rename and nothing
-// written through a symlink already in dst, so a broken, truncated or
-// malicious archive changes nothing in dst. Paths in dst the archive does
-// not name are left alone.
+// Extract installs under dst the archive made by Pack that r holds,
+// trusting nothing: names clean, local, allowed by p; files, directories
+// and symlinks only (no setuid, setgid), a link only if it leads, through
+// every link, to a path that crosses; within lim; no duplicates; each
+// member as the manifest, last, says. All is staged inside dst through a
+// Tree, then renamed into place, never through a symlink, only when whole
+// and valid: a bad archive changes nothing. Paths it does not name stay.
 func Extract(ctx context.Context, r io.Reader, dst string, p sync.Policy, lim sync.Limits) (*sync.Manifest, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -27,13 +27,12 @@ import (
 )
 
 // Pack writes the whitelisted contents of root to w as a tar+zstd archive,
-// in a stable order (sorted, so the same tree gives the same archive),
-// with the manifest last, and returns the manifest. It walks the tree
-// itself through a tree.Tree, so a symlink swapped in during the walk
-// cannot lead it out of root and none is followed; a symlink is kept only
-// if, followed through every link in its chain, it leads to a path that
-// crosses; others are left out and listed in skipped, as is anything not
-// a file, directory or symlink, and a name that is not UTF-8.
+// sorted (the same tree gives the same archive), manifest last, and
+// returns the manifest. It walks root itself through a tree.Tree, which
+// follows no symlink, so one swapped in during the walk cannot lead it
+// out; a symlink crosses only if, followed through every link, it leads
+// to a path that crosses. Others, anything not a file, directory or
+// symlink, and names not in UTF-8 are left out and listed in skipped.
 func Pack(ctx context.Context, root string, p sync.Policy, w io.Writer, opts ...PackOption) (m *sync.Manifest, skipped []string, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
@@ -86,13 +85,11 @@ type PackOption func(*packer)
 
 // Since leaves out the files that are as prev (the base both sides share)
 // lists them: same size, modification time and mode, and not modified in
-// the last two seconds (by the data root's clock with TrackRacy, else by
-// this process's). A write within the same second as the pack that
-// recorded prev could keep all three: prev must come from a manifest
-// whose racy files were forgotten (TrackRacy or MarkRacy, then
-// Manifest.Resolved), as the two-second rule cannot see it. The manifest
-// still lists them, marked Unchanged, with prev's hash; the receiver
-// takes them from its base.
+// the last two seconds (by the data root's clock with TrackRacy, else this
+// process's). prev must have its racy files forgotten (TrackRacy or
+// MarkRacy, then Manifest.Resolved): a write in the second of the pack
+// that recorded it keeps all three. They stay listed, Unchanged, with
+// prev's hash, for the receiver to take from its base.
 func Since(prev *sync.Manifest) PackOption { return func(pk *packer) { pk.prev = prev.Index() } }
 
 // Rewrite packs each file for which match is true as f makes it from its

@@ -17,12 +17,11 @@ const racyMargin = 2 * time.Second
 
 // TrackRacy lists in the manifest's Racy every file packed whose
 // modification time is within racyMargin of the pack's start, or after
-// it, by the data root's clock: a later write to it may keep the time and
-// size the manifest records, so Since must read it again (as git treats
-// an index entry as racily clean). The data root's clock is what a file
-// made there is given, not this process's, which may be stepped or be
-// another machine's (a bind mount); where no file can be made there, it
-// is this process's.
+// it: a later write may keep the time and size the manifest records, so
+// Since must read it again (as git treats an index entry as racily
+// clean). Times are by the data root's clock, what a file made there is
+// given, not this process's, which may be stepped or be another machine's
+// (a bind mount); this process's only where no file can be made there.
 func TrackRacy() PackOption {
 	return func(pk *packer) { pk.racyFrom = rootNow(pk.rootDir).Add(-racyMargin) }
 }

@@ -233,12 +233,10 @@ func (x *extractor) parent(name string) error {
 
 // walkOrder refuses a member that is not in the directory the last one
 // is in, or one above it, as a walk lists a tree (Pack's does): a
-// directory, then everything under it, before anything else. Once the
-// archive has left a directory, nothing more comes into it, so the Tree,
-// which keeps few directories open, goes down each directory's path
-// once, not once a member (an archive going back and forth between deep
-// directories would cost a walk of each one's path a member, here and in
-// the merge, which takes the paths in a walk's order too).
+// directory, then everything under it, before anything else. So the Tree,
+// which keeps few directories open, goes down each directory's path once,
+// not once a member, here and in the merge, which takes paths in a walk's
+// order too (docs/security.md, the row of "a tree thousands of levels deep").
 func (x *extractor) walkOrder(name string, isDir bool) error {
 	dir := path.Dir(name)
 	for len(x.in) > 0 && x.in[len(x.in)-1] != dir {

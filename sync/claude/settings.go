@@ -109,13 +109,9 @@ var binaries = []string{"gt", "bd"}
 const separators = " \t\n;&|()<>`"
 
 // RewriteCommand returns the shell command cmd with each word that names
-// gt or bd by a path on the host (absolute, or from the home: ~/,
-// $HOME/, ${HOME}/; unquoted, or quoted whole) replaced by the bare name,
-// which the container's PATH resolves to its shim:
-//
-//	/home/u/go/bin/gt prime --hook && /home/u/go/bin/gt mail check --inject
-//	gt prime --hook && gt mail check --inject
-//
+// gt or bd by a path on the host (absolute, or from the home: ~/, $HOME/,
+// ${HOME}/; unquoted, or quoted whole) replaced by the bare name, which
+// the container's PATH resolves to its shim (ExampleRewriteCommand).
 // Everything else is kept as it is, including words it cannot read as one
 // plain path (partly quoted, escaped, or expanding anything but the home).
 func RewriteCommand(cmd string) string {

@@ -30,7 +30,7 @@ func (p *Plan) Apply() error {
 			return fmt.Errorf("checking %s before applying: %w", rel, err)
 		}
 		if !sameState(was, now) {
-			return fmt.Errorf("%s changed on the host while the transfer was merged; nothing was applied, the next transfer merges it", rel)
+			return fmt.Errorf("applying the transfer: %s changed on the host while it was merged, so nothing was applied: the next transfer merges it", rel)
 		}
 	}
 	optional := map[string]bool{}

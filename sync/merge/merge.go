@@ -123,17 +123,13 @@ type planner struct {
 	mergeIn   int64 // bytes text merges have read
 }
 
-// planMerge decides how to take a container's tree into the host's data
-// root t, path by path, against base, the tree both sides last shared.
-// theirs is the container's manifest and theirTree the directory in t
-// where archive.Stage left it (files move from it); scratch is an empty
-// directory in t for merged files. Only paths in base (those o.Policy
-// still lets cross) or theirs are looked at; the rest of t is left alone.
-// Nothing under t is written but theirTree and scratch, and nothing is
-// followed through a symlink. A merge that would leave a
-// symlink leading out of the root or to a path that does not cross, that
-// changes more paths on both sides than the bound, or whose text merges
-// fail, is refused with the path named.
+// planMerge decides, path by path, how to take a container's tree (theirs,
+// staged by archive.Stage in theirTree) into the host's data root t
+// against base, the tree both sides last shared; scratch is an empty
+// directory in t for merged files. It looks at paths in base (those
+// o.Policy still lets cross) or theirs, writes only theirTree and scratch,
+// follows no link, and refuses, naming the path, a link out or to a path
+// that does not cross, too many paths both sides changed, a failed merge.
 func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, theirTree, scratch string, o Options) (*Plan, error) {
 	if o.MaxTextMerge <= 0 {
 		o.MaxTextMerge = archive.MaxKept

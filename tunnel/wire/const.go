@@ -9,19 +9,13 @@ package wire
 
 import "time"
 
-// The stream header, written by the opener of every stream:
-//
-//	byte 0      version (HeaderVersion)
-//	byte 1      length K of the kind, 1..MaxKindLen
-//	K bytes     kind: lowercase ASCII letters, digits and '-'
-//	2 bytes     length M of the metadata, big-endian, 0..MaxMetaLen
-//	M bytes     metadata: a JSON object, or nothing
-//
-// The acceptor answers with one verdict byte before any bytes of its own:
-// VerdictAccepted, or VerdictRejected followed by a 2-byte big-endian
-// length and that many bytes of UTF-8 reason (at most MaxReasonLen), after
-// which the stream ends. The verdict is sent with the acceptor's first
-// write (or when it closes), so a channel costs no extra round trip.
+// The stream header, which the opener of every stream writes: version
+// (HeaderVersion), the kind's length (1..MaxKindLen) and the kind
+// ([a-z0-9-]), the metadata's length (2 bytes, big-endian, 0..MaxMetaLen)
+// and the metadata (a JSON object, or nothing). The acceptor answers with
+// one verdict byte, in its first write so a channel costs no round trip
+// more: VerdictAccepted, or VerdictRejected, a 2-byte length and a reason
+// (at most MaxReasonLen), and the stream ends. docs/protocol.md, "Streams".
 const (
 	// HeaderVersion is the stream header version this side writes and the
 	// only one it reads.
@@ -39,16 +33,12 @@ const (
 	MaxReasonLen = 1 << 10
 )
 
-// The welcome: when a connection is established the server sends it
-// before anything else, on QUIC as the only content of a unidirectional
-// stream, on TCP as the first bytes of the TLS connection (yamux starts
-// after it):
-//
-//	byte 0      WelcomeVersion
-//	2 bytes     length, big-endian, then that many bytes of JSON (Welcome)
-//
-// It tells the client that the server accepted its certificate; a TLS 1.3
-// client cannot otherwise tell before its first read.
+// The welcome, which the server sends before anything else once a
+// connection is established (on QUIC as a unidirectional stream's only
+// content, on TCP as the TLS connection's first bytes, before yamux):
+// WelcomeVersion, a 2-byte big-endian length, that much JSON (Welcome).
+// It tells a TLS 1.3 client its certificate was accepted, which it could
+// not otherwise tell before its first read. docs/protocol.md, "Welcome".
 const (
 	// WelcomeVersion is the welcome's version byte.
 	WelcomeVersion byte = 1

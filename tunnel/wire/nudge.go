@@ -8,21 +8,13 @@ import (
 	"time"
 )
 
-// The nudge channel (KindNudge, hostd -> agent) carries one nudge per
-// stream. The metadata is a NudgeRequest; hostd then writes the text
-// (Size bytes, at most MaxNudgeText) and keeps its side open while it
-// wants the nudge: when hostd closes it (the nudge was cancelled or
-// expired, hostd is stopping) the agent gives up unless it has started
-// typing, and answers NudgeBusy. The agent delivers it
-// into the polecat's pane, one at a time, waiting for the polecat to be
-// idle unless the mode is NudgeImmediate, but never past the request's
-// Deadline. It answers with NudgeResults, one JSON line each of at most
-// MaxNudgeResult bytes, at most MaxNudgeResults of them: a NudgeBusy
-// result whenever its reason for waiting changes, then the final one, and
-// closes; the last result on the stream is the outcome. hostd keeps the nudge until a final outcome
-// (submitted or failed) comes back, so a nudge may be sent again after a
-// lost tunnel or a restart: the agent de-duplicates by ID and answers a
-// repeat with the first delivery's outcome.
+// The nudge channel (KindNudge, hostd -> agent), one nudge a stream: a
+// NudgeRequest as metadata, then the text (Size bytes, at most
+// MaxNudgeText), hostd's side open while it wants the nudge. The agent
+// types it into the pane (once idle unless NudgeImmediate, never past
+// Deadline) and answers NudgeResult lines, the last the outcome; hostd
+// resends until a final one, so the agent answers a repeated ID with the
+// first outcome. docs/protocol.md, "Nudges (nudge)".
 const (
 	// NudgeImmediate types the nudge now, busy or not (never into text
 	// someone is typing).

@@ -8,22 +8,19 @@ import (
 )
 
 // The pane channel (KindPane, hostd -> agent) shows an operator the
-// polecat's tmux pane. The metadata is a PaneRequest.
-//
-//	peek    the agent writes the pane's last Lines lines as text
-//	        (capture-pane -J) and, with Follow, then what is added to
-//	        them, until hostd closes the stream
-//	attach  the agent runs a tmux client on the polecat's session in a
-//	        terminal of Cols x Rows (read-only unless Write) and copies
-//	        its output to the stream as it comes; hostd writes frames:
-//
-//	byte 0      PaneInput (the bytes are keys typed) or PaneResize
-//	2 bytes     length N, big-endian, 1..MaxPaneFrame
-//	N bytes     the keys; or for a resize 4 bytes: columns, rows (big-endian)
-//
-// Closing hostd's side detaches.
+// polecat's tmux pane; the metadata is a PaneRequest. On attach hostd
+// writes frames: a type (PaneInput: keys typed; PaneResize), a 2-byte
+// big-endian length (1..MaxPaneFrame), the keys or, for a resize,
+// columns and rows (2 bytes each); closing its side detaches.
+// docs/protocol.md, "Pane (pane)".
 const (
-	PanePeek   = "peek"
+	// PanePeek: the agent writes the pane's last Lines lines as text
+	// (capture-pane -J) and, with Follow, what is added to them, until
+	// hostd closes the stream.
+	PanePeek = "peek"
+	// PaneAttach: the agent runs a tmux client on the polecat's session
+	// in a terminal of Cols x Rows (read-only unless Write) and copies its
+	// output to the stream as it comes.
 	PaneAttach = "attach"
 
 	// PaneInput and PaneResize are the attach frames' types.

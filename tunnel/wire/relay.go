@@ -14,22 +14,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/jsonscan"
 )
 
-// The relay channel (stream kind KindRelay) carries one gt/bd command. Both
-// directions are sequences of frames:
-//
-//	byte 0      frame type (RelayFrame*)
-//	4 bytes     payload length, big-endian, at most MaxRelayFramePayload
-//	payload
-//
-// The shim sends RelayFrameRequest first, then RelayFrameStdin chunks, one
-// RelayFrameStdinClose at stdin's end, and RelayFrameSignal whenever it is signalled.
-// gt-agent answers the shim's local connection with RelayFrameAttached once the
-// tunnel stream is open (or RelayFrameError if it cannot be), then forwards the
-// bytes verbatim both ways; when the shim's connection ends it sends
-// RelayFrameGone and half-closes. A half-close after RelayFrameStdinClose
-// alone is not the shim's end: the command runs on. hostd sends RelayFrameStdout and RelayFrameStderr chunks as
-// the command produces them, then exactly one RelayFrameExit; or RelayFrameError if it
-// refuses or cannot run the command.
+// The relay channel (KindRelay) carries one gt/bd command as frames both
+// ways: a type (RelayFrame*), a 4-byte big-endian length (at most
+// MaxRelayFramePayload), the payload. The shim sends a request, stdin,
+// its end and signals; gt-agent answers Attached (or Error), copies the
+// bytes both ways, and sends Gone and half-closes when the shim goes (a
+// half-close after StdinClose alone is not that: the command runs on);
+// hostd sends output, then one Exit or an Error. docs/protocol.md, "Relay".
 const (
 	RelayFrameRequest    byte = 'Q' // shim -> host: RelayRequest (JSON)
 	RelayFrameStdin      byte = 'I' // shim -> host: stdin bytes

@@ -8,31 +8,29 @@ import (
 	"strings"
 )
 
-// The data channel (stream kind KindSync) moves one archive per stream
-// (the format is package sync's: tar+zstd, manifest last). The stream's
-// metadata is a SyncRequest; the archive's sender writes it and
-// half-closes; the receiver, having extracted (and, on hostd, merged) it,
-// answers with one SyncResult (JSON, at most MaxSyncResult bytes).
-//
-//	fetch   agent -> hostd: the agent has no data yet; hostd pushes (on a
-//	        stream of its own) and answers with the push's result
-//	push    hostd -> agent: hostd sends its archive (on fetch, hostd sync push)
-//	pull    hostd -> agent: the agent sends its archive (hostd sync pull)
-//	upload  agent -> hostd: the agent sends its archive (teardown, checkpoint)
-//	push-rig hostd -> agent: after a push, the files the polecat's rig
-//	        shares with all its polecats (Gas Town's polecats/.claude),
-//	        read-only: the agent installs them beside the polecat's own
-//	        and never sends them back
-//
-// Each side applies its own policy when it packs and again when it
-// unpacks; the policy in push and pull requests is hostd's, which the
-// agent also packs its uploads with. The policy in a push-rig request is
-// the rig's, which the agent only unpacks with.
+// The data channel (KindSync) moves one archive (package sync's format)
+// per stream. The metadata is a SyncRequest; the archive's sender writes
+// the archive and half-closes; the receiver, having extracted (on hostd,
+// merged) it, answers with one SyncResult. Each side applies its own
+// policy when it packs and again when it unpacks: push and pull carry
+// hostd's, which the agent packs uploads with too; push-rig the rig's,
+// which the agent only unpacks with. docs/protocol.md, "Data (sync)".
 const (
-	SyncFetch   = "fetch"
-	SyncPush    = "push"
-	SyncPull    = "pull"
-	SyncUpload  = "upload"
+	// SyncFetch, agent -> hostd: the agent has no data yet; hostd pushes
+	// (on a stream of its own) and answers with the push's result.
+	SyncFetch = "fetch"
+	// SyncPush, hostd -> agent: hostd sends its archive (on a fetch, or
+	// hostd sync push).
+	SyncPush = "push"
+	// SyncPull, hostd -> agent: the agent sends its archive (hostd sync
+	// pull).
+	SyncPull = "pull"
+	// SyncUpload, agent -> hostd: the agent sends its archive (a
+	// checkpoint, teardown).
+	SyncUpload = "upload"
+	// SyncPushRig, hostd -> agent, after a push: the files the polecat's
+	// rig shares with all its polecats (Gas Town's polecats/.claude),
+	// read-only: the agent installs them beside its own, never sends them.
 	SyncPushRig = "push-rig"
 )
 

@@ -219,7 +219,7 @@ func (o *certRevokeOptions) checkKnown(ctx context.Context, c *pki.CA, id wire.I
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := api.NewClient(o.Town()).Polecat(ctx, id); err == nil {
+	if _, err := o.Client().Polecat(ctx, api.Identity(id)); err == nil {
 		return nil
 	}
 	return fmt.Errorf("this town's CA never issued a certificate to %s and no running hostd has seen it connect, so nothing was revoked: check the name ('hostd cert list' shows those issued, 'hostd status' those connected); to revoke a name only Gas Town's own tools issued, add --force", id)

@@ -21,6 +21,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
@@ -105,7 +106,7 @@ func Serve(t *testing.T, town string) (addr string) {
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	for range 250 {
-		if _, err := api.NewClient(town).Status(ctx); err == nil {
+		if _, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx); err == nil {
 			return addr
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -133,7 +134,7 @@ func Connect(t *testing.T, town, addr string, id wire.Identity) *tunnel.Session 
 	}
 	s := ConnectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
 	for range 250 {
-		if d, err := api.NewClient(town).Polecat(context.Background(), id); err == nil && d.Connected {
+		if d, err := api.NewSocketClient(state.For(town).Socket()).Polecat(context.Background(), api.Identity(id)); err == nil && d.Connected {
 			return s
 		}
 		time.Sleep(20 * time.Millisecond)

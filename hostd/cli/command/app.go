@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/polecat-sidecar/sidecar/hostd/api"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/logging"
@@ -119,6 +120,9 @@ func (a *App) Town() string {
 	t, _ := filepath.Abs(a.Viper.GetString("town"))
 	return t
 }
+
+// Client asks the hostd serve of the town, at its control socket.
+func (a *App) Client() *api.Client { return api.NewSocketClient(state.For(a.Town()).Socket()) }
 
 // ConfigPath is the config file hostd reads (or would).
 func (a *App) ConfigPath() string {

@@ -24,7 +24,7 @@ type Applied struct {
 func (a *App) ApplyRevocations(ctx context.Context) (Applied, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	n, err := api.NewClient(a.Town()).ReloadRevocations(ctx)
+	n, err := a.Client().ReloadRevocations(ctx)
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
 		return Applied{}, nil

@@ -79,7 +79,7 @@ func (o *attachOptions) attach(ctx context.Context, id wire.Identity, done <-cha
 	if err != nil {
 		return fmt.Errorf("reading the terminal's size: %w", err)
 	}
-	conn, err := api.NewClient(o.Town()).Attach(ctx, id, o.rw, uint16(cols), uint16(rows))
+	conn, err := o.Client().Attach(ctx, api.Identity(id), o.rw, uint16(cols), uint16(rows))
 	if err != nil {
 		return err
 	}

@@ -97,13 +97,13 @@ const nukeForgetWait = 10 * time.Second
 // forgetNuked forgets what hostd keeps of a nuked polecat: through the
 // running hostd, else in its files.
 func forgetNuked(ctx context.Context, a *command.App, id wire.Identity) (api.Forgotten, error) {
-	f, err := api.NewClient(a.Town()).Forget(ctx, id, nukeForgetWait)
+	f, err := a.Client().Forget(ctx, api.Identity(id), nukeForgetWait)
 	var refused *api.Error
 	switch {
 	case errors.Is(err, api.ErrNotRunning):
 		return server.ForgetStopped(a.Town(), id, slog.Default())
 	case errors.As(err, &refused) && refused.Status == http.StatusNotFound:
-		return api.Forgotten{Polecat: id}, nil
+		return api.Forgotten{Polecat: api.Identity(id)}, nil
 	case err != nil:
 		return f, fmt.Errorf("the sandbox is removed and the polecat revoked, but forgetting it failed (try 'hostd forget %s'): %w", id, err)
 	}

@@ -51,7 +51,7 @@ const preflightTimeout = 15 * time.Second
 func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.Identity) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	if err := api.NewClient(o.Town()).Health(ctx); errors.Is(err, api.ErrNotRunning) {
+	if err := o.Client().Health(ctx); errors.Is(err, api.ErrNotRunning) {
 		return err
 	} else if err != nil {
 		return fmt.Errorf("hostd serve does not answer (restart it): %w", err)
@@ -89,7 +89,7 @@ func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) er
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	where := "'hostd status' shows it"
-	if _, rerr := api.NewClient(o.Town()).ReportStartFailure(ctx, id, reason); rerr != nil {
+	if _, rerr := o.Client().ReportStartFailure(ctx, api.Identity(id), reason); rerr != nil {
 		if _, ferr := o.failures().Failed(id, reason); ferr != nil {
 			where = fmt.Sprintf("telling hostd serve failed (%v), and so did %v", rerr, ferr)
 		} else if errors.Is(rerr, api.ErrNotRunning) {
@@ -105,7 +105,7 @@ func (o *runOptions) failed(ctx context.Context, id wire.Identity, err error) er
 func (o *runOptions) started(ctx context.Context, id wire.Identity) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	if _, err := api.NewClient(o.Town()).ClearStartFailure(ctx, id); err != nil {
+	if _, err := o.Client().ClearStartFailure(ctx, api.Identity(id)); err != nil {
 		_, _ = o.failures().Started(id)
 	}
 }

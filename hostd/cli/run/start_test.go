@@ -17,6 +17,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/clitest"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -112,8 +113,8 @@ func TestRunFailsFast(t *testing.T) {
 				{Args: []string{"status", id.String()}, Code: 0, Out: "  start:     failed "},
 				{Args: []string{"status", "--json"}, Code: 0, Out: `"reason": "` + tt.want},
 			})
-			st, err := api.NewClient(town).Status(context.Background())
-			if err != nil || len(st.StartFailures) != 1 || st.StartFailures[0].Identity != id {
+			st, err := api.NewSocketClient(state.For(town).Socket()).Status(context.Background())
+			if err != nil || len(st.StartFailures) != 1 || st.StartFailures[0].Identity != api.Identity(id) {
 				t.Errorf("status: %+v, %v; want %s's failure", st.StartFailures, err, id)
 			}
 		})
