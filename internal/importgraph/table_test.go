@@ -125,7 +125,10 @@ var table = []row{
 		note:  "the end-to-end suite: its harness runs the real binaries and asks hostd through `api`; its tests also play agents in-process, a hostile client on `agent/creds` and a reconnect storm of `agent/supervisor`s"},
 	{pkgs: []string{"hostd/e2e/benchtable"}, note: "`make bench`'s table"},
 	{pkgs: []string{"images/e2e"},
-		tests: []string{"hostd/e2e", "hostd/api", "hostd/sandbox", "hostd/state", "agent/creds", "tunnel", "tunnel/tunneltest", "tunnel/wire", "images/soak/history"},
+		tests: []string{"hostd/e2e", "hostd/api", "hostd/sandbox", "hostd/state", "agent/creds", "tunnel", "tunnel/tunneltest", "tunnel/wire", "images/soak/history", "images/soak/history/invariant"},
 		note:  "the container suite, on `hostd/e2e`'s harness; the hostile client in a container on `agent/creds`"},
-	{pkgs: []string{"images/soak/history"}, note: "the soak's history and checker"},
+	{pkgs: []string{"images/soak/history"}, tests: []string{"images/soak/history/internal/fixture"}, note: "the soak's history: its events, written and read, and the resource plot"},
+	{pkgs: []string{"images/soak/history/invariant"}, may: []string{"images/soak/history"}, tests: []string{"images/soak/history/internal/fixture"},
+		note: "the soak's checker: a file per invariant or family of them"},
+	{pkgs: []string{"images/soak/history/internal/fixture"}, may: []string{"images/soak/history"}, note: "the clean history both packages' tests change"},
 }
