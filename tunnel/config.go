@@ -53,18 +53,8 @@ const MaxKeepAlive = 5 * time.Second
 // keepalive every 5 s (derived from it), 128 streams each way (on TCP a stream the peer
 // fills but nobody reads holds at most yamux's 256 KiB initial window, so a
 // polecat can pin at most 32 MiB), 256 TCP handshakes at once and 16 from
-// one address, and windows sized for bulk git and archive transfers.
-//
-// The keepalive is half the idle timeout, the longest quic-go allows, and
-// a ping goes out only after that long without hearing the peer. An agent
-// beats every 5 s and hears hostd acknowledge each beat, so with these
-// defaults its beats are its keepalives and it sends no pings: one packet
-// each way per agent per beat, which is most of what idle agents cost
-// hostd. With a 5 s idle timeout (pings every 2-2.5 s) a thousand agents
-// cost hostd 12-17% of a core; with 10 s, 9%. A frozen agent is still
-// disconnected before it would be stale (three missed beats, 15 s), and a
-// restarted hostd is noticed as soon as an agent next sends (its stateless
-// reset answers).
+// one address, and windows sized for bulk git and archive transfers. With
+// these an agent's beats are its keepalives (docs/liveness.md says why).
 func DefaultConfig() Config {
 	return Config{
 		HandshakeTimeout: 5 * time.Second,  // above 0

@@ -1,7 +1,6 @@
 package tunnel
 
 import (
-	"net"
 	"sync"
 	"time"
 )
@@ -47,48 +46,4 @@ func (l *loopHealth) get() ListenerHealth {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.h
-}
-
-// handshakeGate bounds the handshakes in progress, in all and per source
-// address, so that connections that never finish a handshake cannot use
-// up hostd's file descriptors or keep everyone else out.
-type handshakeGate struct {
-	max, perSource int
-	mu             sync.Mutex
-	total          int
-	by             map[string]int
-}
-
-func newHandshakeGate(max, perSource int) *handshakeGate {
-	return &handshakeGate{max: max, perSource: perSource, by: map[string]int{}}
-}
-
-// enter takes a place for a handshake from addr; ok is false when there is
-// none, and done gives it back.
-func (g *handshakeGate) enter(addr net.Addr) (done func(), ok bool) {
-	src := addr.String()
-	if ta, isTCP := addr.(*net.TCPAddr); isTCP {
-		src = ta.IP.String()
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.total >= g.max || g.by[src] >= g.perSource {
-		return nil, false
-	}
-	g.total++
-	g.by[src]++
-	return func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.total--
-		if g.by[src]--; g.by[src] == 0 {
-			delete(g.by, src)
-		}
-	}, true
-}
-
-func (g *handshakeGate) inFlight() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.total
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/guard"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -80,9 +81,9 @@ type Listener struct {
 	// waits for.
 	loops sync.WaitGroup
 
-	budgets          *peerBudgets
-	gate             *handshakeGate
-	silence          *silenceWatch
+	budgets          *guard.PeerBudgets
+	gate             *guard.HandshakeGate
+	silence          *guard.SilenceWatch
 	tcpHealth, quicH *loopHealth
 }
 
@@ -101,14 +102,14 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 		cfg:       cfg,
 		log:       sc.Logger,
 		sessions:  make(chan *Session),
-		gate:      newHandshakeGate(cfg.MaxHandshakes, cfg.MaxHandshakesPerSource),
+		gate:      guard.NewHandshakeGate(cfg.MaxHandshakes, cfg.MaxHandshakesPerSource),
 		tcpHealth: newLoopHealth(TransportTCP),
 	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
 	l.ctx, l.stop = context.WithCancel(context.Background())
-	l.budgets = newPeerBudgets(l.cfg.MaxStreams, l.log)
+	l.budgets = guard.NewPeerBudgets(l.cfg.MaxStreams, l.log)
 	l.sc.Config = l.cfg
 	if err := l.bind(addr); err != nil {
 		return nil, err
@@ -126,8 +127,8 @@ func Listen(addr string, sc ServerConfig) (*Listener, error) {
 			return nil, fmt.Errorf("tunnel: starting QUIC listener: %w", err)
 		}
 		l.quicH = newLoopHealth(TransportQUIC)
-		l.silence = newSilenceWatch(l.cfg.IdleTimeout)
-		l.loops.Go(func() { l.silence.run(l.ctx) })
+		l.silence = guard.NewSilenceWatch(l.cfg.IdleTimeout)
+		l.loops.Go(func() { l.silence.Run(l.ctx) })
 		l.loops.Go(func() { l.serveQUIC(ql) })
 	}
 	return l, nil
@@ -186,7 +187,7 @@ func (l *Listener) Accept(ctx context.Context) (*Session, error) {
 // deliver hands an authenticated session to Accept, holding it to its
 // identity's stream budget from now on.
 func (l *Listener) deliver(s *Session) {
-	l.budgets.attach(s)
+	s.attach(l.budgets)
 	select {
 	case l.sessions <- s:
 	case <-l.ctx.Done():
@@ -197,7 +198,7 @@ func (l *Listener) deliver(s *Session) {
 // Health reports each accept loop: TCP, then QUIC unless disabled.
 func (l *Listener) Health() []ListenerHealth {
 	t := l.tcpHealth.get()
-	t.Handshakes = l.gate.inFlight()
+	t.Handshakes = l.gate.InFlight()
 	out := []ListenerHealth{t}
 	if l.quicH != nil {
 		out = append(out, l.quicH.get())
@@ -207,7 +208,7 @@ func (l *Listener) Health() []ListenerHealth {
 
 // StreamsRefused counts the streams refused over a limit, in every session
 // this Listener accepted.
-func (l *Listener) StreamsRefused() uint64 { return l.budgets.refused.Load() }
+func (l *Listener) StreamsRefused() uint64 { return l.budgets.Refused() }
 
 // isClosed reports whether Close was called.
 func (l *Listener) isClosed() bool { return l.ctx.Err() != nil }

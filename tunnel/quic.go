@@ -41,7 +41,7 @@ func (l *Listener) serveQUIC(ln *quic.Listener) {
 				l.log.Warn("tunnel: sending welcome failed", "transport", TransportQUIC, "remote", conn.RemoteAddr(), "err", err)
 				return
 			}
-			l.silence.add(t)
+			l.silence.Add(t)
 			s := newSession(t, l.cfg, at)
 			s.peer, s.cert = id, cs.PeerCertificates[0]
 			l.deliver(s)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
+	"github.com/polecat-sidecar/sidecar/tunnel/internal/guard"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
@@ -56,7 +57,7 @@ type Session struct {
 	welcome wire.Welcome
 	out     atomic.Int32
 	in      atomic.Int32
-	budget  *peerBudget // the peer identity's streams, server side
+	budget  *guard.PeerBudget // the peer identity's streams, server side
 	refused atomic.Uint64
 }
 
@@ -243,7 +244,7 @@ func (s *Session) admitOrRefuse(raw connection.Stream) (func(), error) {
 	}
 	s.refused.Add(1)
 	if s.budget != nil {
-		s.budget.all.refusedStream(s.peer, err, abusive)
+		s.budget.RefusedStream(s.peer, err, abusive)
 	}
 	err = fmt.Errorf("refused stream from %s: %w", s.peerName(), err)
 	if abusive {
@@ -266,15 +267,10 @@ func (s *Session) admitOrRefuse(raw connection.Stream) (func(), error) {
 func (s *Session) Refused() uint64 { return s.refused.Load() }
 
 // readHeader reads the header of an admitted stream. Its first byte is
-// waited for as long as the session lasts: the opener sends the header
-// with its first write, which comes when it has something to say (a
-// forwarded connection's first request, an archive once packing has
-// begun), and a transport delivers a stream before that (yamux on its
-// opening, QUIC as soon as data of a later stream arrives). A stream that
-// never says anything holds only its place under the limits. The rest of
-// the header travels with that first byte, so it must follow within the
-// handshake timeout, or the stream is refused saying so. A stream still
-// silent when ctx ends is closed.
+// waited for as long as the session lasts, as the opener sends the header
+// with its first write (docs/protocol.md, Streams); the rest must follow
+// within the handshake timeout, or the stream is refused saying so. A
+// stream still silent when ctx ends is closed.
 func (s *Session) readHeader(ctx context.Context, raw connection.Stream, release func()) (*Stream, error) {
 	st := &Stream{raw: raw, sess: s, release: release}
 	stop := context.AfterFunc(ctx, func() { _ = raw.SetReadDeadline(time.Now()) })

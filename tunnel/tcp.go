@@ -37,7 +37,7 @@ func (l *Listener) serveTCP(ln net.Listener) {
 		},
 	}
 	err := loop.Serve(l.ctx, ln, func(raw net.Conn) {
-		done, ok := l.gate.enter(raw.RemoteAddr())
+		done, ok := l.gate.Enter(raw.RemoteAddr())
 		if !ok {
 			l.tcpHealth.update(func(h *ListenerHealth) { h.Shed++ })
 			_ = raw.Close()

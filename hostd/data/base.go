@@ -67,13 +67,11 @@ func (s *Service) newContents(id wire.Identity) (*os.File, error) {
 }
 
 // newBaseContents writes the contents a new base m keeps (archive.
-// WriteContents: from dir, the received tree, and cur, the current
-// base's contents) to a file beside the current ones, and returns its
-// path, which the caller removes unless replaceBase took it, and its
-// index. When cur already holds exactly what m keeps (a transfer that
-// changed none of the files a base keeps), it writes nothing and returns
-// "" and cur's index: base.tar stays as it is. Rewriting it cost an
-// unchanged pull of 10,000 small files 25 MB written and flushed.
+// WriteContents, from dir, the received tree, and cur, the current base's)
+// to a file beside the current ones, for the caller to remove unless
+// replaceBase took it, and returns its path and index. When cur holds
+// exactly what m keeps it writes nothing and returns "" and cur's index:
+// rewriting base.tar cost an unchanged pull of 10,000 small files 25 MB.
 func (s *Service) newBaseContents(id wire.Identity, m *datasync.Manifest, dir string, cur *archive.Contents) (string, *archive.ContentsIndex, error) {
 	if cur != nil && cur.Holds(m) {
 		return "", cur.Index(), nil

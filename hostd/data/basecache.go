@@ -11,14 +11,11 @@ import (
 )
 
 // baseCache keeps the polecats' bases in memory as the last transfer left
-// them: the manifest and the index of the kept contents. A delta pull of
-// a 10,000-file tree otherwise spent a fifth of hostd's CPU decoding
-// base.json and reading every member's headers in base.tar again. An
-// entry is used only while both files are the ones it was made from (the
-// same file, size and modification time), so whatever else changes them
-// is seen. It holds at most maxCachedBytes across polecats, as baseCost
-// counts them, the least recently used going first. Safe for concurrent
-// use.
+// them, manifest and contents' index: a delta pull of a 10,000-file tree
+// spent a fifth of hostd's CPU reading them again. An entry is used only
+// while both files are the ones it was made from (same file, size and
+// modification time). It holds at most maxCachedBytes across polecats
+// (baseCost), the least recently used going first. Safe for concurrent use.
 type baseCache struct {
 	mu    gosync.Mutex
 	bases map[wire.Identity]*cachedBase

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polecat-sidecar/sidecar/hostd/data/journal"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -198,7 +199,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTree(t, s.Root(toast), map[string]string{"results/a.txt": "a"})
-	s.journal(record{Polecat: toast.String(), Op: "pull"})
+	s.journal(journal.Record{Polecat: toast.String(), Op: "pull"})
 	journal := filepath.Join(s.cfg.Dir, "journal.jsonl")
 
 	unlock, err := s.lock(context.Background(), toast) // a transfer under way

@@ -9,31 +9,12 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// The delete hold (sync.max_delete_share). hostd keeps, beside each
-// polecat's base (hold.json), the regular files of its data root the
-// operator last confirmed, and which of them the polecat's transfers have
-// since taken away (deleted, emptied or made something else: lost). A
-// transfer that would take that loss past the share of the confirmed files
-// is held. The loss adds up over transfers, so many small ones cannot get
-// round it, and files the polecat added itself, or the operator deleted on
-// the host, do not count.
-//
-// Only the operator confirms. The confirmed files become what hostd sends
-// on the operator's hostd sync push, or what a pull the operator confirmed
-// with --allow-deletes leaves (confirmed). An agent opens a fetch whenever
-// it likes (a polecat speaks the protocol itself, or removes its root's
-// marker to make the real agent ask), so a fetch never resets the hold:
-// the loss stays, and the count stays against what the operator last
-// confirmed. A fetch changes the hold only where the host's own hand
-// changed the tree since the container's last exchange (fetched): a file
-// it sends that the container's base lacks was added or restored on the
-// host (with no base yet, as in a new sandbox's first fetch, every file it
-// sends is the host's), so it is confirmed and no longer lost; a confirmed
-// file the host no longer holds that no transfer took away was removed
-// there, and leaves the confirmed ones. A file the container's base holds
-// never joins them: the polecat's own files, uploaded and fetched back,
-// do not make the operator's a smaller share (200 of its files and 40 of
-// the operator's still count 40 for the 40).
+// The delete hold (sync.max_delete_share): beside each polecat's base
+// (hold.json), the regular files of its data root the operator last
+// confirmed (hostd sync push, or a pull with --allow-deletes), and those of
+// them its transfers have since taken away. A transfer that would take that
+// loss past the share is held; an agent's fetch never resets it.
+// docs/security.md's delete-hold rows say why and what a fetch changes.
 
 // hold is a polecat's delete hold state.
 type hold struct {

@@ -2,6 +2,8 @@ package data
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/polecat-sidecar/sidecar/hostd/data/journal"
 )
 
 // metrics count transfers and what they did.
@@ -23,7 +25,7 @@ func newMetrics() *metrics {
 }
 
 // observe counts one journal record.
-func (m *metrics) observe(r record) {
+func (m *metrics) observe(r journal.Record) {
 	result := "ok"
 	if r.Error != "" {
 		result = "failed"

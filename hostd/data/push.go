@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/data/journal"
 	datasync "github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/sync/archive"
 	"github.com/polecat-sidecar/sidecar/sync/claude"
@@ -35,7 +36,7 @@ func (s *Service) push(ctx context.Context, sess *tunnel.Session, why string, op
 	defer unlock()
 	start := time.Now()
 	res, err := s.pushLocked(ctx, sess, id, operator, progress)
-	s.journal(record{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(journal.Record{Time: start, Polecat: id.String(), Op: wire.SyncPush, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	if err != nil {
 		return res, err
@@ -113,7 +114,7 @@ func (s *Service) pushRig(ctx context.Context, sess *tunnel.Session, id wire.Ide
 	}
 	start := time.Now()
 	_, res, err := s.send(ctx, sess, wire.SyncPushRig, root, s.rigPolicy, archive.Rewrite(claude.IsSettings, claude.RewriteSettings))
-	s.journal(record{Time: start, Polecat: id.String(), Op: wire.SyncPushRig, Reason: why, Files: res.Files, Bytes: res.Bytes,
+	s.journal(journal.Record{Time: start, Polecat: id.String(), Op: wire.SyncPushRig, Reason: why, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)})
 	if err != nil {
 		s.log.Warn("sync: the rig's files did not go in", "polecat", id, "root", root, "err", err)

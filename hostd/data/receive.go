@@ -13,6 +13,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/sync/merge"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/data/journal"
 	"github.com/polecat-sidecar/sidecar/hostd/limits"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -32,7 +33,7 @@ func (s *Service) receive(ctx context.Context, id wire.Identity, r io.Reader, op
 	}
 	start := time.Now()
 	changes, res, err := s.receiveLocked(ctx, id, r, o)
-	rec := record{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
+	rec := journal.Record{Time: start, Polecat: id.String(), Op: op, Reason: why, DryRun: o.DryRun, Files: res.Files, Bytes: res.Bytes,
 		Duration: time.Since(start), Error: errString(err)}
 	for _, c := range changes {
 		count(&rec, c.Action)

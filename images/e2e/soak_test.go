@@ -29,6 +29,7 @@ import (
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/images/soak/history"
+	"github.com/polecat-sidecar/sidecar/images/soak/history/invariant"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -39,8 +40,9 @@ import (
 // each doing a randomised mix of Gas Town's work for SOAK_DURATION while a
 // chaos loop overlaps faults. Every operation, fault, observation and
 // resource sample goes into a history (images/soak/history) that the
-// checker reads at the end; the run fails on any violated invariant.
-// SOAK_SEED reproduces a run's schedule of operations and faults.
+// checker (images/soak/history/invariant) reads at the end; the run fails
+// on any violated invariant. SOAK_SEED reproduces a run's schedule of
+// operations and faults.
 
 // soakConfig is the run's scale, from the environment.
 type soakConfig struct {
@@ -973,12 +975,12 @@ func (s *soak) sample(phase string) {
 }
 
 // safetyEvery is how often the run checks, while it goes on, what no
-// later event can undo (history.Safety); a run shorter than four of them
+// later event can undo (invariant.Safety); a run shorter than four of them
 // checks four times.
 const safetyEvery = time.Minute
 
 // safety is the cheap check during the run: the history so far and the
-// lines typed and commands run so far, through history.Safety. A
+// lines typed and commands run so far, through invariant.Safety. A
 // violation fails the run and stops its load at once, so a long run does
 // not go on for hours past its failure; the end's full check still runs.
 func (s *soak) safety(stopLoad func()) {
@@ -987,7 +989,7 @@ func (s *soak) safety(stopLoad func()) {
 		s.t.Errorf("soak: the check during the run: %v", err)
 		return
 	}
-	vs := history.Safety(append(events, s.typedAndRan(s.h.Now())...))
+	vs := invariant.Safety(append(events, s.typedAndRan(s.h.Now())...))
 	for _, v := range vs {
 		s.t.Errorf("soak: during the run, %s violated: %s", v.Invariant, v.Message)
 		for _, e := range v.Events {
@@ -1169,7 +1171,7 @@ func (s *soak) check() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := history.Check(events, history.Options{})
+	rep := invariant.Check(events, invariant.Options{})
 	var sum strings.Builder
 	if err := rep.WriteText(&sum); err != nil {
 		t.Fatal(err)

@@ -20,13 +20,10 @@ const maxOpenDirs = 64
 
 // keptNear and keptEvery say which of the directories opened on the way
 // to one are kept open (dirAt): the keptNear nearest it, it included, and
-// every keptEvery-th level from the top. A walk coming back up a tree
-// deeper than the Tree keeps open (a walk lists a directory's files
-// after its subdirectories) then opens at most keptEvery directories
-// again for every keptNear it goes up, wherever in the tree; and a
-// directory far below the deepest one open does not take the places of
-// what other operations keep (a merge goes back and forth between two
-// deep trees, staged and in place).
+// every keptEvery-th level from the top, so that a walk back up a deep
+// tree opens at most keptEvery again for every keptNear levels, and a deep
+// directory does not take the places of what other operations keep
+// (docs/security.md, the deep tree's row).
 const (
 	keptNear  = 16
 	keptEvery = 32

@@ -9,22 +9,12 @@ import (
 )
 
 // View is the tree on disk as sync.Policy.JudgeLink walks it: the
-// sync.LinkView of its root. A lookup is one Lstat (and, for a symlink,
-// one Readlink) of a name in the directory it is in, held open, so that it
-// costs the name, not the path the walk has reached; what it finds there
-// is kept for the view's life, which one pack or one merge's judgement of
-// its links shares (what is missing is looked at again). A path under a
-// symlink, a file or a name no path in a tree may hold (sync.ValidRel)
-// holds no link, as the Tree's operations see it.
-//
-// The view holds one chain of directories open, from the root down to
-// the last it looked in; looking in another moves the chain there,
-// closing what is not on the way to it and opening what is, each
-// directory checked to be the one an Lstat saw. A resolution's walk
-// moves one directory a component, so it opens at most as many
-// directories as the link's path and the targets it walks have
-// components, and holds at most as many as the deepest directory it
-// stands in is deep. Close it when done.
+// sync.LinkView of its root. A lookup is one Lstat (and a Readlink for a
+// symlink) of a name in its directory, held open in one chain from the
+// root to the last looked in, so it costs the name, not the path; what it
+// finds is kept for the view's life (one pack or merge), what is missing
+// looked at again (docs/security.md, the long targets' row). A path under
+// a symlink or file, or that sync.ValidRel refuses, holds no link.
 type View struct {
 	top   viewDir
 	chain []*viewDir // the directories held open: chain[i] is i+1 levels down, in chain[i-1] (in the root for chain[0])

@@ -1,4 +1,4 @@
-package history
+package history_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/polecat-sidecar/sidecar/images/soak/history"
+	"github.com/polecat-sidecar/sidecar/images/soak/history/internal/fixture"
 )
 
 // svgCounts decodes an SVG and counts its elements by name.
@@ -41,25 +44,25 @@ func svgCounts(t *testing.T, svg []byte) map[string]int {
 }
 
 func TestWritePlot(t *testing.T) {
-	withFault := with(
-		Event{T: at(100), Kind: KindFault, Phase: PhaseStart, Agent: `rig/<b>&"c"`, Op: "f9", Fault: FaultTCPCut},
-	)(cleanHistory())
+	withFault := fixture.With(
+		history.Event{T: fixture.At(100), Kind: history.KindFault, Phase: history.PhaseStart, Agent: `rig/<b>&"c"`, Op: "f9", Fault: history.FaultTCPCut},
+	)(fixture.Clean())
 	tests := []struct {
 		name      string
-		events    []Event
+		events    []history.Event
 		points    int // per polyline
 		bands     int
 		noSamples bool
 	}{
-		{name: "run", events: cleanHistory(), points: 5, bands: 2},
+		{name: "run", events: fixture.Clean(), points: 5, bands: 2},
 		{name: "fault never ended, escaped label", events: withFault, points: 5, bands: 3},
-		{name: "one sample", events: []Event{{T: at(0), Kind: KindSample, Phase: PhaseBaseline, Goroutines: 1, FDs: 1, RSS: 1}}, points: 1},
+		{name: "one sample", events: []history.Event{{T: fixture.At(0), Kind: history.KindSample, Phase: history.PhaseBaseline, Goroutines: 1, FDs: 1, RSS: 1}}, points: 1},
 		{name: "empty", events: nil, noSamples: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WritePlot(&b, tt.events); err != nil {
+			if err := history.WritePlot(&b, tt.events); err != nil {
 				t.Fatal(err)
 			}
 			counts := svgCounts(t, b.Bytes())
@@ -98,7 +101,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestWritePlotError(t *testing.T) {
-	err := WritePlot(failWriter{}, cleanHistory())
+	err := history.WritePlot(failWriter{}, fixture.Clean())
 	if err == nil || !strings.Contains(err.Error(), "writing plot: disk full") {
 		t.Fatalf("WritePlot to a failing writer: %v", err)
 	}

@@ -1,4 +1,4 @@
-package tunnel
+package guard
 
 import (
 	"context"
@@ -9,22 +9,13 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/internal/connection"
 )
 
-// silenceWatch closes the QUIC tunnels of a Listener whose peer has sent
-// nothing for the idle timeout.
-//
-// QUIC's own idle timer is not enough for hostd: RFC 9000 §10.1 restarts
-// it when we send an ack-eliciting packet after the peer's last one, so a
-// frozen agent that hostd keeps writing to (a nudge, a peek, a command's
-// output) is dropped only after up to twice the idle timeout. The watch
-// judges what was received alone, as the TCP transport's pings do. A
-// healthy agent is always heard within the idle timeout: it pings after
-// its keepalive (at most half of it) without hearing hostd, and
-// acknowledges whatever hostd sends.
-//
-// One goroutine serves every tunnel, waking every idle/8, so a silent
-// peer is dropped between idle and 1.125 idle after it was last heard, at
-// one wake-up per tick whatever the number of agents.
-type silenceWatch struct {
+// SilenceWatch closes the QUIC tunnels of a Listener whose peer has sent
+// nothing for the idle timeout: QUIC's own idle timer restarts when we send
+// (RFC 9000 §10.1), so alone it could hold a frozen agent for twice as long
+// (docs/protocol.md, Transports). One goroutine serves every tunnel, waking
+// every idle/8: a silent peer is dropped between idle and 1.125 idle after
+// it was last heard, at one wake-up per tick whatever the number of agents.
+type SilenceWatch struct {
 	idle  time.Duration
 	mu    sync.Mutex
 	conns map[*connection.QUIC]*heard
@@ -37,12 +28,13 @@ type heard struct {
 	at      time.Time
 }
 
-func newSilenceWatch(idle time.Duration) *silenceWatch {
-	return &silenceWatch{idle: idle, conns: map[*connection.QUIC]*heard{}}
+// NewSilenceWatch watches for peers silent for idle.
+func NewSilenceWatch(idle time.Duration) *SilenceWatch {
+	return &SilenceWatch{idle: idle, conns: map[*connection.QUIC]*heard{}}
 }
 
-// add watches q until it ends.
-func (w *silenceWatch) add(q *connection.QUIC) {
+// Add watches q until it ends.
+func (w *SilenceWatch) Add(q *connection.QUIC) {
 	w.mu.Lock()
 	w.conns[q] = &heard{packets: q.PacketsReceived(), at: time.Now()}
 	w.mu.Unlock()
@@ -53,8 +45,8 @@ func (w *silenceWatch) add(q *connection.QUIC) {
 	})
 }
 
-// run checks every tunnel each tick until ctx ends.
-func (w *silenceWatch) run(ctx context.Context) {
+// Run checks every tunnel each tick until ctx ends.
+func (w *SilenceWatch) Run(ctx context.Context) {
 	tick := time.NewTicker(max(w.idle/8, time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -80,7 +72,7 @@ type silent struct {
 // check notes what each tunnel received since the last tick and returns
 // those silent past their limit: the idle timeout, or, on a path slow
 // enough, three probe timeouts (QUIC's own floor).
-func (w *silenceWatch) check(now time.Time) []silent {
+func (w *SilenceWatch) check(now time.Time) []silent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []silent

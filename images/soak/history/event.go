@@ -1,28 +1,23 @@
-// Package history is the record and the judge of a soak run: the driver
-// in images/soak writes every operation's invocation and outcome, every
-// fault, observation and resource sample as one JSON line (Writer), and
-// afterwards Read loads the file and Check asserts the run's invariants
-// (Jepsen-style: an operation whose outcome the driver never saw is
-// indeterminate, which may or may not have taken effect, never a
-// violation by itself). WritePlot draws hostd's resources over the run.
+// Package history is the record of a soak run: the driver in images/soak
+// writes every operation's invocation and outcome, every fault,
+// observation and resource sample as one JSON line (Writer), and
+// afterwards Read loads the file, the checker (history/invariant) asserts
+// the run's invariants over it (Jepsen-style: an operation whose outcome
+// the driver never saw is indeterminate, which may or may not have taken
+// effect, never a violation by itself), and WritePlot draws hostd's
+// resources over the run.
 //
 // The history is self-contained: what the driver observed at the end
 // (lines typed into panes, calls the stand-in gt recorded, commits found,
-// final file contents) is in it as "observe" events, so Check needs
+// final file contents) is in it as "observe" events, so the checker needs
 // nothing but the events.
 package history
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -326,206 +321,4 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
-}
-
-// FlushInterval is the longest a Writer holds an added event before
-// writing it to the file: what a killed driver can lose.
-const FlushInterval = 100 * time.Millisecond
-
-// Writer appends events to a history file. It is safe for concurrent use.
-type Writer struct {
-	mu     sync.Mutex
-	f      *os.File
-	buf    *bufio.Writer
-	err    error // the first error writing, returned by Close and Err
-	closed bool
-	base   time.Time // wall clock at Create, with its monotonic reading
-	stop   chan struct{}
-	done   chan struct{}
-}
-
-// Create creates (or truncates) the history file at path and starts
-// flushing what is added to it every FlushInterval.
-func Create(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("creating history: %w", err)
-	}
-	w := &Writer{
-		f:    f,
-		buf:  bufio.NewWriterSize(f, 64<<10),
-		base: time.Now(),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	go w.flusher()
-	return w, nil
-}
-
-// flusher flushes the buffer every FlushInterval until Close.
-func (w *Writer) flusher() {
-	defer close(w.done)
-	t := time.NewTicker(FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			w.mu.Lock()
-			if !w.closed && w.buf.Buffered() > 0 {
-				w.fail(w.buf.Flush())
-			}
-			w.mu.Unlock()
-		}
-	}
-}
-
-// fail records err as the Writer's error when it is the first.
-func (w *Writer) fail(err error) {
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("writing history %s: %w", w.f.Name(), err)
-	}
-}
-
-// Now is the Writer's clock, which Add stamps events with: the wall clock
-// at Create advanced by the monotonic clock, so that stepping the system
-// clock (a clock-step fault) neither reorders nor shifts the history.
-// Drivers that set Event.T themselves should take it from here.
-func (w *Writer) Now() time.Time {
-	return w.base.Add(time.Since(w.base)).Round(0)
-}
-
-// Add appends e as one line, setting e.T to Now() when it is zero. Events
-// added after Close are dropped; an error writing is kept for Err and
-// Close.
-func (w *Writer) Add(e Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if e.T.IsZero() {
-		e.T = w.Now() // under the lock, so the file's order is T's order
-	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		w.fail(fmt.Errorf("encoding %s %s event: %w", e.Kind, e.Phase, err))
-		return
-	}
-	line = append(line, '\n')
-	_, err = w.buf.Write(line)
-	w.fail(err)
-}
-
-// Err returns the first error adding events, if any.
-func (w *Writer) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
-
-// Close flushes what is buffered, syncs and closes the file, and returns
-// the first error adding or writing events.
-func (w *Writer) Close() error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return w.err
-	}
-	w.closed = true
-	w.mu.Unlock()
-	close(w.stop)
-	<-w.done
-
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.fail(w.buf.Flush())
-	w.fail(w.f.Sync())
-	if err := w.f.Close(); err != nil {
-		w.fail(err)
-	}
-	return w.err
-}
-
-// MaxLine is the longest line Read accepts, without its newline.
-const MaxLine = 1 << 20
-
-// ReadFile reads the history file at path (see Read).
-func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading history: %w", err)
-	}
-	defer f.Close()
-	evs, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("reading history %s: %w", path, err)
-	}
-	return evs, nil
-}
-
-// Read decodes a history, one event per line, in the order written. Blank
-// lines are skipped. A last line without its newline that does not decode
-// (the driver was killed mid-write) is ignored; any other line that does
-// not decode, has no kind, or is longer than MaxLine is an error naming
-// its line number.
-func Read(r io.Reader) ([]Event, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var evs []Event
-	for n := 1; ; n++ {
-		line, complete, err := readLine(br)
-		if err != nil {
-			return nil, fmt.Errorf("reading line %d: %w", n, err)
-		}
-		if line == nil {
-			return evs, nil
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal(line, &e); err != nil {
-			if !complete {
-				return evs, nil // torn last line
-			}
-			return nil, fmt.Errorf("decoding line %d: %w", n, err)
-		}
-		if e.Kind == "" {
-			if !complete {
-				return evs, nil
-			}
-			return nil, fmt.Errorf("decoding line %d: no kind", n)
-		}
-		evs = append(evs, e)
-	}
-}
-
-// errLineTooLong is what readLine returns for a line over MaxLine.
-var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLine)
-
-// readLine returns the next line without its newline, and whether it had
-// one; nil at the end. It never holds more than MaxLine bytes of a line.
-func readLine(br *bufio.Reader) (line []byte, complete bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxLine+1 || (len(line)+len(chunk) == MaxLine+1 && !bytes.HasSuffix(chunk, []byte("\n"))) {
-			return nil, false, errLineTooLong
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], true, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(line) == 0 {
-				return nil, false, nil
-			}
-			return line, false, nil
-		default:
-			return nil, false, err
-		}
-	}
 }
