@@ -4,7 +4,10 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X main.version=$(VERSION) -X github.com/polecat-sidecar/sidecar/internal/cli.revision=$(REVISION)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# what 'version' prints, in internal/cli for both binaries (.goreleaser.yaml stamps the same three)
+CLI       := github.com/polecat-sidecar/sidecar/internal/cli
+LDFLAGS   := -s -w -X $(CLI).version=$(VERSION) -X $(CLI).revision=$(REVISION) -X $(CLI).date=$(DATE)
 # make bench: each short benchmark runs BENCHTIME per count, COUNT counts;
 # git's clones and pushes (seconds each) GITCOUNT counts of one.
 BENCHTIME ?= 500ms

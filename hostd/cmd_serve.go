@@ -12,6 +12,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
@@ -48,7 +49,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	cfg := o.serve.cfg
-	cfg.Version, cfg.Logger = version, slog.Default()
+	cfg.Version, cfg.Logger = cli.Version(), slog.Default()
 	setServeGC()
 	s, err := server.New(cfg)
 	if err != nil {

@@ -24,9 +24,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // stdout and stderr carry everything hostd prints (commands' output,
 // errors, logs), escaped: much of it comes from polecats.
 var stdout, stderr = termsafe.NewWriter(os.Stdout), termsafe.NewWriter(os.Stderr)
@@ -89,7 +86,7 @@ else $HOSTD_TOWN, $GT_TOWN or $GT_ROOT (which Gas Town sets in every agent
 session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		Version:           version,
+		Version:           cli.Version(),
 		PersistentPreRunE: func(*cobra.Command, []string) error { return a.load() },
 	}
 	root.SetOut(stdout)
@@ -99,7 +96,7 @@ session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 	a.register(pf, a.root)
 	root.AddCommand(newServeCmd(a), newCACmd(a), newCertCmd(a), newTokenCmd(a), newStatusCmd(a), newAliveCmd(a),
 		newSyncCmd(a), newNudgeCmd(a), newPeekCmd(a), newAttachCmd(a), newRunCmd(a), newNukeCmd(a), newConfigCmd(a), newForgetCmd(a),
-		cli.VersionCommand("hostd", version))
+		cli.VersionCommand("hostd"))
 	cli.StrictGroups(root)
 	return root
 }
