@@ -172,8 +172,11 @@ cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./agent ./agent/gt
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./agent/...
 
+# GoReleaser reads the commit only from a repository with a remote (else it
+# stamps "none"): one without is lent the project's URL, for this run alone.
 release-snapshot: ## the release as a tag would make it (.goreleaser.yaml), offline, into dist/: archives, checksums, the Homebrew formula
-	$(TOOL) goreleaser release --snapshot --clean
+	$(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/polecat-sidecar/sidecar) \
+		$(TOOL) goreleaser release --snapshot --clean
 
 release-check: ## goreleaser check, the snapshot, then each archive, the linux/amd64 hostd version and the formula checked (tools/releasecheck)
 	$(TOOL) goreleaser check
