@@ -4,7 +4,10 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X main.version=$(VERSION) -X github.com/polecat-sidecar/sidecar/internal/cli.revision=$(REVISION)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# what 'version' prints, in internal/cli for both binaries (.goreleaser.yaml stamps the same three)
+CLI       := github.com/polecat-sidecar/sidecar/internal/cli
+LDFLAGS   := -s -w -X $(CLI).version=$(VERSION) -X $(CLI).revision=$(REVISION) -X $(CLI).date=$(DATE)
 # make bench: each short benchmark runs BENCHTIME per count, COUNT counts;
 # git's clones and pushes (seconds each) GITCOUNT counts of one.
 BENCHTIME ?= 500ms
@@ -25,13 +28,17 @@ BD_VERSION    ?= v1.0.0
 DOLT_VERSION  ?= v0.40.5-0.20260326074512-005921bdd8ca
 GASTOWN_TOOLS ?= $(HOME)/.cache/polecat-sidecar/gastown-tools/gt-$(GT_VERSION)_bd-$(BD_VERSION)_dolt-$(DOLT_VERSION)
 
+# GoReleaser and actionlint, from their own module so that neither enters the
+# project's build graph (the first run builds each from the Go module proxy)
+TOOL      := $(GO) tool -modfile=tools/go.mod
+
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick clean
+.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick clean
 
 help: ## list the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
 
 build: ## build static bin/hostd, bin/gt-agent and the shim bin/gt, with bin/bd linked to it
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hostd ./hostd
@@ -145,12 +152,14 @@ soak: ## the soak (root, Docker): SOAK_AGENTS agents and 3 containers under over
 soak-quick: ## the soak for 60 s (what CI runs)
 	$(MAKE) --no-print-directory soak SOAK_DURATION=60s SOAK_TIMEOUT=20m
 
-lint: ## gofmt, go vet, and the yamux copy against upstream
+lint: ## gofmt, go vet, actionlint over .github/workflows, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
 	$(GO) vet -tags e2e,gastown ./images/e2e
 	$(GO) vet -tags e2e,soak ./images/e2e
+	cd tools && $(GO) vet ./releasecheck
+	$(TOOL) actionlint
 	$(MAKE) --no-print-directory yamux-check
 
 cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its packages (tests too) for each; gt-agent and gt (Linux-only) for linux/arm64
@@ -162,6 +171,17 @@ cross: ## build hostd for darwin/arm64, darwin/amd64 and linux/arm64 and vet its
 	@echo "== gt-agent and gt for linux/arm64"
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./agent ./agent/gt
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./agent/...
+
+# GoReleaser reads the commit only from a repository with a remote (else it
+# stamps "none"): one without is lent the project's URL, for this run alone.
+release-snapshot: ## the release as a tag would make it (.goreleaser.yaml), offline, into dist/: archives, checksums, the Homebrew formula
+	$(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/polecat-sidecar/sidecar) \
+		$(TOOL) goreleaser release --snapshot --clean
+
+release-check: ## goreleaser check, the snapshot, then each archive, the linux/amd64 hostd version and the formula checked (tools/releasecheck)
+	$(TOOL) goreleaser check
+	$(MAKE) --no-print-directory release-snapshot
+	cd tools && $(GO) test -count=1 ./releasecheck && $(GO) run ./releasecheck -dist ../dist
 
 yamux-check: ## fail unless upstream yamux (tunnel/internal/yamux/UPSTREAM) + sidecar.patch is tunnel/internal/yamux exactly
 	GO=$(GO) tunnel/internal/yamux/rederive.sh check
@@ -176,4 +196,4 @@ fuzz: ## run each fuzz target for $(FUZZTIME)
 	done
 
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

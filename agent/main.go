@@ -21,9 +21,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // stdout and stderr carry what gt-agent itself prints (commands' output,
 // errors, logs), escaped. A relayed command's streams (exec, the gt and
 // bd links) and the session's command (session-run) are not gt-agent's
@@ -60,7 +57,7 @@ it is built for linux/amd64 and linux/arm64, never for macOS, where hostd
 runs.` + envHelp(upSettings(new(defaultUpConfig()))),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       cli.Version(),
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -71,7 +68,7 @@ runs.` + envHelp(upSettings(new(defaultUpConfig()))),
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return loadConfig(v, cmd)
 	}
-	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd(), cli.VersionCommand("gt-agent", version))
+	root.AddCommand(newUpCmd(v), newExecCmd(), newSessionRunCmd(), newSessionCmd(), newHookCmd(), cli.VersionCommand("gt-agent"))
 	cli.StrictGroups(root)
 	return root
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/pane"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -124,7 +125,7 @@ func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpene
 	if err := serveNudges(ctx, c.upConfig, hostOpened); err != nil {
 		return nil, err
 	}
-	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: version, Logger: slog.Default()}).Run(ctx)
+	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: cli.Version(), Logger: slog.Default()}).Run(ctx)
 	return watcher, nil
 }
 

@@ -12,9 +12,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/internal/exit"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	// hostd is also the git hooks it installs for receive-pack.
 	switch filepath.Base(os.Args[0]) {
@@ -25,6 +22,6 @@ func main() {
 	case hook.PushToCheckout:
 		os.Exit(hook.RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
-	root := cli.NewRoot(version)
+	root := cli.NewRoot()
 	os.Exit(exit.Code(root.Execute(), "hostd", root.ErrOrStderr()))
 }

@@ -105,7 +105,7 @@ func TestConfigSample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("the defaults do not load: exit %d\n%s", code, out)
 	}
-	for _, s := range append(command.NewApp("").Root, serve.NewSettings().Table...) {
+	for _, s := range append(command.NewApp().Root, serve.NewSettings().Table...) {
 		e := got[s.Key]
 		def := defaults[s.Key].Value
 		if isEmpty(def) && isEmpty(e.Value) {

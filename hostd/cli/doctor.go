@@ -66,7 +66,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, _ []string) error {
 		AllowUnconfined: cfg.Relay.AllowUnconfined, Runtime: cfg.SandboxRuntime, MaxStoredBytes: cfg.Data.MaxStoredBytes,
 		// hostd run's own, as it reads them (its flags' defaults included)
 		Image: o.Viper.GetString("sandbox.image"), Agent: o.Viper.GetString("sandbox.agent"),
-		Hostd: sharedcli.ReadBuild(o.Version),
+		Hostd: sharedcli.ReadBuild(),
 	})
 	write := report.WriteText
 	if o.json {

@@ -16,9 +16,9 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/serve"
 )
 
-// NewRoot is hostd's command tree, of hostd version.
-func NewRoot(version string) *cobra.Command {
-	return command.NewRoot(command.NewApp(version),
+// NewRoot is hostd's command tree.
+func NewRoot() *cobra.Command {
+	return command.NewRoot(command.NewApp(),
 		serve.NewServeCmd, ca.NewCACmd, ca.NewCertCmd, ca.NewTokenCmd, newStatusCmd, newAliveCmd,
 		newSyncCmd, newNudgeCmd, newPeekCmd, run.NewAttachCmd, run.NewRunCmd, run.NewNukeCmd, newConfigCmd, newForgetCmd, newDoctorCmd)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // hostd is the whole command tree, as main runs it.
-var hostd clitest.Hostd = func() *cobra.Command { return NewRoot("dev") }
+var hostd clitest.Hostd = func() *cobra.Command { return NewRoot() }
 
 // TestExitStatus: an error ends hostd with status 1 and one line saying
 // what went wrong, whether cobra, a flag, an argument or the daemon

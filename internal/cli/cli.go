@@ -59,10 +59,20 @@ func refuseUnknown(cmd *cobra.Command, args []string) error {
 	return errors.New(msg + fmt.Sprintf(" ('%s --help' lists its commands)", cmd.CommandPath()))
 }
 
-// revision is the commit built, set by make build (-ldflags -X) for where
-// Go's own VCS stamp is off (GOFLAGS=-buildvcs=false, a copy of the tree
-// without .git).
-var revision = "unknown"
+// version, revision and date are stamped at build time by make build and
+// GoReleaser (-ldflags -X github.com/polecat-sidecar/sidecar/internal/cli.version=...),
+// here rather than in each main package so the flags do not depend on where
+// a binary's main lives. revision is for where Go's own VCS stamp is off
+// (GOFLAGS=-buildvcs=false, a copy of the tree without .git).
+var (
+	version  = "dev"
+	revision = "unknown"
+	date     = "unknown"
+)
+
+// Version is this binary's version as stamped at build time (git describe,
+// or the release's tag), "dev" when built without make or GoReleaser.
+func Version() string { return version }
 
 // Build is what a binary knows of its own build, as 'version --json'
 // prints it.
@@ -74,6 +84,8 @@ type Build struct {
 	Revision string `json:"revision"`
 	// Modified says the checkout had uncommitted changes.
 	Modified bool `json:"modified"`
+	// Date is when it was built (RFC 3339, UTC), "unknown" when not stamped.
+	Date string `json:"date"`
 	// GoVersion is the Go toolchain that built it.
 	GoVersion string `json:"go_version"`
 	// OS and Arch are the platform it was built for.
@@ -81,9 +93,9 @@ type Build struct {
 	Arch string `json:"arch"`
 }
 
-// ReadBuild is this binary's Build, version being its -X main.version.
-func ReadBuild(version string) Build {
-	b := Build{Version: version, Revision: revision, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+// ReadBuild is this binary's Build.
+func ReadBuild() Build {
+	b := Build{Version: version, Revision: revision, Date: date, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
@@ -100,32 +112,33 @@ func ReadBuild(version string) Build {
 }
 
 // String is the build on one line: "v1.2 (revision 0123abcd, modified,
-// go1.26.1, darwin/arm64)".
+// built 2026-05-01T10:00:00Z, go1.26.1, darwin/arm64)".
 func (b Build) String() string {
 	rev := b.Revision
 	if b.Modified {
 		rev += ", modified"
 	}
-	return fmt.Sprintf("%s (revision %s, %s, %s/%s)", b.Version, rev, b.GoVersion, b.OS, b.Arch)
+	return fmt.Sprintf("%s (revision %s, built %s, %s, %s/%s)", b.Version, rev, b.Date, b.GoVersion, b.OS, b.Arch)
 }
 
-// VersionCommand is the 'version' subcommand of the program named name,
-// built as version. It needs no configuration: it answers even where the
+// VersionCommand is the 'version' subcommand of the program named name.
+// It needs no configuration: it answers even where the
 // program's config file or town is broken.
-func VersionCommand(name, version string) *cobra.Command {
+func VersionCommand(name string) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print " + name + "'s version, the commit it was built from, its Go version and platform",
-		Long: `Print ` + name + `'s version, the commit it was built from, the Go version that
-built it and the platform it was built for, on one line. With --json, one
-object: version, revision (the commit, "unknown" when built outside a git
-checkout), modified (the checkout had uncommitted changes), go_version,
-os and arch.`,
+		Short: "Print " + name + "'s version, the commit it was built from, when, its Go version and platform",
+		Long: `Print ` + name + `'s version, the commit it was built from, when it was built,
+the Go version that built it and the platform it was built for, on one
+line. With --json, one object: version, revision (the commit, "unknown"
+when built outside a git checkout), modified (the checkout had uncommitted
+changes), date (RFC 3339, "unknown" when not stamped), go_version, os and
+arch.`,
 		Args:              cobra.NoArgs,
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := ReadBuild(version)
+			b := ReadBuild()
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(b)
 			}

@@ -23,7 +23,7 @@ func tree(out *bytes.Buffer, ran *[]string) *cobra.Command {
 	root := &cobra.Command{Use: "prog", SilenceErrors: true, SilenceUsage: true}
 	cert := &cobra.Command{Use: "cert", Short: "certificates"}
 	cert.AddCommand(leaf("issue"), leaf("revoke"))
-	root.AddCommand(cert, leaf("status"), VersionCommand("prog", "v1.2"))
+	root.AddCommand(cert, leaf("status"), VersionCommand("prog"))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Name() == "status" {
 			return errors.New("config unreadable")
@@ -82,9 +82,10 @@ func TestStrictGroups(t *testing.T) {
 }
 
 // TestVersionCommand: version prints one line, or one JSON object with
-// every field, and answers even when the program's own pre-run would
-// fail.
+// every field, the stamped version and date among them, and answers even
+// when the program's own pre-run would fail.
 func TestVersionCommand(t *testing.T) {
+	stamp(t, "v1.2", "2026-05-01T10:00:00Z")
 	var out bytes.Buffer
 	root := tree(&out, new([]string))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return errors.New("config unreadable") }
@@ -92,7 +93,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if want := "prog v1.2 (revision "; !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), runtime.Version()+", "+runtime.GOOS+"/"+runtime.GOARCH+")\n") {
+	if want := "prog v1.2 (revision "; !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), ", built 2026-05-01T10:00:00Z, "+runtime.Version()+", "+runtime.GOOS+"/"+runtime.GOARCH+")\n") {
 		t.Errorf("version printed %q", out.String())
 	}
 	out.Reset()
@@ -104,7 +105,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || strings.Count(out.String(), "\n") != 1 {
 		t.Fatalf("version --json printed %q: %v", out.String(), err)
 	}
-	for k, want := range map[string]any{"version": "v1.2", "go_version": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH} {
+	for k, want := range map[string]any{"version": "v1.2", "date": "2026-05-01T10:00:00Z", "go_version": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH} {
 		if got[k] != want {
 			t.Errorf("%s: %v, want %v", k, got[k], want)
 		}
@@ -115,4 +116,19 @@ func TestVersionCommand(t *testing.T) {
 	if _, ok := got["modified"].(bool); !ok {
 		t.Errorf("modified: %v", got["modified"])
 	}
+}
+
+// TestVersionUnstamped: a binary built without make or GoReleaser says
+// "dev" and an "unknown" date rather than nothing.
+func TestVersionUnstamped(t *testing.T) {
+	if b := ReadBuild(); b.Version != "dev" || b.Date != "unknown" || Version() != "dev" {
+		t.Errorf("unstamped build reads %+v, Version() %q", b, Version())
+	}
+}
+
+// stamp sets what -ldflags -X would for one test.
+func stamp(t *testing.T, v, d string) {
+	oldVersion, oldDate := version, date
+	version, date = v, d
+	t.Cleanup(func() { version, date = oldVersion, oldDate })
 }

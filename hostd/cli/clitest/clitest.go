@@ -36,7 +36,7 @@ type Hostd func() *cobra.Command
 // Of is the tree of hostd's root command over subs alone (and version),
 // for the tests of a package's own commands.
 func Of(subs ...command.New) Hostd {
-	return func() *cobra.Command { return command.NewRoot(command.NewApp("dev"), subs...) }
+	return func() *cobra.Command { return command.NewRoot(command.NewApp(), subs...) }
 }
 
 // Run runs a tree of h in this process, as main does, with --town town,

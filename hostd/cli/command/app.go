@@ -28,8 +28,6 @@ type App struct {
 	// Viper merges the settings: flags over HOSTD_* variables over the
 	// config file over the defaults.
 	Viper *viper.Viper
-	// Version is hostd's version, as main was built with it.
-	Version string
 	// Root is the settings of every subcommand (town, trust domain,
 	// logging).
 	Root []settings.Setting
@@ -40,10 +38,10 @@ type App struct {
 	known []settings.Setting
 }
 
-// NewApp is the App of a command tree of hostd version, its root
+// NewApp is the App of a command tree of hostd, its root
 // settings at their defaults until loaded.
-func NewApp(version string) *App {
-	a := &App{Viper: viper.New(), Version: version}
+func NewApp() *App {
+	a := &App{Viper: viper.New()}
 	a.Root = rootSettings(&rootValues{trustDomain: wire.DefaultTrustDomain, logLevel: "info", logFormat: "text"})
 	return a
 }

@@ -35,7 +35,7 @@ else $HOSTD_TOWN, $GT_TOWN or $GT_ROOT (which Gas Town sets in every agent
 session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		Version:           a.Version,
+		Version:           cli.Version(),
 		PersistentPreRunE: func(*cobra.Command, []string) error { return a.load() },
 	}
 	root.SetOut(Stdout)
@@ -46,7 +46,7 @@ session, so 'hostd run' as its exec wrapper finds the town), else ~/gt.`,
 	for _, sub := range subs {
 		root.AddCommand(sub(a))
 	}
-	root.AddCommand(cli.VersionCommand("hostd", a.Version))
+	root.AddCommand(cli.VersionCommand("hostd"))
 	cli.StrictGroups(root)
 	return root
 }

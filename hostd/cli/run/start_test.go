@@ -24,7 +24,7 @@ import (
 
 // hostd is the whole command tree, as main runs it: hostd run's failures
 // show in hostd status.
-var hostd clitest.Hostd = func() *cobra.Command { return cli.NewRoot("dev") }
+var hostd clitest.Hostd = func() *cobra.Command { return cli.NewRoot() }
 
 // TestRunFailsFast: a hostd run that cannot start its polecat (hostd
 // serve down, no runtime CLI, an engine that does not answer, an image

@@ -15,6 +15,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/data"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
+	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 )
 
@@ -52,7 +53,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	cfg := o.serve.cfg
-	cfg.Version, cfg.Logger = o.Version, slog.Default()
+	cfg.Version, cfg.Logger = cli.Version(), slog.Default()
 	setServeGC()
 	s, err := server.New(cfg)
 	if err != nil {
