@@ -255,7 +255,9 @@ func TestSession(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				mux := tunnel.NewServeMux()
 				mux.HandleFunc("hold", func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() })
-				go p.server.Serve(context.Background(), mux)
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel) // the handler holds its stream until then
+				go p.server.Serve(ctx, mux)
 				st, err := p.client.OpenStream(context.Background(), "hold", nil)
 				if err != nil {
 					t.Fatal(err)

@@ -25,6 +25,7 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 	// ignored: an ignored signal would stay ignored in the command too.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Dir = dir
@@ -41,7 +42,9 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 		writeStatus(statusFile, code)
 		return code
 	}
+	forwarded := make(chan struct{})
 	go func() {
+		defer close(forwarded)
 		for s := range sigs {
 			if s == syscall.SIGTERM || s == syscall.SIGHUP {
 				_ = cmd.Process.Signal(s)
@@ -49,6 +52,9 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 		}
 	}()
 	err := cmd.Wait()
+	signal.Stop(sigs)
+	close(sigs) // no signal comes after Stop: the forwarding ends
+	<-forwarded
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain lets the test binary be hostd's git hooks, as hostd is (New
 // links them to the running binary), so a test that pushes through
-// Service runs the real hooks.
+// Service runs the real hooks; otherwise it runs the tests, failing them
+// on a goroutine left running.
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case PreReceive:
@@ -18,5 +21,5 @@ func TestMain(m *testing.M) {
 	case PushToCheckout:
 		os.Exit(RunPushToCheckout(os.Args[1:], os.Stderr))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
