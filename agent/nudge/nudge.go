@@ -151,10 +151,14 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	ctx, cancel := withHostdDeadline(ctx, req.Deadline, st.Session().PeerNow())
 	defer cancel()
 	// hostd closing its side means it no longer wants this nudge.
+	heard := make(chan struct{})
 	go func() {
+		defer close(heard)
 		_, _ = st.Read(make([]byte, 1))
 		cancel()
 	}()
+	defer func() { <-heard }()
+	defer st.SetReadDeadline(time.Now()) // ends that read once answered
 	waiting := func(why string) {
 		_ = wire.WriteNudgeResult(st, wire.NudgeResult{Outcome: wire.NudgeBusy, At: time.Now(), Detail: why})
 	}
