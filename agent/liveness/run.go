@@ -68,10 +68,16 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 	return code
 }
 
+// writeStatus records code at path, saying on the pane when it cannot
+// (the agent's beats then report the exit without its code).
 func writeStatus(path string, code int) {
 	tmp := path + ".tmp"
-	if os.WriteFile(tmp, []byte(strconv.Itoa(code)+"\n"), 0o600) == nil {
-		_ = os.Rename(tmp, path)
+	err := os.WriteFile(tmp, []byte(strconv.Itoa(code)+"\n"), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gt-agent: recording the exit status %d: %v\n", code, err)
 	}
 }
 

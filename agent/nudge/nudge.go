@@ -16,11 +16,9 @@ package nudge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -128,12 +126,7 @@ func New(cfg Config, hooks *Hooks) (*Service, error) {
 	for _, p := range cfg.BusyPatterns { // Validate compiled them
 		s.busy = append(s.busy, regexp.MustCompile(p))
 	}
-	if b, err := os.ReadFile(s.statePath()); err == nil {
-		_ = json.Unmarshal(b, &s.seen)
-		for _, r := range s.seen {
-			s.seq = max(s.seq, r.Seq)
-		}
-	}
+	s.loadSeen()
 	return s, nil
 }
 
