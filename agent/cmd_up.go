@@ -23,6 +23,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/shim"
 	"github.com/polecat-sidecar/sidecar/agent/statedir"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
+	"github.com/polecat-sidecar/sidecar/internal/parts"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -254,10 +255,11 @@ func (c *upRun) watchers() int {
 
 // serve is gt-agent up once its state directory is held: the
 // credentials, the tunnel's supervisor and, over it, the data channel,
-// the gt/bd relay, git, the session's watcher, nudges and beats, until
-// ctx ends or hostd refuses the agent for good. It stores the data
+// the gt/bd relay, git, the session's watcher, nudges and beats, each
+// started as a part of p, which runs them until ctx ends or one fails
+// (hostd refusing the agent for good among them). It stores the data
 // service in dataSvc as soon as there is one.
-func (c *upRun) serve(ctx context.Context, dataSvc *atomic.Pointer[data.Service]) error {
+func (c *upRun) serve(ctx context.Context, p *parts.Group, dataSvc *atomic.Pointer[data.Service]) error {
 	store, err := c.credentials(ctx)
 	if err != nil {
 		return err
@@ -267,30 +269,27 @@ func (c *upRun) serve(ctx context.Context, dataSvc *atomic.Pointer[data.Service]
 	if err != nil {
 		return err
 	}
-	dsvc, err := c.startData(ctx, sup, hostOpened)
+	dsvc, err := c.startData(p, sup, hostOpened)
 	if err != nil {
 		return err
 	}
 	dataSvc.Store(dsvc)
-	relayLn, err := c.serveRelay(ctx, sup)
+	if err := c.serveRelay(p, sup); err != nil {
+		return err
+	}
+	if err := c.serveGit(p, sup); err != nil {
+		return err
+	}
+	watcher, err := c.watch(ctx, p, sup, hostOpened)
 	if err != nil {
 		return err
 	}
-	defer relayLn.Close()
-	gitLn, err := c.serveGit(ctx, sup)
-	if err != nil {
+	p.Go("tunnel", func(ctx context.Context) error {
+		err := sup.Run(ctx) // nil once ctx ends; a *supervisor.FatalError says what to do
+		stopIfRefused(watcher, err)
 		return err
-	}
-	if gitLn != nil {
-		defer gitLn.Close()
-	}
-	watcher, err := c.watch(ctx, sup, hostOpened)
-	if err != nil {
-		return err
-	}
-	err = sup.Run(ctx) // nil on SIGINT/SIGTERM; a *supervisor.FatalError says what to do
-	stopIfRefused(watcher, err)
-	return err
+	})
+	return nil
 }
 
 func orDefault(s, def string) string {

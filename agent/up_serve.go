@@ -21,6 +21,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/relay"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
+	"github.com/polecat-sidecar/sidecar/internal/parts"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -35,9 +36,9 @@ func (c *upRun) newSupervisor(store *creds.Store, hostOpened *tunnel.ServeMux) (
 	return supervisor.New(scfg)
 }
 
-// startData runs the data channel: it answers hostd's transfers and
-// uploads the data root at each checkpoint.
-func (c *upRun) startData(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*data.Service, error) {
+// startData runs the data channel as a part of p: it answers hostd's
+// transfers and uploads the data root at each checkpoint.
+func (c *upRun) startData(p *parts.Group, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*data.Service, error) {
 	dcfg := c.Data
 	dcfg.StateDir, dcfg.Logger = c.StateDir, slog.Default()
 	if dcfg.Root == "" {
@@ -48,45 +49,52 @@ func (c *upRun) startData(ctx context.Context, sup *supervisor.Supervisor, hostO
 		return nil, err
 	}
 	hostOpened.Handle(wire.KindSync, dsvc)
-	go dsvc.Run(ctx)
+	p.Go("data checkpoints", parts.UntilDone(dsvc.Run))
 	return dsvc, nil
 }
 
-// serveRelay relays the gt/bd shims' commands from --socket to hostd.
-func (c *upRun) serveRelay(ctx context.Context, sup *supervisor.Supervisor) (net.Listener, error) {
+// serveRelay relays the gt/bd shims' commands from --socket to hostd, as
+// a part of p.
+func (c *upRun) serveRelay(p *parts.Group, sup *supervisor.Supervisor) error {
 	socket := c.Socket
 	relayLn, err := unixsock.Listen(socket)
 	if errors.Is(err, unixsock.ErrInUse) {
-		return nil, fmt.Errorf("another gt-agent already serves %s", socket)
+		return fmt.Errorf("another gt-agent already serves %s", socket)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gt/bd relay socket: %w", err)
+		return fmt.Errorf("gt/bd relay socket: %w", err)
 	}
-	go func() { _ = relay.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, relayLn) }()
+	p.Go("gt/bd relay", func(ctx context.Context) error {
+		defer relayLn.Close()
+		return relay.NewForwarder(sup, c.RelayWait, slog.Default()).Serve(ctx, relayLn)
+	})
 	slog.Info("relaying gt/bd", "socket", socket)
-	return relayLn, nil
+	return nil
 }
 
-// serveGit serves the rig's repository to git on --git-listen; no
-// listener when that is empty.
-func (c *upRun) serveGit(ctx context.Context, sup *supervisor.Supervisor) (net.Listener, error) {
+// serveGit serves the rig's repository to git on --git-listen, as a part
+// of p; nothing when that is empty.
+func (c *upRun) serveGit(p *parts.Group, sup *supervisor.Supervisor) error {
 	addr := c.GitListen
 	if addr == "" {
-		return nil, nil
+		return nil
 	}
 	admit, err := gitAdmit(c.GitAllowUIDs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gitLn, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("git listener: %w", err)
+		return fmt.Errorf("git listener: %w", err)
 	}
 	fw := git.NewForwarder(sup, c.RelayWait, slog.Default())
 	fw.Admit = admit
-	go func() { _ = fw.Serve(ctx, gitLn) }()
+	p.Go("git port", func(ctx context.Context) error {
+		defer gitLn.Close()
+		return fw.Serve(ctx, gitLn)
+	})
 	slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
-	return gitLn, nil
+	return nil
 }
 
 // gitAdmit turns --git-allow-uid into the git port's admission check; nil
@@ -107,8 +115,9 @@ func gitAdmit(list []string) (func(net.Conn) error, error) {
 }
 
 // watch starts watching the polecat's session (starting it when given
-// its command), serves nudges and the pane on it, and sends hostd beats.
-func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*liveness.Watcher, error) {
+// its command), serves nudges and the pane on it, and sends hostd beats
+// as a part of p.
+func (c *upRun) watch(ctx context.Context, p *parts.Group, sup *supervisor.Supervisor, hostOpened *tunnel.ServeMux) (*liveness.Watcher, error) {
 	wcfg := c.Watch
 	wcfg.Command, wcfg.Logger = c.command, slog.Default()
 	wcfg.StartedMark = filepath.Join(c.StateDir, "session-started")
@@ -122,10 +131,11 @@ func (c *upRun) watch(ctx context.Context, sup *supervisor.Supervisor, hostOpene
 	if c.watchers() == 0 {
 		slog.Warn("no session to watch: beats will say so and hostd will show this polecat as dead; pass -- CMD, --watch-session or --watch-process")
 	}
-	if err := serveNudges(ctx, c.upConfig, hostOpened); err != nil {
+	if err := serveNudges(p, c.upConfig, hostOpened); err != nil {
 		return nil, err
 	}
-	go (&liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: cli.Version(), Logger: slog.Default()}).Run(ctx)
+	beats := &liveness.Sender{Watcher: watcher, Sessions: sup, Interval: c.BeatInterval, Version: cli.Version(), Logger: slog.Default()}
+	p.Go("beats", parts.UntilDone(beats.Run))
 	return watcher, nil
 }
 
@@ -150,19 +160,21 @@ func stopIfRefused(watcher *liveness.Watcher, err error) {
 }
 
 // serveNudges delivers hostd's nudges into the watched session's pane,
-// hears Claude Code's hooks on the hook socket, and serves hostd peek and
-// attach on that pane.
-func serveNudges(ctx context.Context, c *upConfig, mux *tunnel.ServeMux) error {
+// hears Claude Code's hooks on the hook socket (a part of p), and serves
+// hostd peek and attach on that pane.
+func serveNudges(p *parts.Group, c *upConfig, mux *tunnel.ServeMux) error {
 	socket := orDefault(c.HookSocket, nudge.HookSocketPath(c.Socket))
 	hooks := &nudge.Hooks{}
 	if ln, err := unixsock.Listen(socket); err != nil {
 		slog.Warn("no hook socket: Claude Code's hooks cannot reach the agent, so nudges judge idle from the screen", "socket", socket, "err", err)
 	} else {
-		go func() {
+		p.Go("hook socket", func(ctx context.Context) error {
+			defer ln.Close()
 			if err := hooks.Serve(ctx, ln); err != nil {
 				slog.Warn("hook socket stopped; nudges fall back to the screen", "err", err)
 			}
-		}()
+			return nil // the agent goes on without it
+		})
 	}
 	ncfg := c.Nudge
 	ncfg.Session = orDefault(c.Watch.WatchSession, c.Watch.Name)

@@ -11,53 +11,47 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/data"
+	"github.com/polecat-sidecar/sidecar/internal/parts"
 )
 
 // shutdownLimit is how long the agent takes at most to stop once told to.
 const shutdownLimit = time.Second
 
-// runUntilStopped runs serve until it returns or SIGINT or SIGTERM stops
-// it. A signal first gives the data service (once serve has stored it)
-// its final upload, when it has anything to send, then cancels serve's
-// context and says what stopping closes; serve then has shutdownLimit to
-// return, after which runUntilStopped returns nil without it (the
-// process exits).
-func runUntilStopped(ctx context.Context, serve func(context.Context, *atomic.Pointer[data.Service]) error) error {
+// runUntilStopped has serve start up's parts in one parts.Group and runs
+// them until one fails, or SIGINT, SIGTERM or ctx stops them; a signal
+// first gives the data service (once serve has stored it) its final
+// upload. The parts then have shutdownLimit to return; those still
+// running are logged by name and left to the process's exit. It returns
+// serve's error, else the first part's.
+func runUntilStopped(ctx context.Context, serve func(context.Context, *parts.Group, *atomic.Pointer[data.Service]) error) error {
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	p, pctx := parts.New(runCtx, slog.Default())
 	var dataSvc atomic.Pointer[data.Service]
-	finished, result := make(chan struct{}), make(chan error, 1)
-	defer close(finished)
-	go func() {
+	p.Go("signals", func(pctx context.Context) error {
 		select {
 		case <-sigCtx.Done():
-			if d := dataSvc.Load(); d != nil && ctx.Err() == nil {
+			if d := dataSvc.Load(); d != nil && ctx.Err() == nil && pctx.Err() == nil {
 				d.Teardown()
 			}
-			cancelRun()
-		case <-finished:
+			stopRun()
+		case <-pctx.Done():
 		}
-	}()
-	go func() { result <- serve(ctx, &dataSvc) }()
-	select {
-	case err := <-result:
-		if err != nil || ctx.Err() == nil {
-			return err // ended on its own
-		}
+		return nil
+	})
+	err := serve(pctx, p, &dataSvc)
+	if err == nil {
+		<-pctx.Done() // stopped, or a part failed
+	}
+	if runCtx.Err() != nil {
 		announceStop()
-		return nil
-	case <-ctx.Done():
 	}
-	announceStop()
-	select {
-	case err := <-result:
-		return err
-	case <-time.After(shutdownLimit):
-		slog.Warn("stopping took longer than " + shutdownLimit.String() + "; exiting now")
-		return nil
+	if stopErr := p.Stop(shutdownLimit); err == nil {
+		err = stopErr
 	}
+	return err
 }
 
 func announceStop() {

@@ -1,39 +1,50 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/data"
+	"github.com/polecat-sidecar/sidecar/internal/parts"
 )
 
-// TestRunUntilStopped: what serve returns on its own is the result; told
-// to stop (a signal, or the caller's context), serve's context ends and
-// its return is awaited for shutdownLimit at most, never longer.
+// TestRunUntilStopped: serve's own error, or a part's, is the result; told
+// to stop (a signal, or the caller's context), the parts' context ends and
+// they are awaited for shutdownLimit at most, never longer, those still
+// running then logged by name.
 func TestRunUntilStopped(t *testing.T) {
 	fatal, stuck := errors.New("certificate refused"), make(chan struct{})
 	defer close(stuck)
 	tests := []struct {
 		name    string
 		stop    func(cancel context.CancelFunc)
-		serve   func(ctx context.Context) error
+		setup   error                           // serve's own error, once the part is started
+		part    func(ctx context.Context) error // the one part serve starts, "tunnel"
 		want    error
 		atLeast time.Duration
+		wantLog string
 	}{
-		{"ends on its own", nil, func(context.Context) error { return fatal }, fatal, 0},
-		{"SIGTERM, stops at once", func(context.CancelFunc) { _ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM) },
-			func(ctx context.Context) error { <-ctx.Done(); return nil }, nil, 0},
-		{"caller cancels, stops with an error", func(cancel context.CancelFunc) { cancel() },
-			func(ctx context.Context) error { <-ctx.Done(); return fatal }, fatal, 0},
-		{"SIGINT, stuck past the limit", func(context.CancelFunc) { _ = syscall.Kill(syscall.Getpid(), syscall.SIGINT) },
-			func(ctx context.Context) error { <-ctx.Done(); <-stuck; return fatal }, nil, shutdownLimit},
+		{name: "a part fails", part: func(context.Context) error { return fatal }, want: fatal},
+		{name: "serve fails", setup: fatal, part: func(ctx context.Context) error { <-ctx.Done(); return nil }, want: fatal},
+		{name: "SIGTERM, stops at once", stop: func(context.CancelFunc) { _ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM) },
+			part: func(ctx context.Context) error { <-ctx.Done(); return nil }},
+		{name: "caller cancels, stops with an error", stop: func(cancel context.CancelFunc) { cancel() },
+			part: func(ctx context.Context) error { <-ctx.Done(); return fatal }, want: fatal},
+		{name: "SIGINT, stuck past the limit", stop: func(context.CancelFunc) { _ = syscall.Kill(syscall.Getpid(), syscall.SIGINT) },
+			part: func(ctx context.Context) error { <-ctx.Done(); <-stuck; return fatal }, atLeast: shutdownLimit, wantLog: `"parts":["tunnel"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			defer slog.SetDefault(slog.Default())
+			slog.SetDefault(slog.New(slog.NewJSONHandler(&logs, nil)))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			started := make(chan struct{})
@@ -44,16 +55,20 @@ func TestRunUntilStopped(t *testing.T) {
 				}
 			}()
 			start := time.Now()
-			err := runUntilStopped(ctx, func(ctx context.Context, _ *atomic.Pointer[data.Service]) error {
+			err := runUntilStopped(ctx, func(ctx context.Context, p *parts.Group, _ *atomic.Pointer[data.Service]) error {
+				p.Go("tunnel", tt.part)
 				close(started)
-				return tt.serve(ctx)
+				return tt.setup
 			})
 			took := time.Since(start)
-			if err != tt.want {
+			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("runUntilStopped = %v, want %v", err, tt.want)
 			}
 			if took < tt.atLeast || took > tt.atLeast+2*time.Second {
 				t.Fatalf("runUntilStopped took %v, want %v and not much more", took, tt.atLeast)
+			}
+			if tt.wantLog != "" && !strings.Contains(logs.String(), tt.wantLog) {
+				t.Errorf("logged %s, want %s", logs.String(), tt.wantLog)
 			}
 		})
 	}

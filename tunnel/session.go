@@ -321,8 +321,10 @@ func (s *Session) peerName() string {
 
 // Serve accepts streams until the session ends, giving each to h in its
 // own goroutine and closing it when h returns. It returns why the session
-// ended, or ctx's error.
+// ended, or ctx's error, once every h it started has returned.
 func (s *Session) Serve(ctx context.Context, h Handler) error {
+	var handlers sync.WaitGroup
+	defer handlers.Wait()
 	for {
 		raw, err := s.acceptRaw(ctx)
 		if err != nil {
@@ -335,13 +337,13 @@ func (s *Session) Serve(ctx context.Context, h Handler) error {
 		if err != nil {
 			continue
 		}
-		go func() {
+		handlers.Go(func() {
 			st, err := s.readHeader(ctx, raw, release)
 			if err != nil {
 				return
 			}
 			defer st.Close()
 			h.ServeStream(ctx, st)
-		}()
+		})
 	}
 }

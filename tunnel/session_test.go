@@ -255,7 +255,9 @@ func TestSession(t *testing.T) {
 				p := newPair(t, tr, pairOpts{})
 				mux := tunnel.NewServeMux()
 				mux.HandleFunc("hold", func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() })
-				go p.server.Serve(context.Background(), mux)
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel) // the handler holds its stream until then
+				go p.server.Serve(ctx, mux)
 				st, err := p.client.OpenStream(context.Background(), "hold", nil)
 				if err != nil {
 					t.Fatal(err)
@@ -280,6 +282,47 @@ func TestSession(t *testing.T) {
 				}
 				if p.client.Err() == nil {
 					t.Error("Err() is nil on a done session")
+				}
+			})
+
+			t.Run("serve returns once its handlers have", func(t *testing.T) {
+				p := newPair(t, tr, pairOpts{})
+				mux := tunnel.NewServeMux()
+				handling, handled := make(chan struct{}), make(chan struct{})
+				mux.HandleFunc("drain", func(_ context.Context, st *tunnel.Stream) {
+					close(handling)
+					_, _ = io.Copy(io.Discard, st) // until the opener closes it, whatever ctx says
+					close(handled)
+				})
+				ctx, cancel := context.WithCancel(context.Background())
+				served := make(chan error, 1)
+				go func() { served <- p.server.Serve(ctx, mux) }()
+				st, err := p.client.OpenStream(context.Background(), "drain", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = st.Write([]byte("x"))
+				select {
+				case <-handling:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the stream never reached its handler")
+				}
+				cancel()
+				select {
+				case err := <-served:
+					t.Fatalf("Serve returned (%v) while its handler still ran", err)
+				case <-time.After(100 * time.Millisecond):
+				}
+				st.Close()
+				select {
+				case <-served:
+				case <-time.After(10 * time.Second):
+					t.Fatal("Serve did not return once its handler had")
+				}
+				select {
+				case <-handled:
+				default:
+					t.Error("Serve returned before its handler")
 				}
 			})
 

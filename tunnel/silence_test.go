@@ -81,9 +81,15 @@ func TestQuietPeerKept(t *testing.T) {
 						t.Fatal(err)
 					}
 					tick := time.NewTicker(idle / 4)
-					t.Cleanup(tick.Stop)
+					stop := make(chan struct{})
+					t.Cleanup(func() { tick.Stop(); close(stop) })
 					go func() {
-						for range tick.C {
+						for {
+							select {
+							case <-stop:
+								return
+							case <-tick.C:
+							}
 							if _, err := down.Write([]byte("more")); err != nil {
 								return
 							}

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -98,9 +97,7 @@ func New(cfg Config, sessions tunnel.Sessions) (*Service, error) {
 	if r, ok := s.loadReceived(); ok {
 		s.policy, s.rootID = &datasync.Policy{Include: r.Include, Exclude: r.Exclude}, r.RootID
 	}
-	if b, err := os.ReadFile(s.lastPath()); err == nil {
-		s.last, _ = datasync.DecodeManifest(b)
-	}
+	s.loadLast()
 	s.adoptLegacy()
 	return s, nil
 }

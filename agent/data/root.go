@@ -42,6 +42,19 @@ func (s *Service) exchanged(m *datasync.Manifest) {
 	}
 }
 
+// loadLast reads what the previous agent exchanged last; when it cannot,
+// it says so, and the next transfer sends everything.
+func (s *Service) loadLast() {
+	b, err := os.ReadFile(s.lastPath())
+	if err == nil {
+		s.last, err = datasync.DecodeManifest(b)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.last = nil
+		s.cfg.Logger.Warn("sync: what was exchanged last cannot be read; the next transfer sends everything", "path", s.lastPath(), "err", err)
+	}
+}
+
 func (s *Service) loadReceived() (r received, ok bool) {
 	b, err := os.ReadFile(s.statePath())
 	return r, err == nil && json.Unmarshal(b, &r) == nil
@@ -62,12 +75,11 @@ func (s *Service) bind(p datasync.Policy) {
 }
 
 // adoptLegacy binds the data root to a base kept by a gt-agent from
-// before roots were marked (a policy and a base but no root id) when the
-// root still holds at least half of the base's files (same path and
-// size; an image's own CLAUDE.md is not enough): that is the root the
-// agent installed into, with the polecat's latest edits, which a fetch
-// would overwrite. Any other root (a new container on a kept state
-// directory) is fetched into.
+// before roots were marked (a policy and a base, no root id) when the root
+// holds at least half of the base's files (same path and size; an image's
+// own CLAUDE.md is not enough): it is the root that agent installed into,
+// with the polecat's latest edits, which a fetch would overwrite. Any
+// other root (a new container on a kept state directory) is fetched into.
 func (s *Service) adoptLegacy() {
 	if s.policy == nil || s.rootID != "" || s.last == nil {
 		return

@@ -192,3 +192,46 @@ func TestConfig(t *testing.T) {
 		{Name: "zero checkpoint given", Set: func(c *Config) { c.Checkpoint = 0 }, Want: "Checkpoint is 0s: it must not be 0 (negative: never)"},
 	})
 }
+
+// TestLoadLast: what a previous agent exchanged last is read back, so the
+// next transfer is a delta; when it cannot be read that is said, and the
+// next transfer sends everything.
+func TestLoadLast(t *testing.T) {
+	written := newService(t, Config{Root: t.TempDir(), StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	written.exchanged(&datasync.Manifest{Version: 1, Entries: []datasync.Entry{
+		{Path: "results/report.txt", Type: datasync.TypeFile, Mode: 0o644, Size: 1, SHA256: datasync.HashBytes([]byte("r"))}}})
+	good, err := os.ReadFile(written.lastPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, file string // file: sync-last.json's content, "" for none
+		wantFiles  int    // -1: nothing read back
+		wantLog    string // "" for no log line
+	}{
+		{name: "none yet", wantFiles: -1},
+		{name: "read back", file: string(good), wantFiles: 1},
+		{name: "corrupt", file: `{"version":1,"entries":[`, wantFiles: -1, wantLog: "what was exchanged last cannot be read"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			if c.file != "" {
+				if err := os.WriteFile(filepath.Join(state, "sync-last.json"), []byte(c.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs strings.Builder
+			s := newService(t, Config{Root: t.TempDir(), StateDir: state, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			got := -1
+			if s.last != nil {
+				got, _ = s.last.Files()
+			}
+			if got != c.wantFiles {
+				t.Errorf("read back %d files, want %d (-1: nothing)", got, c.wantFiles)
+			}
+			if c.wantLog == "" && logs.Len() > 0 || !strings.Contains(logs.String(), c.wantLog) {
+				t.Errorf("logged %q, want %q", logs.String(), c.wantLog)
+			}
+		})
+	}
+}

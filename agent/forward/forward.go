@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/internal/accept"
@@ -44,7 +45,10 @@ type Forwarder struct {
 	Logger *slog.Logger
 }
 
-// Serve forwards each connection on ln until ctx ends.
+// Serve forwards each connection on ln until ctx ends, which also ends
+// the connections; it returns once every one it took has ended. It
+// returns nil once ctx has ended, else the error that ended the accept
+// loop (net.ErrClosed: ln closed by someone else).
 func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 	if f.Wait <= 0 {
 		f.Wait = DefaultWait
@@ -53,15 +57,18 @@ func (f *Forwarder) Serve(ctx context.Context, ln net.Listener) error {
 		f.Logger = slog.Default()
 	}
 	context.AfterFunc(ctx, func() { ln.Close() })
+	var conns sync.WaitGroup
+	defer conns.Wait()
 	loop := accept.Loop{Name: "forward", Logger: f.Logger.With("kind", f.Kind)}
-	return loop.Serve(ctx, ln, func(c net.Conn) { go f.forward(ctx, c) })
+	return loop.Serve(ctx, ln, func(c net.Conn) { conns.Go(func() { f.forward(ctx, c) }) })
 }
 
 // forward opens a stream for c and copies both ways until either side
-// ends. A local client that goes away ends the stream, and the host side
-// stops what it was doing for it.
+// ends, or ctx does. A local client that goes away ends the stream, and
+// the host side stops what it was doing for it.
 func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	defer context.AfterFunc(ctx, func() { c.Close() })()
 	f.trace(ctx, "accepted")
 	if f.Admit != nil {
 		if err := f.Admit(c); err != nil {
@@ -83,6 +90,7 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer st.Close()
+	defer context.AfterFunc(ctx, func() { st.Close() })()
 	f.trace(ctx, "opened")
 	if f.Attached != nil {
 		if err := f.Attached(c); err != nil {
@@ -103,7 +111,9 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	if _, err := st.Write(buf[:n]); err != nil {
 		return
 	}
+	sent := make(chan struct{})
 	go func() {
+		defer close(sent)
 		_, _ = io.CopyBuffer(st, c, buf)
 		if f.Gone != nil {
 			f.Gone(st)
@@ -112,6 +122,9 @@ func (f *Forwarder) forward(ctx context.Context, c net.Conn) {
 	}()
 	_, _ = io.Copy(c, st)
 	f.trace(ctx, "done")
+	st.Close() // and c: the copy to the host ends, if the client's has not
+	c.Close()
+	<-sent
 }
 
 // trace logs, at debug level, that a forwarded connection reached step:

@@ -4,10 +4,13 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain is also 'gt-agent session-run' for the sessions the tests start
-// (StartSession runs its own binary, this one, under that name).
+// (StartSession runs its own binary, this one, under that name);
+// otherwise it runs the tests, failing them on a goroutine left running.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "session-run" {
 		fs := flag.NewFlagSet("session-run", flag.ExitOnError)
@@ -16,5 +19,5 @@ func TestMain(m *testing.M) {
 		_ = fs.Parse(os.Args[2:])
 		os.Exit(RunAndRecord(*status, *dir, fs.Args()))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }

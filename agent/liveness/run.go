@@ -25,6 +25,7 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 	// ignored: an ignored signal would stay ignored in the command too.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Dir = dir
@@ -41,7 +42,9 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 		writeStatus(statusFile, code)
 		return code
 	}
+	forwarded := make(chan struct{})
 	go func() {
+		defer close(forwarded)
 		for s := range sigs {
 			if s == syscall.SIGTERM || s == syscall.SIGHUP {
 				_ = cmd.Process.Signal(s)
@@ -49,6 +52,9 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 		}
 	}()
 	err := cmd.Wait()
+	signal.Stop(sigs)
+	close(sigs) // no signal comes after Stop: the forwarding ends
+	<-forwarded
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -62,10 +68,16 @@ func RunAndRecord(statusFile, dir string, argv []string) int {
 	return code
 }
 
+// writeStatus records code at path, saying on the pane when it cannot
+// (the agent's beats then report the exit without its code).
 func writeStatus(path string, code int) {
 	tmp := path + ".tmp"
-	if os.WriteFile(tmp, []byte(strconv.Itoa(code)+"\n"), 0o600) == nil {
-		_ = os.Rename(tmp, path)
+	err := os.WriteFile(tmp, []byte(strconv.Itoa(code)+"\n"), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gt-agent: recording the exit status %d: %v\n", code, err)
 	}
 }
 

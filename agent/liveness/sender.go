@@ -44,7 +44,10 @@ func (s *Sender) Run(ctx context.Context) {
 		}
 		if err := s.stream(ctx, sess); err != nil && ctx.Err() == nil && sess.Err() == nil {
 			s.Logger.Warn("heartbeat stream failed; reopening", "err", err)
-			time.Sleep(s.Interval)
+			select {
+			case <-time.After(s.Interval):
+			case <-ctx.Done():
+			}
 		}
 	}
 }

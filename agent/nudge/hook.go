@@ -121,10 +121,13 @@ func (h *Hooks) Record(event string) error {
 }
 
 // Serve takes events from ln, one line each ("<event>\n") per connection,
-// until ctx ends.
+// until ctx ends; it returns once every connection it took has ended
+// (each within a second).
 func (h *Hooks) Serve(ctx context.Context, ln net.Listener) error {
 	context.AfterFunc(ctx, func() { ln.Close() })
-	if err := (accept.Loop{Name: "hook socket"}).Serve(ctx, ln, func(c net.Conn) { go h.serveConn(c) }); err != nil {
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	if err := (accept.Loop{Name: "hook socket"}).Serve(ctx, ln, func(c net.Conn) { conns.Go(func() { h.serveConn(c) }) }); err != nil {
 		return fmt.Errorf("hook socket: %w", err)
 	}
 	return nil

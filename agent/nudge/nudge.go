@@ -16,11 +16,9 @@ package nudge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -128,12 +126,7 @@ func New(cfg Config, hooks *Hooks) (*Service, error) {
 	for _, p := range cfg.BusyPatterns { // Validate compiled them
 		s.busy = append(s.busy, regexp.MustCompile(p))
 	}
-	if b, err := os.ReadFile(s.statePath()); err == nil {
-		_ = json.Unmarshal(b, &s.seen)
-		for _, r := range s.seen {
-			s.seq = max(s.seq, r.Seq)
-		}
-	}
+	s.loadSeen()
 	return s, nil
 }
 
@@ -151,10 +144,14 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	ctx, cancel := withHostdDeadline(ctx, req.Deadline, st.Session().PeerNow())
 	defer cancel()
 	// hostd closing its side means it no longer wants this nudge.
+	heard := make(chan struct{})
 	go func() {
+		defer close(heard)
 		_, _ = st.Read(make([]byte, 1))
 		cancel()
 	}()
+	defer func() { <-heard }()
+	defer st.SetReadDeadline(time.Now()) // ends that read once answered
 	waiting := func(why string) {
 		_ = wire.WriteNudgeResult(st, wire.NudgeResult{Outcome: wire.NudgeBusy, At: time.Now(), Detail: why})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
+	"github.com/polecat-sidecar/sidecar/internal/parts/partstest"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 	"github.com/polecat-sidecar/sidecar/tunnel"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
@@ -223,5 +224,41 @@ func TestServeStreamByHostdClock(t *testing.T) {
 	}
 	if got, _ := srv.History(context.Background(), "polecat", 10); !strings.Contains(got, text) {
 		t.Fatalf("not typed:\n%s", got)
+	}
+}
+
+// TestServeStreamJoinsItsReader: ServeStream has answered and returned
+// with nothing of it left running, though hostd keeps its side open (the
+// read that hears hostd withdraw the nudge is ended, and waited for).
+func TestServeStreamJoinsItsReader(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Config{Session: "polecat", Tmux: tmux.Server{Args: []string{"-S", filepath.Join(dir, "no-server.sock")}}, StateDir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentSide, hostdSide := tunneltest.Pair(t, wire.Identity{Rig: "gastown", Name: "furiosa"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const text = "hello"
+	st, err := hostdSide.OpenStream(ctx, wire.KindNudge, wire.NudgeRequest{ID: "n1", Mode: wire.NudgeImmediate, Deadline: time.Now().Add(time.Hour), Size: len(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close() // only when the test ends
+	if _, err := st.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	accepted, err := agentSide.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	r := <-partstest.Go(func() error { s.ServeStream(ctx, accepted); return nil })
+	for _, g := range r.Left {
+		t.Errorf("goroutine %d, started by ServeStream, still runs after it returned:\n%s", g.ID, g.Stack)
+	}
+	res, err := wire.NewNudgeResults(st).Next()
+	if err != nil || res.Outcome != wire.NudgeFailed {
+		t.Errorf("answer %+v, %v; want failed (no tmux server)", res, err)
 	}
 }

@@ -3,6 +3,9 @@ package nudge
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -26,6 +29,23 @@ type record struct {
 const maxRecords = 1000
 
 func (s *Service) statePath() string { return filepath.Join(s.cfg.StateDir, "nudges.json") }
+
+// loadSeen reads the records a previous agent persisted; records it
+// cannot read are said and dropped, so that a nudge hostd retries may be
+// typed again.
+func (s *Service) loadSeen() {
+	b, err := os.ReadFile(s.statePath())
+	if err == nil {
+		err = json.Unmarshal(b, &s.seen)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.seen = map[string]record{}
+		s.cfg.Logger.Warn("nudge: the records of delivered nudges cannot be read; starting without them, so a nudge hostd retries may be typed again", "path", s.statePath(), "err", err)
+	}
+	for _, r := range s.seen {
+		s.seq = max(s.seq, r.Seq)
+	}
+}
 
 func (s *Service) lookup(id string) (record, bool) {
 	s.mu.Lock()

@@ -1,7 +1,12 @@
 package nudge
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +50,42 @@ func TestRememberKeepsNewest(t *testing.T) {
 	}
 	if _, ok := again.lookup("n1"); ok {
 		t.Error("the oldest record before the restart was kept")
+	}
+}
+
+// TestLoadSeen: the records a previous agent left are read back; records
+// that cannot be read are said, and the agent starts without them.
+func TestLoadSeen(t *testing.T) {
+	for _, c := range []struct {
+		name, file string // file: nudges.json's content, "" for none
+		wantIDs    int
+		wantLog    string // "" for no log line
+	}{
+		{name: "none yet"},
+		{name: "read back", file: `{"n1":{"result":{"outcome":"submitted"},"seq":7}}`, wantIDs: 1},
+		{name: "corrupt", file: `{"n1":`, wantLog: "the records of delivered nudges cannot be read"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "nudges.json"), []byte(c.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			s, err := New(Config{StateDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.seen) != c.wantIDs {
+				t.Errorf("%d records read back, want %d", len(s.seen), c.wantIDs)
+			}
+			if c.wantIDs > 0 && s.seq != 7 {
+				t.Errorf("seq %d, want the newest record's, 7", s.seq)
+			}
+			if c.wantLog == "" && logs.Len() > 0 || !strings.Contains(logs.String(), c.wantLog) {
+				t.Errorf("logged %q, want %q", logs.String(), c.wantLog)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,10 +69,14 @@ func (s *Service) ServeStream(ctx context.Context, st *tunnel.Stream) {
 	defer cancel()
 	if req.Op == wire.PanePeek {
 		// hostd closing its side ends a follow.
+		heard := make(chan struct{})
 		go func() {
+			defer close(heard)
 			_, _ = st.Read(make([]byte, 1))
 			cancel()
 		}()
+		defer func() { <-heard }()
+		defer st.SetReadDeadline(time.Now()) // ends that read once answered
 		if err := s.peek(ctx, st, req); err != nil {
 			_ = st.Reject(err.Error())
 			return
@@ -175,6 +180,8 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 	if err != nil {
 		return err
 	}
+	var output sync.WaitGroup
+	defer output.Wait() // once master is closed
 	defer master.Close()
 	s.cfg.Logger.Info("pane: operator attached", "session", s.cfg.Session, "write", req.Write)
 	exited := make(chan struct{})
@@ -184,7 +191,7 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 		_ = st.CloseWrite()
 	}()
 	// Output: the tmux client's terminal, as it comes.
-	go func() {
+	output.Go(func() {
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := master.Read(buf)
@@ -197,7 +204,7 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 				break
 			}
 		}
-	}()
+	})
 	// Input: hostd's frames, until hostd detaches.
 	buf := make([]byte, wire.MaxPaneFrame)
 	for {
@@ -220,6 +227,7 @@ func (s *Service) attach(ctx context.Context, st *tunnel.Stream, req wire.PaneRe
 		<-exited
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
+		<-exited
 	}
 	s.cfg.Logger.Info("pane: operator detached", "session", s.cfg.Session)
 	return nil

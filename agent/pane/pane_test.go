@@ -18,6 +18,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 
+	"github.com/polecat-sidecar/sidecar/internal/parts/partstest"
 	"github.com/polecat-sidecar/sidecar/internal/settings/settingstest"
 )
 
@@ -251,5 +252,37 @@ func TestAttachNoSession(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if err := exec.Command("tmux", append(slices.Clone(f.tmux.Args), "list-sessions")...).Run(); err == nil {
 		t.Error("a tmux server runs after an attach with none")
+	}
+}
+
+// TestPeekJoinsItsReader: a peek has answered and returned with nothing
+// of it left running, though hostd keeps its side open (the read that
+// hears hostd end a follow is ended, and waited for).
+func TestPeekJoinsItsReader(t *testing.T) {
+	svc, err := New(Config{Session: "polecat", Tmux: tmux.Server{Args: []string{"-S", filepath.Join(t.TempDir(), "no-server.sock")}}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, host := tunneltest.Pair(t, furiosa)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := host.OpenStream(ctx, wire.KindPane, wire.PaneRequest{Op: wire.PanePeek, Lines: 5, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close() // only when the test ends
+	answer := make(chan error, 1)
+	go func() { _, err := io.ReadAll(st); answer <- err }() // the header goes with the read
+	accepted, err := agent.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	r := <-partstest.Go(func() error { svc.ServeStream(ctx, accepted); return nil })
+	for _, g := range r.Left {
+		t.Errorf("goroutine %d, started by ServeStream, still runs after it returned:\n%s", g.ID, g.Stack)
+	}
+	if err := <-answer; err == nil || !strings.Contains(err.Error(), "capturing") {
+		t.Errorf("peek of a missing session: %v, want a refusal", err)
 	}
 }

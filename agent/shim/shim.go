@@ -85,8 +85,12 @@ func (sh *Shim) Run(args []string) int {
 	// the command shows anything reaches the command, never the shim's
 	// default handling (which ended the shim alone).
 	sigs := make(chan os.Signal, 4)
-	defer signal.Stop(sigs)
 	handling := make(chan struct{})
+	defer func() {
+		<-handling
+		signal.Stop(sigs)
+		close(sigs) // no signal comes after Stop: the forwarding ends
+	}()
 	go func() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		close(handling)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,6 +98,9 @@ type Supervisor struct {
 	mu      sync.Mutex
 	current *tunnel.Session
 	changed chan struct{} // closed and replaced whenever current changes
+
+	serving  sync.WaitGroup    // each session's Serve, which Run waits for
+	draining []*tunnel.Session // replaced by a QUIC session, closed when Run returns
 }
 
 // New returns a Supervisor, Run starts it; zero Config fields (and zero
@@ -149,8 +153,12 @@ type FatalError struct {
 func (e *FatalError) Error() string { return e.Err.Error() }
 func (e *FatalError) Unwrap() error { return e.Err }
 
-// Run keeps the tunnel up until ctx ends (returning nil) or a *FatalError.
+// Run keeps the tunnel up until ctx ends (returning nil) or a *FatalError;
+// it returns once it has closed every session it opened and their streams
+// have been served.
 func (s *Supervisor) Run(ctx context.Context) error {
+	defer s.serving.Wait()
+	defer s.closeDraining()
 	start := time.Now()
 	connectedOnce := false
 	closedFor := "" // the reason hostd gave when it last closed the tunnel
@@ -262,6 +270,8 @@ func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) (closedFor 
 		case <-renew.C:
 			next, err := s.renew(ctx, sess)
 			if err != nil {
+				_ = sess.CloseWithReason("agent stopping: its certificate expired")
+				s.setCurrent(nil)
 				return "", err
 			}
 			renew.Reset(next)
@@ -278,6 +288,7 @@ func (s *Supervisor) hold(ctx context.Context, sess *tunnel.Session) (closedFor 
 			sess = q
 			s.connected(ctx, sess, "moved back to QUIC")
 			old.CloseWhenIdle(drainLimit, "replaced by a QUIC session")
+			s.draining = append(slices.DeleteFunc(s.draining, func(d *tunnel.Session) bool { return d.Err() != nil }), old)
 		}
 	}
 }
@@ -293,7 +304,19 @@ func (s *Supervisor) connected(ctx context.Context, sess *tunnel.Session, what s
 				"hostd_minus_this", off.Round(time.Second))
 		}
 	}
-	go func() { _ = sess.Serve(ctx, s.cfg.Handler) }()
+	s.serving.Go(func() {
+		err := sess.Serve(ctx, s.cfg.Handler)
+		s.log.Debug("stopped serving the streams hostd opens", "transport", sess.Transport(), "err", err)
+	})
+}
+
+// closeDraining closes the sessions still draining (their streams had
+// until drainLimit), as Run returns.
+func (s *Supervisor) closeDraining() {
+	for _, old := range s.draining {
+		_ = old.CloseWithReason("agent shutting down")
+	}
+	s.draining = nil
 }
 
 // renew renews the certificate over sess and says when to renew next;

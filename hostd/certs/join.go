@@ -31,7 +31,10 @@ func (s *Service) ServeJoin(c *tls.Conn) {
 		s.log.Info("polecat joined", "polecat", req.Identity, "remote", c.RemoteAddr())
 		s.metrics.joins.WithLabelValues("issued").Inc()
 	}
-	_ = wire.WriteJoinMessage(c, resp)
+	if err := wire.WriteJoinMessage(c, resp); err != nil && resp.Error == "" {
+		s.log.Warn("sending a joined polecat its certificate failed; its token is spent: give it a new one ('hostd token create <rig>/<name>')",
+			"polecat", req.Identity, "remote", c.RemoteAddr(), "err", err)
+	}
 }
 
 // join checks everything that can be checked before the token is spent,

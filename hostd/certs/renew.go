@@ -52,7 +52,9 @@ func (s *Service) ServeStream(_ context.Context, st *tunnel.Stream) {
 	}
 	s.metrics.renewals.WithLabelValues("issued").Inc()
 	s.log.Info("renewed certificate", "polecat", id, "serial", pki.SerialOf(cert), "not_after", cert.NotAfter)
-	_, _ = st.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
+	if _, err := st.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})); err != nil {
+		s.log.Warn("sending a renewed certificate failed; the agent renews again", "polecat", id, "serial", pki.SerialOf(cert), "err", err)
+	}
 }
 
 // refuseRenewal tells the agent why, and logs it (at most so often per

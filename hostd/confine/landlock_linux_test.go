@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 // needLandlock skips where the kernel has no Landlock: hostd refuses to
@@ -156,28 +159,48 @@ func TestStartNeverConfinesTheMainThread(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A confined thread ends just after its Start has returned: wait for
+	// that, a while.
+	var confined []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if confined = confinedThreads(t); len(confined) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, task := range confined {
+		main := ""
+		if task == strconv.Itoa(os.Getpid()) {
+			main = " (the main thread)"
+		}
+		t.Errorf("thread %s%s is left confined", task, main)
+	}
+}
+
+// confinedThreads are the ids of this process's threads under
+// PR_SET_NO_NEW_PRIVS, which Start sets on the thread it confines.
+func confinedThreads(t *testing.T) []string {
+	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var confined []string
 	for _, task := range tasks {
 		status, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "status"))
 		if err != nil {
 			continue // a thread that ended as we looked
 		}
 		if strings.Contains(string(status), "NoNewPrivs:\t1") {
-			main := ""
-			if task.Name() == strconv.Itoa(os.Getpid()) {
-				main = " (the main thread)"
-			}
-			t.Errorf("thread %s%s is left confined", task.Name(), main)
+			confined = append(confined, task.Name())
 		}
 	}
+	return confined
 }
 
 // TestMain lets the test binary be the confined process for
 // TestStartNetwork: CONFINE_TEST_DIAL dials a TCP address, and
-// CONFINE_TEST_LISTEN listens on one, saying what happened.
+// CONFINE_TEST_LISTEN listens on one, saying what happened; otherwise it
+// runs the tests, failing them on a goroutine left running.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("CONFINE_TEST_DIAL"); addr != "" {
 		c, err := net.Dial("tcp", addr)
@@ -211,7 +234,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("listening")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // TestStartNetwork: a confined process connects over TCP to the policy's

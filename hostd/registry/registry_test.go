@@ -57,11 +57,13 @@ func (f *fixture) connect(t *testing.T, id wire.Identity, notAfter time.Time) (c
 }
 
 // holdStream serves server and holds one stream open on it from client,
-// returning once server counts it.
+// until the test ends, returning once server counts it.
 func holdStream(t *testing.T, client, server *tunnel.Session) {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	go func() {
-		_ = server.Serve(context.Background(), tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
+		_ = server.Serve(ctx, tunnel.HandlerFunc(func(ctx context.Context, st *tunnel.Stream) { <-ctx.Done() }))
 	}()
 	st, err := client.OpenStream(context.Background(), wire.KindPing, nil)
 	if err == nil {

@@ -5,14 +5,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/internal/parts/partstest"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
 )
@@ -52,15 +50,7 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			type result struct {
-				err  error
-				left []goroutine
-			}
-			done := make(chan result, 1)
-			go func() {
-				err := s.Run(ctx)
-				done <- result{err, descendants(currentGoroutine())} // at once: what Run left running
-			}()
+			done := partstest.Go(func() error { return s.Run(ctx) })
 			if c.wantErr == "" {
 				f := &fixture{ca: ca, addr: s.cfg.Listen}
 				f.waitUp(t)
@@ -75,98 +65,18 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 				}
 				cancel()
 			}
-			var r result
+			var r partstest.Result
 			select {
 			case r = <-done:
 			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return")
 			}
-			if c.wantErr == "" && r.err != nil || c.wantErr != "" && (r.err == nil || !strings.Contains(r.err.Error(), c.wantErr)) {
-				t.Errorf("Run: %v, want %q", r.err, c.wantErr)
+			if c.wantErr == "" && r.Err != nil || c.wantErr != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), c.wantErr)) {
+				t.Errorf("Run: %v, want %q", r.Err, c.wantErr)
 			}
-			for _, g := range r.left {
-				t.Errorf("goroutine %d, started by Run, still runs after Run returned:\n%s", g.id, g.stack)
+			for _, g := range r.Left {
+				t.Errorf("goroutine %d, started by Run, still runs after Run returned:\n%s", g.ID, g.Stack)
 			}
 		})
 	}
-}
-
-// goroutine is one goroutine of runtime.Stack's dump.
-type goroutine struct {
-	id, parent int
-	stack      string
-}
-
-var (
-	headerRE  = regexp.MustCompile(`^goroutine (\d+) `)
-	createdRE = regexp.MustCompile(`(?m)^created by .* in goroutine (\d+)$`)
-)
-
-// goroutines parses every goroutine's stack.
-func goroutines() []goroutine {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var gs []goroutine
-	for _, block := range strings.Split(string(buf), "\n\n") {
-		m := headerRE.FindStringSubmatch(block)
-		if m == nil {
-			continue
-		}
-		g := goroutine{stack: block}
-		g.id, _ = strconv.Atoi(m[1])
-		if c := createdRE.FindStringSubmatch(block); c != nil {
-			g.parent, _ = strconv.Atoi(c[1])
-		}
-		gs = append(gs, g)
-	}
-	return gs
-}
-
-// currentGoroutine is the calling goroutine's id.
-func currentGoroutine() int {
-	buf := make([]byte, 64)
-	m := headerRE.FindSubmatch(buf[:runtime.Stack(buf, false)])
-	id, _ := strconv.Atoi(string(m[1]))
-	return id
-}
-
-// exiting tells the goroutines Run cannot wait for: one that has
-// returned and is being torn down, and quic-go's, whose Transport.Close
-// waits for its read loop but not for the send queues that return after
-// it. The goroutines of ours that own quic-go's (the tunnel listener's
-// accept loops) are waited for, and counted here.
-func exiting(g goroutine) bool {
-	return strings.Contains(g.stack, "\nruntime.goexit1(") || strings.Contains(g.stack, "\ncreated by github.com/quic-go/quic-go.")
-}
-
-// descendants are the goroutines running now that root started, or that
-// one of those started, as far as their "created by ... in goroutine N"
-// lines tell (a goroutine whose creator has ended is not counted: its line
-// names a goroutine no longer in the dump).
-func descendants(root int) []goroutine {
-	gs := goroutines()
-	parent := map[int]int{}
-	for _, g := range gs {
-		parent[g.id] = g.parent
-	}
-	var out []goroutine
-	for _, g := range gs {
-		if exiting(g) {
-			continue
-		}
-		for p := g.parent; p != 0; p = parent[p] {
-			if p == root {
-				out = append(out, g)
-				break
-			}
-		}
-	}
-	return out
 }

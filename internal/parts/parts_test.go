@@ -1,4 +1,4 @@
-package server
+package parts
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// TestParts: the first part to fail ends the others and is what stop
+// TestGroup: the first part to fail ends the others and is what Stop
 // returns, named; a part that does not stop within the bound is logged by
-// name and left behind, stop returning at the bound.
-func TestParts(t *testing.T) {
+// name and left behind, Stop returning at the bound.
+func TestGroup(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		parts   map[string]func(ctx context.Context, release <-chan struct{}) error
@@ -24,7 +24,9 @@ func TestParts(t *testing.T) {
 			name: "all stop",
 			parts: map[string]func(context.Context, <-chan struct{}) error{
 				"a": func(ctx context.Context, _ <-chan struct{}) error { <-ctx.Done(); return nil },
-				"b": func(ctx context.Context, _ <-chan struct{}) error { <-ctx.Done(); return nil },
+				"b": func(ctx context.Context, _ <-chan struct{}) error {
+					return UntilDone(func(ctx context.Context) { <-ctx.Done() })(ctx)
+				},
 			},
 		},
 		{
@@ -47,23 +49,23 @@ func TestParts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			release := make(chan struct{})
-			p := newParts(context.Background(), slog.New(slog.NewJSONHandler(&logs, nil)))
+			g, ctx := New(context.Background(), slog.New(slog.NewJSONHandler(&logs, nil)))
 			for name, f := range c.parts {
-				p.Go(name, func(ctx context.Context) error { return f(ctx, release) })
+				g.Go(name, func(ctx context.Context) error { return f(ctx, release) })
 			}
-			t.Cleanup(func() { close(release); p.wg.Wait() })
+			t.Cleanup(func() { close(release); g.wg.Wait() })
 			if c.wantErr != "" {
 				select {
-				case <-p.ctx.Done():
+				case <-ctx.Done():
 				case <-time.After(10 * time.Second):
 					t.Fatal("a failed part did not end the others' context")
 				}
 			}
 			const bound = 200 * time.Millisecond
 			start := time.Now()
-			err := p.stop(bound)
+			err := g.Stop(bound)
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || err.Error() != c.wantErr) {
-				t.Errorf("stop: %v, want %q", err, c.wantErr)
+				t.Errorf("Stop: %v, want %q", err, c.wantErr)
 			}
 			if c.wantLog == "" {
 				if logs.Len() != 0 {
@@ -72,7 +74,7 @@ func TestParts(t *testing.T) {
 				return
 			}
 			if took := time.Since(start); took < bound {
-				t.Errorf("stop returned after %v, before the bound %v", took, bound)
+				t.Errorf("Stop returned after %v, before the bound %v", took, bound)
 			}
 			if !strings.Contains(logs.String(), c.wantLog) {
 				t.Errorf("logged %s, want %s", logs.String(), c.wantLog)
