@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,9 +161,24 @@ func TestSession(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer st.Close()
-				data := make([]byte, 2*tunnel.DefaultConfig().StreamWindow)
-				go func() { _, _ = st.Write(data); _ = st.CloseWrite() }()
-				time.Sleep(100 * time.Millisecond) // the write is now stuck on flow control
+				window := int64(tunnel.DefaultConfig().StreamWindow)
+				data := make([]byte, 2*window)
+				var written atomic.Int64
+				go func() {
+					for b := data; len(b) > 0; b = b[min(len(b), 16<<10):] {
+						n, err := st.Write(b[:min(len(b), 16<<10)])
+						written.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+					_ = st.CloseWrite()
+				}()
+				// Reading starts once the echo has filled its buffers well past a
+				// write's first chunks (QUIC's stalls near 1.9 MB, yamux's later).
+				if !waitFor(20*time.Second, func() bool { return written.Load() >= window/4 }) {
+					t.Fatalf("wrote %d bytes with nobody reading the echo, want %d before reading", written.Load(), window/4)
+				}
 				got := make(chan int, 1)
 				go func() { b, _ := io.ReadAll(st); got <- len(b) }()
 				select {
@@ -263,7 +279,9 @@ func TestSession(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, _ = st.Write([]byte("x"))
-				time.Sleep(50 * time.Millisecond)
+				if !waitFor(10*time.Second, func() bool { return p.server.Streams() == 1 }) {
+					t.Fatalf("server has %d streams open, want the held one", p.server.Streams())
+				}
 				p.server.CloseWithReason("test over")
 				readErr := make(chan error, 1)
 				go func() { _, err := st.Read(make([]byte, 1)); readErr <- err }()

@@ -3,7 +3,7 @@ package tunnel_test
 import (
 	"context"
 	"fmt"
-	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +28,20 @@ func TestSilentPeerDropped(t *testing.T) {
 			cfg := tunnel.Config{IdleTimeout: idle}
 			p := newPair(t, c.transport, pairOpts{server: cfg, client: cfg, relay: true})
 			mux := tunnel.NewServeMux()
-			mux.HandleFunc("sink", func(ctx context.Context, st *tunnel.Stream) { _, _ = io.Copy(io.Discard, st) })
+			heard := make(chan struct{}) // the server has read the client's last word
+			var once sync.Once
+			mux.HandleFunc("sink", func(ctx context.Context, st *tunnel.Stream) {
+				b := make([]byte, 64)
+				for {
+					n, err := st.Read(b)
+					if n > 0 && string(b[:n]) == "last" {
+						once.Do(func() { close(heard) })
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
 			go p.client.Serve(context.Background(), mux)
 			go p.server.Serve(context.Background(), mux)
 			up, err := p.client.OpenStream(context.Background(), "sink", nil)
@@ -44,7 +57,11 @@ func TestSilentPeerDropped(t *testing.T) {
 			if _, err := up.Write([]byte("last")); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-heard:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server never read the client's last word")
+			}
 			p.relay.Mute(true)
 			muted := time.Now()
 			time.AfterFunc(idle*3/4, func() { _, _ = down.Write([]byte("are you there")) })
@@ -74,7 +91,20 @@ func TestQuietPeerKept(t *testing.T) {
 				p := newPair(t, tr, pairOpts{server: cfg, client: cfg})
 				if serverWrites {
 					mux := tunnel.NewServeMux()
-					mux.HandleFunc("sink", func(ctx context.Context, st *tunnel.Stream) { _, _ = io.Copy(io.Discard, st) })
+					heard := make(chan struct{}) // the server has read the client's last word
+					var once sync.Once
+					mux.HandleFunc("sink", func(ctx context.Context, st *tunnel.Stream) {
+						b := make([]byte, 64)
+						for {
+							n, err := st.Read(b)
+							if n > 0 && string(b[:n]) == "last" {
+								once.Do(func() { close(heard) })
+							}
+							if err != nil {
+								return
+							}
+						}
+					})
 					go p.client.Serve(context.Background(), mux)
 					down, err := p.server.OpenStream(context.Background(), "sink", nil)
 					if err != nil {
