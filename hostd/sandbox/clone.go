@@ -108,7 +108,9 @@ func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) 
 			// Back where it was, so that the next start tries again
 			// rather than find the clone on the branch already.
 			if from != "" {
-				_, _ = git("checkout", "-q", from)
+				if _, rerr := git("checkout", "-q", from); rerr != nil {
+					return sw, fmt.Errorf("bringing %s up to the rig's%s: %w (and going back to %s: %v)", branch, kept, err, from, rerr)
+				}
 			}
 			return sw, fmt.Errorf("bringing %s up to the rig's%s: %w", branch, kept, err)
 		}

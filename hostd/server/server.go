@@ -274,14 +274,17 @@ func (s *Server) services(ln *tunnel.Listener) control.Services {
 // listener is the tunnel listener once Run has started, else nil.
 func (s *Server) listener() *tunnel.Listener { return s.ln.Load() }
 
+// serveSession serves sess's streams until it ends or ctx does. When ctx
+// ends the session is closed first, telling the agent to reconnect at once,
+// and ending the handlers Serve waits for; the polecat's last known state
+// stays as it was.
 func (s *Server) serveSession(ctx context.Context, sess *tunnel.Session) {
 	c := s.reg.Add(sess)
 	s.certs.Admitted(c)
+	stop := context.AfterFunc(ctx, func() { _ = sess.CloseWithReason("hostd shutting down") })
+	defer stop()
 	err := sess.Serve(ctx, s.metrics.countStreams(s.mux))
 	if ctx.Err() != nil {
-		// Tell the agent, so it reconnects at once instead of waiting for
-		// its idle timeout. The polecat's last known state stays as it was.
-		_ = sess.CloseWithReason("hostd shutting down")
 		return
 	}
 	s.reg.Remove(c, err)

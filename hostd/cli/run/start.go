@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
+	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
@@ -106,7 +107,9 @@ func (o *runOptions) started(ctx context.Context, id wire.Identity) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	if _, err := o.Client().ClearStartFailure(ctx, api.Identity(id)); err != nil {
-		_, _ = o.failures().Started(id)
+		if _, err := o.failures().Started(id); err != nil {
+			fmt.Fprintf(command.Stderr, "hostd run: hostd status will still show the failed start of %s until the next start: %v\n", id, err)
+		}
 	}
 }
 
