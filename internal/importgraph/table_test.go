@@ -47,6 +47,7 @@ var table = []row{
 	{pkgs: []string{"internal/..."}, note: "the domain-free helpers"},
 	{pkgs: []string{"internal/unixsock/..."}, tests: []string{"internal/unixsock/..."},
 		note: "`unixsocktest` (short directories for sockets in tests) is tested with `unixsock`, and `unixsock` with it"},
+	{pkgs: []string{"internal/linkem"}, note: "the link emulator for tests and benchmarks: the standard library and `x/sys` alone"},
 	{pkgs: []string{"tunnel/wire"}, may: []string{"internal/jsonscan"}, note: "what crosses between the binaries; `jsonscan` reads the relay's exit status"},
 	{pkgs: []string{"tunnel"}, may: []string{"tunnel/wire", "tunnel/internal/connection", "tunnel/internal/guard", "internal/accept", "internal/settings"},
 		tests: []string{"tunnel/internal/yamux", "tunnel/tunneltest", "internal/settings/settingstest"},
