@@ -32,13 +32,12 @@ func serve(t *testing.T) (town, addr string) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for range 250 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx); err == nil {
 			return town, addr
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("hostd's control socket did not come up")
+	t.Fatal("hostd's control socket did not come up in 30 s")
 	return "", ""
 }
 

@@ -389,14 +389,13 @@ func readUntilError(t *testing.T, c net.Conn) string {
 // pidFrom waits for the stand-in to write its pid.
 func pidFrom(t *testing.T, path string) int {
 	t.Helper()
-	for range 200 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
 			if err == nil {
 				return pid
 			}
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatal("the host command never started")
 	return 0

@@ -55,11 +55,10 @@ func connect(t *testing.T, reg *registry.Registry, s *Service) (*tunnel.Session,
 
 func waitState(t *testing.T, s *Service, want heartbeat.State) {
 	t.Helper()
-	for range 250 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if d, _, ok := s.Detail(furiosa); ok && d.State == string(want) {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	d, _, _ := s.Detail(furiosa)
 	t.Fatalf("state %q (%s), want %q", d.State, d.Reason, want)

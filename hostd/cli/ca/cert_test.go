@@ -142,6 +142,7 @@ func TestCertRevokeGasTownCertificate(t *testing.T) {
 	}
 	toast := wire.Identity{Rig: "gastown", Name: "toast"}
 	clitest.ConnectWith(t, ca, addr, gasTownCert(t, town, toast))
+	clitest.WaitConnected(t, town, toast)
 	if issued, _ := ca.Issued(toast); issued {
 		t.Fatal("the CA recorded a certificate it did not issue")
 	}

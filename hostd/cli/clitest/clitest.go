@@ -105,13 +105,12 @@ func Serve(t *testing.T, town string) (addr string) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for range 250 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := api.NewSocketClient(state.For(town).Socket()).Status(ctx); err == nil {
 			return addr
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("hostd's control socket did not come up")
+	t.Fatal("hostd's control socket did not come up in 30 s")
 	return ""
 }
 
@@ -133,14 +132,21 @@ func Connect(t *testing.T, town, addr string, id wire.Identity) *tunnel.Session 
 		t.Fatal(err)
 	}
 	s := ConnectWith(t, ca, addr, tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
-	for range 250 {
-		if d, err := api.NewSocketClient(state.For(town).Socket()).Polecat(context.Background(), api.Identity(id)); err == nil && d.Connected {
-			return s
+	WaitConnected(t, town, id)
+	return s
+}
+
+// WaitConnected waits until the hostd serving town shows id connected:
+// a tunnel dialled is not yet one hostd has registered.
+func WaitConnected(t *testing.T, town string, id wire.Identity) {
+	t.Helper()
+	c := api.NewSocketClient(state.For(town).Socket())
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if d, err := c.Polecat(context.Background(), api.Identity(id)); err == nil && d.Connected {
+			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("hostd does not show %s", id)
-	return nil
+	t.Fatalf("hostd does not show %s connected after 30 s", id)
 }
 
 // ConnectWith holds a tunnel to the hostd at addr with the client

@@ -23,8 +23,10 @@
 // partial read sends covering at least half the window rather than
 // exactly what was read), and TestHalfCloseSessionShutdown waits for the
 // data to be received before closing the sender (upstream's version races
-// TCP's reset and failed 2 times in 30 here, unpatched); recvqueue_test.go
-// is added for the patch.
+// TCP's reset and failed 2 times in 30 here, unpatched); the tests'
+// write and keepalive timeout is 2 s, not 250 ms (a keepalive's answer
+// missed it beside another make test), TestKeepAlive_Timeout waiting in
+// proportion; recvqueue_test.go is added for the patch.
 //
 // UPSTREAM names the upstream commit and sidecar.patch holds every change
 // from it; rederive.sh (make yamux-check, make yamux-patch) checks the copy
