@@ -211,20 +211,21 @@ func TestHandshakeFlood(t *testing.T) {
 			c.Close()
 		}
 	})
-	if !waitFor(5*time.Second, func() bool { return ln.Health()[0].Shed >= 250 }) {
+	if !waitFor(30*time.Second, func() bool { return ln.Health()[0].Shed >= 250 }) {
 		t.Errorf("health %+v: want the flood shed beyond 8 handshakes from its address", ln.Health()[0])
 	}
 	cc := ca.ClientConfig(ca.Client(t, testID))
 	cc.Transport = tunnel.TransportTCP
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := tunnel.Dial(ctx, ln.Addr(), cc)
 	if err != nil {
 		t.Fatalf("a polecat could not connect during the flood: %v", err)
 	}
 	c.Close()
-	h := ln.Health()[0]
-	if !h.Up || h.Handshakes > 8 {
-		t.Errorf("health during the flood: %+v, want up with at most 8 handshakes in progress", h)
+	// The polecat's handshake may still hold its place on hostd's side a
+	// moment after its Dial returned: the flood's 8 are what must stay.
+	if !waitFor(10*time.Second, func() bool { h := ln.Health()[0]; return h.Up && h.Handshakes <= 8 }) {
+		t.Errorf("health during the flood: %+v, want up with at most 8 handshakes in progress", ln.Health()[0])
 	}
 }

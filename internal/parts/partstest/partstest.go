@@ -1,9 +1,10 @@
 // Package partstest tells the goroutines a daemon's run left running when
 // it returned: those it started, or that they started, as far as the
 // "created by ... in goroutine N" lines of runtime.Stack tell. Unlike
-// goleak, which retries for a while and sees every goroutine of the
-// process, it looks at the instant the run returns and at its own
-// goroutines alone.
+// goleak, which sees every goroutine of the process, it looks at its own
+// goroutines alone, from the instant the run returns for at most
+// settleWait: a goroutine that signalled its end is still there, exiting,
+// for a moment after.
 package partstest
 
 import (
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Goroutine is one goroutine of runtime.Stack's dump.
@@ -25,13 +27,22 @@ type Result struct {
 	Left []Goroutine
 }
 
+// settleWait is how long a goroutine may take to exit once run returned.
+const settleWait = 2 * time.Second
+
 // Go calls run in a goroutine of its own; the Result comes on the channel
-// once run has returned, its Left taken at that instant.
+// once run has returned, its Left those still running settleWait later,
+// or none as soon as none is.
 func Go(run func() error) <-chan Result {
 	done := make(chan Result, 1)
 	go func() {
 		err := run()
-		done <- Result{err, descendants(current())}
+		me := current()
+		left := descendants(me)
+		for deadline := time.Now().Add(settleWait); len(left) > 0 && time.Now().Before(deadline); left = descendants(me) {
+			time.Sleep(time.Millisecond)
+		}
+		done <- Result{err, left}
 	}()
 	return done
 }
