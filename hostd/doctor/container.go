@@ -29,7 +29,7 @@ const (
 
 // Runtime checks the container runtime hostd run drives (sandbox.runtime):
 // its CLI installed and its engine answering.
-func Runtime(ctx context.Context, rt sandbox.Runtime) Line {
+func Runtime(ctx context.Context, rt sandbox.CLI) Line {
 	const check = "runtime"
 	switch filepath.Base(rt.Bin) {
 	case "kubectl", "kubernetes":
@@ -50,7 +50,7 @@ func Runtime(ctx context.Context, rt sandbox.Runtime) Line {
 // (sandbox.image): among the runtime's images, and its gt-agent (at agent
 // in it, sandbox.agent) built as hostd was, by the image's labels or else
 // by running it.
-func Image(ctx context.Context, rt sandbox.Runtime, image, agent string, hostd cli.Build) Line {
+func Image(ctx context.Context, rt sandbox.CLI, image, agent string, hostd cli.Build) Line {
 	const check = "image"
 	if image == "" {
 		return warn(check, "build one ('make image' makes polecat:<version>) and set sandbox.image in config.yaml",
@@ -78,7 +78,7 @@ func Image(ctx context.Context, rt sandbox.Runtime, image, agent string, hostd c
 
 // agentBuild is what the image says of its gt-agent's build: its labels
 // when they name one, else what the gt-agent in it says.
-func agentBuild(ctx context.Context, rt sandbox.Runtime, image, agent string) (b cli.Build, how string, err error) {
+func agentBuild(ctx context.Context, rt sandbox.CLI, image, agent string) (b cli.Build, how string, err error) {
 	format := fmt.Sprintf(`{{index .Config.Labels %q}}{{"\t"}}{{index .Config.Labels %q}}`, versionLabel, revisionLabel)
 	if out, err := runtimeOutput(ctx, rt, runtimeTimeout, "image", "inspect", "--format", format, image); err == nil {
 		v, r, _ := strings.Cut(strings.TrimSpace(strings.ReplaceAll(out, "<no value>", "")), "\t")
@@ -98,7 +98,7 @@ func agentBuild(ctx context.Context, rt sandbox.Runtime, image, agent string) (b
 
 // runtimeOutput runs the runtime with args within timeout and returns its
 // standard output, bounded; its error carries its standard error.
-func runtimeOutput(ctx context.Context, rt sandbox.Runtime, timeout time.Duration, args ...string) (string, error) {
+func runtimeOutput(ctx context.Context, rt sandbox.CLI, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd, err := rt.Command(ctx, args...)

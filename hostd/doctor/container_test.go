@@ -59,7 +59,7 @@ func TestRuntime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expect(t, Runtime(context.Background(), sandbox.Runtime{Bin: tt.bin(t)}), tt.status, tt.want, tt.fix)
+			expect(t, Runtime(context.Background(), sandbox.CLI{Bin: tt.bin(t)}), tt.status, tt.want, tt.fix)
 		})
 	}
 }
@@ -93,7 +93,7 @@ func TestImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := sandbox.Runtime{Bin: tt.rt.standIn(t)}
+			rt := sandbox.CLI{Bin: tt.rt.standIn(t)}
 			expect(t, Image(context.Background(), rt, tt.image, "/usr/local/bin/gt-agent", hostd), tt.status, tt.want, tt.fix)
 		})
 	}
@@ -105,7 +105,7 @@ func TestImageDocker(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
 		t.Skip("no Docker engine")
 	}
-	rt := sandbox.Runtime{Bin: "docker"}
+	rt := sandbox.CLI{Bin: "docker"}
 	expect(t, Runtime(context.Background(), rt), OK, "its engine answers", "")
 	missing := "polecat-sidecar-test/no-such-image:" + rand.Text()
 	expect(t, Image(context.Background(), rt, missing, "/usr/local/bin/gt-agent", cli.Build{Version: "dev"}), Fail, missing+" is not among docker's images", "docker pull")

@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg Config) Report {
 	control, served := Control(ctx, cfg.Town)
 	r.Add(control)
 	r.Add(Ports(ServePorts(cfg.Listen, cfg.AdminListen, cfg.MetricsListen), served)...)
-	rt := sandbox.Runtime{Bin: cfg.Runtime}
+	rt := sandbox.CLI{Bin: cfg.Runtime}
 	r.Add(Confinement(confine.Probe(), cfg.AllowUnconfined), Runtime(ctx, rt), Image(ctx, rt, cfg.Image, cfg.Agent, cfg.Hostd))
 	r.Add(Rigs(cfg.Town, lookPath)...)
 	r.Add(Disk(cfg.Town, cfg.MaxStoredBytes))

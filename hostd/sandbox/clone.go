@@ -15,7 +15,7 @@ import (
 // port, on branch when given (the polecat's branch, which Gas Town made in
 // the rig's repository), unless a clone is there already. It reports
 // whether it cloned.
-func (r Runtime) Clone(ctx context.Context, id wire.Identity, branch string) (bool, error) {
+func (r CLI) Clone(ctx context.Context, id wire.Identity, branch string) (bool, error) {
 	if _, err := r.run(ctx, nil, "exec", Name(id), "test", "-e", WorkDir(id)+"/.git"); err == nil {
 		return false, nil
 	}
@@ -51,7 +51,7 @@ type Switch struct {
 // the new branch; commits on the old branch stay on it. A branch of ""
 // (the worktree's HEAD detached) leaves the clone as it is.
 // docs/migrating.md: "A reused polecat works on its new branch".
-func (r Runtime) Checkout(ctx context.Context, id wire.Identity, branch string) (Switch, error) {
+func (r CLI) Checkout(ctx context.Context, id wire.Identity, branch string) (Switch, error) {
 	git := func(args ...string) (string, error) {
 		out, err := r.run(ctx, nil, append([]string{"exec", Name(id), "git", "-C", WorkDir(id)}, args...)...)
 		return strings.TrimSpace(out), err
@@ -133,7 +133,7 @@ func isHex(s string) bool {
 
 // GitIdentity sets the git identity of polecat id's clone in its sandbox
 // (its user.name and user.email, where empty values are left alone).
-func (r Runtime) GitIdentity(ctx context.Context, id wire.Identity, name, email string) error {
+func (r CLI) GitIdentity(ctx context.Context, id wire.Identity, name, email string) error {
 	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
 		if kv[1] == "" {
 			continue

@@ -47,7 +47,7 @@ func (r *Reaper) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := r.Pass(ctx); errors.Is(err, ErrNoRuntime) {
-			r.Logger.Info("no container runtime: sandboxes of nuked polecats are not removed", "runtime", r.Runtime.Bin)
+			r.Logger.Info("no container runtime: sandboxes of nuked polecats are not removed", "runtime", r.Runtime.Name())
 			return
 		} else if err != nil && ctx.Err() == nil {
 			r.Logger.Warn("looking for the sandboxes of nuked polecats failed", "err", err)

@@ -69,7 +69,7 @@ func TestReaper(t *testing.T) {
 		"gt-gastown-toast\tid-toast\tgastown/toast\t\n") // the last line ends in an empty label
 	calls := func() string { b, _ := os.ReadFile(log); return string(b) }
 	var revoked, forgotten []wire.Identity
-	r := &Reaper{Town: town, Runtime: Runtime{Bin: bin}, Logger: slog.New(slog.DiscardHandler),
+	r := &Reaper{Town: town, Runtime: CLI{Bin: bin}, Logger: slog.New(slog.DiscardHandler),
 		Revoke: func(id wire.Identity) error { revoked = append(revoked, id); return nil },
 		Forget: func(_ context.Context, id wire.Identity) error {
 			if !strings.Contains(calls(), "id-"+id.Name) {
@@ -100,7 +100,7 @@ func TestReaper(t *testing.T) {
 // TestReaperNoRuntime: without the runtime's CLI a pass says so, and Run
 // stops.
 func TestReaperNoRuntime(t *testing.T) {
-	r := &Reaper{Town: t.TempDir(), Runtime: Runtime{Bin: "no-such-runtime-here"}, Logger: slog.New(slog.DiscardHandler)}
+	r := &Reaper{Town: t.TempDir(), Runtime: CLI{Bin: "no-such-runtime-here"}, Logger: slog.New(slog.DiscardHandler)}
 	if err := r.Pass(context.Background()); err == nil || !strings.Contains(err.Error(), "install it") {
 		t.Errorf("Pass without a runtime: %v", err)
 	}

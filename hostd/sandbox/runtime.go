@@ -7,25 +7,61 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Runtime is the container runtime's CLI.
-type Runtime struct {
+// Runtime owns a sandbox's life and nothing more: it creates, starts,
+// inspects, lists (by the town's and polecat's labels) and removes
+// sandboxes. Everything after the sandbox's agent is up (its sessions,
+// the first clone, the git identity, the pane) goes over the polecat's
+// own tunnel, so every runtime behaves the same from there on.
+type Runtime interface {
+	// Name names the runtime in messages: docker, podman, kubernetes.
+	Name() string
+	// Create creates and starts polecat id's sandbox in town, for the
+	// polecat's directory whose Home is home, its agent joining hostd
+	// with the one-time token. A failed Create leaves nothing behind,
+	// and never touches a sandbox it did not create.
+	Create(ctx context.Context, s Spec, town string, id wire.Identity, home, token string) error
+	// Start starts a stopped sandbox.
+	Start(ctx context.Context, name string) error
+	// Inspect says whether sandbox name exists, runs, and whose it is.
+	Inspect(ctx context.Context, name string) (Info, error)
+	// List is every sandbox of town, running or not.
+	List(ctx context.Context, town string) ([]Sandbox, error)
+	// Remove removes a sandbox, running or not, with its storage; no
+	// such sandbox is not an error.
+	Remove(ctx context.Context, name string) error
+	// ImageExists says whether the runtime can start image without a
+	// pull hostd did not ask for.
+	ImageExists(ctx context.Context, image string) (bool, error)
+}
+
+// CLI is a container runtime driven through its command line: docker or
+// podman.
+type CLI struct {
 	// Bin is the CLI: docker or podman (a name on PATH or a path).
 	Bin string
 }
 
+// Name is the CLI's name.
+func (r CLI) Name() string { return filepath.Base(r.Bin) }
+
 // Info is what Inspect found.
 type Info struct {
-	// Exists is false when there is no such container.
+	// Exists is false when there is no such sandbox.
 	Exists bool
 	// Running is true while it runs.
 	Running bool
 	// Town, Polecat and Home are its labels.
 	Town, Polecat, Home string
+	// Problem is why the sandbox is not running, in the runtime's own
+	// words (an image that cannot be pulled, a pod that cannot be
+	// scheduled, a crash loop): "" when the runtime names none.
+	Problem string
 }
 
 // ErrNoRuntime is returned when the runtime's CLI is not installed.
@@ -33,7 +69,7 @@ var ErrNoRuntime = errors.New("container runtime not found")
 
 // Command is the runtime run with args, for a caller that wires its
 // input and output itself.
-func (r Runtime) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+func (r CLI) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	if _, err := exec.LookPath(r.Bin); err != nil {
 		return nil, fmt.Errorf("%w: %s (install it, or give --runtime)", ErrNoRuntime, r.Bin)
 	}
@@ -42,7 +78,7 @@ func (r Runtime) Command(ctx context.Context, args ...string) (*exec.Cmd, error)
 
 // run runs the runtime with args (and env added to its environment) and
 // returns its standard output; an error carries its standard error.
-func (r Runtime) run(ctx context.Context, env []string, args ...string) (string, error) {
+func (r CLI) run(ctx context.Context, env []string, args ...string) (string, error) {
 	cmd, err := r.Command(ctx, args...)
 	if err != nil {
 		return "", err
@@ -93,7 +129,7 @@ func oneLine(s string) string {
 }
 
 // Inspect says whether container name exists, runs, and whose it is.
-func (r Runtime) Inspect(ctx context.Context, name string) (Info, error) {
+func (r CLI) Inspect(ctx context.Context, name string) (Info, error) {
 	out, err := r.run(ctx, nil, "container", "inspect", "-f",
 		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}{{"\t"}}{{index .Config.Labels "`+HomeLabel+`"}}`, name)
 	if err != nil {
@@ -110,14 +146,14 @@ func (r Runtime) Inspect(ctx context.Context, name string) (Info, error) {
 }
 
 // Start starts a stopped container.
-func (r Runtime) Start(ctx context.Context, name string) error {
+func (r CLI) Start(ctx context.Context, name string) error {
 	_, err := r.run(ctx, nil, "start", name)
 	return err
 }
 
 // Remove removes a container, running or not, and its anonymous volumes;
 // no such container is not an error.
-func (r Runtime) Remove(ctx context.Context, name string) error {
+func (r CLI) Remove(ctx context.Context, name string) error {
 	_, err := r.run(ctx, nil, "rm", "-f", "-v", name)
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "no such") {
 		return nil
@@ -137,7 +173,7 @@ type Sandbox struct {
 }
 
 // List is every sandbox of town, running or not.
-func (r Runtime) List(ctx context.Context, town string) ([]Sandbox, error) {
+func (r CLI) List(ctx context.Context, town string) ([]Sandbox, error) {
 	out, err := r.run(ctx, nil, "ps", "-a", "--filter", "label="+TownLabel+"="+town,
 		"--format", `{{.Names}}{{"\t"}}{{.ID}}{{"\t"}}{{.Label "`+PolecatLabel+`"}}{{"\t"}}{{.Label "`+HomeLabel+`"}}`)
 	if err != nil {
@@ -162,7 +198,7 @@ func (r Runtime) List(ctx context.Context, town string) ([]Sandbox, error) {
 // hostd run makes a sandbox only from one there, leaving a pull to the
 // operator rather than making Gas Town's session start wait for it or
 // fail in it.
-func (r Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
+func (r CLI) ImageExists(ctx context.Context, image string) (bool, error) {
 	_, err := r.run(ctx, nil, "image", "inspect", "--format", "{{.Id}}", image)
 	if err != nil {
 		msg := strings.ToLower(err.Error())

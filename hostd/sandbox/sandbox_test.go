@@ -102,10 +102,10 @@ func TestGitIdentity(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]' \"$a\" >> "+log+"; done; echo >> "+log+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Runtime{Bin: bin}).GitIdentity(context.Background(), toast, "toast", ""); err != nil {
+	if err := (CLI{Bin: bin}).GitIdentity(context.Background(), toast, "toast", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Runtime{Bin: bin}).GitIdentity(context.Background(), toast, "", "op; rm -rf /@example.com"); err != nil {
+	if err := (CLI{Bin: bin}).GitIdentity(context.Background(), toast, "", "op; rm -rf /@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(log)
@@ -138,7 +138,7 @@ func TestCreateLeavesNothing(t *testing.T) {
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			err := (Runtime{Bin: bin}).Create(context.Background(), Spec{Image: "polecat:1", Agent: "/a"}, "/t", toast, "", "tok")
+			err := (CLI{Bin: bin}).Create(context.Background(), Spec{Image: "polecat:1", Agent: "/a"}, "/t", toast, "", "tok")
 			if (err != nil) != (tt.fail != "") {
 				t.Fatalf("Create: %v", err)
 			}
@@ -164,7 +164,7 @@ func TestImageExists(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
 		t.Skip("no Docker engine")
 	}
-	rt := Runtime{Bin: "docker"}
+	rt := CLI{Bin: "docker"}
 	if ok, err := rt.ImageExists(context.Background(), "polecat-sidecar-test/no-such-image:"+rand.Text()); ok || err != nil {
 		t.Errorf("a missing image: %v, %v; want false, nil", ok, err)
 	}
@@ -206,7 +206,7 @@ func TestRunCapsOutput(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := (Runtime{Bin: bin}).run(context.Background(), nil, "exec")
+	out, err := (CLI{Bin: bin}).run(context.Background(), nil, "exec")
 	if len(out) != maxOutput {
 		t.Errorf("kept %d bytes of output, want %d", len(out), maxOutput)
 	}

@@ -36,13 +36,12 @@ type Spec struct {
 	Env []string
 }
 
-// Create creates and starts polecat id's sandbox in town, for the
-// polecat's directory whose Home is home, joining hostd with token. A
-// container it created and could not start (a mount that
-// is not there, no gt-agent at Agent) it removes: a failed Create leaves
-// nothing behind, and never touches a container it did not create (one
-// of that name already there fails the create).
-func (r Runtime) Create(ctx context.Context, s Spec, town string, id wire.Identity, home, token string) error {
+// Create creates and starts the container of polecat id's sandbox, the
+// token given in GT_AGENT_JOIN (in the runtime's environment, not on its
+// command line). A container it created and could not start (a mount
+// that is not there, no gt-agent at Agent) it removes; one of that name
+// already there fails the create.
+func (r CLI) Create(ctx context.Context, s Spec, town string, id wire.Identity, home, token string) error {
 	if _, err := r.run(ctx, []string{"GT_AGENT_JOIN=" + token}, s.createArgs(town, id, home)...); err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func (s Spec) createArgs(town string, id wire.Identity, home string) []string {
 // sandbox (see sessionArgs), tagged tag for Stop, until it ends; the
 // caller shows it (hostd's pane channel) and waits. Its exit status is
 // the session's.
-func (r Runtime) Session(ctx context.Context, s Spec, id wire.Identity, tag string, command []string) (*exec.Cmd, error) {
+func (r CLI) Session(ctx context.Context, s Spec, id wire.Identity, tag string, command []string) (*exec.Cmd, error) {
 	return r.Command(ctx, s.sessionArgs(id, tag, command)...)
 }
 
@@ -148,7 +147,7 @@ func containerCommand(command []string) []string {
 // sandbox, if it still runs; a later session that replaced it (the next
 // hostd run, after Gas Town respawned the pane) runs on, and the sandbox
 // stays.
-func (r Runtime) Stop(ctx context.Context, s Spec, id wire.Identity, tag string) error {
+func (r CLI) Stop(ctx context.Context, s Spec, id wire.Identity, tag string) error {
 	_, err := r.run(ctx, nil, "exec", Name(id), s.Agent, "session", "stop", "--tag", tag)
 	return err
 }

@@ -60,7 +60,7 @@ func (o *nukeOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	return nuke(cmd.Context(), o.App, ca, sandbox.Runtime{Bin: o.runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
+	return nuke(cmd.Context(), o.App, ca, sandbox.CLI{Bin: o.runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
 }
 
 // nuke revokes id's certificates (the running hostd closes its tunnels),

@@ -165,7 +165,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("hostd run runs the polecat named by $GT_RIG and $GT_POLECAT, which Gas Town sets: %w", err)
 	}
-	rt := sandbox.Runtime{Bin: o.runtime}
+	rt := sandbox.CLI{Bin: o.runtime}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
 	if err := o.start(ctx, rt, id, progress); err != nil {

@@ -24,7 +24,7 @@ import (
 // there through hostd's pane channel (the escape filter of hostd attach;
 // keys in, screen out) until it ends; it exits with the session's status.
 // A signal ends the session (the sandbox stays).
-func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Identity, args []string) error {
+func (o *runOptions) session(ctx context.Context, rt sandbox.CLI, id wire.Identity, args []string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)

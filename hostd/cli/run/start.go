@@ -24,7 +24,7 @@ import (
 // start readies id's sandbox for a session: it checks what a start needs
 // (preflight), then makes, starts and clones the sandbox as needed
 // (ensure).
-func (o *runOptions) start(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
+func (o *runOptions) start(ctx context.Context, rt sandbox.CLI, id wire.Identity, progress io.Writer) error {
 	if o.spec.Image == "" {
 		return errors.New("no image: give --image or set sandbox.image in " + o.ConfigPath())
 	}
@@ -71,7 +71,7 @@ func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.
 		return fmt.Errorf("looking for image %s: %w", o.spec.Image, err)
 	case !ok:
 		return fmt.Errorf("image %s is not among %s's images: build it ('make image'), pull or load it ('%s pull %s'), or set sandbox.image in %s to one that is",
-			o.spec.Image, rt.Bin, rt.Bin, o.spec.Image, o.ConfigPath())
+			o.spec.Image, rt.Name(), rt.Name(), o.spec.Image, o.ConfigPath())
 	}
 	return nil
 }
@@ -122,7 +122,7 @@ func (o *runOptions) failures() *sandbox.Starts {
 // ensure makes id's sandbox when it has none, starts it when stopped, and
 // clones the rig into it when it has no clone. A sandbox it made goes
 // again when a later step fails (removeOnFailure).
-func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) (failure error) {
+func (o *runOptions) ensure(ctx context.Context, rt sandbox.CLI, id wire.Identity, progress io.Writer) (failure error) {
 	name, town := sandbox.Name(id), o.Town()
 	info, err := rt.Inspect(ctx, name)
 	if err != nil {
@@ -204,7 +204,7 @@ const sandboxGitTimeout = 10 * time.Minute
 // checkout brings the clone in id's sandbox to branch, the one Gas Town
 // checked out in the polecat's worktree (a reused polecat's new branch),
 // and says on progress what it did with the work it found there.
-func checkout(ctx context.Context, rt sandbox.Runtime, id wire.Identity, branch string, progress io.Writer) error {
+func checkout(ctx context.Context, rt sandbox.CLI, id wire.Identity, branch string, progress io.Writer) error {
 	sw, err := rt.Checkout(ctx, id, branch)
 	if err != nil {
 		return fmt.Errorf("bringing the sandbox's clone to %s, the branch Gas Town checked out for %s (the session does not start on another branch): %w", branch, id, err)
@@ -236,7 +236,7 @@ func removeOnFailure(ctx context.Context, rt sandbox.Runtime, name string, failu
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := rt.Remove(ctx, name); err != nil {
-		*failure = fmt.Errorf("%w (and removing the sandbox it had made failed: %v; remove it with '%s rm -f %s')", *failure, err, rt.Bin, name)
+		*failure = fmt.Errorf("%w (and removing the sandbox it had made failed: %v; remove it with 'hostd nuke' of the polecat, or '%s rm -f %s')", *failure, err, rt.Name(), name)
 	}
 }
 
