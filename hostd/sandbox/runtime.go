@@ -209,3 +209,12 @@ func (r CLI) ImageExists(ctx context.Context, image string) (bool, error) {
 	}
 	return true, nil
 }
+
+// TokenHolder is a Runtime that keeps a sandbox's join token in a store
+// of its own (Kubernetes: a Secret) rather than only in the sandbox's
+// first start: once the sandbox's agent has joined, hostd run has it
+// drop the token, spent, so that nothing holds it.
+type TokenHolder interface {
+	// DropToken removes sandbox name's join token; none is not an error.
+	DropToken(ctx context.Context, name string) error
+}
