@@ -63,7 +63,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, _ []string) error {
 		Town: o.Town(), TrustDomain: o.Viper.GetString("trust_domain"), Settings: invalid, ProxyCADir: ca.ProxyCADir(),
 		GT: cfg.Relay.Binaries["gt"], BD: cfg.Relay.Binaries["bd"],
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, MetricsListen: cfg.MetricsListen,
-		AllowUnconfined: cfg.Relay.AllowUnconfined, Runtime: cfg.SandboxRuntime, MaxStoredBytes: cfg.Data.MaxStoredBytes,
+		AllowUnconfined: cfg.Relay.AllowUnconfined, Runtime: o.serve.Runtime(), MaxStoredBytes: cfg.Data.MaxStoredBytes,
 		// hostd run's own, as it reads them (its flags' defaults included)
 		Image: o.Viper.GetString("sandbox.image"), Agent: o.Viper.GetString("sandbox.agent"),
 		Hostd: sharedcli.ReadBuild(),
