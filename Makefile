@@ -35,7 +35,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick clean
+.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick k8s-local-build k8s-local-up k8s-local-down k8s-local-smoke test-k8s clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -152,12 +152,37 @@ soak: ## the soak (root, Docker): SOAK_AGENTS agents and 3 containers under over
 soak-quick: ## the soak for 60 s (what CI runs)
 	$(MAKE) --no-print-directory soak SOAK_DURATION=60s SOAK_TIMEOUT=20m
 
+# The local Kubernetes cluster (images/k8s-local/README.md): built once into
+# K8S_LOCAL_HOME (default ${XDG_CACHE_HOME:-~/.cache}/k8s-local), one at a
+# time on a machine (fixed ports).
+K8S_LOCAL := images/k8s-local
+K8S_IMAGE := polecat-k8s:$(VERSION)
+
+k8s-local-build: ## build the local Kubernetes cluster (v1.34.2 and etcd from the Go module proxy) into its cache, once: 12-36 minutes cold, nothing when cached
+	$(K8S_LOCAL)/up.sh build
+
+k8s-local-up: ## start the local single-node cluster (root; built first when not cached): node Ready in about 10 s; its kubeconfig is run/pki/admin.kubeconfig in K8S_LOCAL_HOME
+	$(K8S_LOCAL)/up.sh
+
+k8s-local-down: ## stop the local cluster and remove what it left (the cache stays)
+	$(K8S_LOCAL)/down.sh
+
+k8s-local-smoke: ## the local cluster's own checks: a pod, logs, exec, a volume across pods, pod to host over TCP and UDP
+	$(K8S_LOCAL)/smoke.sh
+
+test-k8s: ## the kubernetes runtime on the local cluster (make k8s-local-up first): the polecat image imported into its containerd, then the tests of tag k8s
+	$(MAKE) --no-print-directory image IMAGE=$(K8S_IMAGE)
+	. $(K8S_LOCAL)/env.sh && docker save $(K8S_IMAGE) | ctr -a "$$CTRD_SOCK" -n k8s.io images import - && \
+		KUBECONFIG=$$KUBECONFIG_ADMIN KUBECTL=$$K8S_LOCAL_BIN/kubectl K8S_LOCAL_NODE_IP=$$K8S_LOCAL_NODE_IP K8S_POLECAT_IMAGE=$(K8S_IMAGE) \
+		$(GO) test -tags k8s -count=1 -v -timeout 15m ./hostd/sandbox/kube/
+
 lint: ## gofmt, go vet, actionlint over .github/workflows, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
 	$(GO) vet -tags e2e,gastown ./images/e2e
 	$(GO) vet -tags e2e,soak ./images/e2e
+	$(GO) vet -tags k8s ./hostd/sandbox/kube
 	cd tools && $(GO) vet ./releasecheck
 	$(TOOL) actionlint
 	$(MAKE) --no-print-directory yamux-check
