@@ -78,7 +78,11 @@ func TestKubernetes(t *testing.T) {
 		{"no image", cfg(server, "polecats", "Never"), "", OK, Warn, "answers", "", "no sandbox.image", "sandbox.image"},
 		{"no namespace", cfg(server, "gone", "IfNotPresent"), "polecat:v1", Fail, OK, "namespace gone is not on the cluster", "kubectl create namespace gone", "pulls it", ""},
 		{"not answering", cfg("https://"+tunneltest.FreeAddr(t), "polecats", "IfNotPresent"), "polecat:v1", Fail, OK, "the Kubernetes API server does not answer", "sandbox.kubernetes.kubeconfig", "pulls it", ""},
-		{"a bad setting", func() runtimes.Config { c := cfg(server, "polecats", "Never"); c.Kubernetes.StorageSize = "big"; return c }(), "polecat:v1",
+		{"a bad setting", func() runtimes.Config {
+			c := cfg(server, "polecats", "Never")
+			c.Kubernetes.StorageSize = "big"
+			return c
+		}(), "polecat:v1",
 			Fail, Warn, `StorageSize is "big"`, "hostd config show", "not looked for", "see runtime"},
 	}
 	for _, tt := range tests {

@@ -159,7 +159,7 @@ var table = []row{
 		note: "hostd run's containers; its panes and failed starts in `state`"},
 	{pkgs: []string{"hostd/sandbox/kube"}, may: []string{"hostd/sandbox", "sync", "tunnel/wire", "internal/settings"},
 		tests: []string{"hostd/e2e", "hostd/api", "tunnel/tunneltest", "internal/settings/settingstest"},
-		note: "the kubernetes runtime, a `sandbox.Runtime` through client-go; `sync` for the reserved name its agent's state directory takes; its cluster tests (tag `k8s`) join a real hostd from `e2e`'s harness, asked through `api`"},
+		note:  "the kubernetes runtime, a `sandbox.Runtime` through client-go; `sync` for the reserved name its agent's state directory takes; its cluster tests (tag `k8s`) join a real hostd from `e2e`'s harness, asked through `api`"},
 	{pkgs: []string{"hostd/sandbox/runtimes"}, may: []string{"hostd/sandbox", "hostd/sandbox/kube", "internal/settings"}, tests: []string{"internal/settings/settingstest"},
 		note: "the runtime `sandbox.runtime` names: `sandbox.CLI` or `kube`"},
 	{pkgs: []string{"hostd/limits"}, may: []string{"tunnel/wire"}, note: "the per-polecat budgets, and `sidecar_limit_hits_total`, in which each service that refuses what a polecat asks counts it"},
