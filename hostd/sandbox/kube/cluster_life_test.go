@@ -48,7 +48,7 @@ func TestSandboxLife(t *testing.T) {
 	}
 	st := tw.WaitStatus(time.Minute, func(st api.Status) bool { p, ok := polecat(st, "furiosa"); return ok && p.Connected })
 	joined, _ := polecat(st, "furiosa")
-	t.Logf("timing: Create to the agent joined: %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("timing: Create to the agent joined: %v (%s from %s)", time.Since(start).Round(time.Millisecond), joined.Transport, joined.Remote)
 
 	pod, err := r.core.Pods(c.ns).Get(ctx, PodName(obj), getOpts)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestSandboxLife(t *testing.T) {
 		return ok && p.Connected && p.Since.After(joined.Since)
 	})
 	back, _ := polecat(st, "furiosa")
-	t.Logf("timing: pod deleted to the agent back: %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("timing: pod deleted to the agent back: %v (%s from %s)", time.Since(start).Round(time.Millisecond), back.Transport, back.Remote)
 	if back.CertSerial != joined.CertSerial {
 		t.Errorf("the agent came back with certificate %s, not %s it kept on the claim", back.CertSerial, joined.CertSerial)
 	}

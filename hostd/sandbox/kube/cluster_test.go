@@ -25,7 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
@@ -82,7 +84,13 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := corev1client.NewForConfig(rc)
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Last of the cleanups: the connections of client-go's shared transport.
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
+	core, err := corev1client.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +221,12 @@ func (c *cluster) kubectl(args ...string) string {
 // the pods reach it, and returns the town and sandbox.url.
 func (c *cluster) hostd() (*e2e.Town, string) {
 	c.t.Helper()
-	tw := e2e.NewTown(c.t)
+	return c.hostdWith(e2e.NewTown(c.t))
+}
+
+// hostdWith runs hostd serve of town tw on the node's address.
+func (c *cluster) hostdWith(tw *e2e.Town) (*e2e.Town, string) {
+	c.t.Helper()
 	addr := net.JoinHostPort(c.nodeIP, tunneltest.FreePort(c.t, c.nodeIP))
 	// The agent waits this long for its first session, which no hostd run
 	// starts here.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -23,7 +24,8 @@ func notFound(err error) bool { return apierrors.IsNotFound(err) }
 // Inspect says whether sandbox ref (its name, or the ID List gave) exists,
 // runs (its pod's container running), whose it is, and else why not in
 // the cluster's words (Info.Problem): its pod's, its claim's, its
-// StatefulSet's.
+// StatefulSet's. A Problem may pass (a pod unschedulable until a node is
+// added): a caller waiting for the sandbox reports it when the wait ends.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error) {
 	set, err := r.find(ctx, ref)
 	if err != nil || set == nil {
@@ -48,7 +50,7 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error)
 	}
 	info.Problem = podProblem(pod)
 	if info.Problem == "" && scheduled(pod) {
-		events, err := r.events(ctx, "Pod", pod.Name)
+		events, err := r.events(ctx, "Pod", pod.Name, pod.UID)
 		if err != nil {
 			return info, err
 		}
@@ -78,7 +80,7 @@ func running(pod *corev1.Pod) bool {
 // notMade is why set has no pod: the StatefulSet's own FailedCreate
 // events, and its claim when that is Pending.
 func (r *Runtime) notMade(ctx context.Context, set *appsv1.StatefulSet) (string, error) {
-	events, err := r.events(ctx, "StatefulSet", set.Name)
+	events, err := r.events(ctx, "StatefulSet", set.Name, set.UID)
 	if err != nil {
 		return "", err
 	}
@@ -96,13 +98,14 @@ func (r *Runtime) claimProblem(ctx context.Context, name string) (string, error)
 	if err != nil {
 		return "", r.wrap("reading the sandbox's claim", err)
 	}
-	events, err := r.events(ctx, "PersistentVolumeClaim", name)
+	events, err := r.events(ctx, "PersistentVolumeClaim", name, claim.UID)
 	return claimProblem(claim, events), err
 }
 
-// events are the events of the object of kind named name.
-func (r *Runtime) events(ctx context.Context, kind, name string) ([]corev1.Event, error) {
-	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.AsSelector().String()
+// events are the events of the object of kind named name, this one
+// (uid), not an earlier one of its name.
+func (r *Runtime) events(ctx context.Context, kind, name string, uid types.UID) ([]corev1.Event, error) {
+	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name, "involvedObject.uid": string(uid)}.AsSelector().String()
 	l, err := r.core.Events(r.cfg.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 100})
 	if err != nil {
 		return nil, r.wrap("reading the events of "+kind+" "+name, err)

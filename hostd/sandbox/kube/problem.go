@@ -76,17 +76,15 @@ func eventTime(e *corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// claimProblem is why claim is not bound, by its newest event: ""
-// unless it is Pending.
+// claimProblem is why claim is not bound, by its newest event that says
+// it cannot be: "" while it is bound, or only waits (for its pod, for a
+// provisioner).
 func claimProblem(claim *corev1.PersistentVolumeClaim, events []corev1.Event) string {
-	if claim.Status.Phase != corev1.ClaimPending {
+	e := eventProblem(events, claimReasons...)
+	if claim.Status.Phase != corev1.ClaimPending || e == "" {
 		return ""
 	}
-	p := "PersistentVolumeClaim " + claim.Name + " is Pending"
-	if e := eventProblem(events); e != "" {
-		p += ": " + e
-	}
-	return clip(p)
+	return clip("PersistentVolumeClaim " + claim.Name + " is Pending: " + e)
 }
 
 // Reasons of the events that say why a pod is not made or not started.
@@ -96,6 +94,8 @@ var (
 	setReasons = []string{"FailedCreate"}
 	// podReasons are a scheduled pod's, while its container is made.
 	podReasons = []string{"FailedMount", "FailedAttachVolume", "FailedCreatePodSandBox", "FailedSync"}
+	// claimReasons are a claim's that no volume is, or will be, there.
+	claimReasons = []string{"ProvisioningFailed", "FailedBinding", "VolumeMismatch"}
 )
 
 // join is reason and message as one line: "reason: message".

@@ -83,6 +83,9 @@ func TestEventProblem(t *testing.T) {
 	if got := claimProblem(pending, noPV); got != "PersistentVolumeClaim gt-x is Pending: FailedBinding: no persistent volumes available for this claim and no storage class is set" {
 		t.Errorf("pending claim: %q", got)
 	}
+	if got := claimProblem(pending, []corev1.Event{at("WaitForFirstConsumer", "waiting for first consumer to be created before binding", 5)}); got != "" {
+		t.Errorf("a claim waiting for its pod: %q", got)
+	}
 	bound := pending.DeepCopy()
 	bound.Status.Phase = corev1.ClaimBound
 	if got := claimProblem(bound, noPV); got != "" {
