@@ -92,7 +92,7 @@ var table = []row{
 	{pkgs: []string{"hostd/cli/run"}, may: []string{"hostd/cli/command", "hostd/api", "hostd/pane", "hostd/pki", "hostd/relay/gastown", "hostd/sandbox", "hostd/sandbox/kube", "hostd/sandbox/runtimes",
 		"hostd/server", "hostd/state", "tunnel/wire", "internal/..."},
 		tests: []string{"hostd/cli", "hostd/cli/clitest"},
-		note:  "`run`, `attach` and `nuke`: `run` and `nuke` drive `sandbox`, the runtime built by `runtimes` (`run` reads `kube`'s settings and checks its URL), and open the CA through `pki`; `run` finds the worktree with `gastown` and reports its starts through `api`; `attach` through `api` and `pane`'s filter; `nuke` forgets through `server` when no hostd runs; its tests see `run`'s failures in `cli`'s status"},
+		note:  "`run`, `attach` and `nuke`: `run` and `nuke` drive `sandbox`, the runtime built by `runtimes` (`run` reads `kube`'s settings and has it check the spec), and open the CA through `pki`; `run` finds the worktree with `gastown` and reports its starts through `api`; `attach` through `api` and `pane`'s filter; `nuke` forgets through `server` when no hostd runs; its tests see `run`'s failures in `cli`'s status"},
 	{pkgs: []string{"hostd/cli/clitest"}, may: []string{"hostd/cli/command", "hostd/api", "hostd/pki", "hostd/server", "hostd/state", "tunnel", "tunnel/tunneltest", "tunnel/wire",
 		"internal/exit", "internal/unixsock/unixsocktest"},
 		note: "the commands' tests' harness: a tree run as `main` runs it, a town with a CA through `pki`, a `server` for it, polecats' tunnels"},

@@ -198,13 +198,14 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // sandboxRuntime is the runtime sandbox.runtime names, built from its
-// settings, which are checked first (kubernetes: and sandbox.url).
+// settings, which are checked first (kubernetes: and sandbox.url and
+// docker's own settings).
 func (o *runOptions) sandboxRuntime(cmd *cobra.Command) (sandbox.Runtime, error) {
 	if runtimes.IsKubernetes(o.runtime) {
 		if err := settings.Explain(o.kube.Validate(), &o.kube, o.table, o.Where(cmd.Flags())); err != nil {
 			return nil, err
 		}
-		if err := kube.CheckURL(o.spec.URL); err != nil {
+		if err := kube.CheckSpec(o.spec); err != nil {
 			return nil, err
 		}
 	}

@@ -47,13 +47,10 @@ type objects struct {
 // objects are the objects of polecat id's sandbox in town for s, made for
 // its directory's home, its agent joining with token.
 func (c Config) objects(s sandbox.Spec, town string, id wire.Identity, home, token string) (objects, error) {
-	ip, port, err := hostdAddr(s.URL)
-	if err != nil {
+	if err := CheckSpec(s); err != nil {
 		return objects{}, err
 	}
-	if err := dockerOnly(s); err != nil {
-		return objects{}, err
-	}
+	ip, port, _ := hostdAddr(s.URL)
 	res, err := c.resources()
 	if err != nil {
 		return objects{}, err
@@ -170,11 +167,12 @@ func policySpec(object string, ip net.IP, port int) networkingv1.NetworkPolicySp
 	}
 }
 
-// CheckURL refuses a sandbox.url the kubernetes runtime cannot use: not
-// an IP address, or one a pod cannot reach hostd at (loopback).
-func CheckURL(raw string) error {
-	_, _, err := hostdAddr(raw)
-	return err
+// CheckSpec refuses what of s the kubernetes runtime cannot use, before
+// anything is made: a sandbox.url that is no IP address, or one a pod
+// cannot reach hostd at (loopback), and docker's own settings.
+func CheckSpec(s sandbox.Spec) error {
+	_, _, err := hostdAddr(s.URL)
+	return errors.Join(err, dockerOnly(s))
 }
 
 // hostdAddr is hostd's address and port in sandbox.url, which a pod must
