@@ -113,6 +113,13 @@ func newCluster(t *testing.T) *cluster {
 	})
 	c.cfg = DefaultConfig()
 	c.cfg.Namespace, c.cfg.PullPolicy, c.cfg.StorageClass, c.cfg.StorageSize = c.ns, "Never", storageClass, "1Gi"
+	// A node lists an image imported a moment ago at its kubelet's next
+	// status update.
+	r := c.runtime(c.cfg)
+	c.wait(time.Minute, "the node listing "+os.Getenv("K8S_POLECAT_IMAGE"), func() (bool, string) {
+		ok, err := r.ImageExists(ctx, os.Getenv("K8S_POLECAT_IMAGE"))
+		return ok, fmt.Sprint(err)
+	})
 	return c
 }
 
