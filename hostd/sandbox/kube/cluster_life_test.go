@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +51,8 @@ func TestSandboxLife(t *testing.T) {
 	joined, _ := polecat(st, "furiosa")
 	t.Logf("timing: Create to the agent joined: %v (%s from %s)", time.Since(start).Round(time.Millisecond), joined.Transport, joined.Remote)
 
-	pod, err := r.core.Pods(c.ns).Get(ctx, PodName(obj), getOpts)
-	if err != nil {
+	pod := &corev1.Pod{}
+	if err := r.pods.get(ctx, PodName(obj), pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.kubectl("exec", pod.Name, "--", "id", "-u"); got != "1000" {
@@ -78,7 +79,7 @@ func TestSandboxLife(t *testing.T) {
 	if err := r.DropToken(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.core.Secrets(c.ns).Get(ctx, obj, getOpts); !notFound(err) {
+	if err := r.secrets.exists(ctx, obj); !notFound(err) {
 		t.Errorf("the token's Secret after DropToken: %v", err)
 	}
 	c.kubectl("exec", pod.Name, "--", "sh", "-c", "echo kept > /work/marker")
@@ -89,11 +90,12 @@ func TestSandboxLife(t *testing.T) {
 	}
 
 	start = time.Now()
-	if err := r.core.Pods(c.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+	if err := r.pods.remove(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.wait(2*time.Minute, "a new pod running", func() (bool, string) {
-		p, err := r.core.Pods(c.ns).Get(ctx, PodName(obj), getOpts)
+		p := &corev1.Pod{}
+		err := r.pods.get(ctx, PodName(obj), p)
 		return err == nil && p.UID != pod.UID && running(p), fmt.Sprint(err)
 	})
 	t.Logf("timing: pod deleted to its successor running: %v", time.Since(start).Round(time.Millisecond))
@@ -143,15 +145,19 @@ func TestProblems(t *testing.T) {
 	if info.Running || !strings.Contains(info.Problem, "ErrImageNeverPull") || !strings.Contains(info.Problem, "polecat-sidecar.invalid/none:1") {
 		t.Errorf("bad image: %+v", info)
 	}
-	set, _ := r.apps.StatefulSets(c.ns).Get(ctx, ObjectName(sandbox.Name(badImage)), getOpts)
+	set, again := &appsv1.StatefulSet{}, &appsv1.StatefulSet{}
+	if err := r.sets.get(ctx, ObjectName(sandbox.Name(badImage)), set); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Create(ctx, spec, "/town", badImage, "", "t2"); err == nil || !strings.Contains(err.Error(), "is in namespace "+c.ns+" already") {
 		t.Errorf("a second Create: %v", err)
 	}
-	if again, err := r.apps.StatefulSets(c.ns).Get(ctx, set.Name, getOpts); err != nil || again.UID != set.UID {
+	if err := r.sets.get(ctx, set.Name, again); err != nil || again.UID != set.UID {
 		t.Errorf("the failed Create touched the sandbox there: %v", err)
 	}
-	if sec, err := r.core.Secrets(c.ns).Get(ctx, set.Name, getOpts); err != nil || string(sec.Data[tokenKey]) != "t" {
-		t.Errorf("the failed Create touched the Secret there: %v", err)
+	sec := &corev1.Secret{}
+	if err := r.secrets.get(ctx, set.Name, sec); err != nil || string(sec.Data[tokenKey]) != "t" {
+		t.Errorf("the failed Create touched the Secret there: %v, %q", err, sec.Data[tokenKey])
 	}
 	if err := r.Remove(ctx, sandbox.Name(badImage)); err != nil {
 		t.Fatal(err)
@@ -169,14 +175,14 @@ func TestProblems(t *testing.T) {
 	})
 	t.Logf("unschedulable: %s", info.Problem)
 
-	if _, err := r.core.ResourceQuotas(c.ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-more-pods"},
+	if _, err := c.core.ResourceQuotas(c.ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-more-pods"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	refused := wire.Identity{Rig: "gastown", Name: "toast"}
 	c.volume(refused)
 	c.wait(time.Minute, "the quota counted", func() (bool, string) {
-		q, err := r.core.ResourceQuotas(c.ns).Get(ctx, "no-more-pods", getOpts)
+		q, err := c.core.ResourceQuotas(c.ns).Get(ctx, "no-more-pods", metav1.GetOptions{})
 		return err == nil && q.Status.Hard != nil, fmt.Sprint(err)
 	})
 	if err := r.Create(ctx, spec, "/town", refused, "", "t"); err != nil {

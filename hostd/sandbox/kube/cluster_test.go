@@ -196,19 +196,17 @@ func (c *cluster) gone(r *Runtime, name string) {
 	c.t.Helper()
 	ctx, obj := context.Background(), ObjectName(name)
 	for kind, err := range map[string]error{
-		"StatefulSet":           errOf(r.apps.StatefulSets(c.ns).Get(ctx, obj, getOpts)),
-		"Pod":                   errOf(r.core.Pods(c.ns).Get(ctx, PodName(obj), getOpts)),
-		"PersistentVolumeClaim": errOf(r.core.PersistentVolumeClaims(c.ns).Get(ctx, obj, getOpts)),
-		"Secret":                errOf(r.core.Secrets(c.ns).Get(ctx, obj, getOpts)),
-		"NetworkPolicy":         errOf(r.net.NetworkPolicies(c.ns).Get(ctx, obj, getOpts)),
+		"StatefulSet":           r.sets.exists(ctx, obj),
+		"Pod":                   r.pods.exists(ctx, PodName(obj)),
+		"PersistentVolumeClaim": r.claims.exists(ctx, obj),
+		"Secret":                r.secrets.exists(ctx, obj),
+		"NetworkPolicy":         r.policies.exists(ctx, obj),
 	} {
 		if !notFound(err) {
 			c.t.Errorf("%s %s is left: %v", kind, obj, err)
 		}
 	}
 }
-
-func errOf[T any](_ T, err error) error { return err }
 
 // kubectl runs kubectl with args in the test's namespace.
 func (c *cluster) kubectl(args ...string) string {

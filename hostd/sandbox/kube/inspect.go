@@ -17,8 +17,6 @@ import (
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-var getOpts = metav1.GetOptions{}
-
 func notFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // Inspect says whether sandbox ref (its name, or the ID List gave) exists,
@@ -36,7 +34,8 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error)
 	if set.Spec.Replicas != nil && *set.Spec.Replicas == 0 {
 		return info, nil // stopped: Start scales it up
 	}
-	pod, err := r.core.Pods(r.cfg.Namespace).Get(ctx, PodName(set.Name), getOpts)
+	pod := &corev1.Pod{}
+	err = r.pods.get(ctx, PodName(set.Name), pod)
 	if err != nil && !notFound(err) {
 		return info, r.wrap("reading the sandbox's pod", err)
 	}
@@ -50,7 +49,7 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error)
 	}
 	info.Problem = podProblem(pod)
 	if info.Problem == "" && scheduled(pod) {
-		events, err := r.events(ctx, "Pod", pod.Name, pod.UID)
+		events, err := r.eventsOf(ctx, "Pod", pod.Name, pod.UID)
 		if err != nil {
 			return info, err
 		}
@@ -80,7 +79,7 @@ func running(pod *corev1.Pod) bool {
 // notMade is why set has no pod: the StatefulSet's own FailedCreate
 // events, and its claim when that is Pending.
 func (r *Runtime) notMade(ctx context.Context, set *appsv1.StatefulSet) (string, error) {
-	events, err := r.events(ctx, "StatefulSet", set.Name, set.UID)
+	events, err := r.eventsOf(ctx, "StatefulSet", set.Name, set.UID)
 	if err != nil {
 		return "", err
 	}
@@ -91,23 +90,24 @@ func (r *Runtime) notMade(ctx context.Context, set *appsv1.StatefulSet) (string,
 // claimProblem is why the claim named name is not bound ("" when it is,
 // or is not there: the pod's Problem says so).
 func (r *Runtime) claimProblem(ctx context.Context, name string) (string, error) {
-	claim, err := r.core.PersistentVolumeClaims(r.cfg.Namespace).Get(ctx, name, getOpts)
+	claim := &corev1.PersistentVolumeClaim{}
+	err := r.claims.get(ctx, name, claim)
 	if notFound(err) || err == nil && claim.Status.Phase != corev1.ClaimPending {
 		return "", nil
 	}
 	if err != nil {
 		return "", r.wrap("reading the sandbox's claim", err)
 	}
-	events, err := r.events(ctx, "PersistentVolumeClaim", name, claim.UID)
+	events, err := r.eventsOf(ctx, "PersistentVolumeClaim", name, claim.UID)
 	return claimProblem(claim, events), err
 }
 
-// events are the events of the object of kind named name, this one
+// eventsOf are the events of the object of kind named name, this one
 // (uid), not an earlier one of its name.
-func (r *Runtime) events(ctx context.Context, kind, name string, uid types.UID) ([]corev1.Event, error) {
+func (r *Runtime) eventsOf(ctx context.Context, kind, name string, uid types.UID) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name, "involvedObject.uid": string(uid)}.AsSelector().String()
-	l, err := r.core.Events(r.cfg.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 100})
-	if err != nil {
+	var l corev1.EventList
+	if err := r.events.list(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 100}, &l); err != nil {
 		return nil, r.wrap("reading the events of "+kind+" "+name, err)
 	}
 	return l.Items, nil
@@ -117,7 +117,7 @@ func (r *Runtime) events(ctx context.Context, kind, name string, uid types.UID) 
 // List gave as its ID; nil when there is none, or it is not hostd's.
 func (r *Runtime) find(ctx context.Context, ref string) (*appsv1.StatefulSet, error) {
 	if isUID(ref) {
-		sets, err := r.sets(ctx, nil)
+		sets, err := r.listSets(ctx, nil)
 		for i := range sets {
 			if string(sets[i].UID) == ref {
 				return &sets[i], nil
@@ -125,7 +125,8 @@ func (r *Runtime) find(ctx context.Context, ref string) (*appsv1.StatefulSet, er
 		}
 		return nil, err
 	}
-	set, err := r.apps.StatefulSets(r.cfg.Namespace).Get(ctx, ObjectName(ref), getOpts)
+	set := &appsv1.StatefulSet{}
+	err := r.sets.get(ctx, ObjectName(ref), set)
 	switch {
 	case notFound(err):
 		return nil, nil
@@ -137,14 +138,14 @@ func (r *Runtime) find(ctx context.Context, ref string) (*appsv1.StatefulSet, er
 	return set, nil
 }
 
-// sets are hostd's StatefulSets in the namespace, with labels more.
-func (r *Runtime) sets(ctx context.Context, more map[string]string) ([]appsv1.StatefulSet, error) {
+// listSets is hostd's StatefulSets in the namespace, with labels more.
+func (r *Runtime) listSets(ctx context.Context, more map[string]string) ([]appsv1.StatefulSet, error) {
 	sel := k8slabels.Set{ManagedLabel: ManagedValue}
 	for k, v := range more {
 		sel[k] = v
 	}
-	l, err := r.apps.StatefulSets(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
+	var l appsv1.StatefulSetList
+	if err := r.sets.list(ctx, metav1.ListOptions{LabelSelector: sel.String()}, &l); err != nil {
 		return nil, r.wrap("listing the sandboxes", err)
 	}
 	return l.Items, nil
@@ -154,7 +155,7 @@ func (r *Runtime) sets(ctx context.Context, more map[string]string) ([]appsv1.St
 // its labels and town itself in its annotations; ID is its StatefulSet's
 // UID.
 func (r *Runtime) List(ctx context.Context, town string) ([]sandbox.Sandbox, error) {
-	sets, err := r.sets(ctx, map[string]string{TownHashLabel: TownHash(town)})
+	sets, err := r.listSets(ctx, map[string]string{TownHashLabel: TownHash(town)})
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +199,8 @@ func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 	if r.cfg.PullPolicy != string(corev1.PullNever) {
 		return true, nil
 	}
-	nodes, err := r.core.Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var nodes corev1.NodeList
+	if err := r.nodes.list(ctx, metav1.ListOptions{}, &nodes); err != nil {
 		return false, fmt.Errorf("listing the nodes for their images (with sandbox.kubernetes.image_pull_policy Never hostd needs to list nodes): %w", err)
 	}
 	want := normalImage(image)

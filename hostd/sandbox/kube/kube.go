@@ -48,10 +48,11 @@ import (
 	"fmt"
 	"net/http"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -67,9 +68,9 @@ type Runtime struct {
 	cfg    Config
 	server string // the API server's URL, for messages
 	http   *http.Client
-	core   corev1client.CoreV1Interface
-	apps   appsv1client.AppsV1Interface
-	net    networkingv1client.NetworkingV1Interface
+	core   *rest.RESTClient // for /version
+	// The kinds of object it uses, in its namespace but the last two.
+	sets, pods, claims, secrets, events, policies, nodes, namespaces endpoint
 }
 
 var (
@@ -102,15 +103,19 @@ func New(cfg Config) (*Runtime, error) {
 	if r.http, err = rest.HTTPClientFor(rc); err != nil {
 		return nil, fmt.Errorf("the kubeconfig's transport: %w", err)
 	}
-	if r.core, err = corev1client.NewForConfigAndClient(rc, r.http); err != nil {
-		return nil, err
+	var apps, net *rest.RESTClient
+	for _, c := range []struct {
+		rc **rest.RESTClient
+		gv schema.GroupVersion
+	}{{&r.core, corev1.SchemeGroupVersion}, {&apps, appsv1.SchemeGroupVersion}, {&net, networkingv1.SchemeGroupVersion}} {
+		if *c.rc, err = restClient(rc, r.http, c.gv); err != nil {
+			return nil, fmt.Errorf("the API client of %s: %w", c.gv, err)
+		}
 	}
-	if r.apps, err = appsv1client.NewForConfigAndClient(rc, r.http); err != nil {
-		return nil, err
-	}
-	if r.net, err = networkingv1client.NewForConfigAndClient(rc, r.http); err != nil {
-		return nil, err
-	}
+	ns := cfg.Namespace
+	r.sets, r.policies = endpoint{apps, "statefulsets", ns}, endpoint{net, "networkpolicies", ns}
+	r.pods, r.claims, r.secrets, r.events = endpoint{r.core, "pods", ns}, endpoint{r.core, "persistentvolumeclaims", ns}, endpoint{r.core, "secrets", ns}, endpoint{r.core, "events", ns}
+	r.nodes, r.namespaces = endpoint{r.core, "nodes", ""}, endpoint{r.core, "namespaces", ""}
 	return r, nil
 }
 
@@ -135,7 +140,7 @@ func (r *Runtime) ServerVersion(ctx context.Context) (string, error) {
 	var v struct {
 		GitVersion string `json:"gitVersion"`
 	}
-	body, err := r.core.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	body, err := r.core.Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return "", r.wrap("asking the API server its version", err)
 	}
@@ -147,7 +152,7 @@ func (r *Runtime) ServerVersion(ctx context.Context) (string, error) {
 
 // NamespaceExists says whether the sandboxes' namespace is there.
 func (r *Runtime) NamespaceExists(ctx context.Context) (bool, error) {
-	_, err := r.core.Namespaces().Get(ctx, r.cfg.Namespace, getOpts)
+	err := r.namespaces.exists(ctx, r.cfg.Namespace)
 	if notFound(err) {
 		return false, nil
 	}

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
@@ -45,32 +49,32 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec, town string, id wi
 			failure = fmt.Errorf("%w (and deleting what it had made: %v)", failure, err)
 		}
 	}()
-	ns, name := r.cfg.Namespace, o.set.Name
-	made := func(what string, obj metav1.Object, err error, del func(context.Context, string, metav1.DeleteOptions) error) error {
+	name := o.set.Name
+	for _, m := range []struct {
+		kind string
+		k    endpoint
+		obj  interface {
+			runtime.Object
+			GetUID() types.UID
+		}
+		made runtime.Object
+	}{
+		{"NetworkPolicy", r.policies, o.policy, &networkingv1.NetworkPolicy{}},
+		{"Secret", r.secrets, o.secret, &corev1.Secret{}},
+		{"PersistentVolumeClaim", r.claims, o.claim, &corev1.PersistentVolumeClaim{}},
+		{"StatefulSet", r.sets, o.set, &appsv1.StatefulSet{}},
+	} {
+		err := m.k.create(ctx, m.obj, m.made)
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("making the sandbox of %s: %s %s is in namespace %s already, left by an earlier sandbox: delete it (hostd nuke %s)", id, what, name, ns, id)
+			return fmt.Errorf("making the sandbox of %s: %s %s is in namespace %s already, left by an earlier sandbox: delete it (hostd nuke %s)", id, m.kind, name, r.cfg.Namespace, id)
 		}
 		if err != nil {
-			return r.wrap("making the sandbox's "+what, err)
+			return r.wrap("making the sandbox's "+m.kind, err)
 		}
-		uid := obj.GetUID()
-		undo = append(undo, func(ctx context.Context) error { return del(ctx, name, deleteUID(uid)) })
-		return nil
+		k, uid := m.k, m.made.(metav1.Object).GetUID()
+		undo = append(undo, func(ctx context.Context) error { return k.remove(ctx, name, deleteUID(uid)) })
 	}
-	p, err := r.net.NetworkPolicies(ns).Create(ctx, o.policy, metav1.CreateOptions{})
-	if err := made("NetworkPolicy", p, err, r.net.NetworkPolicies(ns).Delete); err != nil {
-		return err
-	}
-	sec, err := r.core.Secrets(ns).Create(ctx, o.secret, metav1.CreateOptions{})
-	if err := made("Secret", sec, err, r.core.Secrets(ns).Delete); err != nil {
-		return err
-	}
-	c, err := r.core.PersistentVolumeClaims(ns).Create(ctx, o.claim, metav1.CreateOptions{})
-	if err := made("PersistentVolumeClaim", c, err, r.core.PersistentVolumeClaims(ns).Delete); err != nil {
-		return err
-	}
-	set, err := r.apps.StatefulSets(ns).Create(ctx, o.set, metav1.CreateOptions{})
-	return made("StatefulSet", set, err, r.apps.StatefulSets(ns).Delete)
+	return nil
 }
 
 // deleteUID deletes the object of uid only, in the background (its
@@ -93,14 +97,14 @@ func (r *Runtime) Start(ctx context.Context, name string) error {
 	if set.Spec.Replicas != nil && *set.Spec.Replicas >= 1 {
 		return nil
 	}
-	_, err = r.apps.StatefulSets(r.cfg.Namespace).Patch(ctx, set.Name, types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{})
+	err = r.sets.patch(ctx, set.Name, types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))
 	return r.wrap("scaling sandbox "+name+" to one replica", err)
 }
 
 // DropToken deletes sandbox name's Secret, its spent join token: a pod
 // made again later finds its certificate on the claim.
 func (r *Runtime) DropToken(ctx context.Context, name string) error {
-	err := r.core.Secrets(r.cfg.Namespace).Delete(ctx, ObjectName(name), metav1.DeleteOptions{})
+	err := r.secrets.remove(ctx, ObjectName(name), metav1.DeleteOptions{})
 	if notFound(err) {
 		return nil
 	}
@@ -119,21 +123,15 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 	name := ObjectName(ref)
 	if set != nil {
 		name = set.Name
-		err := r.apps.StatefulSets(r.cfg.Namespace).Delete(ctx, name, deleteUID(set.UID))
+		err := r.sets.remove(ctx, name, deleteUID(set.UID))
 		if err != nil && !notFound(err) {
 			return r.wrap("deleting the StatefulSet of sandbox "+ref, err)
 		}
 	} else if isUID(ref) {
 		return nil // that sandbox is gone; another may have its name now
 	}
-	ns := r.cfg.Namespace
-	all := metav1.DeleteOptions{}
-	for _, del := range []func() error{
-		func() error { return r.core.PersistentVolumeClaims(ns).Delete(ctx, name, all) },
-		func() error { return r.core.Secrets(ns).Delete(ctx, name, all) },
-		func() error { return r.net.NetworkPolicies(ns).Delete(ctx, name, all) },
-	} {
-		if err := del(); err != nil && !notFound(err) {
+	for _, k := range []endpoint{r.claims, r.secrets, r.policies} {
+		if err := k.remove(ctx, name, metav1.DeleteOptions{}); err != nil && !notFound(err) {
 			return r.wrap("deleting sandbox "+ref, err)
 		}
 	}
@@ -143,23 +141,19 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 // waitGone waits until no object of the sandbox named name is left,
 // asking every removePoll, until ctx ends.
 func (r *Runtime) waitGone(ctx context.Context, ref, name string) error {
-	ns := r.cfg.Namespace
 	gets := []struct {
-		kind string
-		get  func() error
+		kind, name string
+		k          endpoint
 	}{
-		{"StatefulSet", func() error { _, err := r.apps.StatefulSets(ns).Get(ctx, name, getOpts); return err }},
-		{"Pod", func() error { _, err := r.core.Pods(ns).Get(ctx, PodName(name), getOpts); return err }},
-		{"PersistentVolumeClaim", func() error { _, err := r.core.PersistentVolumeClaims(ns).Get(ctx, name, getOpts); return err }},
-		{"Secret", func() error { _, err := r.core.Secrets(ns).Get(ctx, name, getOpts); return err }},
-		{"NetworkPolicy", func() error { _, err := r.net.NetworkPolicies(ns).Get(ctx, name, getOpts); return err }},
+		{"StatefulSet", name, r.sets}, {"Pod", PodName(name), r.pods}, {"PersistentVolumeClaim", name, r.claims},
+		{"Secret", name, r.secrets}, {"NetworkPolicy", name, r.policies},
 	}
 	t := time.NewTicker(removePoll)
 	defer t.Stop()
 	for {
 		left := ""
 		for _, g := range gets {
-			if err := g.get(); err == nil {
+			if err := g.k.exists(ctx, g.name); err == nil {
 				left = g.kind
 				break
 			} else if !notFound(err) {
