@@ -77,8 +77,9 @@ func TestCommands(t *testing.T) {
 	}
 	start := time.Now()
 	c.wait(time.Minute, "the reaper removing the sandbox of the polecat whose directory is gone", func() (bool, string) {
-		info, err := r.Inspect(ctx, sandbox.Name(nuked))
-		return err == nil && !info.Exists, fmt.Sprintf("%+v, %v", info, err)
+		err := r.pods.exists(ctx, PodName(ObjectName(sandbox.Name(nuked))))
+		info, ierr := r.Inspect(ctx, sandbox.Name(nuked))
+		return notFound(err) && ierr == nil && !info.Exists, fmt.Sprintf("%+v, %v; pod: %v", info, ierr, err)
 	})
 	t.Logf("timing: the reaper removed a nuked polecat's sandbox in %v", time.Since(start).Round(time.Millisecond))
 	c.gone(r, sandbox.Name(nuked))

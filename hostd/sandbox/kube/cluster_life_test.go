@@ -42,9 +42,14 @@ func TestSandboxLife(t *testing.T) {
 	if err := r.Create(ctx, spec, tw.Dir, id, "home-1", token); err != nil {
 		t.Fatal(err)
 	}
-	info := c.inspect(r, name, 2*time.Minute, "the sandbox running", func(i sandbox.Info) bool { return i.Running })
-	t.Logf("timing: Create to Running: %v", time.Since(start).Round(time.Millisecond))
-	if !info.Exists || info.Town != tw.Dir || info.Polecat != id.String() || info.Home != "home-1" || info.Problem != "" {
+	c.wait(2*time.Minute, "the sandbox's container running", func() (bool, string) {
+		p := &corev1.Pod{}
+		err := r.pods.get(ctx, PodName(obj), p)
+		return err == nil && running(p), fmt.Sprint(err)
+	})
+	t.Logf("timing: Create to the pod's container running: %v", time.Since(start).Round(time.Millisecond))
+	info, err := r.Inspect(ctx, name)
+	if err != nil || !info.Running || !info.Exists || info.Town != tw.Dir || info.Polecat != id.String() || info.Home != "home-1" || info.Problem != "" {
 		t.Errorf("Inspect: %+v", info)
 	}
 	st := tw.WaitStatus(time.Minute, func(st api.Status) bool { p, ok := polecat(st, "furiosa"); return ok && p.Connected })
@@ -52,7 +57,7 @@ func TestSandboxLife(t *testing.T) {
 	t.Logf("timing: Create to the agent joined: %v (%s from %s)", time.Since(start).Round(time.Millisecond), joined.Transport, joined.Remote)
 
 	pod := &corev1.Pod{}
-	if err := r.pods.get(ctx, PodName(obj), pod); err != nil {
+	if err = r.pods.get(ctx, PodName(obj), pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.kubectl("exec", pod.Name, "--", "id", "-u"); got != "1000" {
@@ -141,8 +146,9 @@ func TestProblems(t *testing.T) {
 	if err := r.Create(ctx, spec, "/town", badImage, "", "t"); err != nil {
 		t.Fatal(err)
 	}
-	info := c.inspect(r, sandbox.Name(badImage), 2*time.Minute, "the image's problem", func(i sandbox.Info) bool { return i.Problem != "" })
-	if info.Running || !strings.Contains(info.Problem, "ErrImageNeverPull") || !strings.Contains(info.Problem, "polecat-sidecar.invalid/none:1") {
+	// Unschedulable may come first, until the claim binds.
+	info := c.inspect(r, sandbox.Name(badImage), 2*time.Minute, "the image's problem", func(i sandbox.Info) bool { return strings.Contains(i.Problem, "ErrImageNeverPull") })
+	if info.Running || !strings.Contains(info.Problem, "polecat-sidecar.invalid/none:1") {
 		t.Errorf("bad image: %+v", info)
 	}
 	set, again := &appsv1.StatefulSet{}, &appsv1.StatefulSet{}

@@ -20,10 +20,13 @@ import (
 func notFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // Inspect says whether sandbox ref (its name, or the ID List gave) exists,
-// runs (its pod's container running), whose it is, and else why not in
-// the cluster's words (Info.Problem): its pod's, its claim's, its
-// StatefulSet's. A Problem may pass (a pod unschedulable until a node is
-// added): a caller waiting for the sandbox reports it when the wait ends.
+// whose it is, and whether it runs: its pod runs, or the cluster is
+// making it (the pod's status lags behind its container, whose agent may
+// have joined already) with nothing in the way, which Start would not
+// change. Else Info.Problem says why not, in the cluster's words: its
+// pod's, its claim's, its StatefulSet's. A Problem may pass (a pod
+// unschedulable until a node is added): a caller waiting for the sandbox
+// reports it when the wait ends.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error) {
 	set, err := r.find(ctx, ref)
 	if err != nil || set == nil {
@@ -34,33 +37,38 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error)
 	if set.Spec.Replicas != nil && *set.Spec.Replicas == 0 {
 		return info, nil // stopped: Start scales it up
 	}
+	info.Problem, err = r.problem(ctx, set)
+	info.Running = info.Problem == "" && err == nil
+	return info, err
+}
+
+// problem is why the pod of set does not run, "" when it runs or is on
+// its way.
+func (r *Runtime) problem(ctx context.Context, set *appsv1.StatefulSet) (string, error) {
 	pod := &corev1.Pod{}
-	err = r.pods.get(ctx, PodName(set.Name), pod)
+	err := r.pods.get(ctx, PodName(set.Name), pod)
 	if err != nil && !notFound(err) {
-		return info, r.wrap("reading the sandbox's pod", err)
+		return "", r.wrap("reading the sandbox's pod", err)
 	}
 	if err != nil || !metav1.IsControlledBy(pod, set) {
-		info.Problem, err = r.notMade(ctx, set)
-		return info, err
+		return r.notMade(ctx, set)
 	}
-	info.Running = running(pod)
-	if info.Running {
-		return info, nil
+	if running(pod) {
+		return "", nil
 	}
-	info.Problem = podProblem(pod)
-	if info.Problem == "" && scheduled(pod) {
+	problem := podProblem(pod)
+	if problem == "" && scheduled(pod) {
 		events, err := r.eventsOf(ctx, "Pod", pod.Name, pod.UID)
 		if err != nil {
-			return info, err
+			return "", err
 		}
-		info.Problem = eventProblem(events, podReasons...)
+		problem = eventProblem(events, podReasons...)
 	}
 	if !scheduled(pod) {
 		claim, err := r.claimProblem(ctx, set.Name)
-		info.Problem = both(info.Problem, claim)
-		return info, err
+		return both(problem, claim), err
 	}
-	return info, nil
+	return problem, nil
 }
 
 // running says whether pod's agent container runs.
