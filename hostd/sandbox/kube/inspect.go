@@ -20,13 +20,11 @@ import (
 func notFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // Inspect says whether sandbox ref (its name, or the ID List gave) exists,
-// whose it is, and whether it runs: its pod runs, or the cluster is
-// making it (the pod's status lags behind its container, whose agent may
-// have joined already) with nothing in the way, which Start would not
-// change. Else Info.Problem says why not, in the cluster's words: its
-// pod's, its claim's, its StatefulSet's. A Problem may pass (a pod
-// unschedulable until a node is added): a caller waiting for the sandbox
-// reports it when the wait ends.
+// whose it is, and whether it runs: its pod runs, or the cluster makes it
+// with nothing in the way (a pod's status lags behind its container).
+// Else Info.Problem says why not in the cluster's words (its pod's, its
+// claim's, its StatefulSet's), which may pass (a pod unschedulable until
+// a node is added): a caller waiting reports one that stays.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (sandbox.Info, error) {
 	set, err := r.find(ctx, ref)
 	if err != nil || set == nil {
