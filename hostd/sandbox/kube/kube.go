@@ -1,5 +1,6 @@
 // Package kube is the kubernetes runtime of hostd run: a polecat's
-// sandbox made on a Kubernetes cluster through its API (client-go), the
+// sandbox made on a Kubernetes cluster through its API (client-go's REST
+// client, on a scheme of the three API groups it uses: client.go), the
 // same sandbox.Runtime as docker's and podman's, and a sandbox.TokenHolder.
 //
 // A sandbox is four objects of one name (ObjectName of sandbox.Name: a
