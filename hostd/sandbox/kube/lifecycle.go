@@ -51,13 +51,9 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec, town string, id wi
 	}()
 	name := o.set.Name
 	for _, m := range []struct {
-		kind string
-		k    endpoint
-		obj  interface {
-			runtime.Object
-			GetUID() types.UID
-		}
-		made runtime.Object
+		kind      string
+		k         endpoint
+		obj, made runtime.Object
 	}{
 		{"NetworkPolicy", r.policies, o.policy, &networkingv1.NetworkPolicy{}},
 		{"Secret", r.secrets, o.secret, &corev1.Secret{}},
