@@ -19,7 +19,6 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
-	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
