@@ -35,7 +35,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick k8s-local-build k8s-local-up k8s-local-down k8s-local-smoke test-k8s clean
+.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick k8s-local-build k8s-local-up k8s-local-down k8s-local-smoke test-k8s e2e-k8s clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -175,6 +175,18 @@ test-k8s: ## the kubernetes runtime on the local cluster (make k8s-local-up firs
 	. $(K8S_LOCAL)/env.sh && docker save $(K8S_IMAGE) | ctr -a "$$CTRD_SOCK" -n k8s.io images import - && \
 		KUBECONFIG=$$KUBECONFIG_ADMIN KUBECTL=$$K8S_LOCAL_BIN/kubectl K8S_LOCAL_NODE_IP=$$K8S_LOCAL_NODE_IP K8S_POLECAT_IMAGE=$(K8S_IMAGE) \
 		$(GO) test -tags k8s -count=1 -v -timeout 15m ./hostd/sandbox/kube/
+
+e2e-k8s: gastown-tools k8s-local-build ## the Kubernetes suite (root): the local cluster up; the kubernetes runtime's tests; the Gas Town suite with the container polecat's sandbox on the cluster (hostd run, sandbox.runtime kubernetes); the cluster down at the end
+	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
+	CGO_ENABLED=0 $(GO) test -tags e2e,gastown -c -o $(BIN)/e2e-gastown.test ./images/e2e
+	@start=$$(date +%s); . $(K8S_LOCAL)/env.sh && trap '$(CURDIR)/$(K8S_LOCAL)/down.sh' EXIT && $(K8S_LOCAL)/up.sh && \
+	docker save $(E2E_IMAGE) | ctr -a "$$CTRD_SOCK" -n k8s.io images import - >/dev/null && \
+	KUBECONFIG=$$KUBECONFIG_ADMIN KUBECTL=$$K8S_LOCAL_BIN/kubectl K8S_LOCAL_NODE_IP=$$K8S_LOCAL_NODE_IP K8S_POLECAT_IMAGE=$(E2E_IMAGE) \
+		$(GO) test -tags k8s -count=1 -v -timeout 15m ./hostd/sandbox/kube/ && \
+	cd images/e2e && E2E_RUNTIME=kubernetes E2E_KUBECTL=$$K8S_LOCAL_BIN/kubectl E2E_KUBECONFIG=$$KUBECONFIG_ADMIN \
+		E2E_CONTAINERD=$$CTRD_SOCK E2E_NODE_IP=$$K8S_LOCAL_NODE_IP GASTOWN_TOOLS=$(GASTOWN_TOOLS) E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 \
+		../../$(BIN)/e2e-gastown.test -test.v -test.run '^TestGasTown$$' -test.timeout 25m && \
+	echo "e2e-k8s: passed in $$(( $$(date +%s) - start ))s with the cluster up"
 
 lint: ## gofmt, go vet, actionlint over .github/workflows, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
