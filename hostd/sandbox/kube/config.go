@@ -45,6 +45,11 @@ type Config struct {
 	ServiceAccount string
 	// Labels are more labels for every object of a sandbox.
 	Labels map[string]string
+	// Egress are more destinations the sandbox's NetworkPolicy lets its
+	// pod reach besides hostd, CIDR or CIDR:port each (TCP and UDP): the
+	// model provider's addresses or an egress proxy, without which Claude
+	// Code cannot reach its API. None by default: hostd alone.
+	Egress []string
 }
 
 // DefaultConfig is a claim of 10Gi in the default storage class, images
@@ -73,6 +78,7 @@ func Settings(c *Config) []settings.Setting {
 		{Key: k + "tolerations", Usage: "the pod's tolerations, as taints are written: key=value:Effect, key:Effect, key", Value: &c.Tolerations},
 		{Key: k + "service_account", Usage: "the pod's service account (default the namespace's; its token is never mounted)", Value: &c.ServiceAccount},
 		{Key: k + "labels", Usage: "map of more labels for every object of a sandbox", Value: &c.Labels},
+		{Key: k + "egress", Usage: "more destinations the sandbox's NetworkPolicy allows besides hostd, CIDR or CIDR:port each (the model provider's addresses, an egress proxy)", Value: &c.Egress},
 	}
 }
 
@@ -99,6 +105,11 @@ func (c Config) Validate() error {
 	for i, t := range c.Tolerations {
 		if _, err := toleration(t); err != nil {
 			errs = append(errs, settings.Invalid(fmt.Sprintf("Tolerations.%d", i), t, err))
+		}
+	}
+	for i, e := range c.Egress {
+		if _, _, err := egressRule(e); err != nil {
+			errs = append(errs, settings.Invalid(fmt.Sprintf("Egress.%d", i), e, err))
 		}
 	}
 	errs = append(errs, labelMap("NodeSelector", c.NodeSelector, nil), labelMap("Labels", c.Labels, ownLabels))

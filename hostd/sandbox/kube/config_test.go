@@ -20,6 +20,7 @@ func TestConfig(t *testing.T) {
 			c.NodeSelector = map[string]string{"kubernetes.io/arch": "amd64"}
 			c.Tolerations = []string{"dedicated=polecats:NoSchedule", "gpu:NoExecute", "spot"}
 			c.Labels = map[string]string{"team": "gastown"}
+			c.Egress = []string{"160.79.104.0/23", "10.0.0.7/32:3128", "[2607:6bc0::/48]:443", "2607:6bc0::/48"}
 		}},
 		{Name: "namespace not a label", Set: func(c *Config) { c.Namespace = "Polecats" }, Want: `Namespace is "Polecats"`},
 		{Name: "service account not a name", Set: func(c *Config) { c.ServiceAccount = "a/b" }, Want: `ServiceAccount is "a/b"`},
@@ -36,6 +37,9 @@ func TestConfig(t *testing.T) {
 		{Name: "toleration key", Set: func(c *Config) { c.Tolerations = []string{"spot", "=b"} }, Want: `Tolerations.1 is "=b"`},
 		{Name: "node selector value", Set: func(c *Config) { c.NodeSelector = map[string]string{"zone": "a b"} }, Want: `NodeSelector.zone is "a b"`},
 		{Name: "a label of hostd's", Set: func(c *Config) { c.Labels = map[string]string{TownHashLabel: "x"} }, Want: "hostd sets this label itself"},
+		{Name: "egress not a CIDR", Set: func(c *Config) { c.Egress = []string{"api.anthropic.com:443"} }, Want: `Egress.0 is "api.anthropic.com:443": want CIDR or CIDR:port`},
+		{Name: "egress port", Set: func(c *Config) { c.Egress = []string{"10.0.0.0/8", "10.0.0.0/8:0"} }, Want: `Egress.1 is "10.0.0.0/8:0": want CIDR or CIDR:port with a port of 1-65535`},
+		{Name: "egress address without bits", Set: func(c *Config) { c.Egress = []string{"10.0.0.1"} }, Want: `Egress.0 is "10.0.0.1"`},
 		{Name: "label key", Set: func(c *Config) { c.Labels = map[string]string{"-x": "y"} }, Want: `Labels.-x is "y"`},
 	})
 }

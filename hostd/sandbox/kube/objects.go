@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func (c Config) objects(s sandbox.Spec, town string, id wire.Identity, home, tok
 	name := ObjectName(sandbox.Name(id))
 	meta := metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels(c.Labels, town, id, name), Annotations: annotations(town, id, home)}
 	o := objects{
-		policy: &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: policySpec(name, ip, port)},
+		policy: &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: policySpec(name, ip, port, c.Egress)},
 		secret: &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, StringData: map[string]string{tokenKey: token}},
 		claim: &corev1.PersistentVolumeClaim{ObjectMeta: meta, Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -147,24 +148,53 @@ func (c Config) podSpec(s sandbox.Spec, id wire.Identity, object string, res cor
 }
 
 // policySpec lets the pods of the sandbox named object reach hostd at ip
-// and port, over UDP (QUIC) and TCP, and nothing else; nothing reaches
-// them.
-func policySpec(object string, ip net.IP, port int) networkingv1.NetworkPolicySpec {
+// and port, over UDP (QUIC) and TCP, and the egress destinations (valid:
+// Config.Validate took them), and nothing else; nothing reaches them.
+func policySpec(object string, ip net.IP, port int, egress []string) networkingv1.NetworkPolicySpec {
 	bits := 32
 	if ip.To4() == nil {
 		bits = 128
 	}
-	p := intstr.FromInt32(int32(port))
-	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	rules := []networkingv1.NetworkPolicyEgressRule{rule(fmt.Sprintf("%s/%d", ip, bits), port)}
+	for _, e := range egress {
+		if cidr, port, err := egressRule(e); err == nil {
+			rules = append(rules, rule(cidr, port))
+		}
+	}
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: selector(object)},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{},
-		Egress: []networkingv1.NetworkPolicyEgressRule{{
-			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: fmt.Sprintf("%s/%d", ip, bits)}}},
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &p}, {Protocol: &tcp, Port: &p}},
-		}},
+		Egress:      rules,
 	}
+}
+
+// rule lets a pod reach cidr on port (every port when 0), UDP and TCP.
+func rule(cidr string, port int) networkingv1.NetworkPolicyEgressRule {
+	r := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}}}
+	if port == 0 {
+		return r
+	}
+	p := intstr.FromInt32(int32(port))
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	r.Ports = []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &p}, {Protocol: &tcp, Port: &p}}
+	return r
+}
+
+// egressRule reads an Egress entry, CIDR or CIDR:port ([v6-CIDR]:port for
+// IPv6 with a port); port 0 for every port.
+func egressRule(e string) (cidr string, port int, err error) {
+	cidr = e
+	if i := strings.LastIndex(e, ":"); i > 0 && (strings.Count(e, ":") == 1 || strings.HasPrefix(e, "[")) {
+		cidr = strings.Trim(e[:i], "[]")
+		if port, err = strconv.Atoi(e[i+1:]); err != nil || port < 1 || port > 65535 {
+			return "", 0, errors.New("want CIDR or CIDR:port with a port of 1-65535")
+		}
+	}
+	if _, _, err := net.ParseCIDR(cidr); err != nil {
+		return "", 0, fmt.Errorf("want CIDR or CIDR:port: %w", err)
+	}
+	return cidr, port, nil
 }
 
 // CheckSpec refuses what of s the kubernetes runtime cannot use, before

@@ -53,6 +53,14 @@ func TestObjects(t *testing.T) {
 		len(o.policy.Spec.Ingress) != 0 || len(o.policy.Spec.PolicyTypes) != 2 || o.policy.Spec.PodSelector.MatchLabels[ObjectLabel] != name {
 		t.Errorf("policy %+v", o.policy.Spec)
 	}
+	c.Egress = []string{"160.79.104.0/23:443", "10.1.0.0/16"}
+	if o, err = c.objects(spec, "/home/me/gt", furiosa, "ino-7", "the-token"); err != nil {
+		t.Fatal(err)
+	}
+	if eg := o.policy.Spec.Egress; len(eg) != 3 || eg[1].To[0].IPBlock.CIDR != "160.79.104.0/23" || len(eg[1].Ports) != 2 || eg[1].Ports[1].Port.IntValue() != 443 ||
+		eg[2].To[0].IPBlock.CIDR != "10.1.0.0/16" || len(eg[2].Ports) != 0 {
+		t.Errorf("policy with egress %+v", eg)
+	}
 	if o.secret.StringData[tokenKey] != "the-token" {
 		t.Errorf("secret %v", o.secret.StringData)
 	}
