@@ -3,7 +3,6 @@ package e2e
 import (
 	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,9 +41,10 @@ func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
 	return out
 }
 
-// TryGit runs git in dir and returns its combined output and error.
+// TryGit runs git in dir, beside the agents (Town.Netns), and returns its
+// combined output and error.
 func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
+	cmd := Command(g.Netns.Agent, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = GitEnv(g.Home)
 	out, err := cmd.CombinedOutput()
@@ -79,7 +79,7 @@ func SeedGitTown(t testing.TB) *GitTown {
 // its git origin URL.
 func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
 	gitAddr := tunneltest.FreeAddr(t)
-	p := Start(t, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
+	p := StartIn(t, g.Netns.Agent, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
 	if g.Agents == nil {
 		g.Agents = map[string]*Proc{}
 	}
