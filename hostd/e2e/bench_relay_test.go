@@ -204,7 +204,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 func BenchmarkWANRelay(b *testing.B) {
 	run := func(b *testing.B, e ends) { newRelayBench(b, e).rows(b, 0, nil) }
 	b.Run("rtt=0ms", func(b *testing.B) {
-		b.Run("loss=0%", func(b *testing.B) { run(b, ends{wanLink(b, 0, 0, 0)}) })
+		b.Run("loss=0pct", func(b *testing.B) { run(b, ends{wanLink(b, 0, 0, 0)}) })
 	})
 	b.Run(fmt.Sprintf("rtt=%dms", 2*wanDelay.Milliseconds()), func(b *testing.B) { eachLoss(b, 0, run) })
 }

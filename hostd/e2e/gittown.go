@@ -22,6 +22,8 @@ type GitTown struct {
 	Home   string
 	// Agents are the gt-agent processes Polecat started, by name.
 	Agents map[string]*Proc
+	// Env is more of git's environment, after GitEnv's.
+	Env []string
 }
 
 // GitEnv isolates git from the machine's configuration.
@@ -46,7 +48,7 @@ func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
 func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
 	cmd := Command(g.Netns.Agent, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = GitEnv(g.Home)
+	cmd.Env = append(GitEnv(g.Home), g.Env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -19,6 +19,8 @@ import (
 // clients) at the two ends of an emulated link (internal/linkem): 25 ms
 // each way, a 50 ms round trip, with 0, 1 and 3% of the packets lost each
 // way, and 20 Mbit/s for the rows that move data (git, the data channel).
+// TCP runs Linux's default congestion control, cubic, whatever this
+// host's is (SIDECAR_BENCH_WAN_TCP sets another).
 
 const (
 	wanDelay = 25 * time.Millisecond
@@ -32,14 +34,18 @@ var wanLosses = []int{0, 1, 3}
 // each way (seeded: every run loses the same ones) and rate bits a second
 // (0: no limit).
 func wanLink(b testing.TB, delay time.Duration, loss int, rate int64) *linkem.Link {
-	return linkem.New(b, linkem.Config{Seed: 1, Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
+	tcp := os.Getenv("SIDECAR_BENCH_WAN_TCP")
+	if tcp == "" {
+		tcp = "cubic"
+	}
+	return linkem.New(b, linkem.Config{Seed: 1, TCP: tcp, Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
 }
 
-// eachLoss runs f as the sub-benchmark loss=N% on a new WAN link for each
+// eachLoss runs f as the sub-benchmark loss=Npct on a new WAN link for each
 // of wanLosses.
 func eachLoss(b *testing.B, rate int64, f func(*testing.B, ends)) {
 	for _, loss := range wanLosses {
-		b.Run(fmt.Sprintf("loss=%d%%", loss), func(b *testing.B) { f(b, ends{wanLink(b, wanDelay, loss, rate)}) })
+		b.Run(fmt.Sprintf("loss=%dpct", loss), func(b *testing.B) { f(b, ends{wanLink(b, wanDelay, loss, rate)}) })
 	}
 }
 

@@ -63,6 +63,11 @@ type Config struct {
 	A, B netip.Addr
 	// MTU is both devices' MTU; 1500 when 0.
 	MTU int
+	// TCP is both namespaces' TCP congestion control
+	// (net.ipv4.tcp_congestion_control): "cubic", "reno", or another the
+	// kernel has; empty: what the kernel gives a new namespace, which
+	// follows the host's default.
+	TCP string
 }
 
 // Stats counts what one direction of the link did. Packets in flight are
