@@ -158,11 +158,11 @@ func BenchmarkGit(b *testing.B) {
 
 // BenchmarkWANGit: BenchmarkGit's clone and push across an emulated link
 // (20 Mbit/s, 50 ms round trip, each loss rate) from hostd and from git
-// http-backend behind TLS, on a repository of 2,000 commits (~20 MB
+// http-backend behind TLS, on a repository of 1,000 commits (~10 MB
 // packed; SIDECAR_BENCH_WAN_GIT_COMMITS) and 5 MB pushes, so that a clone
 // takes seconds at the link's rate, not minutes.
 func BenchmarkWANGit(b *testing.B) {
-	src := benchRepo(b, envInt("SIDECAR_BENCH_WAN_GIT_COMMITS", 2000), 10<<10)
+	src := benchRepo(b, envInt("SIDECAR_BENCH_WAN_GIT_COMMITS", 1000), 10<<10)
 	eachLoss(b, wanRate, func(b *testing.B, e ends) {
 		gitRows(b, newGitBench(b, e, src), []string{"https", "ours", "ourstcp"}, envInt("SIDECAR_BENCH_WAN_GIT_PUSH", 5<<20))
 	})

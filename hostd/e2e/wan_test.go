@@ -19,8 +19,9 @@ import (
 // clients) at the two ends of an emulated link (internal/linkem): 25 ms
 // each way, a 50 ms round trip, with 0, 1 and 3% of the packets lost each
 // way, and 20 Mbit/s for the rows that move data (git, the data channel).
-// TCP runs Linux's default congestion control, cubic, whatever this
-// host's is (SIDECAR_BENCH_WAN_TCP sets another).
+// TCP runs the congestion control the kernel gives a new namespace, the
+// host's default (SIDECAR_BENCH_WAN_TCP sets another the kernel allows
+// there: tcp_allowed_congestion_control, and reno).
 
 const (
 	wanDelay = 25 * time.Millisecond
@@ -34,11 +35,7 @@ var wanLosses = []int{0, 1, 3}
 // each way (seeded: every run loses the same ones) and rate bits a second
 // (0: no limit).
 func wanLink(b testing.TB, delay time.Duration, loss int, rate int64) *linkem.Link {
-	tcp := os.Getenv("SIDECAR_BENCH_WAN_TCP")
-	if tcp == "" {
-		tcp = "cubic"
-	}
-	return linkem.New(b, linkem.Config{Seed: 1, TCP: tcp, Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
+	return linkem.New(b, linkem.Config{Seed: 1, TCP: os.Getenv("SIDECAR_BENCH_WAN_TCP"), Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
 }
 
 // eachLoss runs f as the sub-benchmark loss=Npct on a new WAN link for each

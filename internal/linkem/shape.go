@@ -64,9 +64,9 @@ type Config struct {
 	// MTU is both devices' MTU; 1500 when 0.
 	MTU int
 	// TCP is both namespaces' TCP congestion control
-	// (net.ipv4.tcp_congestion_control): "cubic", "reno", or another the
-	// kernel has; empty: what the kernel gives a new namespace, which
-	// follows the host's default.
+	// (net.ipv4.tcp_congestion_control): reno, or another the host's
+	// tcp_allowed_congestion_control lists (outside the host's namespace
+	// the kernel refuses the rest); empty: the host's default.
 	TCP string
 }
 
