@@ -26,6 +26,10 @@ func wan(losses []int) []row {
 			relay(at)("client=process/impl=percall"), "p50-us", micros, 0.5, true)
 	})
 	each(func(_ int, link, at string) row {
+		return vs(link+": relayed `gt status`, the mean (each loss's retransmissions in it) / per-call", relay(at)("client=process/impl=ours"),
+			relay(at)("client=process/impl=percall"), "ns/op", nanos, 0, true)
+	})
+	each(func(_ int, link, at string) row {
 		return row{what: link + ": round trips the link adds to a relayed `gt status`, in its measured round trip; ours (baseline: per-call)",
 			figures: roundTrips(relay(at), local), show: rtts, limit: 1.1, below: true, onOurs: true}
 	})
