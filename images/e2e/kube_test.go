@@ -117,7 +117,7 @@ func kubeImage(t *testing.T, r *rig, containerd string) string {
 	image := "polecat-e2e-k8s:" + r.id
 	ctx := t.TempDir()
 	copyFile(t, r.binary, filepath.Join(ctx, "claude"))
-	dockerfile := fmt.Sprintf("FROM %s\nCOPY --chmod=0755 claude /usr/local/bin/claude\n", r.image)
+	dockerfile := fmt.Sprintf("FROM %s\nCOPY claude /usr/local/bin/claude\n", r.image) // copyFile kept its mode; no BuildKit for --chmod
 	if err := os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(dockerfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
