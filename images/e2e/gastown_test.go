@@ -140,9 +140,12 @@ func TestGasTown(t *testing.T) {
 	flow("bd close", func(t *testing.T) {
 		g.compareOutcomes(t, "bd close", g.run(t, true, "bd", "close", hostBead), g.run(t, false, "bd", "close", boxBead))
 	})
-	flow("gt nudge and gt peek reach the session", func(t *testing.T) {
-		h, b := g.nudgePeek(t, g.host, nudgeText), g.nudgePeek(t, g.box, nudgeText)
-		g.checkRow(t, "gt nudge, then gt peek", h, b, h == b, "")
+	flow("hostd restarted mid-session, then gt nudge and gt peek reach the session", func(t *testing.T) {
+		g.r.restartHostd()
+		g.r.wait(60*time.Second, g.box+" connected again", harness.Connected(g.box, ""))
+		h, b := g.nudgePeek(t, g.host), g.nudgePeek(t, g.box)
+		g.checkRow(t, "hostd restarted; gt nudge, then gt peek", h, b, h == b,
+			"hostd serve killed and started again while both sessions run: the sandbox's agent reconnects and hostd finds its sandbox by its labels")
 	})
 	flow("gt polecat list: both alive", func(t *testing.T) {
 		h, b := g.listed(t, g.host), g.listed(t, g.box)
@@ -162,13 +165,6 @@ func TestGasTown(t *testing.T) {
 		b := g.killed(t, g.box)
 		g.checkRow(t, "sandbox killed ("+g.boxes.kind()+"), gt session restart", "(no sandbox)", b,
 			strings.HasSuffix(b, "; uncommitted work kept; listed working"), "")
-	})
-	flow("hostd restarted mid-session: every polecat found again", func(t *testing.T) {
-		g.r.restartHostd()
-		g.r.wait(60*time.Second, g.box+" connected again", harness.Connected(g.box, ""))
-		const again = "hello again after the restart"
-		h, b := g.nudgePeek(t, g.host, again), g.nudgePeek(t, g.box, again)
-		g.checkRow(t, "hostd restarted: gt nudge, gt peek", h, b, h == b, "")
 	})
 	firstMR := map[string]string{}
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
@@ -605,14 +601,14 @@ func beadID(out string) string {
 	return m[1]
 }
 
-// nudgeText is what the operator first nudges both polecats with.
+// nudgeText is what the operator nudges both polecats with.
 const nudgeText = "hello from the operator"
 
-// nudgePeek nudges the polecat with text from the town, as the
-// operator (or the Witness) does, then checks that the line reached the
-// agent and that gt peek shows it.
-func (g *gasTown) nudgePeek(t *testing.T, name, text string) string {
-	out, err := g.Gt("nudge", g.rig+"/"+name, text).CombinedOutput()
+// nudgePeek nudges the polecat from the town, as the operator (or the
+// Witness) does, then checks that the line reached the agent and that
+// gt peek shows it.
+func (g *gasTown) nudgePeek(t *testing.T, name string) string {
+	out, err := g.Gt("nudge", g.rig+"/"+name, nudgeText).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(g.paneLog)
 		if name == g.box {
@@ -631,7 +627,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name, text string) string {
 		} else {
 			log, _ = output(g.boxes, name, "cat", g.paneLog)
 		}
-		return strings.Contains(log, text)
+		return strings.Contains(log, nudgeText)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !typed() && time.Now().Before(deadline) {
@@ -643,7 +639,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name, text string) string {
 	}
 	res += "; the agent got the line"
 	peek, err := g.Gt("peek", g.rig+"/"+name).CombinedOutput()
-	if err != nil || !strings.Contains(string(peek), text) {
+	if err != nil || !strings.Contains(string(peek), nudgeText) {
 		return res + fmt.Sprintf("; gt peek does not show it (%v)", err)
 	}
 	return res + "; gt peek shows it"
