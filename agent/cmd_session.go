@@ -104,11 +104,10 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	srv := o.server()
-	status, err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env, Tag: o.tag})
-	if err != nil {
+	if err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env, Tag: o.tag}); err != nil {
 		return err
 	}
-	code, err := liveness.WaitSession(ctx, srv, o.name, status, 100*time.Millisecond)
+	code, err := liveness.WaitSession(ctx, srv, o.name, o.tag, 100*time.Millisecond)
 	if errors.Is(err, context.Canceled) {
 		return exit.Status(128 + int(syscall.SIGTERM))
 	}
