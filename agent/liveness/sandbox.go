@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/agent/tmux"
@@ -124,7 +125,14 @@ func StartSession(ctx context.Context, srv tmux.Server, spec SessionSpec) error 
 			sp.Unset = append(sp.Unset, name)
 		}
 	}
-	return srv.Respawn(ctx, spec.Name, sp)
+	old, err := srv.Option(ctx, spec.Name, statusOption)
+	if err == nil {
+		err = srv.Respawn(ctx, spec.Name, sp)
+	}
+	if err == nil && old != "" {
+		_ = os.Remove(old) // the replaced command's, unless it is still ending
+	}
+	return err
 }
 
 // StopSession ends session name (its processes get SIGHUP) when tag is ""
@@ -170,7 +178,10 @@ func WaitSession(ctx context.Context, srv tmux.Server, name, tag string, poll ti
 		if err == nil && found && tag != "" {
 			var now string
 			if now, err = srv.Option(ctx, name, tagOption); err == nil && now != tag {
-				return 0, ErrSessionReplaced
+				// Replaced, unless it went between the two reads.
+				if _, found, err = srv.ReadPane(ctx, name); err == nil && found {
+					return 0, ErrSessionReplaced
+				}
 			}
 		}
 		switch {
@@ -200,15 +211,18 @@ func WaitSession(ctx context.Context, srv tmux.Server, name, tag string, poll ti
 // wrap is the command line run in session name, under 'gt-agent
 // session-run' which records the exit status, the session options that
 // say where and what the command is (for the beats: the pane's own
-// command is the wrapper; cut as they cut it, since tmux takes at most
-// 16 KiB of arguments in one call and Gas Town's command carries a
-// prompt), and that place.
+// command is the wrapper; cut as they cut it: tmux takes at most 16 KiB
+// of arguments in one call), and that place: a file of each start's own,
+// as a replaced command records its status after its successor started.
+// starts numbers this process's starts, for their status files.
+var starts atomic.Int64
+
 func wrap(name string, command []string) (argv []string, opts map[string]string, status string, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("finding gt-agent's own binary: %w", err)
 	}
-	status = filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s.status", os.Getpid(), name))
+	status = filepath.Join(os.TempDir(), fmt.Sprintf("gt-agent-%d-%s-%d.status", os.Getpid(), name, starts.Add(1)))
 	_ = os.Remove(status)
 	argv = append([]string{self, "session-run", "--status-file", status, "--"}, command...)
 	return argv, map[string]string{statusOption: status, commandOption: clip(strings.Join(command, " "), heartbeat.MaxCommand)}, status, nil
