@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -162,6 +163,9 @@ func (s *Service) start(ctx context.Context, rig string, req wire.SandboxRequest
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	spec := liveness.SessionSpec{Name: s.cfg.Session, Command: s.command(req.Command), Dir: s.clone(rig), Env: req.Env, Tag: req.Tag}
+	if _, err := os.Stat(spec.Dir); err != nil {
+		return fmt.Errorf("the session's directory, the rig's clone (prepare makes it): %w", err)
+	}
 	if err := liveness.StartSession(ctx, s.cfg.Tmux, spec); err != nil {
 		return fmt.Errorf("starting the session: %w", err)
 	}

@@ -129,12 +129,15 @@ func statuses(answers []wire.SandboxAnswer) string {
 	return strings.Join(s, ", ")
 }
 
-// TestSession: a session runs in the clone with the variables hostd sends
-// (none on its command line) and its command mapped to the container, and
-// its exit status comes back after it started.
+// TestSession: a session runs in the clone (none without one) with the
+// variables hostd sends (none on its command line) and its command mapped
+// to the container, and its exit status comes back after it started.
 func TestSession(t *testing.T) {
 	f := newFixture(t)
 	dir := filepath.Join(f.work, toast.Rig)
+	if got := statuses(f.do(t, wire.SandboxRequest{Op: wire.SandboxSession, Tag: "t0", Command: []string{"sh"}})); !strings.Contains(got, "failed: the session's directory, the rig's clone") {
+		t.Errorf("a session with no clone: %s, want it refused", got)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +224,7 @@ func TestRefused(t *testing.T) {
 	}{
 		{"unknown operation", `{"op":"exec","tag":"t"}`, "unknown operation"},
 		{"no tag", `{"op":"stop"}`, "needs the session's tag"},
-		{"not JSON", "\x1b[31m", "reading the request"},
+		{"not JSON", "\x1b[31m", "reading the sandbox request"},
 	} {
 		st, err := f.host.OpenStream(context.Background(), wire.KindSandbox, nil)
 		if err != nil {

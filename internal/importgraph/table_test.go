@@ -157,8 +157,9 @@ var table = []row{
 	{pkgs: []string{"hostd/upstream"}, may: []string{"hostd/api", "hostd/state", "hostd/limits", "internal/logging", "internal/settings"},
 		tests: []string{"internal/settings/settingstest"},
 		note:  "the push queue to origin, persisted in `state`"},
-	{pkgs: []string{"hostd/sandbox"}, may: []string{"hostd/api", "hostd/state", "tunnel/wire", "internal/logging"},
-		note: "hostd run's containers; its panes and failed starts in `state`"},
+	{pkgs: []string{"hostd/sandbox"}, may: []string{"hostd/api", "hostd/registry", "hostd/state", "tunnel/wire", "internal/logging"},
+		tests: []string{"hostd/registry/registrytest", "tunnel", "tunnel/tunneltest"},
+		note:  "hostd run's containers; its panes and failed starts in `state`; the sandbox channel's host half on `registry`'s current tunnels"},
 	{pkgs: []string{"hostd/limits"}, may: []string{"tunnel/wire"}, note: "the per-polecat budgets, and `sidecar_limit_hits_total`, in which each service that refuses what a polecat asks counts it"},
 	{pkgs: []string{"hostd/state"}, may: []string{"tunnel/wire", "internal/atomicfile"}, note: "the runtime directory and its JSON state"},
 

@@ -138,22 +138,24 @@ func gitIdentity(ctx context.Context, dir string, getenv func(string) string) (n
 	return name, config("user.email")
 }
 
-// sessionEnv is the names of environ's variables a session gets: those
-// under forwarded, and extra.
+// sessionEnv is the variables of environ a session gets, NAME=value
+// each: those under forwarded, and those named in extra.
 func sessionEnv(environ, extra []string) []string {
-	names := slices.Clone(extra)
+	var env []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(extra, name) {
+			env = append(env, kv)
+			continue
+		}
 		if strings.HasPrefix(name, "GT_PROXY_") || strings.HasPrefix(name, "GT_AGENT_") {
 			continue
 		}
-		for _, p := range forwarded {
-			if strings.HasPrefix(name, p) && !slices.Contains(names, name) {
-				names = append(names, name)
-			}
+		if slices.ContainsFunc(forwarded, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			env = append(env, kv)
 		}
 	}
-	return names
+	return env
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
