@@ -149,3 +149,37 @@ func TestRunCapsOutput(t *testing.T) {
 		t.Errorf("the error kept more than %d bytes of error output: %d", maxError, len(fmt.Sprint(err)))
 	}
 }
+
+// TestInspect: what the runtime says of a container, read back: whose it
+// is, whether it runs, and for one that ran and stopped its exit as the
+// Problem; no such container is none, not an error. The runtime is a
+// stand-in that prints what docker's inspect would.
+func TestInspect(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      Info
+	}{
+		{"running", "true\t/t\tgastown/toast\th1\trunning\t0\t", Info{Exists: true, Running: true, Town: "/t", Polecat: "gastown/toast", Home: "h1"}},
+		{"exited", "false\t/t\tgastown/toast\th1\texited\t1\t", Info{Exists: true, Town: "/t", Polecat: "gastown/toast", Home: "h1", Problem: "exited with status 1"}},
+		{"did not start", "false\t/t\tgastown/toast\t\texited\t127\texec: \"gt-agent\": not found\n", Info{Exists: true, Town: "/t", Polecat: "gastown/toast",
+			Problem: `exited with status 127: exec: "gt-agent": not found`}},
+		{"created", "false\t/t\tgastown/toast\t\tcreated\t0\t", Info{Exists: true, Town: "/t", Polecat: "gastown/toast"}},
+		{"before the status was asked for", "true\t/t\tgastown/toast", Info{Exists: true, Running: true, Town: "/t", Polecat: "gastown/toast"}},
+		{"none", "", Info{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "docker")
+			script := "#!/bin/sh\nprintf '%s' '" + tt.out + "'\n"
+			if tt.out == "" {
+				script = "#!/bin/sh\necho 'Error response from daemon: No such container: x' >&2\nexit 1\n"
+			}
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := (CLI{Bin: bin}).Inspect(context.Background(), "gt-gastown-toast"); err != nil || got != tt.want {
+				t.Errorf("Inspect = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -174,3 +174,34 @@ func TestRunRemovesWhatItMade(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWaitsForTheAgent: while the sandbox it made has not run yet and
+// its agent has not connected, hostd run says every few seconds that it
+// waits, with the runtime's reason; a reason that stays fails the start
+// with it, and the sandbox goes. The runtime is a stand-in whose sandbox,
+// once made, is forever restarting.
+func TestRunWaitsForTheAgent(t *testing.T) {
+	town, _ := clitest.StartHostd(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "docker")
+	script := "#!/bin/sh\ncd " + dir + "\necho \"$*\" >> calls\ncase \"$1 $2\" in\n" +
+		"'container inspect') [ -e made ] || { echo \"Error response from daemon: No such container: $4\" >&2; exit 1; }\n" +
+		"  printf 'false\\t%s\\tgastown/toast\\t\\trestarting\\t1\\t\\n' " + town + ";;\n" +
+		"create*) touch made;;\nesac\nexit 0\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GT_RIG", "gastown")
+	t.Setenv("GT_POLECAT", "toast")
+	out, code := hostd.Run(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
+	want := "hostd: gastown/toast not started: the sandbox gt-gastown-toast does not start: restarting with status 1"
+	if code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("hostd run: exit %d, %q; want %q", code, out, want)
+	}
+	if n := strings.Count(out, "hostd run: waiting for the agent of gastown/toast to connect (restarting with status 1)\n"); n < 3 {
+		t.Errorf("hostd run said %d times that it waits, want one every 5 s:\n%s", n, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calls")); !strings.Contains(string(b), "\nrm -f -v gt-gastown-toast\n") {
+		t.Errorf("the sandbox it made was not removed; the runtime ran:\n%s", b)
+	}
+}
