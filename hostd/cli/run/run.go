@@ -72,6 +72,13 @@ pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
 The first session makes the sandbox: a one-time join token, gt-agent up in
 the container (watching the session), and a clone of the rig on the
 polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
+The runtime only makes, starts, inspects and removes the container; the
+clone, the git identity and each session are asked of its agent over the
+polecat's own tunnel, through hostd serve (no docker exec). Until the agent
+has connected, a line every 5 s says hostd run waits, with the runtime's
+reason when it gives one; a container that stops first, or a reason that
+stays 20 s, fails the start. A session outlives its stream: when the
+tunnel reconnects or hostd serve restarts, hostd run waits for it again.
 Every later session (gt session restart, a respawn, the polecat's own gt
 handoff --cycle: hostd serve respawns the pane hostd run records in
 <town>/.runtime/hostd/panes) starts in the same container,
@@ -90,7 +97,8 @@ Before it makes or starts anything, hostd run checks that hostd serve
 answers on the town's control socket, that the runtime's CLI is installed
 and its engine answers, and, for a sandbox not made yet, that the image is
 among the runtime's local images (hostd run does not pull). A start that
-fails, there or later (a first clone that fails), prints one line saying
+fails, there or later (an agent that does not connect, a clone that
+fails), prints one line saying
 what to do, exits with status 1, removes the sandbox it made, if any, and
 is reported to hostd serve, which logs it and shows it in 'hostd status'
 until the polecat's next start succeeds; with serve down, hostd run
