@@ -95,22 +95,27 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// exchange is one request on a sandbox stream: its answers, and the
-// stream's close, which ctx ending also does.
+// exchange is one request on a sandbox stream and its answers.
 type exchange struct {
+	conn    io.ReadWriteCloser
+	stop    func() bool
 	answers *wire.SandboxAnswers
-	Close   func()
 }
 
-// send writes req on conn, a sandbox stream.
+// send writes req on conn, a sandbox stream, which ctx ending closes.
 func send(ctx context.Context, conn io.ReadWriteCloser, req wire.SandboxRequest) (*exchange, error) {
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	x := &exchange{answers: wire.NewSandboxAnswers(conn), Close: func() { stop(); conn.Close() }}
+	x := &exchange{conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() }), answers: wire.NewSandboxAnswers(conn)}
 	if err := wire.WriteSandboxRequest(conn, req); err != nil {
 		x.Close()
 		return nil, fmt.Errorf("sending the %s request: %w", req.Op, err)
 	}
 	return x, nil
+}
+
+// Close closes the stream.
+func (x *exchange) Close() {
+	x.stop()
+	x.conn.Close()
 }
 
 // next is the next answer; a failure's error is the agent's reason.
