@@ -13,6 +13,9 @@ LDFLAGS   := -s -w -X $(CLI).version=$(VERSION) -X $(CLI).revision=$(REVISION) -
 BENCHTIME ?= 500ms
 COUNT     ?= 6
 GITCOUNT  ?= 4
+# make bench-wan: -count of each WAN benchmark; its relay rows time RELAYWAN commands each.
+WANCOUNT  ?= 1
+RELAYWAN  ?= 60x
 FUZZTIME  ?= 20s
 IMAGE     ?= polecat:$(VERSION)
 BASE_IMAGE  ?=
@@ -35,7 +38,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 # the platforms hostd ships for besides linux/amd64 (Gas Town's operators mostly run macOS)
 CROSS     := darwin/arm64 darwin/amd64 linux/arm64
 
-.PHONY: help build test bench bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick clean
+.PHONY: help build test bench bench-wan bench-quick bench-deps demo lint cross release-snapshot release-check yamux-check yamux-patch fuzz image e2e gastown-tools e2e-gastown soak soak-quick k8s-local-build k8s-local-up k8s-local-down k8s-local-smoke test-k8s e2e-k8s clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -55,12 +58,12 @@ test: ## run every test (real sockets, real binaries); make lint vets
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
-bench: ## print the benchmark tables and the one table of ours / baseline with targets (medians; about 12 minutes on 2 cores)
+bench: ## print the benchmark tables and the one table of ours / baseline with targets, the WAN rows too as root (medians; about 12 minutes on 2 cores, and bench-wan's 10)
 	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN) && rm -f $(BIN)/bench-*.txt $(BIN)/bench-*.prof && date +%s > $(BIN)/bench-started
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'Relay|Nudge|ShimStart' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'Git' -benchtime 1x -count $(GITCOUNT) ./hostd/e2e/ | tee -a $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^Benchmark(StreamRTT|Bulk|Connect)$$' -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^Benchmark(Relay|Nudge|ShimStart)' -benchtime $(BENCHTIME) -count $(COUNT) ./hostd/e2e/ | tee $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^BenchmarkGit$$' -benchtime 1x -count $(GITCOUNT) ./hostd/e2e/ | tee -a $(BIN)/bench-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) ./heartbeat/ | tee $(BIN)/bench-beat.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@# hostd's CPU profile over each measured window, for 'go tool pprof' (the last count's is kept)
 	SIDECAR_BENCH_CPUPROFILE=$(CURDIR)/$(BIN)/bench-agents.prof $(GO) test -run '^$$' -bench HostdAgents -benchtime 20x -count 3 ./hostd/e2e/ | tee $(BIN)/bench-agents.txt | grep -E '^(Benchmark|ok|FAIL)'
@@ -81,21 +84,35 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@$(GO) tool benchstat -col /agents $(BIN)/bench-agents.txt
 	@echo; echo "== reconnect storm: 2000 agents, hostd restarted under them (median of 3 restarts)"
 	@grep -h '^Benchmark' $(BIN)/bench-storm.txt || echo "(the storm did not run to the end: $(BIN)/bench-storm.txt says why)"
-	SIDECAR_BENCH_CPUPROFILE=$(CURDIR)/$(BIN)/bench-sync.prof $(GO) test -run '^$$' -bench Sync -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_CPUPROFILE=$(CURDIR)/$(BIN)/bench-sync.prof $(GO) test -run '^$$' -bench '^BenchmarkSync$$' -benchtime 1x -count 3 -timeout 30m ./hostd/e2e/ | tee $(BIN)/bench-sync.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== data: hostd sync push and pull of ~500 MB in 10,004 files beside tar|zstd|tar and rsync -a between local directories"
 	@$(GO) tool benchstat -col /impl $(BIN)/bench-sync.txt
 	@echo; echo "== where hostd's CPU goes with 2000 agents beating ($(BIN)/bench-agents.prof) and in a pull of 100 changed files ($(BIN)/bench-sync.prof)"
 	@for p in agents sync; do echo "-- $$p"; $(GO) tool pprof -top -cum -nodecount=20 $(BIN)/bench-$$p.prof 2>/dev/null | sed -n '/flat%/,$$p'; done
 	@# the whole run's own time, as a benchmark result line, for the table's last row
 	@echo "BenchmarkMakeBench 1 $$(( ($$(date +%s) - $$(cat $(BIN)/bench-started)) * 1000000000 )) ns/op" > $(BIN)/bench-make.txt
+	@# the WAN rows, timed apart (their own last row)
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bench-wan; else echo; echo "(the WAN rows need root: not run)"; fi
 	@echo; echo "== the table: each row ours beside its baseline from this run (medians), the ratio and the target ($(BIN)/bench-table.md)"
 	@$(GO) run ./hostd/e2e/benchtable -all $(BIN)/bench-*.txt | tee $(BIN)/bench-table.md
 
+bench-wan: ## the WAN rows (as root): hostd and the baselines' servers at one end of an emulated link (internal/linkem), agents and clients at the other; 50 ms RTT at 0, 1 and 3% loss, 20 Mbit/s for bulk, git and data (about 10 minutes)
+	@[ "$$(id -u)" = 0 ] || { echo "the WAN rows need root (network namespaces, TUN devices)"; exit 1; }
+	@command -v rsync >/dev/null && command -v iptables >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || { echo "the WAN rows need rsync, sshd and iptables: make bench-deps"; exit 1; }
+	@mkdir -p $(BIN) && rm -f $(BIN)/bench-wan-*.txt && date +%s > $(BIN)/bench-wan-started
+	@echo "== WAN: 25 ms each way, 0, 1 and 3% of the packets lost each way (seed 1), 20 Mbit/s for bulk, git and data; TCP: $${SIDECAR_BENCH_WAN_TCP:-$$(cat /proc/sys/net/ipv4/tcp_congestion_control)}"
+	$(GO) test -run '^$$' -bench '^BenchmarkWANBulk$$' -benchtime 1x -count $(WANCOUNT) ./tunnel/ | tee $(BIN)/bench-wan-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^BenchmarkWANRelay$$' -benchtime $(RELAYWAN) -count $(WANCOUNT) ./hostd/e2e/ | tee $(BIN)/bench-wan-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^BenchmarkWAN(Git|Sync|Liveness)$$' -benchtime 1x -count $(WANCOUNT) -timeout 60m ./hostd/e2e/ | tee -a $(BIN)/bench-wan-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	@echo "BenchmarkMakeBenchWAN 1 $$(( ($$(date +%s) - $$(cat $(BIN)/bench-wan-started)) * 1000000000 )) ns/op" > $(BIN)/bench-wan-make.txt
+	@echo; echo "== the WAN rows: ours beside what an operator would use on the same link, the ratio and the target ($(BIN)/bench-wan-table.md)"
+	@$(GO) run ./hostd/e2e/benchtable $(BIN)/bench-wan-*.txt | tee $(BIN)/bench-wan-table.md
+
 bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer runs (a quick check, under 3 minutes)
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench 'Bulk' -benchtime 1s -count 3 ./tunnel/ | tee $(BIN)/quick-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
-	$(GO) test -run '^$$' -bench 'RelayRoundTrip|RelayTrace' -benchtime 60x -count 3 ./hostd/e2e/ | tee $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
-	SIDECAR_BENCH_GIT_COMMITS=4000 SIDECAR_BENCH_GIT_PUSH=10485760 $(GO) test -run '^$$' -bench 'Git' -benchtime 1x -count 3 ./hostd/e2e/ | tee -a $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^BenchmarkBulk$$' -benchtime 1s -count 3 ./tunnel/ | tee $(BIN)/quick-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -run '^$$' -bench '^Benchmark(RelayRoundTrip|RelayTrace)$$' -benchtime 60x -count 3 ./hostd/e2e/ | tee $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
+	SIDECAR_BENCH_GIT_COMMITS=4000 SIDECAR_BENCH_GIT_PUSH=10485760 $(GO) test -run '^$$' -bench '^BenchmarkGit$$' -benchtime 1x -count 3 ./hostd/e2e/ | tee -a $(BIN)/quick-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	@echo; echo "== tunnel bulk: ours beside the bare transport"
 	@$(GO) tool benchstat -col /impl $(BIN)/quick-tunnel.txt
 	@echo; echo "== relay: ours beside direct execution and a per-call mTLS HTTPS POST"
@@ -105,8 +122,9 @@ bench-quick: ## the relay, tunnel-bulk and git rows alone, smaller and fewer run
 	@echo; echo "== the table's rows for these"
 	@$(GO) run ./hostd/e2e/benchtable $(BIN)/quick-*.txt
 
-bench-deps: ## install what make bench compares with (Debian: zstd, rsync)
-	command -v zstd >/dev/null && command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync; }
+bench-deps: ## install what make bench compares with (Debian: zstd, rsync, and for the WAN rows openssh-server and iptables)
+	command -v zstd >/dev/null && command -v rsync >/dev/null && command -v iptables >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd rsync openssh-server iptables; }
 
 demo: build ## show the whole product working on this machine, then clean up
 	./docs/demo.sh
@@ -152,12 +170,49 @@ soak: ## the soak (root, Docker): SOAK_AGENTS agents and 3 containers under over
 soak-quick: ## the soak for 60 s (what CI runs)
 	$(MAKE) --no-print-directory soak SOAK_DURATION=60s SOAK_TIMEOUT=20m
 
+# The local Kubernetes cluster (images/k8s-local/README.md): built once into
+# K8S_LOCAL_HOME (default ${XDG_CACHE_HOME:-~/.cache}/k8s-local), one at a
+# time on a machine (fixed ports).
+K8S_LOCAL := images/k8s-local
+K8S_IMAGE := polecat-k8s:$(VERSION)
+
+k8s-local-build: ## build the local Kubernetes cluster (v1.34.2 and etcd from the Go module proxy) into its cache, once: 12-36 minutes cold, nothing when cached
+	$(K8S_LOCAL)/up.sh build
+
+k8s-local-up: ## start the local single-node cluster (root; built first when not cached): node Ready in about 10 s; its kubeconfig is run/pki/admin.kubeconfig in K8S_LOCAL_HOME
+	$(K8S_LOCAL)/up.sh
+
+k8s-local-down: ## stop the local cluster and remove what it left (the cache stays)
+	$(K8S_LOCAL)/down.sh
+
+k8s-local-smoke: ## the local cluster's own checks: a pod, logs, exec, a volume across pods, pod to host over TCP and UDP
+	$(K8S_LOCAL)/smoke.sh
+
+test-k8s: ## the kubernetes runtime on the local cluster (make k8s-local-up first): the polecat image imported into its containerd, then the tests of tag k8s
+	$(MAKE) --no-print-directory image IMAGE=$(K8S_IMAGE)
+	. $(K8S_LOCAL)/env.sh && docker save $(K8S_IMAGE) | ctr -a "$$CTRD_SOCK" -n k8s.io images import - && \
+		KUBECONFIG=$$KUBECONFIG_ADMIN KUBECTL=$$K8S_LOCAL_BIN/kubectl K8S_LOCAL_NODE_IP=$$K8S_LOCAL_NODE_IP K8S_POLECAT_IMAGE=$(K8S_IMAGE) \
+		$(GO) test -tags k8s -count=1 -v -timeout 15m ./hostd/sandbox/kube/
+
+e2e-k8s: gastown-tools k8s-local-build ## the Kubernetes suite (root): the local cluster up; the kubernetes runtime's tests; the Gas Town suite with the container polecat's sandbox on the cluster (hostd run, sandbox.runtime kubernetes); the cluster down at the end
+	$(MAKE) --no-print-directory image IMAGE=$(E2E_IMAGE)
+	CGO_ENABLED=0 $(GO) test -tags e2e,gastown -c -o $(BIN)/e2e-gastown.test ./images/e2e
+	@start=$$(date +%s); . $(K8S_LOCAL)/env.sh && trap '$(CURDIR)/$(K8S_LOCAL)/down.sh' EXIT && $(K8S_LOCAL)/up.sh && \
+	docker save $(E2E_IMAGE) | ctr -a "$$CTRD_SOCK" -n k8s.io images import - >/dev/null && \
+	KUBECONFIG=$$KUBECONFIG_ADMIN KUBECTL=$$K8S_LOCAL_BIN/kubectl K8S_LOCAL_NODE_IP=$$K8S_LOCAL_NODE_IP K8S_POLECAT_IMAGE=$(E2E_IMAGE) \
+		$(GO) test -tags k8s -count=1 -v -timeout 15m ./hostd/sandbox/kube/ && \
+	cd images/e2e && E2E_RUNTIME=kubernetes E2E_KUBECTL=$$K8S_LOCAL_BIN/kubectl E2E_KUBECONFIG=$$KUBECONFIG_ADMIN \
+		E2E_CONTAINERD=$$CTRD_SOCK E2E_NODE_IP=$$K8S_LOCAL_NODE_IP GASTOWN_TOOLS=$(GASTOWN_TOOLS) E2E_IMAGE=$(E2E_IMAGE) E2E_REMOVE_IMAGE=1 \
+		../../$(BIN)/e2e-gastown.test -test.v -test.run '^TestGasTown$$' -test.timeout 25m && \
+	echo "e2e-k8s: passed in $$(( $$(date +%s) - start ))s with the cluster up"
+
 lint: ## gofmt, go vet, actionlint over .github/workflows, and the yamux copy against upstream
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./images/e2e
 	$(GO) vet -tags e2e,gastown ./images/e2e
 	$(GO) vet -tags e2e,soak ./images/e2e
+	$(GO) vet -tags k8s ./hostd/sandbox/kube
 	cd tools && $(GO) vet ./releasecheck
 	$(TOOL) actionlint
 	$(MAKE) --no-print-directory yamux-check

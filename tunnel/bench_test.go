@@ -3,11 +3,15 @@ package tunnel_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
+	"time"
 
+	"github.com/polecat-sidecar/sidecar/internal/linkem"
 	"github.com/polecat-sidecar/sidecar/tunnel/internal/yamux"
 	"github.com/quic-go/quic-go"
 
@@ -20,15 +24,55 @@ import (
 // (impl=baseline), same run, same certificates, same flow-control windows:
 // quic-go for QUIC; for TCP, bare yamux over TLS (stream open) and bare TLS
 // (bulk, handshake). 'make bench' prints them side by side with
-// benchstat -col /impl.
+// benchstat -col /impl. BenchmarkWANBulk runs the bulk rows across an
+// emulated link (make bench-wan).
 
 const bulkSize = 64 << 20
+
+// The WAN rows' link, as hostd/e2e's (wan_test.go): 25 ms each way, 20
+// Mbit/s, each loss rate; 8 MiB a bulk, seconds at the link's rate.
+const (
+	wanDelay    = 25 * time.Millisecond
+	wanRate     = 20_000_000
+	wanBulkSize = 8 << 20
+)
 
 type bench struct {
 	ca             *tunneltest.CA
 	srvTLS, cliTLS *tls.Config
 	sc             tunnel.ServerConfig
 	cc             tunnel.ClientConfig
+	// link, when set, puts the servers in its A and the clients in its
+	// B; else both are on loopback.
+	link *linkem.Link
+}
+
+// onServer and onClient call f with the sockets it opens at that end.
+func (be *bench) onServer(b *testing.B, f func() error) {
+	be.on(b, func(l *linkem.Link) *linkem.Namespace { return l.A }, f)
+}
+func (be *bench) onClient(b *testing.B, f func() error) {
+	be.on(b, func(l *linkem.Link) *linkem.Namespace { return l.B }, f)
+}
+
+func (be *bench) on(b *testing.B, end func(*linkem.Link) *linkem.Namespace, f func() error) {
+	var err error
+	if be.link == nil {
+		err = f()
+	} else {
+		err = end(be.link).Run(f)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// serverAddr is an address for a server to listen on, any port.
+func (be *bench) serverAddr() string {
+	if be.link == nil {
+		return "127.0.0.1:0"
+	}
+	return be.link.A.Addr.String() + ":0"
 }
 
 func newBench(b *testing.B) *bench {
@@ -70,10 +114,8 @@ func echoOne(rw io.ReadWriter) { _, _ = io.Copy(rw, rw) }
 
 // server starts our tunnel server with echo and sink streams.
 func (be *bench) server(b *testing.B) string {
-	ln, err := tunnel.Listen("127.0.0.1:0", be.sc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	var ln *tunnel.Listener
+	be.onServer(b, func() (err error) { ln, err = tunnel.Listen(be.serverAddr(), be.sc); return err })
 	b.Cleanup(func() { ln.Close() })
 	mux := tunnel.NewServeMux()
 	mux.HandleFunc(wire.KindPing, func(_ context.Context, st *tunnel.Stream) { echoOne(st); _ = st.CloseWrite() })
@@ -94,10 +136,8 @@ func (be *bench) server(b *testing.B) string {
 func (be *bench) dial(b *testing.B, addr, transport string) *tunnel.Session {
 	cc := be.cc
 	cc.Transport = transport
-	s, err := tunnel.Dial(context.Background(), addr, cc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	var s *tunnel.Session
+	be.onClient(b, func() (err error) { s, err = tunnel.Dial(context.Background(), addr, cc); return err })
 	return s
 }
 
@@ -122,10 +162,8 @@ func (be *bench) ours(b *testing.B, transport, kind string, size int64, body fun
 
 // rawQUIC starts a bare quic-go server running serve on every stream.
 func (be *bench) rawQUIC(b *testing.B, serve func(*quic.Stream)) string {
-	ln, err := quic.ListenAddr("127.0.0.1:0", be.srvTLS, quicConf())
-	if err != nil {
-		b.Fatal(err)
-	}
+	var ln *quic.Listener
+	be.onServer(b, func() (err error) { ln, err = quic.ListenAddr(be.serverAddr(), be.srvTLS, quicConf()); return err })
 	b.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -148,10 +186,11 @@ func (be *bench) rawQUIC(b *testing.B, serve func(*quic.Stream)) string {
 }
 
 func (be *bench) rawQUICConn(b *testing.B, addr string) *quic.Conn {
-	c, err := quic.DialAddr(context.Background(), addr, be.cliTLS, quicConf())
-	if err != nil {
-		b.Fatal(err)
-	}
+	var c *quic.Conn
+	be.onClient(b, func() (err error) {
+		c, err = quic.DialAddr(context.Background(), addr, be.cliTLS, quicConf())
+		return err
+	})
 	b.Cleanup(func() { c.CloseWithError(0, "") })
 	return c
 }
@@ -159,10 +198,8 @@ func (be *bench) rawQUICConn(b *testing.B, addr string) *quic.Conn {
 // rawTLS starts a bare TLS server; with mux, each connection is a yamux
 // session whose streams run serve, else the connection itself does.
 func (be *bench) rawTLS(b *testing.B, mux bool, serve func(net.Conn)) string {
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", be.srvTLS)
-	if err != nil {
-		b.Fatal(err)
-	}
+	var ln net.Listener
+	be.onServer(b, func() (err error) { ln, err = tls.Listen("tcp", be.serverAddr(), be.srvTLS); return err })
 	b.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -247,11 +284,30 @@ func BenchmarkStreamRTT(b *testing.B) {
 // BenchmarkBulk sends 64 MiB on one stream and waits for the receiver's
 // acknowledgement.
 func BenchmarkBulk(b *testing.B) {
-	be := newBench(b)
+	newBench(b).bulk(b, bulkSize, "transport=quic/impl=baseline", "transport=quic/impl=ours", "transport=tcp/impl=baseline", "transport=tcp/impl=ours")
+}
+
+// BenchmarkWANBulk: BenchmarkBulk's 8 MiB across an emulated link, 50 ms
+// round trip, 20 Mbit/s, 0, 1 and 3% of the packets lost each way: ours
+// on QUIC and on the TCP fallback beside bare TLS over TCP, with the
+// host's TCP congestion control unless SIDECAR_BENCH_WAN_TCP names one.
+func BenchmarkWANBulk(b *testing.B) {
+	for _, loss := range []int{0, 1, 3} {
+		b.Run(fmt.Sprintf("loss=%dpct", loss), func(b *testing.B) {
+			be := newBench(b)
+			be.link = linkem.New(b, linkem.Config{Seed: 1, TCP: os.Getenv("SIDECAR_BENCH_WAN_TCP"),
+				Shape: linkem.Shape{Delay: wanDelay, Loss: float64(loss) / 100, Rate: wanRate}})
+			be.bulk(b, wanBulkSize, "transport=quic/impl=ours", "transport=tcp/impl=ours", "transport=tcp/impl=baseline")
+		})
+	}
+}
+
+// bulk runs the named bulk rows, each sending size bytes on one stream.
+func (be *bench) bulk(b *testing.B, size int, rows ...string) {
 	data := make([]byte, 256<<10)
 	push := func(b *testing.B, w io.Writer, closeWrite func() error, r io.Reader) {
-		for sent := 0; sent < bulkSize; sent += len(data) {
-			if _, err := w.Write(data); err != nil {
+		for sent := 0; sent < size; sent += len(data) {
+			if _, err := w.Write(data[:min(len(data), size-sent)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -262,37 +318,40 @@ func BenchmarkBulk(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("transport=quic/impl=baseline", func(b *testing.B) {
-		c := be.rawQUICConn(b, be.rawQUIC(b, func(s *quic.Stream) { sink(s) }))
-		b.SetBytes(bulkSize)
-		for b.Loop() {
-			s, err := c.OpenStreamSync(context.Background())
-			if err != nil {
-				b.Fatal(err)
+	impls := map[string]func(*testing.B){
+		"transport=quic/impl=baseline": func(b *testing.B) {
+			c := be.rawQUICConn(b, be.rawQUIC(b, func(s *quic.Stream) { sink(s) }))
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				s, err := c.OpenStreamSync(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				push(b, s, s.Close, s)
 			}
-			push(b, s, s.Close, s)
-		}
-	})
-	b.Run("transport=quic/impl=ours", func(b *testing.B) {
-		be.ours(b, tunnel.TransportQUIC, "sink", bulkSize, func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
-	})
-	b.Run("transport=tcp/impl=baseline", func(b *testing.B) {
-		addr := be.rawTLS(b, false, func(c net.Conn) { sink(c) })
-		b.SetBytes(bulkSize)
-		for b.Loop() {
-			b.StopTimer()
-			c, err := tls.Dial("tcp", addr, be.cliTLS)
-			if err != nil {
-				b.Fatal(err)
+		},
+		"transport=quic/impl=ours": func(b *testing.B) {
+			be.ours(b, tunnel.TransportQUIC, "sink", int64(size), func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
+		},
+		"transport=tcp/impl=baseline": func(b *testing.B) {
+			addr := be.rawTLS(b, false, func(c net.Conn) { sink(c) })
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				b.StopTimer()
+				var c *tls.Conn
+				be.onClient(b, func() (err error) { c, err = tls.Dial("tcp", addr, be.cliTLS); return err })
+				b.StartTimer()
+				push(b, c, c.CloseWrite, c)
+				c.Close()
 			}
-			b.StartTimer()
-			push(b, c, c.CloseWrite, c)
-			c.Close()
-		}
-	})
-	b.Run("transport=tcp/impl=ours", func(b *testing.B) {
-		be.ours(b, tunnel.TransportTCP, "sink", bulkSize, func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
-	})
+		},
+		"transport=tcp/impl=ours": func(b *testing.B) {
+			be.ours(b, tunnel.TransportTCP, "sink", int64(size), func(st *tunnel.Stream) { push(b, st, st.CloseWrite, st) })
+		},
+	}
+	for _, name := range rows {
+		b.Run(name, impls[name])
+	}
 }
 
 // BenchmarkConnect establishes a session from cold: our Dial includes the

@@ -34,16 +34,19 @@ PATH: not this project's container shim, and the versions hostd is tested
 with), the control socket (hostd serve answering), hostd's ports (listen on
 UDP and TCP, admin_listen, metrics_listen: free, or held by the hostd serve
 that answers), the kernel's confinement of relayed commands (Landlock,
-sandbox-exec), the container runtime (sandbox.runtime) and the polecat image
-(sandbox.image: there, its gt-agent built as this hostd), each rig's
+sandbox-exec), the container runtime (sandbox.runtime: docker's or
+podman's engine answering; kubernetes: its API server answering with the
+kubeconfig, the namespace there) and the polecat image (sandbox.image:
+there, its gt-agent built as this hostd; kubernetes: on a node when
+image_pull_policy is Never), each rig's
 runtime.exec_wrapper (hostd run, as Gas Town picks a rig's wrapper), and
 free disk on the town's filesystem for the data channel
 (sync.max_stored_bytes per polecat).
 
 It takes serve's flags, as 'hostd config show' does: 'hostd doctor --listen
 :9000' checks what 'hostd serve --listen :9000' needs. hostd run's settings
-(sandbox.*) come from config.yaml and HOSTD_* variables, as hostd run reads
-them.
+(sandbox.*, sandbox.kubernetes.*) come from config.yaml and HOSTD_*
+variables, as hostd run reads them.
 
 It exits 0 when every check is ok, 1 with warnings, 2 with a failure. With
 --json it prints one object: status, and checks, each {check, status,
@@ -63,7 +66,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, _ []string) error {
 		Town: o.Town(), TrustDomain: o.Viper.GetString("trust_domain"), Settings: invalid, ProxyCADir: ca.ProxyCADir(),
 		GT: cfg.Relay.Binaries["gt"], BD: cfg.Relay.Binaries["bd"],
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, MetricsListen: cfg.MetricsListen,
-		AllowUnconfined: cfg.Relay.AllowUnconfined, Runtime: cfg.SandboxRuntime, MaxStoredBytes: cfg.Data.MaxStoredBytes,
+		AllowUnconfined: cfg.Relay.AllowUnconfined, Runtime: o.serve.Runtime(), MaxStoredBytes: cfg.Data.MaxStoredBytes,
 		// hostd run's own, as it reads them (its flags' defaults included)
 		Image: o.Viper.GetString("sandbox.image"), Agent: o.Viper.GetString("sandbox.agent"),
 		Hostd: sharedcli.ReadBuild(),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,10 +30,6 @@ const (
 // its CLI installed and its engine answering.
 func Runtime(ctx context.Context, rt sandbox.CLI) Line {
 	const check = "runtime"
-	switch filepath.Base(rt.Bin) {
-	case "kubectl", "kubernetes":
-		return fail(check, "set sandbox.runtime to docker or podman", "sandbox.runtime is %s: hostd run drives docker or podman; Kubernetes is not implemented yet", rt.Bin)
-	}
 	_, err := runtimeOutput(ctx, rt, runtimeTimeout, "info")
 	switch {
 	case errors.Is(err, sandbox.ErrNoRuntime):

@@ -41,8 +41,7 @@ esac
 `, r.info, r.image, r.labelVersion, r.labelRevision, r.run, r.runExit))
 }
 
-// TestRuntime: the runtime's CLI is installed and its engine answers;
-// Kubernetes is not a runtime hostd run drives yet.
+// TestRuntime: the runtime's CLI is installed and its engine answers.
 func TestRuntime(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -55,7 +54,6 @@ func TestRuntime(t *testing.T) {
 			return engine{info: 1, down: "Cannot connect to the Docker daemon at unix:///var/run/docker.sock"}.standIn(t)
 		}, Fail, "engine does not answer: ", "start its engine"},
 		{"not installed", func(t *testing.T) string { t.Setenv("PATH", t.TempDir()); return "docker" }, Fail, "docker is not installed", "install Docker"},
-		{"kubernetes", func(*testing.T) string { return "kubectl" }, Fail, "Kubernetes is not implemented yet", "docker or podman"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
-	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/runtimes"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 )
 
@@ -32,9 +32,10 @@ type Config struct {
 	Listen, AdminListen, MetricsListen string
 	// AllowUnconfined is relay.allow_unconfined.
 	AllowUnconfined bool
-	// Runtime, Image and Agent are hostd run's sandbox.runtime,
-	// sandbox.image and sandbox.agent.
-	Runtime, Image, Agent string
+	// Runtime is sandbox.runtime and sandbox.kubernetes.*; Image and
+	// Agent are hostd run's sandbox.image and sandbox.agent.
+	Runtime      runtimes.Config
+	Image, Agent string
 	// Hostd is hostd's own build, which the image's gt-agent should be.
 	Hostd cli.Build
 	// MaxStoredBytes is the data channel's budget per polecat
@@ -65,8 +66,8 @@ func Run(ctx context.Context, cfg Config) Report {
 	control, served := Control(ctx, cfg.Town)
 	r.Add(control)
 	r.Add(Ports(ServePorts(cfg.Listen, cfg.AdminListen, cfg.MetricsListen), served)...)
-	rt := sandbox.CLI{Bin: cfg.Runtime}
-	r.Add(Confinement(confine.Probe(), cfg.AllowUnconfined), Runtime(ctx, rt), Image(ctx, rt, cfg.Image, cfg.Agent, cfg.Hostd))
+	r.Add(Confinement(confine.Probe(), cfg.AllowUnconfined))
+	r.Add(Sandboxes(ctx, cfg.Runtime, cfg.Image, cfg.Agent, cfg.Hostd)...)
 	r.Add(Rigs(cfg.Town, lookPath)...)
 	r.Add(Disk(cfg.Town, cfg.MaxStoredBytes))
 	return r

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/polecat-sidecar/sidecar/hostd/confine"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/runtimes"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 )
 
@@ -29,7 +30,7 @@ func TestRun(t *testing.T) {
 	docker := engine{image: "polecat:v1.2.0", labelVersion: hostd.Version, labelRevision: hostd.Revision}.standIn(t)
 	cfg := Config{
 		Town: town, ProxyCADir: filepath.Join(t.TempDir(), "ca"), LookPath: pathIn(bin), Listen: addr,
-		Runtime: docker, Image: "polecat:v1.2.0", Agent: "/usr/local/bin/gt-agent", Hostd: hostd, MaxStoredBytes: 1 << 20,
+		Runtime: runtimes.Config{Name: docker}, Image: "polecat:v1.2.0", Agent: "/usr/local/bin/gt-agent", Hostd: hostd, MaxStoredBytes: 1 << 20,
 	}
 	r := Run(context.Background(), cfg)
 	var checks []string

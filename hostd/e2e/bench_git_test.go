@@ -3,7 +3,9 @@ package e2e
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/polecat-sidecar/sidecar/hostd/pki"
 )
 
 // Git benchmarks on a generated repository of realistic size (by default
@@ -22,12 +27,12 @@ import (
 //   impl=ours         git through gt-agent, the tunnel (QUIC) and hostd
 //   impl=ourstcp      the same with the agent on the TCP fallback
 //   impl=file         git clone file://, the floor
+// BenchmarkWANGit runs them across an emulated link, on a smaller
+// repository, with the baseline behind TLS (impl=https).
 
-// benchRepo returns a bare repository with the benchmark's history,
-// generated once and kept under bin/ between runs.
-func benchRepo(b *testing.B) string {
-	commits := envInt("SIDECAR_BENCH_GIT_COMMITS", 20000)
-	blob := envInt("SIDECAR_BENCH_GIT_BLOB", 10<<10)
+// benchRepo returns a bare repository of commits commits of blob random
+// bytes each, generated once and kept under bin/ between runs.
+func benchRepo(b *testing.B, commits, blob int) string {
 	dir, _ := filepath.Abs(fmt.Sprintf("../bin/bench-repo-%dx%d.git", commits, blob))
 	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
 		return dir
@@ -71,40 +76,72 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// gitBench is one town serving the benchmark repository three ways.
+// gitBench is one town serving the benchmark repository to the agents on
+// its ends, and the baselines.
 type gitBench struct {
 	g    *GitTown
 	urls map[string]string
 	pack int64
 }
 
-func newGitBench(b *testing.B) *gitBench {
-	src := benchRepo(b)
+// newGitBench serves a copy of src through hostd, to an agent on QUIC
+// (furiosa) and one on the TCP fallback (nux), and through git
+// http-backend: on loopback over plain HTTP (impl=httpbackend), and from
+// file:// (impl=file); across a link over HTTPS (impl=https), as an
+// operator would serve git over a network.
+func newGitBench(b *testing.B, e ends, src string) *gitBench {
 	g := &GitTown{Town: NewTown(b), Home: b.TempDir()}
+	g.Netns = e.netns()
 	g.Repo = filepath.Join(g.Dir, "gastown", ".repo.git")
 	g.Git(b, "", "clone", "-q", "--bare", "--no-local", src, g.Repo)
 	g.Git(b, g.Repo, "config", "http.receivepack", "true")
-	g.Hostd, g.Addr = g.Serve("--git-upstream=false", "--log-level", "warn")
+	g.Addr = e.hostAddr(b)
+	g.Hostd = g.ServeOn(g.Addr, "--git-upstream=false", "--log-level", "warn")
 	gitPath, _ := exec.LookPath("git")
-	backend := httptest.NewServer(&cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
+	backend := httptest.NewUnstartedServer(&cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + g.Dir, "GIT_HTTP_EXPORT_ALL=1"}})
+	backend.Listener.Close()
+	backend.Listener = e.listen(b)
+	gb := &gitBench{g: g, urls: map[string]string{
+		"ours":    g.Polecat(b, "furiosa"),
+		"ourstcp": g.Polecat(b, "nux", "--transport", "tcp"),
+	}}
+	if e.link == nil {
+		backend.Start()
+		gb.urls["httpbackend"], gb.urls["file"] = backend.URL+"/gastown/.repo.git", "file://"+g.Repo
+	} else {
+		backend.TLS = g.serverTLS(b, e.hostIP())
+		backend.StartTLS()
+		gb.urls["https"] = backend.URL + "/gastown/.repo.git"
+	}
 	b.Cleanup(backend.Close)
-	var size int64
 	packs, _ := filepath.Glob(filepath.Join(g.Repo, "objects", "pack", "*.pack"))
 	for _, p := range packs {
 		if st, err := os.Stat(p); err == nil {
-			size += st.Size()
+			gb.pack += st.Size()
 		}
 	}
-	return &gitBench{g: g, pack: size, urls: map[string]string{
-		"httpbackend": backend.URL + "/gastown/.repo.git",
-		"ours":        g.Polecat(b, "furiosa"),
-		"ourstcp":     g.Polecat(b, "nux", "--transport", "tcp"),
-		"file":        "file://" + g.Repo,
-	}}
+	return gb
 }
 
-var gitImpls = []string{"httpbackend", "ours", "ourstcp", "file"}
+// serverTLS is a server certificate from the town's CA for ip, which the
+// town's git is told to trust.
+func (g *GitTown) serverTLS(b *testing.B, ip string) *tls.Config {
+	ca, err := pki.Open(pki.Dir(g.Dir), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert, err := ca.ServerCert(nil, []net.IP{net.ParseIP(ip)}, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	caFile := filepath.Join(g.Home, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	g.Env = append(g.Env, "GIT_SSL_CAINFO="+caFile)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
+}
 
 // pushes numbers the benchmark's pushes, so that branch names stay unique
 // across -count rounds.
@@ -115,9 +152,27 @@ var pushes atomic.Int64
 // for our clones, hostd's and the agent's own CPU per clone (the tunnel's
 // work at each end; git's processes are not counted, for any impl).
 func BenchmarkGit(b *testing.B) {
-	gb := newGitBench(b)
+	src := benchRepo(b, envInt("SIDECAR_BENCH_GIT_COMMITS", 20000), envInt("SIDECAR_BENCH_GIT_BLOB", 10<<10))
+	gitRows(b, newGitBench(b, ends{}, src), []string{"httpbackend", "ours", "ourstcp", "file"}, envInt("SIDECAR_BENCH_GIT_PUSH", 50<<20))
+}
+
+// BenchmarkWANGit: BenchmarkGit's clone and push across an emulated link
+// (20 Mbit/s, 50 ms round trip, each loss rate) from hostd and from git
+// http-backend behind TLS, on a repository of 1,000 commits (~10 MB
+// packed; SIDECAR_BENCH_WAN_GIT_COMMITS) and 5 MB pushes, so that a clone
+// takes seconds at the link's rate, not minutes.
+func BenchmarkWANGit(b *testing.B) {
+	src := benchRepo(b, envInt("SIDECAR_BENCH_WAN_GIT_COMMITS", 1000), 10<<10)
+	eachLoss(b, wanRate, func(b *testing.B, e ends) {
+		gitRows(b, newGitBench(b, e, src), []string{"https", "ours", "ourstcp"}, envInt("SIDECAR_BENCH_WAN_GIT_PUSH", 5<<20))
+	})
+}
+
+// gitRows clones and pushes pushSize bytes of new content through each
+// of impls.
+func gitRows(b *testing.B, gb *gitBench, impls []string, pushSize int) {
 	b.Logf("repository: %d MB packed", gb.pack>>20)
-	for _, impl := range gitImpls {
+	for _, impl := range impls {
 		b.Run("op=clone/impl="+impl, func(b *testing.B) {
 			b.SetBytes(gb.pack)
 			agent := gb.g.Agents[map[string]string{"ours": "furiosa", "ourstcp": "nux"}[impl]]
@@ -139,12 +194,11 @@ func BenchmarkGit(b *testing.B) {
 			}
 		})
 	}
-	pushSize := envInt("SIDECAR_BENCH_GIT_PUSH", 50<<20) // bytes of new content per push
 	b.Logf("pushes: %d MB each", pushSize>>20)
-	for _, impl := range gitImpls {
+	for _, impl := range impls {
 		b.Run(fmt.Sprintf("op=push%dMB/impl=%s", pushSize>>20, impl), func(b *testing.B) {
 			work := filepath.Join(b.TempDir(), "w")
-			gb.g.Git(b, "", "clone", "-q", "--depth", "1", gb.urls["file"], work)
+			gb.g.Git(b, "", "clone", "-q", "--depth", "1", "file://"+gb.g.Repo, work)
 			b.SetBytes(int64(pushSize))
 			for b.Loop() {
 				b.StopTimer()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,12 @@ import (
 // rtt=N is a round-trip delay injected between container and host by a
 // userspace relay (the same relay for ours and percall).
 
-// perCallEnv switches the test binary into the per-call client.
-const perCallEnv = "SIDECAR_PERCALL_URL"
+// perCallEnv switches the test binary into the per-call client, which
+// connects from the network namespace in perCallNetnsEnv when it is set.
+const (
+	perCallEnv      = "SIDECAR_PERCALL_URL"
+	perCallNetnsEnv = "SIDECAR_PERCALL_NETNS"
+)
 
 type perCallResponse struct {
 	Stdout   []byte `json:"stdout"`
@@ -45,7 +50,7 @@ type perCallResponse struct {
 // perCallClient is the baseline's client process: one connection, one
 // POST, as Gas Town's proxy client does per command.
 func perCallClient(args []string) int {
-	r, err := perCall(os.Getenv(perCallEnv), os.Getenv("SIDECAR_PERCALL_CERTS"), args)
+	r, err := perCall(os.Getenv(perCallEnv), os.Getenv("SIDECAR_PERCALL_CERTS"), os.Getenv(perCallNetnsEnv), args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 255
@@ -55,9 +60,10 @@ func perCallClient(args []string) int {
 	return r.ExitCode
 }
 
-// perCall makes a fresh mTLS connection with the credentials in certs and
-// POSTs one command.
-func perCall(url, certs string, args []string) (perCallResponse, error) {
+// perCall makes a fresh mTLS connection with the credentials in certs,
+// from the network namespace netns ("": this process's), and POSTs one
+// command.
+func perCall(url, certs, netns string, args []string) (perCallResponse, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "client.crt"), filepath.Join(certs, "client.key"))
 	if err != nil {
 		return perCallResponse{}, err
@@ -65,7 +71,7 @@ func perCall(url, certs string, args []string) (perCallResponse, error) {
 	caPEM, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: dialIn(netns), TLSClientConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13}}}
 	body, _ := json.Marshal(map[string][]string{"argv": args})
 	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
@@ -106,7 +112,8 @@ func relayInProc(socket string, req []byte) error {
 	}
 }
 
-// perCallServer is the baseline's server, with hostd's CA and certificate.
+// perCallServer is the baseline's server, with hostd's CA and certificate,
+// on the rig's host side.
 func perCallServer(b *testing.B, r *relayRig, fake string) string {
 	ca, err := pki.Open(pki.Dir(r.tw.Dir), "")
 	if err != nil {
@@ -116,11 +123,8 @@ func perCallServer(b *testing.B, r *relayRig, fake string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool(),
+	ln := tls.NewListener(r.ends.listen(b), &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool(),
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13})
-	if err != nil {
-		b.Fatal(err)
-	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var in struct{ Argv []string }
 		if err := json.NewDecoder(req.Body).Decode(&in); err != nil || len(in.Argv) < 1 {
@@ -178,62 +182,120 @@ func runQuiet(cmd *exec.Cmd) error {
 // command cannot go below (a Go client's start, the command itself, one
 // round trip).
 func BenchmarkRelayRoundTrip(b *testing.B) {
-	fake, _ := filepath.Abs("testdata/fake-gt.sh")
-	r := newRelayRig(b, rigOpts{serve: unbudgeted, viaRelay: true})
-	pcRelay := tunneltest.NewRelay(b, perCallServer(b, r, fake))
-	pcURL := "https://localhost:" + portOf(pcRelay.Addr) + "/v1/exec"
-	self, _ := os.Executable()
-	args := []string{"gt", "nudge", "exit", "0"}
-	req, err := wire.EncodeRelayRequest(wire.RelayRequest{Argv: byteArgs(args...)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	link := newLinkProbe(b)
+	rb := newRelayBench(b, ends{})
 	hello := buildHello(b)
 	for _, rtt := range []time.Duration{0, 10 * time.Millisecond} {
-		name := fmt.Sprintf("rtt=%dms", rtt.Milliseconds())
-		run := func(sub string, delay *tunneltest.Relay, op func() error) {
-			b.Run(name+"/"+sub, func(b *testing.B) {
-				if delay != nil {
-					delay.SetDelay(rtt / 2)
-					defer delay.SetDelay(0)
-				}
-				latencies(b, op)
-			})
-		}
-		direct := func() error { return runQuiet(exec.Command(fake, args[1:]...)) }
-		run("client=process/impl=direct", nil, direct)
-		if rtt == 0 {
-			run("client=process/impl=hello", nil, func() error { return runQuiet(exec.Command(hello)) })
-		}
-		run("client=process/impl=ours", r.relay, func() error { return runQuiet(r.command("gt", args[1:]...)) })
-		run("client=process/impl=percall", pcRelay, func() error {
-			cmd := exec.Command(self, args...)
-			cmd.Env = append(os.Environ(), perCallEnv+"="+pcURL, "SIDECAR_PERCALL_CERTS="+r.certs)
-			return runQuiet(cmd)
-		})
-		run("client=inproc/impl=direct", nil, direct)
-		run("client=inproc/impl=ours", r.relay, func() error { return relayInProc(r.socket, req) })
-		run("client=inproc/impl=link", link.relay, link.roundTrip)
-		run("client=inproc/impl=percall", pcRelay, func() error {
-			resp, err := perCall(pcURL, r.certs, args)
-			if err == nil && resp.ExitCode != 0 {
-				err = fmt.Errorf("exit %d", resp.ExitCode)
+		b.Run(fmt.Sprintf("rtt=%dms", rtt.Milliseconds()), func(b *testing.B) {
+			direct := func() error { return runQuiet(exec.Command(rb.fake, rb.args[1:]...)) }
+			extra := []relayRow{{"client=process/impl=direct", direct}, {"client=inproc/impl=direct", direct}}
+			if rtt == 0 {
+				extra = append(extra, relayRow{"client=process/impl=hello", func() error { return runQuiet(exec.Command(hello)) }})
 			}
-			return err
+			rb.rows(b, rtt, extra)
 		})
 	}
 }
 
-// linkProbe echoes one datagram through a delaying relay.
+// BenchmarkWANRelay: BenchmarkRelayRoundTrip's relayed rows with hostd
+// and the per-call server at one end of an emulated link and the agent
+// and the clients at the other, 50 ms round trip and each loss rate, and
+// on a link with no delay and no loss (rtt=0ms), the local cost through
+// the same emulator. impl=link is one datagram echoed across the link.
+func BenchmarkWANRelay(b *testing.B) {
+	run := func(b *testing.B, e ends) { newRelayBench(b, e).rows(b, 0, nil) }
+	b.Run("rtt=0ms", func(b *testing.B) {
+		b.Run("loss=0pct", func(b *testing.B) { run(b, ends{wanLink(b, 0, 0, 0)}) })
+	})
+	b.Run(fmt.Sprintf("rtt=%dms", 2*wanDelay.Milliseconds()), func(b *testing.B) { eachLoss(b, 0, run) })
+}
+
+// relayBench is a relay rig with the per-call baseline's server and a link
+// probe beside it, on the same ends; locally, with a delaying relay in
+// front of each.
+type relayBench struct {
+	r                     *relayRig
+	fake, pcURL           string
+	args                  []string
+	req                   []byte
+	probe                 *linkProbe
+	ours, percall, linkRe *tunneltest.Relay // the delaying relays, nil on a link
+}
+
+// relayRow is one sub-benchmark of the relay's: a name and the operation
+// it times.
+type relayRow struct {
+	name string
+	op   func() error
+}
+
+func newRelayBench(b *testing.B, e ends) *relayBench {
+	rb := &relayBench{args: []string{"gt", "nudge", "exit", "0"}}
+	rb.fake, _ = filepath.Abs("testdata/fake-gt.sh")
+	rb.r = newRelayRig(b, rigOpts{serve: unbudgeted, viaRelay: e.link == nil, ends: e})
+	pcAddr := perCallServer(b, rb.r, rb.fake)
+	rb.pcURL = "https://" + pcAddr + "/v1/exec"
+	if e.link == nil {
+		rb.percall = tunneltest.NewRelay(b, pcAddr)
+		rb.pcURL = "https://localhost:" + portOf(rb.percall.Addr) + "/v1/exec"
+	}
+	var err error
+	if rb.req, err = wire.EncodeRelayRequest(wire.RelayRequest{Argv: byteArgs(rb.args...)}); err != nil {
+		b.Fatal(err)
+	}
+	rb.probe = newLinkProbe(b, e)
+	rb.ours, rb.linkRe = rb.r.relay, rb.probe.relay
+	return rb
+}
+
+// rows runs the relayed rows, the extra ones first, with the delaying
+// relays (when there are) set to rtt for each.
+func (rb *relayBench) rows(b *testing.B, rtt time.Duration, extra []relayRow) {
+	run := func(sub string, delay *tunneltest.Relay, op func() error) {
+		b.Run(sub, func(b *testing.B) {
+			if delay != nil {
+				delay.SetDelay(rtt / 2)
+				defer delay.SetDelay(0)
+			}
+			latencies(b, op)
+		})
+	}
+	for _, row := range extra {
+		run(row.name, nil, row.op)
+	}
+	self, _ := os.Executable()
+	netns := rb.r.ends.netns().Agent
+	run("client=process/impl=ours", rb.ours, func() error { return runQuiet(rb.r.command("gt", rb.args[1:]...)) })
+	run("client=process/impl=percall", rb.percall, func() error {
+		cmd := exec.Command(self, rb.args...)
+		cmd.Env = append(os.Environ(), perCallEnv+"="+rb.pcURL, "SIDECAR_PERCALL_CERTS="+rb.r.certs, perCallNetnsEnv+"="+netns)
+		return runQuiet(cmd)
+	})
+	run("client=inproc/impl=ours", rb.ours, func() error { return relayInProc(rb.r.socket, rb.req) })
+	run("client=inproc/impl=link", rb.linkRe, rb.probe.roundTrip)
+	run("client=inproc/impl=percall", rb.percall, func() error {
+		resp, err := perCall(rb.pcURL, rb.r.certs, netns, rb.args)
+		if err == nil && resp.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", resp.ExitCode)
+		}
+		return err
+	})
+}
+
+// linkProbe echoes one datagram from the polecat's side to the host's:
+// locally through a delaying relay.
 type linkProbe struct {
 	relay *tunneltest.Relay
 	conn  *net.UDPConn
 	buf   []byte
+	seq   uint64
 }
 
-func newLinkProbe(b *testing.B) *linkProbe {
-	echo, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+func newLinkProbe(b *testing.B, e ends) *linkProbe {
+	var echo *net.UDPConn
+	err := e.onHost(func() (err error) {
+		echo, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(e.hostIP())})
+		return err
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -248,23 +310,44 @@ func newLinkProbe(b *testing.B) *linkProbe {
 			_, _ = echo.WriteTo(buf[:n], from)
 		}
 	}()
-	relay := tunneltest.NewRelay(b, echo.LocalAddr().String())
-	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(relay.Addr)))
+	p := &linkProbe{buf: make([]byte, 64)}
+	target := echo.LocalAddr().String()
+	if e.link == nil {
+		p.relay = tunneltest.NewRelay(b, target)
+		target = p.relay.Addr
+	}
+	err = e.onAgent(func() (err error) {
+		p.conn, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(target)))
+		return err
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { conn.Close() })
-	return &linkProbe{relay: relay, conn: conn, buf: make([]byte, 64)}
+	b.Cleanup(func() { p.conn.Close() })
+	return p
 }
 
-// roundTrip sends a datagram and waits for its echo.
+// roundTrip sends a numbered datagram and waits for its echo, sending it
+// again after a second without (a lossy link drops some), up to 5 times.
 func (l *linkProbe) roundTrip() error {
-	if _, err := l.conn.Write([]byte("ping")); err != nil {
-		return err
+	l.seq++
+	ping := binary.BigEndian.AppendUint64(nil, l.seq)
+	for range 5 {
+		if _, err := l.conn.Write(ping); err != nil {
+			return err
+		}
+		_ = l.conn.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			n, err := l.conn.Read(l.buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			if err != nil || bytes.Equal(l.buf[:n], ping) {
+				return err
+			}
+		}
 	}
-	_ = l.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := l.conn.Read(l.buf)
-	return err
+	return fmt.Errorf("no echo of datagram %d in 5 tries", l.seq)
 }
 
 func portOf(addr string) string {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +22,8 @@ type GitTown struct {
 	Home   string
 	// Agents are the gt-agent processes Polecat started, by name.
 	Agents map[string]*Proc
+	// Env is more of git's environment, after GitEnv's.
+	Env []string
 }
 
 // GitEnv isolates git from the machine's configuration.
@@ -42,11 +43,12 @@ func (g *GitTown) Git(t testing.TB, dir string, args ...string) string {
 	return out
 }
 
-// TryGit runs git in dir and returns its combined output and error.
+// TryGit runs git in dir, beside the agents (Town.Netns), and returns its
+// combined output and error.
 func (g *GitTown) TryGit(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
+	cmd := Command(g.Netns.Agent, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = GitEnv(g.Home)
+	cmd.Env = append(GitEnv(g.Home), g.Env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -79,7 +81,7 @@ func SeedGitTown(t testing.TB) *GitTown {
 // its git origin URL.
 func (g *GitTown) Polecat(t testing.TB, name string, flags ...string) string {
 	gitAddr := tunneltest.FreeAddr(t)
-	p := Start(t, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
+	p := StartIn(t, g.Netns.Agent, AgentEnv(g.Addr, g.Issue("gastown/"+name, time.Hour)), "gt-agent", append([]string{"up", "--git-listen", gitAddr}, flags...)...)
 	if g.Agents == nil {
 		g.Agents = map[string]*Proc{}
 	}

@@ -82,7 +82,13 @@ func (p *Proc) Output() string {
 // the test failed). A gt-agent gets its own relay socket and git port.
 func Start(t testing.TB, env []string, bin string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Cmd: exec.Command(filepath.Join(BinDir, bin), args...), done: make(chan struct{})}
+	return StartIn(t, "", env, bin, args...)
+}
+
+// StartIn is Start in the network namespace netns (see Command).
+func StartIn(t testing.TB, netns string, env []string, bin string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: Command(netns, filepath.Join(BinDir, bin), args...), done: make(chan struct{})}
 	p.Cmd.Env = os.Environ()
 	if bin == "gt-agent" {
 		// Each agent its own relay socket, git port, state directory
@@ -133,10 +139,29 @@ func (p *Proc) Wait(d time.Duration) error {
 	}
 }
 
+// Command is exec.Command of name in the network namespace netns (an `ip
+// netns` name) through `ip netns exec`, which execs name, so the process
+// is name's own; with netns empty, in this process's namespace.
+func Command(netns, name string, args ...string) *exec.Cmd {
+	if netns == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", netns, name}, args...)...)
+}
+
+// Netns names the network namespaces a town's processes run in, for the
+// benchmarks across an emulated link (internal/linkem): hostd serve in
+// Host, agents and the git clients beside them in Agent. Empty: this
+// process's namespace.
+type Netns struct{ Host, Agent string }
+
 // Town is a throw-away Gas Town root with an initialised CA.
 type Town struct {
 	t   testing.TB
 	Dir string
+	// Netns is where hostd serve and the agents run; this process's
+	// namespace unless set.
+	Netns Netns
 }
 
 // NewTown makes a town in a temporary directory and initialises its CA.
@@ -189,7 +214,7 @@ func (tw *Town) ServeOn(addr string, args ...string) *Proc {
 // waits).
 func (tw *Town) StartServe(addr string, args ...string) *Proc {
 	tw.t.Helper()
-	return Start(tw.t, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
+	return StartIn(tw.t, tw.Netns.Host, nil, "hostd", append([]string{"--town", tw.Dir, "serve", "--listen", addr}, args...)...)
 }
 
 // Up waits up to d for hostd's control socket to answer, and says why it
@@ -209,11 +234,15 @@ func (tw *Town) Issue(id string, ttl time.Duration) string {
 }
 
 // AgentEnv is the environment of an agent reaching hostd at addr with the
-// credentials in dir.
+// credentials in dir: by the name localhost when addr is a loopback
+// address, else by addr's own address.
 func AgentEnv(addr, dir string) []string {
-	_, port, _ := net.SplitHostPort(addr)
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip == nil || ip.IsLoopback() {
+		host = "localhost"
+	}
 	return []string{
-		"GT_PROXY_URL=https://localhost:" + port,
+		"GT_PROXY_URL=https://" + net.JoinHostPort(host, port),
 		"GT_PROXY_CERT=" + filepath.Join(dir, "client.crt"),
 		"GT_PROXY_KEY=" + filepath.Join(dir, "client.key"),
 		"GT_PROXY_CA=" + filepath.Join(dir, "ca.crt"),

@@ -31,12 +31,14 @@ type relayRig struct {
 	certs  string
 	relay  *tunneltest.Relay
 	addr   string // hostd's
+	ends   ends
 }
 
 type rigOpts struct {
 	serve    []string // extra hostd serve flags
 	agent    []string // extra gt-agent up flags
 	viaRelay bool     // put a tunneltest relay between agent and hostd
+	ends     ends     // hostd and the agent at the two ends of a link (the WAN rows)
 }
 
 func newRelayRig(t testing.TB, o rigOpts) *relayRig { return newRelayRigAs(t, "gastown/furiosa", o) }
@@ -48,14 +50,16 @@ func newRelayRigAs(t testing.TB, id string, o rigOpts) *relayRig {
 		t.Fatal(err)
 	}
 	tw := NewTown(t)
-	hostd, addr := tw.Serve(append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
-	r := &relayRig{tw: tw, name: strings.SplitN(id, "/", 2)[1], hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock"), addr: addr}
+	tw.Netns = o.ends.netns()
+	addr := o.ends.hostAddr(t)
+	hostd := tw.ServeOn(addr, append([]string{"--relay-gt", fake, "--relay-bd", fake}, o.serve...)...)
+	r := &relayRig{tw: tw, name: strings.SplitN(id, "/", 2)[1], hostd: hostd, socket: filepath.Join(t.TempDir(), "agent.sock"), addr: addr, ends: o.ends}
 	if o.viaRelay {
 		r.relay = tunneltest.NewRelay(t, addr)
 		addr = r.relay.Addr
 	}
 	r.certs = tw.Issue(id, time.Hour)
-	r.agent = Start(t, AgentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
+	r.agent = StartIn(t, tw.Netns.Agent, AgentEnv(addr, r.certs), "gt-agent", append([]string{"up", "--socket", r.socket}, o.agent...)...)
 	tw.WaitStatus(10*time.Second, Connected(strings.SplitN(id, "/", 2)[1], ""))
 	return r
 }

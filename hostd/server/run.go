@@ -75,7 +75,7 @@ func (s *Server) Run(ctx context.Context) error {
 		p.Go("upstream queue", parts.UntilDone(s.queue.Run))
 	}
 	if s.cfg.SandboxReap > 0 {
-		r := &sandbox.Reaper{Town: s.cfg.Town, Runtime: sandbox.CLI{Bin: s.cfg.SandboxRuntime}, Interval: s.cfg.SandboxReap, Logger: s.log,
+		r := &sandbox.Reaper{Town: s.cfg.Town, Runtime: s.cfg.SandboxRuntime, Interval: s.cfg.SandboxReap, Logger: s.log,
 			Revoke: func(id wire.Identity) error { _, err := s.certs.Revoke(id.String()); return err },
 			Forget: func(ctx context.Context, id wire.Identity) error {
 				_, err := s.Forget(ctx, id, reapForgetWait)

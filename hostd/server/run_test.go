@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/internal/parts/partstest"
 	"github.com/polecat-sidecar/sidecar/internal/unixsock/unixsocktest"
 	"github.com/polecat-sidecar/sidecar/tunnel/tunneltest"
@@ -44,7 +45,7 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 			}
 			s, err := New(Config{Town: town, Listen: tunneltest.FreeAddr(t), Logger: slog.New(slog.DiscardHandler),
 				MetricsListen: metricsAddr, AdminListen: adminAddr, Upstream: true,
-				SandboxRuntime: "/nonexistent/docker", SandboxReap: time.Hour})
+				SandboxRuntime: sandbox.CLI{Bin: "/nonexistent/docker"}, SandboxReap: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,11 +71,11 @@ type Config struct {
 	// admin API (issue-cert, deny-cert, health) is also served over plain
 	// HTTP, for Gas Town's admin client (127.0.0.1:9877); off when empty.
 	AdminListen string
-	// SandboxRuntime is the container runtime (docker, podman) whose
-	// sandboxes of this town ('hostd run') are removed once Gas Town has
-	// nuked their polecat; SandboxReap is how often that is checked (0:
-	// never).
-	SandboxRuntime string
+	// SandboxRuntime is the runtime (docker, podman, kubernetes: serve
+	// builds it with hostd/sandbox/runtimes) whose sandboxes of this town
+	// ('hostd run') are removed once Gas Town has nuked their polecat;
+	// SandboxReap is how often that is checked (0: never).
+	SandboxRuntime sandbox.Runtime
 	SandboxReap    time.Duration
 	// Version is reported to agents and by status.
 	Version string
@@ -100,7 +100,7 @@ func DefaultConfig() Config {
 		Nudge:          nudge.DefaultConfig(),
 		Upstream:       true, // for the flag only: New takes a false Upstream as off
 		UpstreamConfig: upstream.DefaultConfig(),
-		SandboxRuntime: "docker",
+		SandboxRuntime: sandbox.CLI{Bin: "docker"},
 		SandboxReap:    30 * time.Second,
 		Version:        "dev",
 		Logger:         slog.Default(),
@@ -142,7 +142,6 @@ func (c Config) validateOwn() error {
 		settings.Required("Town", c.Town),
 		settings.Under("Tunnel", c.Tunnel.Validate()),
 		admin,
-		settings.Required("SandboxRuntime", c.SandboxRuntime),
 		settings.AtLeast("SandboxReap", c.SandboxReap, 0),
 	)
 }

@@ -269,7 +269,6 @@ func TestValidate(t *testing.T) {
 		{Name: "zero nudge depth", Set: func(c *Config) { c.Nudge.Depth = 0 }, Want: "Nudge.Depth is 0: it must be above 0"},
 		{Name: "zero renewals", Set: func(c *Config) { c.Certs.RenewalsPerHour = 0 }, Want: "Certs.RenewalsPerHour is 0: it must be above 0"},
 		{Name: "empty allow list", Set: func(c *Config) { c.Relay.Policy.Allow = map[string][]string{} }, Want: "Relay.Policy.Allow is empty"},
-		{Name: "no runtime", Set: func(c *Config) { c.SandboxRuntime = "" }, Want: "SandboxRuntime is required"},
 	})
 	if err := valid().Validate(); err == nil || !strings.Contains(err.Error(), "Data.Dir is required") {
 		t.Errorf("Validate takes the fields New fills in as given: %v", err)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/api"
 	harness "github.com/polecat-sidecar/sidecar/hostd/e2e"
-	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
@@ -48,6 +47,7 @@ type gasTown struct {
 	stopOnce sync.Once
 	host     string // the host polecat's name
 	box      string // the container polecat's name
+	boxes    boxes  // the runtime of the container polecat's sandbox
 	rows     []flowRow
 }
 
@@ -76,6 +76,10 @@ func TestGasTown(t *testing.T) {
 	start := time.Now()
 	r := newNetwork(t)
 	g := &gasTown{t: t, r: r, rig: "gs" + r.id, paneLog: "/tmp/gastown-e2e-" + r.id + "-pane.log"}
+	g.boxes = dockerBoxes{rig: g.rig}
+	if os.Getenv("E2E_RUNTIME") == "kubernetes" {
+		g.boxes = newKubeBoxes(t, r, g.rig)
+	}
 	t.Cleanup(func() { _ = os.Remove(g.paneLog) })
 	defer g.print()
 	g.install(tools)
@@ -89,19 +93,21 @@ func TestGasTown(t *testing.T) {
 	}
 	var hostUp string
 	step("gt sling starts the host polecat's session", func(t *testing.T) {
+		start := time.Now()
 		g.host, _ = g.sling(t)
-		hostUp = g.ready(t, g.host)
+		hostUp = g.ready(t, g.host) + fmt.Sprintf(" in %.1fs", time.Since(start).Seconds())
 	})
 	step("gt sling starts the container polecat's session through hostd run", func(t *testing.T) {
 		g.execWrapper(t)
+		start := time.Now()
 		g.box, _ = g.sling(t)
-		undo.push(func() { _, _ = tryDocker("rm", "-f", "-v", g.container(g.box)) })
-		box := g.ready(t, g.box)
+		undo.push(func() { g.boxes.remove(g.box) })
+		box := g.ready(t, g.box) + fmt.Sprintf(" in %.1fs", time.Since(start).Seconds())
 		if got := strings.TrimSpace(g.tmux(t, "display-message", "-p", "-t", session(g.box), "#{pane_current_command}")); got != "hostd" {
 			t.Fatalf("%s's pane runs %q, want hostd (the exec wrapper)", g.box, got)
 		}
 		r.wait(60*time.Second, g.box+" connected", harness.Connected(g.box, ""))
-		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in "+g.container(g.box)+")", true,
+		g.row("gt sling: session starts", hostUp, box+" (pane: hostd run; the session in its "+g.boxes.kind()+" sandbox)", true,
 			"the host polecat is slung before the rig names hostd run as its exec wrapper")
 	})
 
@@ -135,7 +141,7 @@ func TestGasTown(t *testing.T) {
 		g.compareOutcomes(t, "bd close", g.run(t, true, "bd", "close", hostBead), g.run(t, false, "bd", "close", boxBead))
 	})
 	flow("gt nudge and gt peek reach the session", func(t *testing.T) {
-		h, b := g.nudgePeek(t, g.host), g.nudgePeek(t, g.box)
+		h, b := g.nudgePeek(t, g.host, nudgeText), g.nudgePeek(t, g.box, nudgeText)
 		g.checkRow(t, "gt nudge, then gt peek", h, b, h == b, "")
 	})
 	flow("gt polecat list: both alive", func(t *testing.T) {
@@ -151,6 +157,18 @@ func TestGasTown(t *testing.T) {
 		g.checkRow(t, "gt handoff --cycle (from the agent)", h, b, h == b,
 			"relayed, gt runs outside any tmux pane and saves the state; hostd then respawns the pane hostd run recorded, "+
 				"with Gas Town's startup command (its own restart command leaves out runtime.exec_wrapper)")
+	})
+	flow("the sandbox killed under the session: the next session has the work", func(t *testing.T) {
+		b := g.killed(t, g.box)
+		g.checkRow(t, "sandbox killed ("+g.boxes.kind()+"), gt session restart", "(no sandbox)", b,
+			strings.HasSuffix(b, "; uncommitted work kept; listed working"), "")
+	})
+	flow("hostd restarted mid-session: every polecat found again", func(t *testing.T) {
+		g.r.restartHostd()
+		g.r.wait(60*time.Second, g.box+" connected again", harness.Connected(g.box, ""))
+		const again = "hello again after the restart"
+		h, b := g.nudgePeek(t, g.host, again), g.nudgePeek(t, g.box, again)
+		g.checkRow(t, "hostd restarted: gt nudge, gt peek", h, b, h == b, "")
 	})
 	firstMR := map[string]string{}
 	flow("gt done after a commit makes the merge request", func(t *testing.T) {
@@ -257,10 +275,10 @@ func (g *gasTown) failedSling(t *testing.T, want string, between func()) string 
 	if out, err := g.Gt("polecat", "nuke", failed.String(), "--force").CombinedOutput(); err != nil {
 		t.Logf("gt polecat nuke %s: %v %s", failed, err, out)
 	}
-	if _, err := tryDocker("container", "inspect", g.container(failed.Name)); err == nil {
-		return fmt.Sprintf("failed in %.0fs, but left container %s", took.Seconds(), g.container(failed.Name))
+	if gone, left := g.boxes.gone(failed.Name); !gone {
+		return fmt.Sprintf("failed in %.0fs, but left %s", took.Seconds(), left)
 	}
-	return fmt.Sprintf("failed in %.0fs, the reason in hostd status; no container", took.Seconds())
+	return fmt.Sprintf("failed in %.0fs, the reason in hostd status; no sandbox", took.Seconds())
 }
 
 // install makes the town the way an operator does with the tools
@@ -290,32 +308,22 @@ func (g *gasTown) install(tools string) {
 	})
 
 	r.town = harness.TownAt(t, g.Dir)
-	harness.WriteFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), fmt.Sprintf(`sandbox:
+	config := fmt.Sprintf(`sandbox:
   image: %s
-  network: %s
   url: https://%s
-  mounts: ["%s:/usr/local/bin/claude:ro"]
   env: [%s, %s]
-`, r.image, r.net, r.addr, r.binary, harness.PaneEnv, harness.PaneLogEnv))
+`, r.image, r.addr, harness.PaneEnv, harness.PaneLogEnv)
+	if k, ok := g.boxes.(kubeBoxes); ok {
+		config += k.config
+	} else {
+		config += fmt.Sprintf("  network: %s\n  mounts: [\"%s:/usr/local/bin/claude:ro\"]\n", r.net, r.binary)
+	}
+	harness.WriteFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), config)
 	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.Tools, "gt"), "--relay-bd", filepath.Join(g.Tools, "bd"),
 		"--beat-interval", "1s", "--sandbox-reap", "1s", "--metrics-listen", r.metrics}
 	r.startHostd()
-	removeStaleSandboxes()
-}
-
-// removeStaleSandboxes removes the sandboxes hostd run made for this
-// suite's towns (gtsuite<id>) that are gone: those of runs killed before
-// their cleanup. Other towns' sandboxes are left alone.
-func removeStaleSandboxes() {
-	out, _ := tryDocker("ps", "-a", "--filter", "label="+sandbox.TownLabel, "--format", `{{.Names}} {{.Label "`+sandbox.TownLabel+`"}}`)
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		name, town, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasPrefix(filepath.Base(town), "gtsuite") {
-			continue
-		}
-		if _, err := os.Stat(town); os.IsNotExist(err) {
-			_, _ = tryDocker("rm", "-f", "-v", name)
-		}
+	if d, ok := g.boxes.(dockerBoxes); ok {
+		d.removeStale()
 	}
 }
 
@@ -379,9 +387,6 @@ func (g *gasTown) sling(t *testing.T) (name, bead string) {
 // session is a polecat's tmux session: Gas Town's <rig prefix>-<name>,
 // the prefix gt (gt rig add --prefix).
 func session(name string) string { return "gt-" + name }
-
-// container is a polecat's sandbox (hostd run's gt-<rig>-<name>).
-func (g *gasTown) container(name string) string { return "gt-" + g.rig + "-" + name }
 
 // worktree is a polecat's worktree on the host.
 func (g *gasTown) worktree(name string) string {
@@ -491,11 +496,7 @@ func (g *gasTown) run(t *testing.T, host bool, argv ...string) outcome {
 		cmd = exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = g.worktree(name), g.sessionEnv(t, name)
 	} else {
-		args := []string{"exec", "-w", "/work/" + g.rig}
-		for _, kv := range g.containerSessionEnv(t, name) {
-			args = append(args, "-e", kv)
-		}
-		cmd = exec.Command("docker", append(append(args, g.container(name)), argv...)...)
+		cmd = g.boxes.command(name, "/work/"+g.rig, g.containerSessionEnv(t, name), argv...)
 	}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -525,9 +526,9 @@ func (g *gasTown) sessionEnv(t *testing.T, name string) []string {
 // polecat's container: what hostd run passed on from Gas Town.
 func (g *gasTown) containerSessionEnv(t *testing.T, name string) []string {
 	t.Helper()
-	out, err := tryDocker("exec", g.container(name), "sh", "-c", `tr '\0' '\n' < /proc/$(tmux display-message -p -t polecat '#{pane_pid}')/environ`)
+	out, err := output(g.boxes, name, "sh", "-c", `tr '\0' '\n' < /proc/$(tmux display-message -p -t polecat '#{pane_pid}')/environ`)
 	if err != nil {
-		t.Fatalf("reading the session environment in %s: %v %s", g.container(name), err, out)
+		t.Fatalf("reading the session environment in %s's sandbox: %v %s", name, err, out)
 	}
 	return strings.Split(strings.TrimSpace(out), "\n")
 }
@@ -604,18 +605,18 @@ func beadID(out string) string {
 	return m[1]
 }
 
-// nudgeText is what the operator nudges both polecats with.
+// nudgeText is what the operator first nudges both polecats with.
 const nudgeText = "hello from the operator"
 
-// nudgePeek nudges the polecat from the town, as the operator (or the
-// Witness) does, then checks that the line reached the agent and that
-// gt peek shows it.
-func (g *gasTown) nudgePeek(t *testing.T, name string) string {
-	out, err := g.Gt("nudge", g.rig+"/"+name, nudgeText).CombinedOutput()
+// nudgePeek nudges the polecat with text from the town, as the
+// operator (or the Witness) does, then checks that the line reached the
+// agent and that gt peek shows it.
+func (g *gasTown) nudgePeek(t *testing.T, name, text string) string {
+	out, err := g.Gt("nudge", g.rig+"/"+name, text).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(g.paneLog)
 		if name == g.box {
-			l, _ := tryDocker("exec", g.container(name), "cat", g.paneLog)
+			l, _ := output(g.boxes, name, "cat", g.paneLog)
 			log = []byte(l)
 		}
 		t.Logf("gt nudge %s: %v\n%s\nits screen:\n%s\nwhat the agent got:\n%s", name, err, out, g.screen(name), log)
@@ -628,9 +629,9 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 			b, _ := os.ReadFile(g.paneLog)
 			log = string(b)
 		} else {
-			log, _ = tryDocker("exec", g.container(name), "cat", g.paneLog)
+			log, _ = output(g.boxes, name, "cat", g.paneLog)
 		}
-		return strings.Contains(log, nudgeText)
+		return strings.Contains(log, text)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !typed() && time.Now().Before(deadline) {
@@ -642,7 +643,7 @@ func (g *gasTown) nudgePeek(t *testing.T, name string) string {
 	}
 	res += "; the agent got the line"
 	peek, err := g.Gt("peek", g.rig+"/"+name).CombinedOutput()
-	if err != nil || !strings.Contains(string(peek), nudgeText) {
+	if err != nil || !strings.Contains(string(peek), text) {
 		return res + fmt.Sprintf("; gt peek does not show it (%v)", err)
 	}
 	return res + "; gt peek shows it"
@@ -683,7 +684,7 @@ func (g *gasTown) wip(t *testing.T, name string, rm bool) {
 	if rm {
 		script = "rm -f /work/" + g.rig + "/wip.txt"
 	}
-	if out, err := tryDocker("exec", g.container(name), "sh", "-c", script); err != nil {
+	if out, err := output(g.boxes, name, "sh", "-c", script); err != nil {
 		t.Fatalf("%s: %v %s", script, err, out)
 	}
 }
@@ -694,17 +695,8 @@ func (g *gasTown) hasWIP(name string) bool {
 		_, err := os.Stat(filepath.Join(g.worktree(name), "wip.txt"))
 		return err == nil
 	}
-	_, err := tryDocker("exec", g.container(name), "test", "-e", "/work/"+g.rig+"/wip.txt")
+	_, err := output(g.boxes, name, "test", "-e", "/work/"+g.rig+"/wip.txt")
 	return err == nil
-}
-
-// containerID is the id of the polecat's container ("" when none).
-func (g *gasTown) containerID(name string) string {
-	out, err := tryDocker("inspect", "-f", "{{.Id}}", g.container(name))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(out)
 }
 
 // restart cycles the polecat's session the way the Witness and the
@@ -713,7 +705,7 @@ func (g *gasTown) containerID(name string) string {
 func (g *gasTown) restart(t *testing.T, name string) string {
 	g.wip(t, name, false)
 	defer g.wip(t, name, true)
-	before, box := g.panePID(t, name), g.containerID(name)
+	before, box := g.panePID(t, name), g.boxes.id(name)
 	if out, err := g.Gt("session", "restart", g.rig+"/"+name).CombinedOutput(); err != nil {
 		return fmt.Sprintf("gt session restart failed: %v %s", err, out)
 	}
@@ -731,7 +723,7 @@ func (g *gasTown) restart(t *testing.T, name string) string {
 func (g *gasTown) kept(t *testing.T, name, box string) string {
 	res := ""
 	if name == g.box {
-		if id := g.containerID(name); id != box {
+		if id := g.boxes.id(name); id != box {
 			res += "; a new container"
 		}
 		eventually(t, 10*time.Second, "hostd in the session's GT_PROCESS_NAMES", func() bool {
@@ -746,13 +738,36 @@ func (g *gasTown) kept(t *testing.T, name, box string) string {
 	return res + "; listed " + g.listed(t, name)
 }
 
+// killed ends the polecat's sandbox under its session the runtime's way
+// (docker kill; its pod deleted, which the cluster runs again), with
+// uncommitted work in its clone, waits for Gas Town's pane to lose the
+// session, restarts the session as the Witness does (gt session
+// restart) and says what the next session found.
+func (g *gasTown) killed(t *testing.T, name string) string {
+	g.wip(t, name, false)
+	defer g.wip(t, name, true)
+	before := g.panePID(t, name)
+	if err := g.boxes.kill(name); err != nil {
+		return err.Error()
+	}
+	if out, err := g.Gt("session", "restart", g.rig+"/"+name).CombinedOutput(); err != nil {
+		return fmt.Sprintf("gt session restart failed: %v %s", err, out)
+	}
+	g.ready(t, name)
+	res := "sandbox back"
+	if g.panePID(t, name) == before {
+		res = "the same pane process"
+	}
+	return res + g.kept(t, name, g.boxes.id(name))
+}
+
 // cycle runs gt handoff --cycle as the polecat's agent (Claude's
 // PreCompact hook does) and says whether the host pane was respawned with
 // the agent back, the sandbox and the uncommitted work kept.
 func (g *gasTown) cycle(t *testing.T, name string) string {
 	g.wip(t, name, false)
 	defer g.wip(t, name, true)
-	before, box := g.panePID(t, name), g.containerID(name)
+	before, box := g.panePID(t, name), g.boxes.id(name)
 	o := g.run(t, name == g.host, "gt", "handoff", "--cycle", "-s", "context cycle")
 	res := fmt.Sprintf("exit %d", o.code)
 	respawned := false
@@ -832,7 +847,7 @@ func (g *gasTown) reuse(t *testing.T, name, firstMR string) string {
 	want := strings.TrimSpace(g.git(t, g.worktree(name), "branch", "--show-current"))
 	on := want
 	if name == g.box {
-		out, err := tryDocker("exec", g.container(name), "git", "-C", "/work/"+g.rig, "branch", "--show-current")
+		out, err := output(g.boxes, name, "git", "-C", "/work/"+g.rig, "branch", "--show-current")
 		if err != nil {
 			t.Fatalf("the branch of %s's clone: %v %s", name, err, out)
 		}
@@ -896,7 +911,7 @@ func (g *gasTown) git(t *testing.T, dir string, args ...string) string {
 // hostd serve then removes its sandbox and revokes it.
 // nukedInBox is what a nuke does besides Gas Town's for a polecat in a
 // sandbox.
-const nukedInBox = "; container removed, certificate revoked, hostd's state of it forgotten"
+const nukedInBox = "; sandbox removed, certificate revoked, hostd's state of it forgotten"
 
 func (g *gasTown) nuke(t *testing.T, name string) string {
 	out, err := g.Gt("polecat", "nuke", g.rig+"/"+name, "--force").CombinedOutput()
@@ -910,7 +925,7 @@ func (g *gasTown) nuke(t *testing.T, name string) string {
 		res += "; directory removed"
 	}
 	if name == g.box {
-		eventually(t, 30*time.Second, "the container removed", func() bool { return g.containerID(name) == "" })
+		eventually(t, 60*time.Second, "the sandbox removed", func() bool { gone, _ := g.boxes.gone(name); return gone })
 		g.r.wait(10*time.Second, name+" forgotten", func(st api.Status) bool {
 			return !slices.ContainsFunc(st.Polecats, func(p api.Polecat) bool { return p.Name == name })
 		})

@@ -81,7 +81,7 @@ func New(tb testing.TB, cfg Config) *Link {
 		}
 	})
 	for _, end := range []struct{ ns, peer *Namespace }{{l.A, l.B}, {l.B, l.A}} {
-		tun, err := end.ns.setUp(end.peer.Addr, cfg.MTU)
+		tun, err := end.ns.setUp(end.peer.Addr, cfg.MTU, cfg.TCP)
 		if tun != nil {
 			l.tuns = append(l.tuns, tun)
 		}
@@ -130,8 +130,9 @@ func (l *Link) close() error {
 }
 
 // setUp makes the namespace, its TUN device and its address with a route
-// to peer's, and gives the device (nil if it was not made).
-func (n *Namespace) setUp(peer netip.Addr, mtu int) (*os.File, error) {
+// to peer's, sets its TCP congestion control unless tcp is empty, and
+// gives the device (nil if it was not made).
+func (n *Namespace) setUp(peer netip.Addr, mtu int, tcp string) (*os.File, error) {
 	if err := ip("netns", "add", n.Name); err != nil {
 		return nil, err
 	}
@@ -139,9 +140,19 @@ func (n *Namespace) setUp(peer netip.Addr, mtu int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tcp != "" {
+		err := n.Run(func() error { return os.WriteFile(tcpCongestion, []byte(tcp), 0) })
+		if err != nil {
+			return tun, fmt.Errorf("linkem: TCP congestion control %q in %s: %w", tcp, n.Name, err)
+		}
+	}
 	script := fmt.Sprintf("link set dev lo up\nlink set dev %s mtu %d up\naddr add %v peer %v dev %s\n", n.Dev, mtu, n.Addr, peer, n.Dev)
 	return tun, ipBatch(n.Name, script)
 }
+
+// tcpCongestion is the sysctl of the TCP congestion control, of the
+// network namespace of whoever opens it.
+const tcpCongestion = "/proc/sys/net/ipv4/tcp_congestion_control"
 
 // path is the namespace's file, which `ip netns add` mounts.
 func (n *Namespace) path() string { return "/run/netns/" + n.Name }

@@ -1,6 +1,7 @@
 package linkem
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -198,6 +199,31 @@ func TestLinkCommand(t *testing.T) {
 	}
 	if got, err := io.ReadAll(c); err != nil || string(got) != "hello\n" {
 		t.Errorf("read %q, %v; want %q", got, err, "hello\n")
+	}
+}
+
+// TestLinkTCPCongestion: Config.TCP sets both namespaces' TCP congestion
+// control, and an empty one leaves what the kernel gave them.
+func TestLinkTCPCongestion(t *testing.T) {
+	host, err := os.ReadFile(tcpCongestion)
+	if err != nil {
+		t.Skipf("no %s here: %v", tcpCongestion, err)
+	}
+	for _, set := range []string{"reno", ""} {
+		t.Run("tcp="+set, func(t *testing.T) {
+			l := New(t, Config{TCP: set})
+			var got [2][]byte
+			for i, ns := range []*Namespace{l.A, l.B} {
+				run(t, ns, func() (err error) { got[i], err = os.ReadFile(tcpCongestion); return err })
+			}
+			if got[0] == nil || string(got[0]) != string(got[1]) {
+				t.Fatalf("A has %q, B %q: want the same", got[0], got[1])
+			}
+			if set != "" && string(got[0]) != set+"\n" {
+				t.Errorf("congestion control %q, want %q", got[0], set)
+			}
+			t.Logf("host %q, namespaces %q", bytes.TrimSpace(host), bytes.TrimSpace(got[0]))
+		})
 	}
 }
 

@@ -63,6 +63,11 @@ type Config struct {
 	A, B netip.Addr
 	// MTU is both devices' MTU; 1500 when 0.
 	MTU int
+	// TCP is both namespaces' TCP congestion control
+	// (net.ipv4.tcp_congestion_control): reno, or another the host's
+	// tcp_allowed_congestion_control lists (outside the host's namespace
+	// the kernel refuses the rest); empty: the host's default.
+	TCP string
 }
 
 // Stats counts what one direction of the link did. Packets in flight are

@@ -220,6 +220,8 @@ func scalar(v any) (string, bool) {
 
 func deref(p any) any {
 	switch p := p.(type) {
+	case *string:
+		return *p
 	case *map[string][]string:
 		return *p
 	case *map[string]string:

@@ -23,6 +23,7 @@ type config struct {
 	Share   float64
 	Grace   time.Duration
 	Labels  map[string]string
+	Context string
 }
 
 func table(c *config) []Setting {
@@ -37,11 +38,12 @@ func table(c *config) []Setting {
 		{Key: "sync.max_delete_share", Flag: "sync-max-delete-share", Usage: "share", Value: &c.Share},
 		{Key: "liveness.grace", Flag: "grace", Usage: "grace", Value: &c.Grace},
 		{Key: "labels", Value: &c.Labels},
+		{Key: "kubernetes.context", Value: &c.Context},
 	}
 }
 
 func defaults() config {
-	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}, Stored: 2 << 30, Share: 0.5, Grace: time.Minute, Labels: map[string]string{}}
+	return config{Listen: ":9876", Streams: 8, On: true, TTL: time.Hour, Allow: map[string][]string{"gt": {"prime"}}, Stored: 2 << 30, Share: 0.5, Grace: time.Minute, Labels: map[string]string{}, Context: "current"}
 }
 
 // load registers the table, applies args, env and yaml as a command would,
@@ -100,6 +102,8 @@ func TestLoad(t *testing.T) {
 		{"a whole number written with a point", nil, nil, "relay:\n  max_streams: 4.0\n", func(c *config) { c.Streams = 4 }},
 		{"a whole number from the environment", nil, map[string]string{"TEST_RELAY_MAX_STREAMS": "012"}, "", func(c *config) { c.Streams = 12 }},
 		{"string map", nil, nil, "labels:\n  a: b\n", func(c *config) { c.Labels = map[string]string{"a": "b"} }},
+		{"config-only string", nil, nil, "kubernetes:\n  context: prod\n", func(c *config) { c.Context = "prod" }},
+		{"config-only string from the environment", nil, map[string]string{"TEST_KUBERNETES_CONTEXT": "dev"}, "kubernetes:\n  context: prod\n", func(c *config) { c.Context = "dev" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/runtimes"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -23,18 +24,19 @@ import (
 // nukeOptions are hostd nuke's settings.
 type nukeOptions struct {
 	*command.App
-	runtime string
-	table   []settings.Setting
+	rt    runtimes.Config
+	table []settings.Setting
 }
 
 // NewNukeCmd is hostd nuke.
 func NewNukeCmd(a *command.App) *cobra.Command {
-	o := &nukeOptions{App: a, runtime: "docker"}
-	o.table = []settings.Setting{{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime}}
+	o := &nukeOptions{App: a, rt: runtimes.DefaultConfig()}
+	o.table = runtimes.Settings(&o.rt, "runtime")
 	cmd := &cobra.Command{
 		Use:   "nuke <rig>/<name>",
-		Short: "Remove a polecat's sandbox container, revoke its certificates and forget it",
-		Long: `Remove the sandbox 'hostd run' made for a polecat, with its files, revoke
+		Short: "Remove a polecat's sandbox, revoke its certificates and forget it",
+		Long: `Remove the sandbox 'hostd run' made for a polecat, with its files (its
+container; on Kubernetes its StatefulSet, claim, Secret and NetworkPolicy), revoke
 every certificate of the polecat issued until now, closing its tunnels, and
 forget what hostd keeps of it, as 'hostd forget' does (its status row and
 liveness record, queued nudges, data base and delete hold, relayed commands'
@@ -56,11 +58,18 @@ func (o *nukeOptions) run(cmd *cobra.Command, args []string) error {
 	if err := settings.Load(o.Viper, o.table); err != nil {
 		return err
 	}
+	if err := settings.Explain(o.rt.Validate(), &o.rt, o.table, o.Where(cmd.Flags())); err != nil {
+		return err
+	}
 	id, ca, err := o.OpenCAFor(args[0])
 	if err != nil {
 		return err
 	}
-	return nuke(cmd.Context(), o.App, ca, sandbox.CLI{Bin: o.runtime}, sandbox.Name(id), id, cmd.OutOrStdout())
+	rt, err := runtimes.New(o.rt)
+	if err != nil {
+		return err
+	}
+	return nuke(cmd.Context(), o.App, ca, rt, sandbox.Name(id), id, cmd.OutOrStdout())
 }
 
 // nuke revokes id's certificates (the running hostd closes its tunnels),

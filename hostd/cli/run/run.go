@@ -18,6 +18,8 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/kube"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/runtimes"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -27,6 +29,7 @@ import (
 type runOptions struct {
 	*command.App
 	runtime string
+	kube    kube.Config // sandbox.kubernetes.*, for runtime kubernetes
 	spec    sandbox.Spec
 	table   []settings.Setting // runSettings of the fields above
 }
@@ -34,10 +37,10 @@ type runOptions struct {
 // runSettings is every setting of hostd run (and its key under sandbox.
 // in config.yaml, shared with hostd nuke and serve's reaper).
 func runSettings(o *runOptions) []settings.Setting {
-	return []settings.Setting{
-		{Key: "sandbox.runtime", Flag: "runtime", Usage: "container runtime: docker or podman", Value: &o.runtime},
+	return append([]settings.Setting{
+		{Key: "sandbox.runtime", Flag: "runtime", Usage: "the runtime hostd makes sandboxes with: docker, podman (or a path to either's CLI) or kubernetes (sandbox.kubernetes.*)", Value: &o.runtime},
 		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required), among the runtime's local images: hostd run does not pull", Value: &o.spec.Image},
-		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>)", Value: &o.spec.URL},
+		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>; kubernetes: required, hostd's IP address as the pods reach it)", Value: &o.spec.URL},
 		{Key: "sandbox.network", Flag: "network", Usage: "the container's network (default: the runtime's)", Value: &o.spec.Network},
 		{Key: "sandbox.mounts", Flag: "mount", Usage: "a volume for the container, SRC:DST[:ro] as the runtime's -v (repeatable)", Value: &o.spec.Mounts},
 		{Key: "sandbox.cpus", Flag: "cpus", Usage: "the container's CPU limit, as the runtime's --cpus", Value: &o.spec.CPUs},
@@ -45,12 +48,12 @@ func runSettings(o *runOptions) []settings.Setting {
 		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
 		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
 		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
-	}
+	}, kube.Settings(&o.kube)...)
 }
 
 // NewRunCmd is hostd run.
 func NewRunCmd(a *command.App) *cobra.Command {
-	o := &runOptions{App: a, runtime: "docker", spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
+	o := &runOptions{App: a, runtime: "docker", kube: kube.DefaultConfig(), spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
 	o.table = runSettings(o)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
@@ -175,9 +178,18 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("hostd run runs the polecat named by $GT_RIG and $GT_POLECAT, which Gas Town sets: %w", err)
 	}
-	rt := sandbox.CLI{Bin: o.runtime}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
+	sbx, err := o.sandboxRuntime(cmd)
+	if err != nil {
+		return o.failed(ctx, id, err)
+	}
+	// Until sessions, the clone and the git identity go over the polecat's
+	// tunnel (issue 37), hostd run's steps after the start are docker's.
+	rt, ok := sbx.(sandbox.CLI)
+	if !ok {
+		return o.failed(ctx, id, fmt.Errorf("sandbox.runtime %s: this hostd run starts sessions with docker or podman only", sbx.Name()))
+	}
 	if err := o.start(ctx, rt, id, progress); err != nil {
 		return o.failed(ctx, id, err)
 	}
@@ -193,6 +205,21 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		defer panes.Forget(id, p.PID)
 	}
 	return o.session(ctx, rt, id, args)
+}
+
+// sandboxRuntime is the runtime sandbox.runtime names, built from its
+// settings, which are checked first (kubernetes: and sandbox.url and
+// docker's own settings).
+func (o *runOptions) sandboxRuntime(cmd *cobra.Command) (sandbox.Runtime, error) {
+	if runtimes.IsKubernetes(o.runtime) {
+		if err := settings.Explain(o.kube.Validate(), &o.kube, o.table, o.Where(cmd.Flags())); err != nil {
+			return nil, err
+		}
+		if err := kube.CheckSpec(o.spec); err != nil {
+			return nil, err
+		}
+	}
+	return runtimes.New(runtimes.Config{Name: o.runtime, Kubernetes: o.kube})
 }
 
 // listenPort is the port of hostd serve's listen setting.

@@ -4,6 +4,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/data"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/runtimes"
 	"github.com/polecat-sidecar/sidecar/hostd/server"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/settings"
@@ -54,6 +56,11 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	}
 	cfg := o.serve.cfg
 	cfg.Version, cfg.Logger = cli.Version(), slog.Default()
+	rt, err := runtimes.New(o.serve.rt)
+	if err != nil {
+		return fmt.Errorf("starting hostd: %w", err)
+	}
+	cfg.SandboxRuntime = rt
 	setServeGC()
 	s, err := server.New(cfg)
 	if err != nil {
@@ -67,7 +74,8 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 // Settings is what hostd serve runs with, as its settings fill it.
 type Settings struct {
 	cfg    server.Config
-	gt, bd string // the relayed binaries
+	gt, bd string          // the relayed binaries
+	rt     runtimes.Config // the sandboxes' runtime, which serve's reaper removes them with
 	// Table is every setting of serve (serveSettings), at its default
 	// until loaded.
 	Table []settings.Setting
@@ -75,13 +83,17 @@ type Settings struct {
 
 // NewSettings is serve's settings at their defaults.
 func NewSettings() *Settings {
-	c := &Settings{cfg: server.DefaultConfig()}
-	c.Table = serveSettings(&c.cfg, &c.gt, &c.bd)
+	c := &Settings{cfg: server.DefaultConfig(), rt: runtimes.DefaultConfig()}
+	c.Table = serveSettings(&c.cfg, &c.gt, &c.bd, &c.rt)
 	return c
 }
 
-// Config is serve's configuration as Load left it.
+// Config is serve's configuration as Load left it (but its
+// SandboxRuntime, which serve builds from Runtime).
 func (c *Settings) Config() server.Config { return c.cfg }
+
+// Runtime is the sandboxes' runtime and its settings, as Load left them.
+func (c *Settings) Runtime() runtimes.Config { return c.rt }
 
 // Load reads the settings from fs (serve's flags, or config show's),
 // the environment and the config file, and checks them all, as
@@ -95,7 +107,8 @@ func (c *Settings) Load(a *command.App, fs *pflag.FlagSet) error {
 	}
 	c.cfg.Relay.Binaries = map[string]string{"gt": c.gt, "bd": c.bd}
 	c.cfg.Town, c.cfg.TrustDomain = a.Town(), a.Viper.GetString("trust_domain")
-	if err := settings.Explain(c.cfg.Validate(), &c.cfg, c.Table, a.Where(fs)); err != nil {
+	err := errors.Join(settings.Explain(c.cfg.Validate(), &c.cfg, c.Table, a.Where(fs)), settings.Explain(c.rt.Validate(), &c.rt, c.Table, a.Where(fs)))
+	if err != nil {
 		return fmt.Errorf("hostd serve's settings:\n%w", err)
 	}
 	return nil
@@ -104,9 +117,9 @@ func (c *Settings) Load(a *command.App, fs *pflag.FlagSet) error {
 // serveSettings is every setting of hostd serve: its flag, its key in
 // HOSTD_* variables and config.yaml, and the field of cfg it fills, whose
 // value (from server.DefaultConfig) is the default. gt and bd receive the
-// relayed binaries' paths.
-func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
-	return []settings.Setting{
+// relayed binaries' paths, and rt the sandboxes' runtime.
+func serveSettings(cfg *server.Config, gt, bd *string, rt *runtimes.Config) []settings.Setting {
+	return append([]settings.Setting{
 		{Key: "listen", Flag: "listen", Usage: "tunnel address, UDP and TCP", Value: &cfg.Listen},
 		{Key: "server_names", Flag: "server-name", Usage: "extra DNS name or IP for hostd's certificate (repeatable)", Value: &cfg.Certs.ServerNames},
 		{Key: "cert_ttl", Flag: "cert-ttl", Usage: "lifetime of certificates issued on join and renewal", Value: &cfg.Certs.TTL},
@@ -164,7 +177,6 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "nudge.urgent_ttl", Flag: "nudge-urgent-ttl", Usage: "how long an urgent nudge may wait to be delivered", Value: &cfg.Nudge.UrgentTTL},
 		{Key: "nudge.depth", Flag: "nudge-depth", Usage: "nudges queued per polecat; past it the oldest normal one is dropped", Value: &cfg.Nudge.Depth},
 		{Key: "nudge.attempt", Flag: "nudge-attempt", Usage: "how long one delivery attempt waits for the polecat to be idle before hostd offers the nudge again", Value: &cfg.Nudge.Attempt},
-		{Key: "sandbox.runtime", Flag: "sandbox-runtime", Usage: "container runtime of the sandboxes 'hostd run' makes (docker, podman)", Value: &cfg.SandboxRuntime},
 		{Key: "sandbox.reap", Flag: "sandbox-reap", Usage: "how often to remove the sandboxes of polecats Gas Town has nuked (their directory gone), revoking their certificates (0: never)", Value: &cfg.SandboxReap},
 		{Key: "admin_listen", Flag: "admin-listen", Usage: "also serve gt-proxy-server's admin API (issue-cert, deny-cert, health) over plain HTTP at this loopback address, where Gas Town's admin client calls it (127.0.0.1:9877); any local user, and on Docker Desktop any container, can issue certificates there (off when empty)", Value: &cfg.AdminListen},
 		{Key: "metrics_listen", Flag: "metrics-listen", Usage: "serve Prometheus metrics at http://<addr>/metrics and Go profiles at /debug/pprof/ (off when empty)", Value: &cfg.MetricsListen},
@@ -173,5 +185,5 @@ func serveSettings(cfg *server.Config, gt, bd *string) []settings.Setting {
 		{Key: "liveness.idle_after", Flag: "idle-after", Usage: "time without output in the session's pane before a running polecat is idle", Value: &cfg.Liveness.Thresholds.IdleAfter},
 		{Key: "liveness.grace", Flag: "grace", Usage: "time disconnected before a polecat is dead; also how long a sandbox's agent may wait for its first session", Value: &cfg.Liveness.Thresholds.Grace},
 		{Key: "liveness.state_logs", Flag: "state-logs", Usage: "state-change log lines per polecat per minute (the rest are counted)", Value: &cfg.Liveness.StateLogs},
-	}
+	}, runtimes.Settings(rt, "sandbox-runtime")...)
 }

@@ -42,7 +42,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	render(os.Stdout, rows, m, *all)
+	render(os.Stdout, slices.Concat(rows, wanRows), m, *all)
 }
 
 // medians maps a benchmark and a unit to every value measured; get returns

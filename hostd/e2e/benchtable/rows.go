@@ -119,17 +119,31 @@ func relay(rttMs int, impl string) string {
 // rttCost is how many round trips the 10 ms link adds to a relayed
 // command, ours and per-call's (client processes), counted in the link's
 // own round trip as measured through the same relay (impl=link).
-func rttCost(m medians) (float64, float64, bool) {
-	link := func(rtt int) string { return fmt.Sprintf("RelayRoundTrip/rtt=%dms/client=inproc/impl=link", rtt) }
-	var v [6]float64
-	ok := true
-	for i, name := range []string{relay(10, "ours"), relay(0, "ours"), relay(10, "percall"), relay(0, "percall"), link(10), link(0)} {
-		var found bool
-		v[i], found = m.get(name, "p50-us")
-		ok = ok && found
+var rttCost = roundTrips(relayAt(10), relayAt(0))
+
+// relayAt names BenchmarkRelayRoundTrip's sub-benchmark sub at a round
+// trip of rttMs.
+func relayAt(rttMs int) func(sub string) string {
+	return func(sub string) string { return fmt.Sprintf("RelayRoundTrip/rtt=%dms/%s", rttMs, sub) }
+}
+
+// roundTrips is how many round trips a link adds to a relayed command,
+// ours and per-call's (client processes), in the link's own round trip
+// (client=inproc/impl=link): the difference between the benchmarks on
+// the slow link and on the fast one, whose names slow and fast give.
+func roundTrips(slow, fast func(sub string) string) func(medians) (float64, float64, bool) {
+	return func(m medians) (float64, float64, bool) {
+		var v [6]float64
+		ok := true
+		for i, sub := range []string{"client=process/impl=ours", "client=process/impl=percall", "client=inproc/impl=link"} {
+			var found1, found2 bool
+			v[2*i], found1 = m.get(slow(sub), "p50-us")
+			v[2*i+1], found2 = m.get(fast(sub), "p50-us")
+			ok = ok && found1 && found2
+		}
+		rtt := v[4] - v[5]
+		return (v[0] - v[1]) / rtt, (v[2] - v[3]) / rtt, ok && rtt > 0
 	}
-	rtt := v[4] - v[5]
-	return (v[0] - v[1]) / rtt, (v[2] - v[3]) / rtt, ok && rtt > 0
 }
 
 // relayFloor is a relayed trivial command (a client process, loopback)
@@ -168,7 +182,12 @@ func nanos(ns float64) string {
 func micros(us float64) string { return nanos(us * 1e3) }
 func millis(ms float64) string { return nanos(ms * 1e6) }
 func seconds(s float64) string { return nanos(s * 1e9) }
-func mbs(v float64) string     { return fmt.Sprintf("%.0f MB/s", v) }
+func mbs(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f MB/s", v)
+	}
+	return fmt.Sprintf("%.0f MB/s", v)
+}
 func percent(v float64) string { return fmt.Sprintf("%.1f%%", v) }
 func kib(v float64) string     { return fmt.Sprintf("%.0f KiB", v) }
 func count(v float64) string   { return fmt.Sprintf("%.0f", v) }

@@ -1,0 +1,3 @@
+module local/k8slocaltools
+
+go 1.24.0
