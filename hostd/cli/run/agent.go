@@ -25,10 +25,11 @@ const (
 
 // connect opens a sandbox stream to id's agent through hostd serve. With
 // a limit it waits up to limit for a sandbox just made or started to run
-// and its agent to connect; a sandbox that ran and stopped ends the wait,
-// as does a problem the runtime names for problemLimit, and progress says
-// every agentPoll that it waits, and why when the runtime says. Without,
-// the sandbox must be running, and is waited for as long as it runs.
+// and its agent to connect, and progress says every agentPoll that it
+// waits, and why when the runtime says; without, for as long as the
+// sandbox runs. A sandbox that ran and stopped with no reason ends the
+// wait at once; one whose runtime names a reason (which may pass: a pod
+// not scheduled yet), once that has stayed for problemLimit.
 func (o *runOptions) connect(ctx context.Context, rt sandbox.Runtime, id wire.Identity, limit time.Duration, progress io.Writer) (io.ReadWriteCloser, error) {
 	name, start, ran := sandbox.Name(id), time.Now(), limit == 0
 	var problemSince time.Time
@@ -44,17 +45,18 @@ func (o *runOptions) connect(ctx context.Context, rt sandbox.Runtime, id wire.Id
 			return nil, fmt.Errorf("the sandbox %s is gone", name)
 		case info.Running:
 			ran = true
-		case ran && limit > 0:
-			return nil, fmt.Errorf("the sandbox %s stopped before its agent connected%s: can it reach hostd at %s?", name, why(problem), o.spec.URL)
-		case ran:
-			return nil, fmt.Errorf("the sandbox %s is not running%s", name, why(problem))
+		case problem == "" && ran:
+			return nil, o.stopped(id, limit, problem)
 		}
 		switch {
 		case problem == "":
 			problemSince = time.Time{}
 		case problemSince.IsZero():
 			problemSince = time.Now()
-		case time.Since(problemSince) >= problemLimit:
+		case time.Since(problemSince) < problemLimit:
+		case ran:
+			return nil, o.stopped(id, limit, problem)
+		default:
 			return nil, fmt.Errorf("the sandbox %s does not start: %s", name, problem)
 		}
 		if limit > 0 && time.Since(start) >= limit {
@@ -73,6 +75,16 @@ func (o *runOptions) connect(ctx context.Context, rt sandbox.Runtime, id wire.Id
 		}
 		fmt.Fprintf(progress, "hostd run: waiting for the agent of %s to connect%s\n", id, termsafe.Line(why(problem)))
 	}
+}
+
+// stopped is the error for id's sandbox that ran and stopped, for the
+// runtime's reason problem: before its agent connected (limit > 0), or
+// under a session.
+func (o *runOptions) stopped(id wire.Identity, limit time.Duration, problem string) error {
+	if limit > 0 {
+		return fmt.Errorf("the sandbox %s stopped before its agent connected%s: can it reach hostd at %s?", sandbox.Name(id), why(problem), o.spec.URL)
+	}
+	return fmt.Errorf("the sandbox %s is not running%s", sandbox.Name(id), why(problem))
 }
 
 // why is a runtime's reason in parentheses, or nothing.

@@ -180,15 +180,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
-	sbx, err := o.sandboxRuntime(cmd)
+	rt, err := o.sandboxRuntime(cmd)
 	if err != nil {
 		return o.failed(ctx, id, err)
-	}
-	// Until sessions, the clone and the git identity go over the polecat's
-	// tunnel (issue 37), hostd run's steps after the start are docker's.
-	rt, ok := sbx.(sandbox.CLI)
-	if !ok {
-		return o.failed(ctx, id, fmt.Errorf("sandbox.runtime %s: this hostd run starts sessions with docker or podman only", sbx.Name()))
 	}
 	if err := o.start(ctx, rt, id, progress); err != nil {
 		return o.failed(ctx, id, err)

@@ -123,11 +123,12 @@ func TestRunFailsFast(t *testing.T) {
 
 // TestRunRemovesWhatItMade: when the sandbox hostd run made stops before
 // its agent connects (an agent that cannot reach hostd gives up), the
-// sandbox goes again, so that a failed start leaves no container; a
-// sandbox that was there before (the polecat's work) is never removed.
-// The runtime is a stand-in that logs its argv, and whose sandbox runs
-// once made or started and has stopped the next time it is looked at;
-// the containers' runtime behind it is images/e2e's (TestSandboxFailures).
+// start fails at once and the sandbox goes again, so that a failed start
+// leaves no container; a sandbox that was there before (the polecat's
+// work) is never removed. The runtime is a stand-in that logs its argv,
+// and whose sandbox runs once made or started and has stopped, with no
+// reason given, the next time it is looked at; the containers' runtime
+// behind it is images/e2e's (TestSandboxFailures).
 func TestRunRemovesWhatItMade(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -151,7 +152,7 @@ func TestRunRemovesWhatItMade(t *testing.T) {
 			script := "#!/bin/sh\ncd " + dir + "\necho \"$*\" >> calls\ncase \"$1 $2\" in\n" +
 				"'container inspect') [ -e made ] || { echo \"Error response from daemon: No such container: $4\" >&2; exit 1; }\n" +
 				"  if [ -e up ]; then rm up; printf 'true\\t%s\\tgastown/toast\\t\\trunning\\t0\\t\\n' " + town + "\n" +
-				"  else printf 'false\\t%s\\tgastown/toast\\t\\texited\\t1\\t\\n' " + town + "; fi;;\n" +
+				"  else printf 'false\\t%s\\tgastown/toast\\t\\t\\t\\t\\n' " + town + "; fi;;\n" +
 				"create*) touch made up;;\nstart*) touch up;;\n" +
 				"esac\nexit 0\n"
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
@@ -160,7 +161,7 @@ func TestRunRemovesWhatItMade(t *testing.T) {
 			t.Setenv("GT_RIG", id.Rig)
 			t.Setenv("GT_POLECAT", id.Name)
 			out, code := hostd.Run(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
-			want := "hostd: gastown/toast not started: the sandbox gt-gastown-toast stopped before its agent connected (exited with status 1): can it reach hostd at https://host.docker.internal:"
+			want := "hostd: gastown/toast not started: the sandbox gt-gastown-toast stopped before its agent connected: can it reach hostd at https://host.docker.internal:"
 			if code != 1 || !strings.Contains(out, want) {
 				t.Fatalf("hostd run: exit %d, %q; want %q", code, out, want)
 			}
