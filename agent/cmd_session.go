@@ -51,20 +51,22 @@ func (o *sessionOptions) server() tmux.Server {
 }
 
 // newSessionCmd is 'gt-agent session': starting and ending the polecat's
-// sessions in a sandbox, a container that outlives them ('hostd run').
+// sessions in a sandbox by hand, as hostd run does over the tunnel.
 func newSessionCmd() *cobra.Command {
 	o := &sessionOptions{}
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Start and end the polecat's sessions in a sandbox container (what 'hostd run' calls)",
+		Short: "Start and end the polecat's sessions in a sandbox container by hand",
 		Long: `In a sandbox, the container 'hostd run' keeps for a polecat across its
 sessions, gt-agent up runs with --watch-session and no command, and each
-session Gas Town starts is started here, in the watched tmux session:
-nudges, peek, attach and the beats follow it.`,
+session Gas Town starts is started in the watched tmux session (hostd run
+asks the agent over the tunnel, the sandbox channel): nudges, peek, attach
+and the beats follow it. These commands do the same from a shell in the
+container.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.name, "session", "polecat", "the tmux session (the one gt-agent up --watch-session watches)")
 	cmd.PersistentFlags().StringVar(&o.tmuxSocket, "tmux-socket", "", "tmux server socket path (default: tmux's own)")
-	cmd.PersistentFlags().StringVar(&o.tag, "tag", "", "name of the session (letters, digits, '-', '_'): stop with the same tag ends this session and not a later one that replaced it")
+	cmd.PersistentFlags().StringVar(&o.tag, "tag", "", "name of the session (letters, digits, '-', '_'): stop with the same tag ends this session and not a later one that replaced it; a start with the tag of the session there leaves it as it is")
 	cmd.AddCommand(newSessionStartCmd(o), newSessionStopCmd(o))
 	return cmd
 }
@@ -84,8 +86,7 @@ func newSessionStartCmd(so *sessionOptions) *cobra.Command {
 		Long: `Start CMD in the tmux session (a new one, or in place of the command
 running there: the session before is over), wait until it exits, and exit
 with its status. If this command is killed, the session runs on: end it with
-'gt-agent session stop'. hostd run shows the session meanwhile through
-hostd's pane channel.`,
+'gt-agent session stop'. hostd attach shows the session meanwhile.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: o.run,
 	}
@@ -104,11 +105,10 @@ func (o *sessionStartOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	srv := o.server()
-	status, err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env, Tag: o.tag})
-	if err != nil {
+	if err := liveness.StartSession(ctx, srv, liveness.SessionSpec{Name: o.name, Command: args, Dir: o.dir, Env: env, Tag: o.tag}); err != nil {
 		return err
 	}
-	code, err := liveness.WaitSession(ctx, srv, o.name, status, 100*time.Millisecond)
+	code, err := liveness.WaitSession(ctx, srv, o.name, o.tag, 100*time.Millisecond)
 	if errors.Is(err, context.Canceled) {
 		return exit.Status(128 + int(syscall.SIGTERM))
 	}

@@ -255,8 +255,9 @@ func (c *upRun) watchers() int {
 
 // serve is gt-agent up once its state directory is held: the
 // credentials, the tunnel's supervisor and, over it, the data channel,
-// the gt/bd relay, git, the session's watcher, nudges and beats, each
-// started as a part of p, which runs them until ctx ends or one fails
+// the gt/bd relay, git, a sandbox's clone and sessions, the session's
+// watcher, nudges and beats, each started (the sandbox's is served) as a
+// part of p, which runs them until ctx ends or one fails
 // (hostd refusing the agent for good among them). It stores the data
 // service in dataSvc as soon as there is one.
 func (c *upRun) serve(ctx context.Context, p *parts.Group, dataSvc *atomic.Pointer[data.Service]) error {
@@ -277,7 +278,11 @@ func (c *upRun) serve(ctx context.Context, p *parts.Group, dataSvc *atomic.Point
 	if err := c.serveRelay(p, sup); err != nil {
 		return err
 	}
-	if err := c.serveGit(p, sup); err != nil {
+	gitAddr, err := c.serveGit(p, sup)
+	if err != nil {
+		return err
+	}
+	if err := c.serveSandbox(hostOpened, gitAddr); err != nil {
 		return err
 	}
 	watcher, err := c.watch(ctx, p, sup, hostOpened)

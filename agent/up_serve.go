@@ -19,6 +19,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/agent/nudge"
 	"github.com/polecat-sidecar/sidecar/agent/pane"
 	"github.com/polecat-sidecar/sidecar/agent/relay"
+	"github.com/polecat-sidecar/sidecar/agent/sandbox"
 	"github.com/polecat-sidecar/sidecar/agent/supervisor"
 	"github.com/polecat-sidecar/sidecar/internal/cli"
 	"github.com/polecat-sidecar/sidecar/internal/parts"
@@ -73,19 +74,20 @@ func (c *upRun) serveRelay(p *parts.Group, sup *supervisor.Supervisor) error {
 }
 
 // serveGit serves the rig's repository to git on --git-listen, as a part
-// of p; nothing when that is empty.
-func (c *upRun) serveGit(p *parts.Group, sup *supervisor.Supervisor) error {
+// of p, and returns where git in the container reaches it; nothing when
+// that is empty.
+func (c *upRun) serveGit(p *parts.Group, sup *supervisor.Supervisor) (string, error) {
 	addr := c.GitListen
 	if addr == "" {
-		return nil
+		return "", nil
 	}
 	admit, err := gitAdmit(c.GitAllowUIDs)
 	if err != nil {
-		return err
+		return "", err
 	}
 	gitLn, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("git listener: %w", err)
+		return "", fmt.Errorf("git listener: %w", err)
 	}
 	fw := git.NewForwarder(sup, c.RelayWait, slog.Default())
 	fw.Admit = admit
@@ -93,7 +95,31 @@ func (c *upRun) serveGit(p *parts.Group, sup *supervisor.Supervisor) error {
 		defer gitLn.Close()
 		return fw.Serve(ctx, gitLn)
 	})
-	slog.Info("serving git", "origin", git.Origin(gitLn.Addr().String(), "<rig>"))
+	local := gitLn.Addr().(*net.TCPAddr)
+	if local.IP.IsUnspecified() {
+		local = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: local.Port}
+	}
+	slog.Info("serving git", "origin", git.Origin(local.String(), "<rig>"))
+	return local.String(), nil
+}
+
+// serveSandbox serves hostd run's operations in a sandbox (gt-agent up
+// --watch-session): the clone, through the git port at gitAddr, and the
+// sessions in the watched session.
+func (c *upRun) serveSandbox(mux *tunnel.ServeMux, gitAddr string) error {
+	if c.Watch.WatchSession == "" {
+		return nil // the session is the agent's own, or a process: not a sandbox
+	}
+	scfg := sandbox.Config{WorkDir: c.Watch.WorkDir, DataRoot: c.Data.Root, GitAddr: gitAddr,
+		Session: c.Watch.WatchSession, Logger: slog.Default()}
+	if c.TmuxSocket != "" {
+		scfg.Tmux.Args = []string{"-S", c.TmuxSocket}
+	}
+	svc, err := sandbox.New(scfg)
+	if err != nil {
+		return err
+	}
+	mux.Handle(wire.KindSandbox, svc)
 	return nil
 }
 

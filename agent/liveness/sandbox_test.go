@@ -47,15 +47,14 @@ func TestSandboxSessions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_ = os.Remove(out)
-			status, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", tt.command}, Dir: dir, Env: tt.env})
-			if err != nil {
+			if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", tt.command}, Dir: dir, Env: tt.env}); err != nil {
 				t.Fatal(err)
 			}
 			p, _, _ := srv.ReadPane(ctx, "polecat")
 			if len(tt.env) > 0 && strings.Contains(p.Command, "sekr1t") {
 				t.Errorf("the environment shows on the pane's command line: %q", p.Command)
 			}
-			code, err := WaitSession(ctx, srv, "polecat", status, 20*time.Millisecond)
+			code, err := WaitSession(ctx, srv, "polecat", "", 20*time.Millisecond)
 			if err != nil || code != tt.want {
 				t.Fatalf("WaitSession = %d, %v; want %d", code, err, tt.want)
 			}
@@ -68,33 +67,30 @@ func TestSandboxSessions(t *testing.T) {
 	}
 
 	t.Run("a new session replaces a running one", func(t *testing.T) {
-		first, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}})
-		if err != nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}}); err != nil {
 			t.Fatal(err)
 		}
 		p, _, _ := srv.ReadPane(ctx, "polecat")
-		second, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exit 5"}})
-		if err != nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exit 5"}}); err != nil {
 			t.Fatal(err)
 		}
-		if code, err := WaitSession(ctx, srv, "polecat", second, 20*time.Millisecond); err != nil || code != 5 {
+		if code, err := WaitSession(ctx, srv, "polecat", "", 20*time.Millisecond); err != nil || code != 5 {
 			t.Fatalf("the second session: %d, %v; want 5", code, err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); syscall.Kill(p.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the first session's process %d (status %s) still runs", p.PID, first)
+				t.Fatalf("the first session's process %d still runs", p.PID)
 			}
 		}
 	})
 
 	t.Run("killed from outside", func(t *testing.T) {
-		status, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}})
-		if err != nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}}); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() {
-			code, err := WaitSession(ctx, srv, "polecat", status, 20*time.Millisecond)
+			code, err := WaitSession(ctx, srv, "polecat", "", 20*time.Millisecond)
 			if err == nil && code != 128+int(syscall.SIGHUP) {
 				err = fmt.Errorf("status %d", code)
 			}
@@ -144,7 +140,7 @@ func TestSessionEnvironment(t *testing.T) {
 		out := filepath.Join(dir, "out")
 		_ = os.Remove(out)
 		cmd := `printf '%s %s' "$GT_BRANCH" "${GT_RUN-none}" > out.tmp && mv out.tmp out; exec sleep 60`
-		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", cmd}, Dir: dir, Env: env}); err != nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", cmd}, Dir: dir, Env: env}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -171,7 +167,7 @@ func TestSessionEnvironment(t *testing.T) {
 		t.Errorf("the third session, after the second ended, saw %q; want its own branch and no GT_RUN", got)
 	}
 	for _, bad := range []string{"GT_BRANCH", "=x", "GT-RUN=1", "1GT=1", "A B=1"} {
-		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Env: []string{bad}}); err == nil || !strings.Contains(err.Error(), "session variable") {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Env: []string{bad}}); err == nil || !strings.Contains(err.Error(), "session variable") {
 			t.Errorf("StartSession with the variable %q: %v, want it refused", bad, err)
 		}
 	}
@@ -186,7 +182,7 @@ func TestStopSession(t *testing.T) {
 	ctx := context.Background()
 	start := func(tag string) {
 		t.Helper()
-		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}, Tag: tag}); err != nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sleep", "100"}, Tag: tag}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,8 +231,50 @@ func TestStopSession(t *testing.T) {
 		})
 	}
 	t.Run("a malformed tag does not start", func(t *testing.T) {
-		if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Tag: "a b"}); err == nil {
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"true"}, Tag: "a b"}); err == nil {
 			t.Fatal("StartSession took the tag \"a b\"")
 		}
 	})
+}
+
+// TestTaggedSessions: a start asked for again with the tag of the session
+// there (running, or ended with its status) leaves it as it is; waiting
+// by tag gives the status of that session, and says when a later session
+// with another tag has replaced it.
+func TestTaggedSessions(t *testing.T) {
+	srv := privateTmux(t)
+	ctx := context.Background()
+	start := func(tag, script string) {
+		t.Helper()
+		if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", script}, Tag: tag}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("one", "sleep 100")
+	before, _, _ := srv.ReadPane(ctx, "polecat")
+	start("one", "exit 9")
+	if after, _, _ := srv.ReadPane(ctx, "polecat"); after.PID != before.PID || after.Dead {
+		t.Fatalf("starting tag one again restarted it: pid %d, then %d (dead %v)", before.PID, after.PID, after.Dead)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := WaitSession(ctx, srv, "polecat", "one", 20*time.Millisecond); waited <- err }()
+	start("two", "exit 4")
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrSessionReplaced) {
+			t.Fatalf("waiting for tag one once two replaced it: %v, want ErrSessionReplaced", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiting for tag one goes on after two replaced it")
+	}
+	if code, err := WaitSession(ctx, srv, "polecat", "two", 20*time.Millisecond); err != nil || code != 4 {
+		t.Fatalf("waiting for two: %d, %v; want 4", code, err)
+	}
+	start("two", "exit 0") // ended, with its status: not started again
+	if code, err := WaitSession(ctx, srv, "polecat", "two", 20*time.Millisecond); err != nil || code != 4 {
+		t.Fatalf("waiting for two after a start asked for again: %d, %v; want its own 4", code, err)
+	}
+	if _, err := WaitSession(ctx, srv, "polecat", "one", 20*time.Millisecond); !errors.Is(err, ErrSessionReplaced) {
+		t.Errorf("waiting for one, long replaced: %v, want ErrSessionReplaced", err)
+	}
 }

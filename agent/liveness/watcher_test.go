@@ -139,7 +139,7 @@ func TestWatchSandbox(t *testing.T) {
 	if s := measure(w, heartbeat.SessionNotFound); !s.NeverStarted {
 		t.Errorf("before the first session: %+v, want not started yet", s)
 	}
-	if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", "--dangerously-skip-permissions"}, Env: []string{"GT_BRANCH=b"}}); err != nil {
+	if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", "--dangerously-skip-permissions"}, Env: []string{"GT_BRANCH=b"}}); err != nil {
 		t.Fatal(err)
 	}
 	if s := measure(w, heartbeat.SessionRunning); s.Command != "sh -c exec sleep 60 --dangerously-skip-permissions" || s.NeverStarted {
@@ -148,7 +148,7 @@ func TestWatchSandbox(t *testing.T) {
 	// 10 KB: Gas Town's command carries a prompt, and tmux takes at most
 	// 16 KiB in one call (the command and what the beats show of it).
 	long := strings.Repeat("é", 5000)
-	if _, err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", long}}); err != nil {
+	if err := StartSession(ctx, srv, SessionSpec{Name: "polecat", Command: []string{"sh", "-c", "exec sleep 60", long}}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {

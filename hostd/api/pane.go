@@ -43,31 +43,40 @@ func (c *Client) Peek(ctx context.Context, id Identity, lines int, follow bool, 
 // Attach opens an attach connection: write attach frames to it, read the
 // terminal's output from it.
 func (c *Client) Attach(ctx context.Context, id Identity, write bool, cols, rows uint16) (io.ReadWriteCloser, error) {
+	w := "0"
+	if write {
+		w = "1"
+	}
+	return c.upgrade(ctx, fmt.Sprintf("/v1/pane/%s/%s/attach?write=%s&cols=%d&rows=%d", id.Rig, id.Name, w, cols, rows), PaneUpgrade, "attach")
+}
+
+// upgrade POSTs path asking to switch its connection to proto, and
+// returns the connection once hostd has; hostd's refusal says it could
+// not do what.
+func (c *Client) upgrade(ctx context.Context, path, proto, what string) (io.ReadWriteCloser, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {
 		return nil, c.unreachable(err)
 	}
-	w := "0"
-	if write {
-		w = "1"
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://hostd/v1/pane/%s/%s/attach?write=%s&cols=%d&rows=%d", id.Rig, id.Name, w, cols, rows), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://hostd"+path, nil)
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", PaneUpgrade)
+	req.Header.Set("Upgrade", proto)
 	if err := req.Write(conn); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("asking hostd to attach: %w", err)
+		return nil, fmt.Errorf("asking hostd to %s: %w", what, err)
 	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // a long wait for the answer
+	defer stop()
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("asking hostd to attach: %w", err)
+		return nil, fmt.Errorf("asking hostd to %s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer conn.Close()
-		return nil, fmt.Errorf("hostd could not attach: %w", statusError(req.Method, req.URL.Path, resp))
+		return nil, fmt.Errorf("hostd could not %s: %w", what, statusError(req.Method, req.URL.Path, resp))
 	}
 	return BufferedConn{Conn: conn, R: br}, nil
 }

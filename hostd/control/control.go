@@ -39,6 +39,9 @@ type Services struct {
 	Nudges Nudges
 	// Panes peeks at and attaches to polecats' sessions (hostd/pane).
 	Panes Panes
+	// Sandboxes carries hostd run's operations in polecats' sandboxes
+	// (hostd/sandbox).
+	Sandboxes Sandboxes
 	// Upstream is the queue of branches for origin (hostd/upstream); nil
 	// when upstream pushing is off.
 	Upstream Upstream
@@ -172,6 +175,7 @@ func Handler(s Services) http.Handler {
 	syncHandlers(mux, s.Data)
 	nudgeHandlers(mux, s.Nudges, s.known)
 	paneHandlers(mux, s.Panes)
+	sandboxHandlers(mux, s.Sandboxes)
 	startHandlers(mux, s.Starts)
 	mux.HandleFunc("POST /v1/revocations/reload", func(w http.ResponseWriter, r *http.Request) {
 		n, err := s.Certs.ReloadRevocations()

@@ -31,6 +31,7 @@ type fakeDaemon struct {
 	attached []wire.PaneRequest
 	failures map[wire.Identity]api.StartFailure
 	waits    []time.Duration
+	opened   []time.Duration // the sandbox opens' waits
 }
 
 func (f *fakeDaemon) IssueCert(id wire.Identity, ttl time.Duration) (api.IssuedCert, error) {
@@ -48,7 +49,7 @@ func (f *fakeDaemon) Revoke(target string) (int, error) {
 
 // services is the fake in every role the API calls.
 func (f *fakeDaemon) services() Services {
-	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Upstream: f, Starts: f, Forget: f}
+	return Services{Daemon: Daemon{Version: "v1"}, Polecats: f, Certs: f, Data: f, Nudges: f, Panes: f, Sandboxes: f, Upstream: f, Starts: f, Forget: f}
 }
 
 func (f *fakeDaemon) Failed(id wire.Identity, reason string) (api.StartFailure, error) {

@@ -75,21 +75,31 @@ func paneHandlers(mux *http.ServeMux, b Panes) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		upgraded := false
-		err = b.Attach(r.Context(), id, req, func() (io.ReadWriteCloser, error) {
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return nil, err
-			}
-			upgraded = true
-			_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + api.PaneUpgrade + "\r\nConnection: Upgrade\r\n\r\n")
-			if err == nil {
-				err = buf.Flush()
-			}
-			return api.BufferedConn{Conn: conn, R: buf.Reader}, err
-		})
-		if err != nil && !upgraded {
+		up := &upgrader{w: w, proto: api.PaneUpgrade}
+		if err := b.Attach(r.Context(), id, req, up.upgrade); err != nil && !up.done {
 			writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 		}
 	})
+}
+
+// upgrader switches an HTTP request's connection to proto: a raw
+// connection for the service once it is ready, an error status before.
+type upgrader struct {
+	w     http.ResponseWriter
+	proto string
+	done  bool // the connection is the service's: no status can follow
+}
+
+// upgrade answers 101 and gives the connection.
+func (u *upgrader) upgrade() (io.ReadWriteCloser, error) {
+	conn, buf, err := http.NewResponseController(u.w).Hijack()
+	if err != nil {
+		return nil, err
+	}
+	u.done = true
+	_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + u.proto + "\r\nConnection: Upgrade\r\n\r\n")
+	if err == nil {
+		err = buf.Flush()
+	}
+	return api.BufferedConn{Conn: conn, R: buf.Reader}, err
 }

@@ -920,7 +920,7 @@ func TestHostileHostOnlyStreams(t *testing.T) {
 	a := newAttacker(t, tw, addr, "gastown/rictus")
 	s := a.mustDial("quic", tunnel.Config{})
 	defer s.Close()
-	for _, kind := range []string{wire.KindNudge, wire.KindPane} {
+	for _, kind := range []string{wire.KindNudge, wire.KindPane, wire.KindSandbox} {
 		st, err := openRaw(s, kind, []byte(`{"op":"attach","cols":80,"rows":24}`))
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)

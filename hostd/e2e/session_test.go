@@ -17,14 +17,15 @@ import (
 )
 
 // TestSandboxSessions is a sandbox's life as hostd run drives it in its
-// container (gt-agent up --watch-session, then gt-agent session start
-// for each session Gas Town starts), judged by hostd: the polecat is
-// starting, not dead, until its first session; its command is the
-// polecat's own (a stand-in claude), not gt-agent's wrapper; each
-// session's tmux environment has its own GT_BRANCH and GT_RUN, not the
-// first session's; a reconnect shows as one, not as stale; and a
-// session that ends is dead at once. No state change on the way says
-// stale, nor dead before the end.
+// container (gt-agent up --watch-session, then each session Gas Town
+// starts asked for on the sandbox channel, through hostd's control
+// socket), judged by hostd: the polecat is starting, not dead, until its
+// first session; its command is the polecat's own (a stand-in claude),
+// not gt-agent's wrapper; each session's tmux environment has its own
+// GT_BRANCH and GT_RUN, not the first session's; a reconnect shows as
+// one, not as stale, and the session outlives it, waited for on the next
+// tunnel; and a session that ends is dead at once. No state change on
+// the way says stale, nor dead before the end.
 func TestSandboxSessions(t *testing.T) {
 	t.Parallel()
 	tw := NewTown(t)
@@ -37,8 +38,14 @@ func TestSandboxSessions(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(claude), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	Start(t, AgentEnv(relay.Addr, tw.Issue(nux.String(), time.Hour)), "gt-agent", "up", "--tmux-socket", sock, "--watch-session", "polecat",
-		"--beat-interval", beatEvery.String())
+	// The agent's tmux server runs the sessions, with the agent's PATH, in
+	// the rig's clone in its work directory.
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, nux.Rig), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Start(t, append(AgentEnv(relay.Addr, tw.Issue(nux.String(), time.Hour)), "PATH="+bin+":"+os.Getenv("PATH")), "gt-agent", "up",
+		"--tmux-socket", sock, "--watch-session", "polecat", "--beat-interval", beatEvery.String(), "--work-dir", work)
 	c := tw.Client()
 	detail := func() api.PolecatDetail {
 		t.Helper()
@@ -52,19 +59,36 @@ func TestSandboxSessions(t *testing.T) {
 		return InState("nux", "starting")(st) && strings.HasPrefix(st.Polecats[0].Reason, "no session yet")
 	})
 
-	// session starts what hostd run starts for one session, with its
-	// GT_BRANCH and GT_RUN, and waits for its stand-in claude to say what
-	// it has.
-	session := func(branch string, run ...string) string {
+	// channel sends req on a new sandbox stream, and returns the answers.
+	channel := func(req wire.SandboxRequest) *wire.SandboxAnswers {
+		t.Helper()
+		conn, err := c.Sandbox(context.Background(), api.Identity(nux), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := wire.WriteSandboxRequest(conn, req); err != nil {
+			t.Fatal(err)
+		}
+		return wire.NewSandboxAnswers(conn)
+	}
+	answer := func(answers *wire.SandboxAnswers, want string) {
+		t.Helper()
+		if a, err := answers.Next(); err != nil || a.Status != want {
+			t.Fatalf("the agent answered %+v, %v; want %s", a, err, want)
+		}
+	}
+	// session starts what hostd run starts for one session, tagged tag,
+	// with its GT_BRANCH and GT_RUN, and waits for its stand-in claude to
+	// say what it has.
+	session := func(tag, branch string, run ...string) string {
 		t.Helper()
 		_ = os.Remove(out)
-		env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GT_BRANCH=" + branch}
-		args := []string{"session", "start", "--tmux-socket", sock, "--env", "GT_BRANCH"}
+		env := []string{"GT_BRANCH=" + branch}
 		if len(run) > 0 {
 			env = append(env, "GT_RUN="+run[0])
-			args = append(args, "--env", "GT_RUN")
 		}
-		Start(t, env, "gt-agent", append(args, "--", "claude", "--dangerously-skip-permissions")...)
+		answer(channel(wire.SandboxRequest{Op: wire.SandboxSession, Tag: tag, Env: env, Command: []string{"claude", "--dangerously-skip-permissions"}}), wire.SandboxStarted)
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if b, err := os.ReadFile(out); err == nil {
 				return string(b)
@@ -82,7 +106,7 @@ func TestSandboxSessions(t *testing.T) {
 		return string(b)
 	}
 
-	if got := session("polecat/nux-1", "run-1"); got != "polecat/nux-1 run-1" {
+	if got := session("one", "polecat/nux-1", "run-1"); got != "polecat/nux-1 run-1" {
 		t.Fatalf("the first session's claude has %q", got)
 	}
 	st := tw.WaitStatus(10*time.Second, InState("nux", "working"))
@@ -100,7 +124,7 @@ func TestSandboxSessions(t *testing.T) {
 	}
 
 	// The next session (a handoff) replaces it, with its own variables.
-	if got := session("polecat/nux-2"); got != "polecat/nux-2 none" {
+	if got := session("two", "polecat/nux-2"); got != "polecat/nux-2 none" {
 		t.Errorf("the second session's claude has %q, want its own branch and no GT_RUN", got)
 	}
 	if env := sessionEnv(); !strings.Contains(env, "GT_BRANCH=polecat/nux-2\n") || !strings.Contains(env, "-GT_RUN\n") {
@@ -115,9 +139,13 @@ func TestSandboxSessions(t *testing.T) {
 		return InState("nux", "working")(st) && st.Polecats[0].Connected
 	})
 
-	// The session ends: dead at once.
-	if b, err := exec.Command(filepath.Join(BinDir, "gt-agent"), "session", "stop", "--tmux-socket", sock).CombinedOutput(); err != nil {
-		t.Fatalf("session stop: %v %s", err, b)
+	// The session outlived the tunnel's drop: waited for on the new one,
+	// and ended by its tag, dead at once.
+	waited := channel(wire.SandboxRequest{Op: wire.SandboxWait, Tag: "two"})
+	answer(channel(wire.SandboxRequest{Op: wire.SandboxStop, Tag: "one"}), wire.SandboxGone)
+	answer(channel(wire.SandboxRequest{Op: wire.SandboxStop, Tag: "two"}), wire.SandboxStopped)
+	if a, err := waited.Next(); err != nil || a.Status != wire.SandboxGone && a.Status != wire.SandboxExited {
+		t.Errorf("the wait for the stopped session: %+v, %v; want its end", a, err)
 	}
 	tw.WaitStatus(2*beatEvery+time.Second, func(st api.Status) bool {
 		return InState("nux", "dead")(st) && st.Polecats[0].Reason == "session not found"

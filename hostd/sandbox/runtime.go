@@ -93,8 +93,7 @@ func (r CLI) run(ctx context.Context, env []string, args ...string) (string, err
 }
 
 // maxOutput and maxError bound what hostd keeps of a runtime command's
-// output and error: what a command run in a sandbox prints is the
-// polecat's to choose.
+// output and error, which can quote what the sandbox holds.
 const (
 	maxOutput = 1 << 20
 	maxError  = 4 << 10
@@ -128,21 +127,27 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", " ; ")), " ")
 }
 
-// Inspect says whether container name exists, runs, and whose it is.
+// Inspect says whether container name exists, runs, and whose it is;
+// one that ran and stopped has its exit status as its Problem.
 func (r CLI) Inspect(ctx context.Context, name string) (Info, error) {
 	out, err := r.run(ctx, nil, "container", "inspect", "-f",
-		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}{{"\t"}}{{index .Config.Labels "`+HomeLabel+`"}}`, name)
+		`{{.State.Running}}{{"\t"}}{{index .Config.Labels "`+TownLabel+`"}}{{"\t"}}{{index .Config.Labels "`+PolecatLabel+`"}}{{"\t"}}{{index .Config.Labels "`+HomeLabel+`"}}`+
+			`{{"\t"}}{{.State.Status}}{{"\t"}}{{.State.ExitCode}}{{"\t"}}{{.State.Error}}`, name)
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "no such") {
 			return Info{}, nil
 		}
 		return Info{}, err
 	}
-	f := strings.SplitN(strings.TrimSpace(out), "\t", 4)
-	for len(f) < 4 {
+	f := strings.SplitN(strings.TrimSpace(out), "\t", 7)
+	for len(f) < 7 {
 		f = append(f, "")
 	}
-	return Info{Exists: true, Running: f[0] == "true", Town: f[1], Polecat: f[2], Home: f[3]}, nil
+	info := Info{Exists: true, Running: f[0] == "true", Town: f[1], Polecat: f[2], Home: f[3]}
+	if !info.Running && f[4] != "" && f[4] != "created" {
+		info.Problem = oneLine(strings.TrimSuffix(fmt.Sprintf("%s with status %s: %s", f[4], f[5], f[6]), ": "))
+	}
+	return info, nil
 }
 
 // Start starts a stopped container.

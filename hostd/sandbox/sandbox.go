@@ -6,10 +6,12 @@
 // starts in it, and it goes only when Gas Town nukes the polecat (the
 // Reaper sees the polecat's directory gone, or 'hostd nuke').
 //
-// The container runtime is a CLI, docker or podman, driven by argv (never
-// a shell): this package names the container, creates, starts, lists and
-// removes it, and builds the argv that runs a session in it. It also
-// keeps the starts hostd run could not make (Starts), for hostd status.
+// A Runtime owns the sandbox's life (CLI: docker or podman, driven by argv,
+// never a shell): this package names the sandbox, creates, starts, lists
+// and removes it. Everything after its agent is up goes over the
+// polecat's own tunnel, the sandbox channel, whose host half (Streams)
+// hostd serve runs for hostd run. It also keeps the starts hostd run could
+// not make (Starts), for hostd status.
 package sandbox
 
 import (
@@ -30,6 +32,3 @@ const SessionName = "polecat"
 // Name is the container of polecat id: gt-<rig>-<name>, the name Gas Town
 // gives the polecat's certificate and its Daytona workspace.
 func Name(id wire.Identity) string { return "gt-" + id.Rig + "-" + id.Name }
-
-// WorkDir is where the polecat's clone of its rig lives in the container.
-func WorkDir(id wire.Identity) string { return "/work/" + id.Rig }

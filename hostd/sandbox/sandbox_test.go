@@ -17,48 +17,6 @@ import (
 
 var toast = wire.Identity{Rig: "gastown", Name: "toast"}
 
-// TestContainerCommand: Gas Town's session command runs in the container
-// by its name, with Claude's --settings at the rig's copy; nothing after
-// "--" or that is not a host path changes.
-func TestContainerCommand(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []string
-		want []string
-	}{
-		{"host claude", []string{"/home/op/.claude/local/claude", "--dangerously-skip-permissions"}, []string{"claude", "--dangerously-skip-permissions"}},
-		{"on PATH", []string{"claude", "prompt"}, []string{"claude", "prompt"}},
-		{"settings", []string{"claude", "--settings", "/home/op/gt/gastown/polecats/.claude/settings.json", "go"}, []string{"claude", "--settings", RigSettings, "go"}},
-		{"settings=", []string{"claude", "--settings=/home/op/gt/x.json"}, []string{"claude", "--settings=" + RigSettings}},
-		{"relative settings kept", []string{"claude", "--settings", "mine.json"}, []string{"claude", "--settings", "mine.json"}},
-		{"settings as the last word", []string{"claude", "--settings"}, []string{"claude", "--settings"}},
-		{"after --", []string{"claude", "--", "--settings", "/x"}, []string{"claude", "--", "--settings", "/x"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := slices.Clone(tt.in)
-			if got := containerCommand(in); !slices.Equal(got, tt.want) {
-				t.Errorf("containerCommand(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-			if !slices.Equal(in, tt.in) {
-				t.Errorf("the caller's command changed: %q", in)
-			}
-		})
-	}
-}
-
-// TestSessionArgs: a session runs in the polecat's clone, with the named
-// variables passed by name only (their values stay off the command line),
-// tagged for Stop.
-func TestSessionArgs(t *testing.T) {
-	s := Spec{Agent: "/usr/local/bin/gt-agent", Env: []string{"GT_RIG", "ANTHROPIC_API_KEY"}}
-	got := strings.Join(s.sessionArgs(toast, "c0ffee", []string{"claude"}), " ")
-	want := "exec -e GT_RIG -e ANTHROPIC_API_KEY gt-gastown-toast /usr/local/bin/gt-agent session start --tag c0ffee --dir /work/gastown --env GT_RIG --env ANTHROPIC_API_KEY -- claude"
-	if got != want {
-		t.Errorf("\n got %s\nwant %s", got, want)
-	}
-}
-
 // TestCreateArgs: the sandbox carries its town and polecat, joins with the
 // token from the environment (never on the command line), reaches the
 // host by host.docker.internal when the URL says so, and takes the
@@ -90,29 +48,6 @@ func TestCreateArgs(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestGitIdentity: the clone in the sandbox gets user.name and
-// user.email through the runtime's exec, each value one argument (no
-// shell), an empty one left alone.
-func TestGitIdentity(t *testing.T) {
-	dir := t.TempDir()
-	log, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]' \"$a\" >> "+log+"; done; echo >> "+log+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := (CLI{Bin: bin}).GitIdentity(context.Background(), toast, "toast", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := (CLI{Bin: bin}).GitIdentity(context.Background(), toast, "", "op; rm -rf /@example.com"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(log)
-	want := "[exec][gt-gastown-toast][git][-C][/work/gastown][config][user.name][toast]\n" +
-		"[exec][gt-gastown-toast][git][-C][/work/gastown][config][user.email][op; rm -rf /@example.com]\n"
-	if string(b) != want {
-		t.Errorf("the runtime ran\n%s\nwant\n%s", b, want)
 	}
 }
 
@@ -199,18 +134,52 @@ func TestCapped(t *testing.T) {
 }
 
 // TestRunCapsOutput: a runtime that prints more than maxOutput and
-// maxError (a sandbox's git is the polecat's) leaves hostd that much.
+// maxError leaves hostd that much.
 func TestRunCapsOutput(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "docker")
 	script := "#!/bin/sh\nhead -c 3000000 /dev/zero\nhead -c 100000 /dev/zero | tr '\\0' 'e' >&2\nexit 1\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := (CLI{Bin: bin}).run(context.Background(), nil, "exec")
+	out, err := (CLI{Bin: bin}).run(context.Background(), nil, "inspect")
 	if len(out) != maxOutput {
 		t.Errorf("kept %d bytes of output, want %d", len(out), maxOutput)
 	}
 	if err == nil || strings.Count(err.Error(), "e") > maxError+10 {
 		t.Errorf("the error kept more than %d bytes of error output: %d", maxError, len(fmt.Sprint(err)))
+	}
+}
+
+// TestInspect: what the runtime says of a container, read back: whose it
+// is, whether it runs, and for one that ran and stopped its exit as the
+// Problem; no such container is none, not an error. The runtime is a
+// stand-in that prints what docker's inspect would.
+func TestInspect(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      Info
+	}{
+		{"running", "true\t/t\tgastown/toast\th1\trunning\t0\t", Info{Exists: true, Running: true, Town: "/t", Polecat: "gastown/toast", Home: "h1"}},
+		{"exited", "false\t/t\tgastown/toast\th1\texited\t1\t", Info{Exists: true, Town: "/t", Polecat: "gastown/toast", Home: "h1", Problem: "exited with status 1"}},
+		{"did not start", "false\t/t\tgastown/toast\t\texited\t127\texec: \"gt-agent\": not found\n", Info{Exists: true, Town: "/t", Polecat: "gastown/toast",
+			Problem: `exited with status 127: exec: "gt-agent": not found`}},
+		{"created", "false\t/t\tgastown/toast\t\tcreated\t0\t", Info{Exists: true, Town: "/t", Polecat: "gastown/toast"}},
+		{"before the status was asked for", "true\t/t\tgastown/toast", Info{Exists: true, Running: true, Town: "/t", Polecat: "gastown/toast"}},
+		{"none", "", Info{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "docker")
+			script := "#!/bin/sh\nprintf '%s' '" + tt.out + "'\n"
+			if tt.out == "" {
+				script = "#!/bin/sh\necho 'Error response from daemon: No such container: x' >&2\nexit 1\n"
+			}
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := (CLI{Bin: bin}).Inspect(context.Background(), "gt-gastown-toast"); err != nil || got != tt.want {
+				t.Errorf("Inspect = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
 }

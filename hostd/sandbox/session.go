@@ -3,14 +3,13 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Spec is how a sandbox is made and its sessions run: hostd run's
+// Spec is how a sandbox is made and what its sessions get: hostd run's
 // settings.
 type Spec struct {
 	// Image is the polecat image (gt-agent, the gt/bd shims, git, tmux).
@@ -89,65 +88,4 @@ func (s Spec) createArgs(town string, id wire.Identity, home string) []string {
 		args = append(args, "-e", "GT_AGENT_BEAT_INTERVAL="+s.BeatInterval.String())
 	}
 	return append(args, "--entrypoint", s.Agent, s.Image, "up", "--watch-session", SessionName)
-}
-
-// Session is the runtime running one session of polecat id in its
-// sandbox (see sessionArgs), tagged tag for Stop, until it ends; the
-// caller shows it (hostd's pane channel) and waits. Its exit status is
-// the session's.
-func (r CLI) Session(ctx context.Context, s Spec, id wire.Identity, tag string, command []string) (*exec.Cmd, error) {
-	return r.Command(ctx, s.sessionArgs(id, tag, command)...)
-}
-
-// sessionArgs is the argv (after the runtime's name) that runs one session
-// of polecat id in its sandbox, in its clone, with the variables of Env
-// passed on by name (their values stay off every command line).
-func (s Spec) sessionArgs(id wire.Identity, tag string, command []string) []string {
-	args := []string{"exec"}
-	for _, name := range s.Env {
-		args = append(args, "-e", name)
-	}
-	args = append(args, Name(id), s.Agent, "session", "start", "--tag", tag, "--dir", WorkDir(id))
-	for _, name := range s.Env {
-		args = append(args, "--env", name)
-	}
-	return append(append(args, "--"), containerCommand(command)...)
-}
-
-// RigSettings is where the rig's shared Claude settings are in the
-// container: the data channel installs <town>/<rig>/polecats/.claude
-// under the agent's data root, /work.
-const RigSettings = "/work/.claude/settings.json"
-
-// containerCommand is Gas Town's session command as it runs in the
-// container: an absolute command path (the host's claude) becomes its
-// base name, found on the container's PATH, and Claude's --settings,
-// which Gas Town points at the rig's shared settings on the host, points
-// at their copy in the container.
-func containerCommand(command []string) []string {
-	c := append([]string(nil), command...)
-	if strings.HasPrefix(c[0], "/") {
-		c[0] = c[0][strings.LastIndex(c[0], "/")+1:]
-	}
-	for i := 1; i < len(c); i++ {
-		switch {
-		case c[i] == "--":
-			return c
-		case c[i] == "--settings" && i+1 < len(c) && strings.HasPrefix(c[i+1], "/"):
-			c[i+1] = RigSettings
-			i++
-		case strings.HasPrefix(c[i], "--settings=/"):
-			c[i] = "--settings=" + RigSettings
-		}
-	}
-	return c
-}
-
-// Stop ends the session Session started with tag in polecat id's
-// sandbox, if it still runs; a later session that replaced it (the next
-// hostd run, after Gas Town respawned the pane) runs on, and the sandbox
-// stays.
-func (r CLI) Stop(ctx context.Context, s Spec, id wire.Identity, tag string) error {
-	_, err := r.run(ctx, nil, "exec", Name(id), s.Agent, "session", "stop", "--tag", tag)
-	return err
 }

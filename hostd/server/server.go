@@ -162,6 +162,8 @@ type Server struct {
 	data  *data.Service
 	nudge *nudge.Service
 	pane  *pane.Service
+	// sandboxes carries hostd run's operations in polecats' sandboxes.
+	sandboxes *sandbox.Streams
 	// starts are hostd run's failed starts, which status shows.
 	starts *sandbox.Starts
 
@@ -242,6 +244,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pane = pane.New(s.reg)
+	s.sandboxes = sandbox.NewStreams(s.reg)
 	s.starts = &sandbox.Starts{Dir: s.dir.StartFailures(), Town: cfg.Town, Logger: cfg.Logger}
 	s.mux = tunnel.NewServeMux()
 	s.mux.Handle(wire.KindCert, s.certs)
@@ -262,7 +265,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) services(ln *tunnel.Listener) control.Services {
 	svc := control.Services{
 		Daemon:   control.Daemon{Version: s.cfg.Version, Started: s.started, Listener: ln},
-		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Relay: s.relay, Starts: s.starts, Forget: s,
+		Polecats: s.live, Certs: s.certs, Data: s.data, Nudges: s.nudge, Panes: s.pane, Sandboxes: s.sandboxes, Relay: s.relay, Starts: s.starts, Forget: s,
 	}
 	if s.queue != nil {
 		svc.Upstream = s.queue // a nil *Queue in the interface would not be nil

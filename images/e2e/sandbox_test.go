@@ -294,8 +294,9 @@ func TestSandbox(t *testing.T) {
 // seconds with one line on Gas Town's pane saying what to do, leaves no
 // container, and shows in hostd status until the polecat's next start
 // succeeds: with hostd serve down (reported once serve runs again), with
-// an image the engine does not have, and with a first clone that fails
-// (the container hostd run made for it removed).
+// an image the engine does not have, and with a sandbox whose agent
+// cannot reach hostd (the container hostd run made for it removed once
+// the agent gave up and it stopped).
 func TestSandboxFailures(t *testing.T) {
 	start := time.Now()
 	r := newRig(t)
@@ -386,12 +387,12 @@ func TestSandboxFailures(t *testing.T) {
 		shows(t, "noimage", "image "+missing+" is not among docker's images")
 	})
 
-	step("a first clone that fails removes the sandbox hostd run made for it", func(t *testing.T) {
+	step("a sandbox whose agent cannot reach hostd is removed once it stops, and the failure says so", func(t *testing.T) {
 		container := polecat("noclone")
 		_, port, _ := net.SplitHostPort(r.metrics) // the firewall refuses every port but the tunnel's
 		out, code, took := run("noclone", r.image, "https://"+net.JoinHostPort(r.gateway, port), "/usr/bin/sh", "-c", "exit 0")
-		failed(t, container, out, code, took, 3*time.Minute, "cloning gastown into the sandbox")
-		shows(t, "noclone", "cloning gastown into the sandbox")
+		failed(t, container, out, code, took, 3*time.Minute, "the sandbox gt-gastown-noclone stopped before its agent connected (exited with status 1): can it reach hostd at")
+		shows(t, "noclone", "stopped before its agent connected")
 	})
 
 	step("the next start that succeeds clears the failure", func(t *testing.T) {

@@ -71,13 +71,14 @@ const (
 	KindSync      = "sync"      // data archives (both ways)
 	KindNudge     = "nudge"     // terminal nudges (hostd -> agent), nudge.go
 	KindPane      = "pane"      // peek at and attach to the polecat's pane (hostd -> agent), pane.go
+	KindSandbox   = "sandbox"   // hostd run's clone and sessions in the sandbox (hostd -> agent), sandbox.go
 	KindCert      = "cert"      // certificate renewal (agent -> hostd)
 	KindPing      = "ping"      // echo, for tests and benchmarks
 	KindClose     = "close"     // the opener is closing the session, TCP only (package tunnel)
 )
 
 // Kinds are every stream kind this version defines.
-var Kinds = []string{KindRelay, KindGit, KindHeartbeat, KindSync, KindNudge, KindPane, KindCert, KindPing, KindClose}
+var Kinds = []string{KindRelay, KindGit, KindHeartbeat, KindSync, KindNudge, KindPane, KindSandbox, KindCert, KindPing, KindClose}
 
 // Closing a session: QUIC carries the reason in its CONNECTION_CLOSE
 // frame. yamux cannot, so on TCP the closing side first opens a KindClose

@@ -250,3 +250,38 @@ func ReadWelcome(r io.Reader) (Welcome, error) {
 	}
 	return wel, nil
 }
+
+// Answers reads a peer's answers on a stream, JSON values one after
+// another (NudgeResults, SandboxAnswers): at most max of them, within
+// max*size bytes, each checked, unknown fields refused.
+type Answers[T any] struct {
+	d      *json.Decoder
+	n, max int
+	what   string
+	check  func(T) error
+}
+
+func newAnswers[T any](r io.Reader, max, size int, what string, check func(T) error) *Answers[T] {
+	d := json.NewDecoder(io.LimitReader(r, int64(max*size)))
+	d.DisallowUnknownFields()
+	return &Answers[T]{d: d, max: max, what: what, check: check}
+}
+
+// Next is the next answer, checked; io.EOF after the last.
+func (a *Answers[T]) Next() (T, error) {
+	var v T
+	if a.n++; a.n > a.max {
+		return v, fmt.Errorf("reading the %s: more than %d answers", a.what, a.max)
+	}
+	err := a.d.Decode(&v)
+	if errors.Is(err, io.EOF) {
+		return v, io.EOF
+	}
+	if err == nil {
+		err = a.check(v)
+	}
+	if err != nil {
+		return v, fmt.Errorf("reading the %s: %w", a.what, err)
+	}
+	return v, nil
+}

@@ -106,38 +106,23 @@ func WriteNudgeResult(w io.Writer, r NudgeResult) error {
 }
 
 // NudgeResults reads the agent's answers on a nudge stream.
-type NudgeResults struct {
-	d *json.Decoder
-	n int
-}
+type NudgeResults = Answers[NudgeResult]
 
 // NewNudgeResults reads results from r, at most MaxNudgeResults of at
 // most MaxNudgeResult bytes.
 func NewNudgeResults(r io.Reader) *NudgeResults {
-	d := json.NewDecoder(io.LimitReader(r, MaxNudgeResults*MaxNudgeResult))
-	d.DisallowUnknownFields()
-	return &NudgeResults{d: d}
+	return newAnswers(r, MaxNudgeResults, MaxNudgeResult, "nudge result", NudgeResult.check)
 }
 
-// Next is the next result, checked; io.EOF after the last.
-func (r *NudgeResults) Next() (NudgeResult, error) {
-	var res NudgeResult
-	if r.n++; r.n > MaxNudgeResults {
-		return res, fmt.Errorf("reading the nudge result: more than %d answers", MaxNudgeResults)
-	}
-	if err := r.d.Decode(&res); err != nil {
-		if errors.Is(err, io.EOF) {
-			return res, io.EOF
-		}
-		return res, fmt.Errorf("reading the nudge result: %w", err)
-	}
+// check refuses an unknown outcome and an oversized detail.
+func (res NudgeResult) check() error {
 	switch {
 	case res.Outcome != NudgeSubmitted && res.Outcome != NudgeBusy && res.Outcome != NudgeFailed:
-		return res, fmt.Errorf("reading the nudge result: unknown outcome %q", res.Outcome)
+		return fmt.Errorf("unknown outcome %q", res.Outcome)
 	case len(res.Detail) > MaxNudgeResult:
-		return res, errors.New("reading the nudge result: its detail is too long")
+		return errors.New("its detail is too long")
 	}
-	return res, nil
+	return nil
 }
 
 // ReadNudgeText reads a nudge's text: the request's Size bytes.

@@ -75,6 +75,13 @@ pane session's GT_PROCESS_NAMES so Gas Town's liveness sees it.
 The first session makes the sandbox: a one-time join token, gt-agent up in
 the container (watching the session), and a clone of the rig on the
 polecat's branch (the one Gas Town checked out in its worktree) in /work/<rig>.
+The runtime only makes, starts, inspects and removes the container; the
+clone, the git identity and each session are asked of its agent over the
+polecat's own tunnel, through hostd serve (no docker exec). Until the agent
+has connected, a line every 5 s says hostd run waits, with the runtime's
+reason when it gives one; a container that stops first, or a reason that
+stays 20 s, fails the start. A session outlives its stream: when the
+tunnel reconnects or hostd serve restarts, hostd run waits for it again.
 Every later session (gt session restart, a respawn, the polecat's own gt
 handoff --cycle: hostd serve respawns the pane hostd run records in
 <town>/.runtime/hostd/panes) starts in the same container,
@@ -93,7 +100,8 @@ Before it makes or starts anything, hostd run checks that hostd serve
 answers on the town's control socket, that the runtime's CLI is installed
 and its engine answers, and, for a sandbox not made yet, that the image is
 among the runtime's local images (hostd run does not pull). A start that
-fails, there or later (a first clone that fails), prints one line saying
+fails, there or later (an agent that does not connect, a clone that
+fails), prints one line saying
 what to do, exits with status 1, removes the sandbox it made, if any, and
 is reported to hostd serve, which logs it and shows it in 'hostd status'
 until the polecat's next start succeeds; with serve down, hostd run
@@ -141,22 +149,24 @@ func gitIdentity(ctx context.Context, dir string, getenv func(string) string) (n
 	return name, config("user.email")
 }
 
-// sessionEnv is the names of environ's variables a session gets: those
-// under forwarded, and extra.
+// sessionEnv is the variables of environ a session gets, NAME=value
+// each: those under forwarded, and those named in extra.
 func sessionEnv(environ, extra []string) []string {
-	names := slices.Clone(extra)
+	var env []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(extra, name) {
+			env = append(env, kv)
+			continue
+		}
 		if strings.HasPrefix(name, "GT_PROXY_") || strings.HasPrefix(name, "GT_AGENT_") {
 			continue
 		}
-		for _, p := range forwarded {
-			if strings.HasPrefix(name, p) && !slices.Contains(names, name) {
-				names = append(names, name)
-			}
+		if slices.ContainsFunc(forwarded, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			env = append(env, kv)
 		}
 	}
-	return names
+	return env
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
@@ -170,15 +180,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
-	sbx, err := o.sandboxRuntime(cmd)
+	rt, err := o.sandboxRuntime(cmd)
 	if err != nil {
 		return o.failed(ctx, id, err)
-	}
-	// Until sessions, the clone and the git identity go over the polecat's
-	// tunnel (issue 37), hostd run's steps after the start are docker's.
-	rt, ok := sbx.(sandbox.CLI)
-	if !ok {
-		return o.failed(ctx, id, fmt.Errorf("sandbox.runtime %s: this hostd run starts sessions with docker or podman only", sbx.Name()))
 	}
 	if err := o.start(ctx, rt, id, progress); err != nil {
 		return o.failed(ctx, id, err)

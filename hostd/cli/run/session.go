@@ -17,30 +17,26 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/cli/command"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
 	"github.com/polecat-sidecar/sidecar/internal/exit"
+	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// session runs one session in the sandbox and, on a terminal, shows it
-// there through hostd's pane channel (the escape filter of hostd attach;
-// keys in, screen out) until it ends; it exits with the session's status.
-// A signal ends the session (the sandbox stays).
-func (o *runOptions) session(ctx context.Context, rt sandbox.CLI, id wire.Identity, args []string) error {
+// session runs one session in the sandbox, through its agent, and, on a
+// terminal, shows it there through hostd's pane channel (the escape
+// filter of hostd attach; keys in, screen out) until it ends; it exits
+// with the session's status. A signal ends the session (the sandbox
+// stays), as does the session's own end: its tmux session goes.
+func (o *runOptions) session(ctx context.Context, rt sandbox.Runtime, id wire.Identity, args []string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	tag := rand.Text()
-	c, err := rt.Session(context.WithoutCancel(ctx), o.spec, id, tag, args)
-	if err != nil {
-		return err
-	}
-	errb := &sandbox.Capped{Max: 4 << 10} // from the container: the polecat's to choose
-	c.Stdout, c.Stderr = io.Discard, errb
-	if err := c.Start(); err != nil {
-		return fmt.Errorf("starting the session in %s: %w", sandbox.Name(id), err)
-	}
+	req := wire.SandboxRequest{Op: wire.SandboxSession, Tag: rand.Text(), Command: args, Env: sessionEnv(os.Environ(), o.spec.Env)}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
 	done := make(chan struct{})
-	var exited error
-	go func() { exited = c.Wait(); close(done) }()
+	var code int
+	var ended error
+	go func() { code, ended = o.runSession(runCtx, rt, id, req); close(done) }()
 	go keepLiveness(ctx, done, livenessRecheck)
 	shown := make(chan struct{})
 	if command.IsTTY(os.Stdin) && command.IsTTY(os.Stdout) {
@@ -48,30 +44,94 @@ func (o *runOptions) session(ctx context.Context, rt sandbox.CLI, id wire.Identi
 	} else {
 		close(shown)
 	}
-	code := 0
 	select {
 	case <-done:
-		code = c.ProcessState.ExitCode()
+		<-shown
+		o.stop(ctx, rt, id, req.Tag) // the session is over for Gas Town whichever way it ended
 	case s := <-sigs:
-		_ = c.Process.Kill()
+		o.stop(ctx, rt, id, req.Tag)
+		cancel()
 		<-done
-		code, exited = 128+int(s.(syscall.Signal)), nil
+		<-shown
+		code, ended = 128+int(s.(syscall.Signal)), nil
 	}
-	<-shown
-	// The session is over for Gas Town whichever way it ended.
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	if err := rt.Stop(stopCtx, o.spec, id, tag); err != nil {
-		fmt.Fprintf(command.Stderr, "hostd run: ending the session in %s: %v\n", sandbox.Name(id), err)
-	}
-	var ee *exec.ExitError
-	if exited != nil && !errors.As(exited, &ee) {
-		return fmt.Errorf("running the session in %s: %w", sandbox.Name(id), exited)
-	}
-	if code != 0 && errb.Len() > 0 {
-		fmt.Fprintf(command.Stderr, "hostd run: %s", errb.String()) // from the container: escaped
+	if ended != nil {
+		return fmt.Errorf("the session in %s: %s", sandbox.Name(id), termsafe.Line(ended.Error()))
 	}
 	return exit.Status(code)
+}
+
+// runSession starts req's session through id's agent and waits for its end,
+// returning its exit status. A stream that breaks (the tunnel
+// reconnecting, hostd serve restarting) is followed by another once the
+// agent is back: the start again, until the agent has answered it (the
+// session tagged so starts once), then a wait for it.
+func (o *runOptions) runSession(ctx context.Context, rt sandbox.Runtime, id wire.Identity, req wire.SandboxRequest) (int, error) {
+	breaks := 0
+	for {
+		conn, err := o.connect(ctx, rt, id, 0, io.Discard)
+		if err != nil {
+			return 0, err
+		}
+		opened := time.Now()
+		x, err := send(ctx, conn, req)
+		for err == nil {
+			var a wire.SandboxAnswer
+			if a, err = x.next(); err != nil {
+				break
+			}
+			switch a.Status {
+			case wire.SandboxStarted:
+				req = wire.SandboxRequest{Op: wire.SandboxWait, Tag: req.Tag}
+				continue
+			case wire.SandboxExited:
+				x.Close()
+				return a.Code, nil
+			case wire.SandboxGone:
+				err = errors.New("it ended without an exit status (killed from outside)")
+			case wire.SandboxReplaced:
+				err = errors.New("a later session replaced it")
+			default:
+				err = fmt.Errorf("the agent answered %q", a.Status)
+			}
+			x.Close()
+			return 0, err
+		}
+		if x != nil {
+			x.Close()
+		}
+		if _, ok := errors.AsType[*agentError](err); ok || ctx.Err() != nil {
+			return 0, err
+		}
+		if time.Since(opened) > time.Minute {
+			breaks = 0 // a wait the tunnel broke, not a stream that cannot work
+		}
+		if breaks++; breaks >= maxBreaks {
+			return 0, fmt.Errorf("the sandbox channel broke %d times in a row: %w", breaks, err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// stop ends id's session tagged tag, if it is still the one running: a
+// later session that replaced it (the next hostd run, after Gas Town
+// respawned the pane) runs on, and the sandbox stays.
+func (o *runOptions) stop(ctx context.Context, rt sandbox.Runtime, id wire.Identity, tag string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	conn, err := o.connect(ctx, rt, id, 0, io.Discard)
+	if err == nil {
+		var x *exchange
+		if x, err = send(ctx, conn, wire.SandboxRequest{Op: wire.SandboxStop, Tag: tag}); err == nil {
+			_, err = x.next()
+			x.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(command.Stderr, "hostd run: ending the session in %s: %s\n", sandbox.Name(id), termsafe.Line(err.Error()))
+	}
 }
 
 // show attaches this terminal to id's session, read-write, until done

@@ -22,16 +22,15 @@ import (
 )
 
 // start readies id's sandbox for a session: it checks what a start needs
-// (preflight), then makes, starts and clones the sandbox as needed
-// (ensure).
-func (o *runOptions) start(ctx context.Context, rt sandbox.CLI, id wire.Identity, progress io.Writer) error {
+// (preflight), then makes or starts the sandbox as needed, and has its
+// agent ready the clone (ensure).
+func (o *runOptions) start(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) error {
 	if o.spec.Image == "" {
 		return errors.New("no image: give --image or set sandbox.image in " + o.ConfigPath())
 	}
 	if o.spec.URL == "" {
 		o.spec.URL = "https://host.docker.internal:" + o.listenPort()
 	}
-	o.spec.Env = sessionEnv(os.Environ(), o.spec.Env)
 	o.spec.BeatInterval = o.Viper.GetDuration("liveness.beat_interval") // hostd serve's, from config.yaml or HOSTD_LIVENESS_BEAT_INTERVAL
 	if err := o.preflight(ctx, rt, id); err != nil {
 		return err
@@ -119,10 +118,11 @@ func (o *runOptions) failures() *sandbox.Starts {
 	return &sandbox.Starts{Dir: state.For(o.Town()).StartFailures(), Town: o.Town()}
 }
 
-// ensure makes id's sandbox when it has none, starts it when stopped, and
-// clones the rig into it when it has no clone. A sandbox it made goes
-// again when a later step fails (removeOnFailure).
-func (o *runOptions) ensure(ctx context.Context, rt sandbox.CLI, id wire.Identity, progress io.Writer) (failure error) {
+// ensure makes id's sandbox when it has none and starts it when stopped,
+// waits for its agent, and has the agent clone the rig, or bring the
+// clone to the worktree's branch (prepare). A sandbox it made goes again
+// when a later step fails (removeOnFailure).
+func (o *runOptions) ensure(ctx context.Context, rt sandbox.Runtime, id wire.Identity, progress io.Writer) (failure error) {
 	name, town := sandbox.Name(id), o.Town()
 	info, err := rt.Inspect(ctx, name)
 	if err != nil {
@@ -148,7 +148,7 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.CLI, id wire.Identit
 	}
 	switch {
 	case info.Exists && info.Town != town:
-		return fmt.Errorf("container %s is not this town's sandbox of %s (its town: %q): remove it ('%s rm -f %s') or run this town's polecat elsewhere", name, id, info.Town, o.runtime, name)
+		return fmt.Errorf("%s %s is not this town's sandbox of %s (its town: %q): remove it, or run this town's polecat elsewhere", rt.Name(), name, id, info.Town)
 	case !info.Exists:
 		fmt.Fprintf(progress, "hostd run: making the sandbox of %s (%s, image %s)\n", id, name, o.spec.Image)
 		ca, err := o.OpenCA()
@@ -169,60 +169,98 @@ func (o *runOptions) ensure(ctx context.Context, rt sandbox.CLI, id wire.Identit
 			return err
 		}
 	}
-	branch, wt := "", ""
-	if dir, ok := gastown.Worktree(town, id); ok {
-		wt = dir
-		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
-			branch = strings.TrimSpace(string(out))
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, sandboxGitTimeout)
-	defer cancel()
-	cloned, err := rt.Clone(ctx, id, branch)
+	conn, err := o.connect(ctx, rt, id, agentWait, progress)
 	if err != nil {
-		return fmt.Errorf("cloning %s into the sandbox (is hostd serve running and reachable at %s?): %w", id.Rig, o.spec.URL, err)
-	}
-	if cloned {
-		fmt.Fprintf(progress, "hostd run: cloned %s into %s on %s\n", id.Rig, sandbox.WorkDir(id), branchOrDefault(branch))
-	} else if err := checkout(ctx, rt, id, branch, progress); err != nil {
 		return err
 	}
-	if name, email := gitIdentity(ctx, wt, os.Getenv); name != "" || email != "" {
-		if err := rt.GitIdentity(ctx, id, name, email); err != nil {
-			fmt.Fprintf(progress, "hostd run: git in the sandbox has no identity to commit with: %v\n", err)
+	if th, ok := rt.(sandbox.TokenHolder); ok {
+		if err := th.DropToken(ctx, name); err != nil {
+			fmt.Fprintf(progress, "hostd run: the join token of %s, spent, is still kept: %v\n", name, err)
 		}
 	}
+	req := wire.SandboxRequest{Op: wire.SandboxPrepare}
+	wt, ok := gastown.Worktree(town, id)
+	if ok {
+		if out, err := exec.CommandContext(ctx, "git", "-C", wt, "symbolic-ref", "-q", "--short", "HEAD").Output(); err == nil {
+			req.Branch = strings.TrimSpace(string(out))
+		}
+	}
+	req.Name, req.Email = gitIdentity(ctx, wt, os.Getenv)
+	c, err := o.prepare(ctx, rt, id, conn, req)
+	if err != nil {
+		return fmt.Errorf("bringing the sandbox's clone to %s, the branch Gas Town checked out for %s (the session does not start on another branch): %w", branchOrDefault(req.Branch), id, err)
+	}
+	prepared(c, progress)
 	return nil
 }
 
-// sandboxGitTimeout bounds the git hostd run runs in a sandbox before a
-// session (the first clone, a switch of branch, the identity): a
-// container whose git hangs fails the start, reported, rather than keep
-// Gas Town's pane waiting unseen.
+// sandboxGitTimeout bounds the git the agent runs before a session (the
+// first clone, a switch of branch): a sandbox whose git hangs fails the
+// start, reported, rather than keep Gas Town's pane waiting unseen.
 const sandboxGitTimeout = 10 * time.Minute
 
-// checkout brings the clone in id's sandbox to branch, the one Gas Town
-// checked out in the polecat's worktree (a reused polecat's new branch),
-// and says on progress what it did with the work it found there.
-func checkout(ctx context.Context, rt sandbox.CLI, id wire.Identity, branch string, progress io.Writer) error {
-	sw, err := rt.Checkout(ctx, id, branch)
-	if err != nil {
-		return fmt.Errorf("bringing the sandbox's clone to %s, the branch Gas Town checked out for %s (the session does not start on another branch): %w", branch, id, err)
+// prepare has id's agent ready the clone for a session (req, a
+// wire.SandboxPrepare) on conn, or on a new stream when the one before
+// broke without an answer.
+func (o *runOptions) prepare(ctx context.Context, rt sandbox.Runtime, id wire.Identity, conn io.ReadWriteCloser, req wire.SandboxRequest) (wire.SandboxClone, error) {
+	ctx, cancel := context.WithTimeout(ctx, sandboxGitTimeout)
+	defer cancel()
+	var broke error
+	for range maxBreaks {
+		var err error
+		if conn == nil {
+			if conn, err = o.connect(ctx, rt, id, agentWait, io.Discard); err != nil {
+				return wire.SandboxClone{}, err
+			}
+		}
+		x, err := send(ctx, conn, req)
+		conn = nil
+		if err != nil {
+			broke = err
+			continue
+		}
+		a, err := x.next()
+		x.Close()
+		switch {
+		case err == nil && a.Status == wire.SandboxPrepared:
+			return *a.Clone, nil
+		case err == nil:
+			return wire.SandboxClone{}, fmt.Errorf("the agent answered %q", a.Status)
+		case ctx.Err() != nil:
+			return wire.SandboxClone{}, fmt.Errorf("the agent did not finish within %v: %w", sandboxGitTimeout, ctx.Err())
+		}
+		if _, ok := errors.AsType[*agentError](err); ok {
+			return wire.SandboxClone{}, err
+		}
+		broke = err
 	}
-	if sw.From == sw.To {
-		return nil
-	}
-	fmt.Fprintf(progress, "hostd run: the clone in %s moved from %s to %s, the polecat's new branch\n", sandbox.WorkDir(id), cmp.Or(sw.From, "a detached HEAD"), sw.To)
-	if sw.Stash != "" {
-		fmt.Fprintf(progress, "hostd run: uncommitted work found on %s is kept in the sandbox's stash, not in %s: git stash show -p %s\n", cmp.Or(sw.From, "the detached HEAD"), sw.To, sw.Stash)
+	return wire.SandboxClone{}, fmt.Errorf("the sandbox channel broke %d times before the agent answered: %w", maxBreaks, broke)
+}
+
+// prepared says on progress what the agent did to the clone: made it, or
+// moved it to the polecat's new branch, and where the work it found went.
+// What the agent says is escaped.
+func prepared(c wire.SandboxClone, progress io.Writer) {
+	p := func(format string, args ...any) {
+		fmt.Fprint(progress, termsafe.Line(fmt.Sprintf(format, args...))+"\n")
 	}
 	switch {
-	case sw.Kept != "":
-		fmt.Fprintf(progress, "hostd run: %d commit(s) of the detached HEAD that origin does not have are kept on branch %s in the sandbox\n", sw.Unpushed, sw.Kept)
-	case sw.Unpushed > 0:
-		fmt.Fprintf(progress, "hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox\n", sw.Unpushed, sw.From)
+	case c.Cloned:
+		p("hostd run: cloned the rig into %s on %s", c.Dir, branchOrDefault(c.To))
+		return
+	case c.From == c.To:
+		return
 	}
-	return nil
+	p("hostd run: the clone in %s moved from %s to %s, the polecat's new branch", c.Dir, cmp.Or(c.From, "a detached HEAD"), c.To)
+	if c.Stash != "" {
+		p("hostd run: uncommitted work found on %s is kept in the sandbox's stash, not in %s: git stash show -p %s", cmp.Or(c.From, "the detached HEAD"), c.To, c.Stash)
+	}
+	switch {
+	case c.Kept != "":
+		p("hostd run: %d commit(s) of the detached HEAD that origin does not have are kept on branch %s in the sandbox", c.Unpushed, c.Kept)
+	case c.Unpushed > 0:
+		p("hostd run: %d commit(s) of %s that origin does not have stay on that branch in the sandbox", c.Unpushed, c.From)
+	}
 }
 
 // removeOnFailure removes sandbox name, which this start made, once the

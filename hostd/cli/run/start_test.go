@@ -121,12 +121,14 @@ func TestRunFailsFast(t *testing.T) {
 	}
 }
 
-// TestRunRemovesWhatItMade: when the first clone fails after hostd run
-// made the sandbox, the sandbox goes again, so that a failed start leaves
-// no container; a sandbox that was there before (the polecat's work) is
-// never removed. The runtime is a stand-in that logs its argv and fails
-// every exec, the clone's among them; the containers' runtime behind it
-// is images/e2e's (TestSandboxFailures).
+// TestRunRemovesWhatItMade: when the sandbox hostd run made stops before
+// its agent connects (an agent that cannot reach hostd gives up), the
+// start fails at once and the sandbox goes again, so that a failed start
+// leaves no container; a sandbox that was there before (the polecat's
+// work) is never removed. The runtime is a stand-in that logs its argv,
+// and whose sandbox runs once made or started and has stopped, with no
+// reason given, the next time it is looked at; the containers' runtime
+// behind it is images/e2e's (TestSandboxFailures).
 func TestRunRemovesWhatItMade(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -142,13 +144,16 @@ func TestRunRemovesWhatItMade(t *testing.T) {
 			id := wire.Identity{Rig: "gastown", Name: "toast"}
 			dir := t.TempDir()
 			calls, bin := filepath.Join(dir, "calls"), filepath.Join(dir, "docker")
-			inspect := `echo "Error response from daemon: No such container: $4" >&2; exit 1`
 			if tt.exists {
-				inspect = `printf 'true\t%s\t%s\n' "` + town + `" gastown/toast`
+				if err := os.WriteFile(filepath.Join(dir, "made"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			script := "#!/bin/sh\necho \"$*\" >> " + calls + "\ncase \"$1 $2\" in\n" +
-				"'container inspect') " + inspect + ";;\n" +
-				"exec*) echo 'fatal: unable to access http://127.0.0.1:9878/v1/git/gastown/' >&2; exit 128;;\n" +
+			script := "#!/bin/sh\ncd " + dir + "\necho \"$*\" >> calls\ncase \"$1 $2\" in\n" +
+				"'container inspect') [ -e made ] || { echo \"Error response from daemon: No such container: $4\" >&2; exit 1; }\n" +
+				"  if [ -e up ]; then rm up; printf 'true\\t%s\\tgastown/toast\\t\\trunning\\t0\\t\\n' " + town + "\n" +
+				"  else printf 'false\\t%s\\tgastown/toast\\t\\t\\t\\t\\n' " + town + "; fi;;\n" +
+				"create*) touch made up;;\nstart*) touch up;;\n" +
 				"esac\nexit 0\n"
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
@@ -156,13 +161,48 @@ func TestRunRemovesWhatItMade(t *testing.T) {
 			t.Setenv("GT_RIG", id.Rig)
 			t.Setenv("GT_POLECAT", id.Name)
 			out, code := hostd.Run(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
-			if code != 1 || !strings.Contains(out, "hostd: gastown/toast not started: cloning gastown into the sandbox") {
-				t.Fatalf("hostd run: exit %d, %q; want the clone's failure", code, out)
+			want := "hostd: gastown/toast not started: the sandbox gt-gastown-toast stopped before its agent connected: can it reach hostd at https://host.docker.internal:"
+			if code != 1 || !strings.Contains(out, want) {
+				t.Fatalf("hostd run: exit %d, %q; want %q", code, out, want)
 			}
 			b, _ := os.ReadFile(calls)
 			if removed := strings.Contains(string(b), "\nrm -f -v gt-gastown-toast\n"); removed != tt.removed {
 				t.Errorf("sandbox removed: %v, want %v; the runtime ran:\n%s", removed, tt.removed, b)
 			}
+			if strings.Contains("\n"+string(b), "\nexec ") {
+				t.Errorf("hostd run ran the runtime's exec:\n%s", b)
+			}
 		})
+	}
+}
+
+// TestRunWaitsForTheAgent: while the sandbox it made has not run yet and
+// its agent has not connected, hostd run says every few seconds that it
+// waits, with the runtime's reason; a reason that stays fails the start
+// with it, and the sandbox goes. The runtime is a stand-in whose sandbox,
+// once made, is forever restarting.
+func TestRunWaitsForTheAgent(t *testing.T) {
+	town, _ := clitest.StartHostd(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "docker")
+	script := "#!/bin/sh\ncd " + dir + "\necho \"$*\" >> calls\ncase \"$1 $2\" in\n" +
+		"'container inspect') [ -e made ] || { echo \"Error response from daemon: No such container: $4\" >&2; exit 1; }\n" +
+		"  printf 'false\\t%s\\tgastown/toast\\t\\trestarting\\t1\\t\\n' " + town + ";;\n" +
+		"create*) touch made;;\nesac\nexit 0\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GT_RIG", "gastown")
+	t.Setenv("GT_POLECAT", "toast")
+	out, code := hostd.Run(t, town, "", "run", "--runtime", bin, "--image", "polecat:1", "--", "claude")
+	want := "hostd: gastown/toast not started: the sandbox gt-gastown-toast does not start: restarting with status 1"
+	if code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("hostd run: exit %d, %q; want %q", code, out, want)
+	}
+	if n := strings.Count(out, "hostd run: waiting for the agent of gastown/toast to connect (restarting with status 1)\n"); n < 3 {
+		t.Errorf("hostd run said %d times that it waits, want one every 5 s:\n%s", n, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calls")); !strings.Contains(string(b), "\nrm -f -v gt-gastown-toast\n") {
+		t.Errorf("the sandbox it made was not removed; the runtime ran:\n%s", b)
 	}
 }

@@ -5,62 +5,83 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
+	"github.com/polecat-sidecar/sidecar/agent/git"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
 )
 
-// Clone clones the rig into polecat id's sandbox, through its agent's git
-// port, on branch when given (the polecat's branch, which Gas Town made in
-// the rig's repository), unless a clone is there already. It reports
-// whether it cloned.
-func (r CLI) Clone(ctx context.Context, id wire.Identity, branch string) (bool, error) {
-	if _, err := r.run(ctx, nil, "exec", Name(id), "test", "-e", WorkDir(id)+"/.git"); err == nil {
-		return false, nil
+// prepare readies rig's clone for a session: it clones the rig through
+// the agent's git port, on req.Branch, unless a clone is there, sets its
+// git identity (which a stash needs), and brings a clone that was there
+// to req.Branch (checkout).
+func (s *Service) prepare(ctx context.Context, rig string, req wire.SandboxRequest) (wire.SandboxClone, error) {
+	dir := s.clone(rig)
+	c := wire.SandboxClone{Dir: dir}
+	_, err := os.Stat(filepath.Join(dir, ".git"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && s.cfg.GitAddr == "":
+		return c, errors.New("no clone, and no git port to clone the rig through (gt-agent up's --git-listen is empty)")
+	case errors.Is(err, fs.ErrNotExist):
+		args := []string{"clone", "-q"}
+		if req.Branch != "" {
+			args = append(args, "-b", req.Branch)
+		}
+		if _, err := runGit(ctx, "", append(args, "--", git.Origin(s.cfg.GitAddr, rig), dir)...); err != nil {
+			return c, fmt.Errorf("cloning %s: %w", rig, err)
+		}
+		c.Cloned, c.To = true, req.Branch
+		s.cfg.Logger.Info("sandbox: cloned the rig", "dir", dir, "branch", req.Branch)
+	case err != nil:
+		return c, fmt.Errorf("looking for the clone: %w", err)
 	}
-	args := []string{"exec", Name(id), "git", "clone", "-q"}
-	if branch != "" {
-		args = append(args, "-b", branch)
+	for _, kv := range [][2]string{{"user.name", req.Name}, {"user.email", req.Email}} {
+		if kv[1] == "" {
+			continue
+		}
+		if _, err := runGit(ctx, dir, "config", kv[0], kv[1]); err != nil {
+			return c, fmt.Errorf("setting the clone's git identity (%s): %w", kv[0], err)
+		}
 	}
-	_, err := r.run(ctx, nil, append(args, "http://"+agentGit+wire.GitPathPrefix+id.Rig, WorkDir(id))...)
-	return err == nil, err
+	if c.Cloned {
+		return c, nil
+	}
+	return checkout(ctx, dir, req.Branch)
 }
 
-// Switch is what Checkout did to bring a clone to its polecat's branch.
-type Switch struct {
-	// From and To are the clone's branch before and after ("" for a
-	// detached HEAD); equal when it was on the branch already.
-	From, To string
-	// Stash is the commit of the stash entry that holds the uncommitted
-	// work Checkout found (tracked changes and untracked files), "" when
-	// there was none.
-	Stash string
-	// Unpushed is how many commits of From (or of the detached HEAD) no
-	// branch on origin has: they stay on From, or on Kept.
-	Unpushed int
-	// Kept is the branch Checkout made for a detached HEAD's commits
-	// origin lacks, "" when it made none.
-	Kept string
+// runGit runs git in dir ("" for the agent's own) and returns its output,
+// trimmed; an error carries what git said.
+func runGit(ctx context.Context, dir string, args ...string) (string, error) {
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.Output() // its error output kept by exec, bounded
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		err = fmt.Errorf("git %s: %w: %s", args[0], err, strings.Join(strings.Fields(string(ee.Stderr)), " "))
+	}
+	return strings.TrimSpace(string(out)), err
 }
 
-// Checkout brings the clone in polecat id's sandbox to branch, the one Gas
-// Town checked out in the polecat's worktree (a reused polecat gets a new
-// branch there while its sandbox stays), fetched from the rig through the
-// agent's git port. Uncommitted work goes into a stash entry, never into
-// the new branch; commits on the old branch stay on it. A branch of ""
-// (the worktree's HEAD detached) leaves the clone as it is.
-// docs/migrating.md: "A reused polecat works on its new branch".
-func (r CLI) Checkout(ctx context.Context, id wire.Identity, branch string) (Switch, error) {
-	git := func(args ...string) (string, error) {
-		out, err := r.run(ctx, nil, append([]string{"exec", Name(id), "git", "-C", WorkDir(id)}, args...)...)
-		return strings.TrimSpace(out), err
-	}
+// checkout brings the clone in dir to branch, the one Gas Town checked out
+// in the polecat's worktree (a reused polecat gets a new branch there
+// while its sandbox stays), fetched from the rig. Uncommitted work goes
+// into a stash entry, never into the new branch; commits on the old
+// branch stay on it; a detached HEAD's that origin lacks go on a branch
+// of their own. A branch of "" (the worktree's HEAD detached) leaves the
+// clone as it is. docs/migrating.md: "A reused polecat works on its new branch".
+func checkout(ctx context.Context, dir, branch string) (wire.SandboxClone, error) {
+	git := func(args ...string) (string, error) { return runGit(ctx, dir, args...) }
 	from, _ := git("symbolic-ref", "-q", "--short", "HEAD")
 	if from != "" && !isBranch(ctx, from) {
-		return Switch{}, errors.New("the clone's HEAD names no branch git takes")
+		return wire.SandboxClone{Dir: dir}, errors.New("the clone's HEAD names no branch git takes")
 	}
-	sw := Switch{From: from, To: from}
+	sw := wire.SandboxClone{Dir: dir, From: from, To: from}
 	if branch == "" || branch == from {
 		return sw, nil
 	}
@@ -130,21 +151,3 @@ func isBranch(ctx context.Context, name string) bool {
 func isHex(s string) bool {
 	return (len(s) == 40 || len(s) == 64) && strings.Trim(s, "0123456789abcdef") == ""
 }
-
-// GitIdentity sets the git identity of polecat id's clone in its sandbox
-// (its user.name and user.email, where empty values are left alone).
-func (r CLI) GitIdentity(ctx context.Context, id wire.Identity, name, email string) error {
-	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
-		if kv[1] == "" {
-			continue
-		}
-		if _, err := r.run(ctx, nil, "exec", Name(id), "git", "-C", WorkDir(id), "config", kv[0], kv[1]); err != nil {
-			return fmt.Errorf("setting %s in %s: %w", kv[0], Name(id), err)
-		}
-	}
-	return nil
-}
-
-// agentGit is where gt-agent serves git in the container (its default
-// --git-listen).
-const agentGit = "127.0.0.1:9878"
