@@ -257,6 +257,13 @@ func (g *gasTown) failedSling(t *testing.T, want string, between func()) string 
 	if between != nil {
 		between()
 	}
+	defer func() {
+		if t.Failed() { // what hostd run recorded, and what Gas Town left
+			records, _ := filepath.Glob(filepath.Join(state.For(g.Dir).StartFailures(), g.rig, "*.json"))
+			polecats, _ := filepath.Glob(filepath.Join(g.Dir, g.rig, "polecats", "*"))
+			t.Logf("start-failure records: %v\npolecats: %v\ngt sling:\n%s", records, polecats, slung.String())
+		}
+	}()
 	var failed wire.Identity
 	g.r.wait(30*time.Second-time.Since(start), "the failed start in hostd status", func(st api.Status) bool {
 		for _, f := range st.StartFailures {
@@ -304,7 +311,11 @@ func (g *gasTown) install(tools string) {
 	})
 
 	r.town = harness.TownAt(t, g.Dir)
-	config := fmt.Sprintf(`sandbox:
+	// The beat interval in config.yaml, where hostd run reads it too and
+	// gives it to the sandbox's agent: hostd serve judges by it.
+	config := fmt.Sprintf(`liveness:
+  beat_interval: 1s
+sandbox:
   image: %s
   url: https://%s
   env: [%s, %s]
@@ -316,7 +327,7 @@ func (g *gasTown) install(tools string) {
 	}
 	harness.WriteFile(t, filepath.Join(g.Dir, ".runtime", "hostd", "config.yaml"), config)
 	r.serve = []string{"--server-name", r.gateway, "--relay-gt", filepath.Join(g.Tools, "gt"), "--relay-bd", filepath.Join(g.Tools, "bd"),
-		"--beat-interval", "1s", "--sandbox-reap", "1s", "--metrics-listen", r.metrics}
+		"--sandbox-reap", "1s", "--metrics-listen", r.metrics}
 	r.startHostd()
 	if d, ok := g.boxes.(dockerBoxes); ok {
 		d.removeStale()

@@ -16,6 +16,7 @@ import (
 	"github.com/polecat-sidecar/sidecar/hostd/pki"
 	"github.com/polecat-sidecar/sidecar/hostd/relay/gastown"
 	"github.com/polecat-sidecar/sidecar/hostd/sandbox"
+	"github.com/polecat-sidecar/sidecar/hostd/sandbox/kube"
 	"github.com/polecat-sidecar/sidecar/hostd/state"
 	"github.com/polecat-sidecar/sidecar/internal/termsafe"
 	"github.com/polecat-sidecar/sidecar/tunnel/wire"
@@ -69,8 +70,12 @@ func (o *runOptions) preflight(ctx context.Context, rt sandbox.Runtime, id wire.
 	case err != nil:
 		return fmt.Errorf("looking for image %s: %w", o.spec.Image, err)
 	case !ok:
-		return fmt.Errorf("image %s is not among %s's images: build it ('make image'), pull or load it ('%s pull %s'), or set sandbox.image in %s to one that is",
-			o.spec.Image, rt.Name(), rt.Name(), o.spec.Image, o.ConfigPath())
+		load := fmt.Sprintf("pull or load it ('%s pull %s')", rt.Name(), o.spec.Image)
+		if rt.Name() == kube.RuntimeName {
+			load = "load it onto the cluster's nodes, or set sandbox.kubernetes.image_pull_policy to IfNotPresent to let them pull it"
+		}
+		return fmt.Errorf("image %s is not among %s's images: build it ('make image'), %s, or set sandbox.image in %s to one that is",
+			o.spec.Image, rt.Name(), load, o.ConfigPath())
 	}
 	return nil
 }
