@@ -26,7 +26,9 @@ import (
 // run prints it, dies. serve records and logs what hostd run reports; with
 // serve down hostd run records it and serve logs it at start. The next
 // good start clears it, as does Gas Town nuking the polecat (its
-// directory gone). docs/migrating.md: "A start that fails".
+// directory gone; a record of one whose start failed is kept
+// RolledBackKeep, as gt sling rolls back such a polecat at once).
+// docs/migrating.md: "A start that fails".
 
 // Starts keeps a town's failed starts: <dir>/<rig>/<name>.json each.
 type Starts struct {
@@ -144,10 +146,19 @@ func (f *Starts) LogFailures() {
 	}
 }
 
-// current says whether id's polecat is still there, removing its record
-// when Gas Town has removed its directory.
+// RolledBackKeep is how long a failed start stays shown after Gas Town
+// removed its polecat's directory: gt sling rolls back a polecat whose
+// session failed to start, at once, and the reason must outlive that.
+const RolledBackKeep = 15 * time.Minute
+
+// current says whether id's record still counts: its polecat is there,
+// or its directory went less than RolledBackKeep after the failure. A
+// record older than that of a polecat Gas Town removed (nuked) goes.
 func (f *Starts) current(id wire.Identity) bool {
 	if home, err := Home(f.Town, id); err != nil || home != "" {
+		return true
+	}
+	if st, err := os.Stat(f.File(id)); err == nil && time.Since(st.ModTime()) < RolledBackKeep {
 		return true
 	}
 	_ = os.Remove(f.File(id))

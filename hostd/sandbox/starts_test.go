@@ -70,8 +70,8 @@ func TestStartsReadsTodaysRecord(t *testing.T) {
 }
 
 // TestStarts: a failed start is recorded (replacing the one before) and
-// logged, listed by identity, and gone once a start succeeds or Gas Town
-// removes the polecat's directory; a record that cannot be read still
+// logged, listed by identity, and gone once a start succeeds or, after
+// RolledBackKeep, once Gas Town has removed the polecat's directory; a record that cannot be read still
 // shows that the polecat failed; a name that could leave the directory is
 // refused.
 func TestStarts(t *testing.T) {
@@ -115,6 +115,13 @@ func TestStarts(t *testing.T) {
 	}
 
 	if err := os.RemoveAll(filepath.Join(s.Town, "gastown", "polecats", "nux")); err != nil {
+		t.Fatal(err)
+	}
+	if list := s.Failures(); len(list) != 1 || list[0].Identity != api.Identity(nux) {
+		t.Errorf("failures of a polecat gt sling rolled back a moment ago: %+v, want its failure kept", list)
+	}
+	old := time.Now().Add(-RolledBackKeep - time.Minute)
+	if err := os.Chtimes(s.File(nux), old, old); err != nil {
 		t.Fatal(err)
 	}
 	if list := s.Failures(); len(list) != 0 {
