@@ -53,6 +53,13 @@ func newKubeBoxes(t *testing.T, r *rig, rig string) kubeBoxes {
 		restarting: 2 * time.Minute}
 	k.podOf, k.objectsOf = kubePod(rig), kubeObjects(rig)
 	r.image = kubeImage(t, r, env["E2E_CONTAINERD"])
+	// With pull policy Never hostd run looks for the image in the nodes'
+	// statuses, which the kubelet refreshes every 10 s or so.
+	eventually(t, time.Minute, "the node listing "+r.image, func() bool {
+		argv := append(append([]string(nil), k.kubectl[1:]...), "get", "nodes", "-o", "jsonpath={.items[*].status.images[*].names}")
+		out, _ := exec.Command(k.kubectl[0], argv...).Output()
+		return strings.Contains(string(out), "/"+r.image+`"`)
+	})
 
 	must := func(args ...string) {
 		t.Helper()
