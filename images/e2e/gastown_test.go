@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,7 +262,8 @@ func (g *gasTown) failedSling(t *testing.T, want string, between func()) string 
 		if t.Failed() { // what hostd run recorded, and what Gas Town left
 			records, _ := filepath.Glob(filepath.Join(state.For(g.Dir).StartFailures(), g.rig, "*.json"))
 			polecats, _ := filepath.Glob(filepath.Join(g.Dir, g.rig, "polecats", "*"))
-			t.Logf("start-failure records: %v\npolecats: %v\ngt sling:\n%s", records, polecats, slung.String())
+			st, err := g.r.town.Client().Status(context.Background())
+			t.Logf("start-failure records: %v\npolecats: %v\nhostd status's start failures: %+v (%v)\ngt sling:\n%s", records, polecats, st.StartFailures, err, slung.String())
 		}
 	}()
 	var failed wire.Identity
