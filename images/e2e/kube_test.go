@@ -87,7 +87,7 @@ func newKubeBoxes(t *testing.T, r *rig, rig string) kubeBoxes {
 		fmt.Fprintf(&pvs, `---
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: %s-%d, labels: {%s: %s}}
+metadata: {name: %s-%d, labels: {%s: "%s"}} # quoted: a run id of digits alone reads as a number
 spec:
   capacity: {storage: 1Gi}
   accessModes: [ReadWriteOnce]
