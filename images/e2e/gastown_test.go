@@ -262,8 +262,12 @@ func (g *gasTown) failedSling(t *testing.T, want string, between func()) string 
 		if t.Failed() { // what hostd run recorded, and what Gas Town left
 			records, _ := filepath.Glob(filepath.Join(state.For(g.Dir).StartFailures(), g.rig, "*.json"))
 			polecats, _ := filepath.Glob(filepath.Join(g.Dir, g.rig, "polecats", "*"))
-			st, err := g.r.town.Client().Status(context.Background())
-			t.Logf("start-failure records: %v\npolecats: %v\nhostd status's start failures: %+v (%v)\ngt sling:\n%s", records, polecats, st.StartFailures, err, slung.String())
+			asked := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := g.r.town.Client().Status(ctx)
+			cancel()
+			t.Logf("start-failure records: %v\npolecats: %v\nhostd status's start failures, in %v: %+v (%v)\ngt sling:\n%s",
+				records, polecats, time.Since(asked), st.StartFailures, err, slung.String())
 		}
 	}()
 	var failed wire.Identity
