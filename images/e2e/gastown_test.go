@@ -198,7 +198,7 @@ func TestGasTown(t *testing.T) {
 		missing := "polecat-e2e-missing:" + g.r.id
 		g.hostdConfig(t, "image: "+g.r.image, "image: "+missing)
 		defer g.hostdConfig(t, "image: "+missing, "image: "+g.r.image)
-		res := g.failedSling(t, "is not among docker's images", nil)
+		res := g.failedSling(t, "is not among "+g.boxes.kind()+"'s images", nil)
 		g.checkRow(t, "gt sling, sandbox.image missing", "(no sandbox)", res, strings.HasPrefix(res, "failed in "), "")
 	})
 	flow("gt sling with hostd down fails with the reason in hostd status", func(t *testing.T) {
