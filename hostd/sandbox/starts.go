@@ -22,13 +22,11 @@ import (
 
 // A start 'hostd run' could not make (serve down, the image missing, the
 // runtime not answering, the first clone failing) is recorded, one file a
-// polecat, so 'hostd status' shows it after Gas Town's pane, where hostd
-// run prints it, dies. serve records and logs what hostd run reports; with
-// serve down hostd run records it and serve logs it at start. The next
-// good start clears it, as does Gas Town nuking the polecat (its
-// directory gone; a record of one whose start failed is kept
-// RolledBackKeep, as gt sling rolls back such a polecat at once).
-// docs/migrating.md: "A start that fails".
+// polecat, so 'hostd status' shows it after Gas Town's pane dies. serve
+// records what hostd run reports; with serve down hostd run records it.
+// The next good start clears it, as does Gas Town nuking the polecat (its
+// directory gone, RolledBackKeep after). docs/migrating.md: "A start that
+// fails".
 
 // Starts keeps a town's failed starts: <dir>/<rig>/<name>.json each.
 type Starts struct {
