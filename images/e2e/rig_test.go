@@ -76,7 +76,8 @@ func newNetwork(t *testing.T) *rig {
 	}
 	removeLeftovers()
 	if os.Getenv("E2E_REMOVE_IMAGE") != "" { // 'make e2e' built it for this run
-		undo.push(func() { _, _ = tryDocker("rmi", "-f", r.image) })
+		image := r.image // the Kubernetes suite's r.image is its own copy, removed on its own
+		undo.push(func() { _, _ = tryDocker("rmi", "-f", image) })
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
