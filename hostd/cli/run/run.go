@@ -28,17 +28,15 @@ import (
 // runOptions are hostd run's settings.
 type runOptions struct {
 	*command.App
-	runtime string
-	kube    kube.Config // sandbox.kubernetes.*, for runtime kubernetes
-	spec    sandbox.Spec
-	table   []settings.Setting // runSettings of the fields above
+	rt    runtimes.Config // sandbox.runtime and sandbox.kubernetes.*
+	spec  sandbox.Spec
+	table []settings.Setting // runSettings of the fields above
 }
 
 // runSettings is every setting of hostd run (and its key under sandbox.
 // in config.yaml, shared with hostd nuke and serve's reaper).
 func runSettings(o *runOptions) []settings.Setting {
 	return append([]settings.Setting{
-		{Key: "sandbox.runtime", Flag: "runtime", Usage: "the runtime hostd makes sandboxes with: docker, podman (or a path to either's CLI) or kubernetes (sandbox.kubernetes.*)", Value: &o.runtime},
 		{Key: "sandbox.image", Flag: "image", Usage: "the polecat image (required), among the runtime's local images: hostd run does not pull", Value: &o.spec.Image},
 		{Key: "sandbox.url", Flag: "url", Usage: "hostd's URL from inside the container (default https://host.docker.internal:<listen port>; kubernetes: required, hostd's IP address as the pods reach it)", Value: &o.spec.URL},
 		{Key: "sandbox.network", Flag: "network", Usage: "the container's network (default: the runtime's)", Value: &o.spec.Network},
@@ -48,12 +46,12 @@ func runSettings(o *runOptions) []settings.Setting {
 		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
 		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
 		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
-	}, kube.Settings(&o.kube)...)
+	}, runtimes.Settings(&o.rt, "runtime")...)
 }
 
 // NewRunCmd is hostd run.
 func NewRunCmd(a *command.App) *cobra.Command {
-	o := &runOptions{App: a, runtime: "docker", kube: kube.DefaultConfig(), spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
+	o := &runOptions{App: a, rt: runtimes.DefaultConfig(), spec: sandbox.Spec{Agent: "/usr/local/bin/gt-agent"}}
 	o.table = runSettings(o)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
@@ -205,15 +203,15 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 // settings, which are checked first (kubernetes: and sandbox.url and
 // docker's own settings).
 func (o *runOptions) sandboxRuntime(cmd *cobra.Command) (sandbox.Runtime, error) {
-	if runtimes.IsKubernetes(o.runtime) {
-		if err := settings.Explain(o.kube.Validate(), &o.kube, o.table, o.Where(cmd.Flags())); err != nil {
+	if runtimes.IsKubernetes(o.rt.Name) {
+		if err := settings.Explain(o.rt.Kubernetes.Validate(), &o.rt.Kubernetes, o.table, o.Where(cmd.Flags())); err != nil {
 			return nil, err
 		}
 		if err := kube.CheckSpec(o.spec); err != nil {
 			return nil, err
 		}
 	}
-	return runtimes.New(runtimes.Config{Name: o.runtime, Kubernetes: o.kube})
+	return runtimes.New(o.rt)
 }
 
 // listenPort is the port of hostd serve's listen setting.
