@@ -100,7 +100,7 @@ bench-wan: ## the WAN rows (as root): hostd and the baselines' servers at one en
 	@[ "$$(id -u)" = 0 ] || { echo "the WAN rows need root (network namespaces, TUN devices)"; exit 1; }
 	@command -v rsync >/dev/null && command -v iptables >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || { echo "the WAN rows need rsync, sshd and iptables: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN) && rm -f $(BIN)/bench-wan-*.txt && date +%s > $(BIN)/bench-wan-started
-	@echo "== WAN: 25 ms each way, 0, 1 and 3% of the packets lost each way (seed 1), 20 Mbit/s for bulk, git and data; TCP: $${SIDECAR_BENCH_WAN_TCP:-$$(cat /proc/sys/net/ipv4/tcp_congestion_control)}"
+	@echo "== WAN: 25 ms each way, 0, 1 and 3% of the packets lost each way (seed 1), 20 Mbit/s for bulk, git and data; TCP: $${SIDECAR_BENCH_WAN_TCP:-cubic} (bulk: cubic, then bbr)"
 	$(GO) test -run '^$$' -bench '^BenchmarkWANBulk$$' -benchtime 1x -count $(WANCOUNT) ./tunnel/ | tee $(BIN)/bench-wan-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench '^BenchmarkWANRelay$$' -benchtime $(RELAYWAN) -count $(WANCOUNT) ./hostd/e2e/ | tee $(BIN)/bench-wan-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'
 	$(GO) test -run '^$$' -bench '^BenchmarkWAN(Git|Sync|Liveness)$$' -benchtime 1x -count $(WANCOUNT) -timeout 60m ./hostd/e2e/ | tee -a $(BIN)/bench-wan-hostd.txt | grep -E '^(Benchmark|ok|FAIL)'

@@ -82,7 +82,7 @@ func TestHostdRun(t *testing.T) {
 	run := func(script string) (*exec.Cmd, *strings.Builder) {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(BinDir, "hostd"), "--town", g.Dir, "run", "--runtime", runtime, "--image", "polecat:e2e",
-			"--url", "https://localhost:"+port, "--env", "E2E_SECRET", "--", "/bin/sh", "-c", script)
+			"--url", "https://localhost:"+port, "--transport", "tcp", "--env", "E2E_SECRET", "--", "/bin/sh", "-c", script)
 		cmd.Env = append(os.Environ(), "GT_RIG=gastown", "GT_POLECAT=toast", "E2E_SECRET=s3cr3t", "HOSTD_LIVENESS_BEAT_INTERVAL=1s")
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
@@ -132,7 +132,7 @@ func TestHostdRun(t *testing.T) {
 	_ = g.Hostd.Cmd.Process.Kill()
 	_ = g.Hostd.Exited(t, 10*time.Second)
 	g.Hostd = g.ServeOn(g.Addr)
-	g.WaitStatus(30*time.Second, Connected("toast", ""))
+	g.WaitStatus(30*time.Second, Connected("toast", "tcp")) // sandbox.transport
 	if err := os.WriteFile(filepath.Join(clone, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

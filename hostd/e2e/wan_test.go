@@ -19,9 +19,8 @@ import (
 // clients) at the two ends of an emulated link (internal/linkem): 25 ms
 // each way, a 50 ms round trip, with 0, 1 and 3% of the packets lost each
 // way, and 20 Mbit/s for the rows that move data (git, the data channel).
-// TCP runs the congestion control the kernel gives a new namespace, the
-// host's default (SIDECAR_BENCH_WAN_TCP sets another the kernel allows
-// there: tcp_allowed_congestion_control, and reno).
+// TCP runs cubic, Linux's and macOS's default, in both namespaces
+// (linkem.BenchTCP: SIDECAR_BENCH_WAN_TCP sets another).
 
 const (
 	wanDelay = 25 * time.Millisecond
@@ -35,7 +34,7 @@ var wanLosses = []int{0, 1, 3}
 // each way (seeded: every run loses the same ones) and rate bits a second
 // (0: no limit).
 func wanLink(b testing.TB, delay time.Duration, loss int, rate int64) *linkem.Link {
-	return linkem.New(b, linkem.Config{Seed: 1, TCP: os.Getenv("SIDECAR_BENCH_WAN_TCP"), Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
+	return linkem.New(b, linkem.Config{Seed: 1, TCP: linkem.BenchTCP(), Shape: linkem.Shape{Delay: delay, Loss: float64(loss) / 100, Rate: rate}})
 }
 
 // eachLoss runs f as the sub-benchmark loss=Npct on a new WAN link for each

@@ -29,9 +29,9 @@ func TestCreateArgs(t *testing.T) {
 	}{
 		{"defaults", Spec{Image: "polecat:1", URL: "https://host.docker.internal:9876", Agent: "/a"},
 			[]string{"--label polecat-sidecar.town=/t", "--label polecat-sidecar.polecat=gastown/toast", "--label polecat-sidecar.home=42-7.000000001", "-e GT_AGENT_JOIN -e", "--add-host host.docker.internal:host-gateway", "--entrypoint /a polecat:1 up --watch-session polecat"},
-			[]string{"--network", "--cpus", "--memory", "--pids-limit", "BEAT_INTERVAL"}},
-		{"limits", Spec{Image: "p", URL: "https://10.0.0.1:9876", Network: "n", Mounts: []string{"/a:/b:ro"}, CPUs: "2", Memory: "4g", PidsLimit: 512, Agent: "/a", BeatInterval: time.Second},
-			[]string{"--network n", "-v /a:/b:ro", "--cpus 2", "--memory 4g", "--pids-limit 512", "-e GT_AGENT_BEAT_INTERVAL=1s"},
+			[]string{"--network", "--cpus", "--memory", "--pids-limit", "BEAT_INTERVAL", "TRANSPORT"}},
+		{"limits", Spec{Image: "p", URL: "https://10.0.0.1:9876", Network: "n", Mounts: []string{"/a:/b:ro"}, CPUs: "2", Memory: "4g", PidsLimit: 512, Agent: "/a", BeatInterval: time.Second, Transport: "tcp"},
+			[]string{"--network n", "-v /a:/b:ro", "--cpus 2", "--memory 4g", "--pids-limit 512", "-e GT_AGENT_BEAT_INTERVAL=1s", "-e GT_AGENT_TRANSPORT=tcp"},
 			[]string{"--add-host"}},
 	}
 	for _, tt := range tests {

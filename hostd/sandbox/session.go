@@ -30,6 +30,9 @@ type Spec struct {
 	// liveness.beat_interval, so that the two agree (0: the agent's
 	// default).
 	BeatInterval time.Duration
+	// Transport is the agent's, gt-agent's --transport: auto (QUIC, then
+	// the TCP fallback; the agent's default when empty), quic or tcp.
+	Transport string
 	// Env are the names of the variables of hostd run's environment
 	// (those Gas Town set for the session) passed to each session.
 	Env []string
@@ -86,6 +89,9 @@ func (s Spec) createArgs(town string, id wire.Identity, home string) []string {
 	}
 	if s.BeatInterval > 0 {
 		args = append(args, "-e", "GT_AGENT_BEAT_INTERVAL="+s.BeatInterval.String())
+	}
+	if s.Transport != "" {
+		args = append(args, "-e", "GT_AGENT_TRANSPORT="+s.Transport)
 	}
 	return append(args, "--entrypoint", s.Agent, s.Image, "up", "--watch-session", SessionName)
 }

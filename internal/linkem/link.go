@@ -80,6 +80,17 @@ func New(tb testing.TB, cfg Config) *Link {
 			tb.Error(err)
 		}
 	})
+	if cfg.TCP != "" {
+		undo, err := allowTCP(cfg.TCP)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			if err := undo(); err != nil {
+				tb.Error(err)
+			}
+		})
+	}
 	for _, end := range []struct{ ns, peer *Namespace }{{l.A, l.B}, {l.B, l.A}} {
 		tun, err := end.ns.setUp(end.peer.Addr, cfg.MTU, cfg.TCP)
 		if tun != nil {
@@ -149,10 +160,6 @@ func (n *Namespace) setUp(peer netip.Addr, mtu int, tcp string) (*os.File, error
 	script := fmt.Sprintf("link set dev lo up\nlink set dev %s mtu %d up\naddr add %v peer %v dev %s\n", n.Dev, mtu, n.Addr, peer, n.Dev)
 	return tun, ipBatch(n.Name, script)
 }
-
-// tcpCongestion is the sysctl of the TCP congestion control, of the
-// network namespace of whoever opens it.
-const tcpCongestion = "/proc/sys/net/ipv4/tcp_congestion_control"
 
 // path is the namespace's file, which `ip netns add` mounts.
 func (n *Namespace) path() string { return "/run/netns/" + n.Name }

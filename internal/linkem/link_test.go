@@ -203,14 +203,28 @@ func TestLinkCommand(t *testing.T) {
 }
 
 // TestLinkTCPCongestion: Config.TCP sets both namespaces' TCP congestion
-// control, and an empty one leaves what the kernel gave them.
+// control, also one the host does not let namespaces choose (cubic, where
+// the host's default is another), and an empty one leaves what the kernel
+// gave them; the host's allowed list is as it was once the links are gone.
 func TestLinkTCPCongestion(t *testing.T) {
 	host, err := os.ReadFile(tcpCongestion)
 	if err != nil {
 		t.Skipf("no %s here: %v", tcpCongestion, err)
 	}
-	for _, set := range []string{"reno", ""} {
+	allowed, err := os.ReadFile(tcpAllowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if now, err := os.ReadFile(tcpAllowed); err != nil || string(now) != string(allowed) {
+			t.Errorf("the host's allowed congestion controls are %q (%v) after the links, %q before", now, err, allowed)
+		}
+	})
+	for _, set := range []string{"reno", "", "cubic"} {
 		t.Run("tcp="+set, func(t *testing.T) {
+			if set != "" && !HasTCP(set) {
+				t.Skipf("the kernel has no %s", set)
+			}
 			l := New(t, Config{TCP: set})
 			var got [2][]byte
 			for i, ns := range []*Namespace{l.A, l.B} {

@@ -64,9 +64,10 @@ type Config struct {
 	// MTU is both devices' MTU; 1500 when 0.
 	MTU int
 	// TCP is both namespaces' TCP congestion control
-	// (net.ipv4.tcp_congestion_control): reno, or another the host's
-	// tcp_allowed_congestion_control lists (outside the host's namespace
-	// the kernel refuses the rest); empty: the host's default.
+	// (net.ipv4.tcp_congestion_control), one the kernel has (HasTCP);
+	// empty: the host's default. One the host's
+	// tcp_allowed_congestion_control lacks is added there while the link
+	// lives: outside the host's namespace the kernel refuses the rest.
 	TCP string
 }
 

@@ -16,8 +16,9 @@ import (
 // TestRunRefusesKubernetesSettings: with the kubernetes runtime, hostd
 // run refuses, before it asks the cluster anything, a sandbox.url a pod
 // cannot reach hostd at (loopback, a name, none), docker's own settings,
-// and a sandbox.kubernetes setting the cluster would refuse, each naming
-// the setting; hostd status shows it.
+// a sandbox.kubernetes setting the cluster would refuse, and a
+// sandbox.transport the agent would, each naming the setting; hostd
+// status shows it.
 func TestRunRefusesKubernetesSettings(t *testing.T) {
 	tests := []struct {
 		name string
@@ -32,6 +33,7 @@ func TestRunRefusesKubernetesSettings(t *testing.T) {
 		{"docker's memory", []string{"--url", "https://10.0.0.1:9876", "--memory", "2g"}, nil, "sandbox.memory is docker's and podman's: the kubernetes runtime takes sandbox.kubernetes.limits instead"},
 		{"pull policy", []string{"--url", "https://10.0.0.1:9876"}, map[string]string{"HOSTD_SANDBOX_KUBERNETES_IMAGE_PULL_POLICY": "Sometimes"},
 			`setting sandbox.kubernetes.image_pull_policy is "Sometimes" (env HOSTD_SANDBOX_KUBERNETES_IMAGE_PULL_POLICY): want one of Always, IfNotPresent, Never`},
+		{"transport", []string{"--url", "https://10.0.0.1:9876", "--transport", "udp"}, nil, `sandbox.transport "udp": want auto, quic or tcp`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

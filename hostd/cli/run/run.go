@@ -46,6 +46,7 @@ func runSettings(o *runOptions) []settings.Setting {
 		{Key: "sandbox.pids_limit", Flag: "pids-limit", Usage: "the container's process limit (0: none)", Value: &o.spec.PidsLimit},
 		{Key: "sandbox.env", Flag: "env", Usage: "also pass this variable to the session (repeatable; GT_*, BD_*, BEADS_*, CLAUDE*, ANTHROPIC_* always are)", Value: &o.spec.Env},
 		{Key: "sandbox.agent", Flag: "agent", Usage: "gt-agent's path in the image", Value: &o.spec.Agent},
+		{Key: "sandbox.transport", Flag: "transport", Usage: "the sandbox's agent's transport: auto (QUIC, falling back to TCP), quic or tcp (tcp: bulk at the link's rate where the link loses packets and TCP runs bbr; docs/benchmarks.md)", Value: &o.spec.Transport},
 	}, runtimes.Settings(&o.rt, "runtime")...)
 }
 
@@ -200,9 +201,14 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // sandboxRuntime is the runtime sandbox.runtime names, built from its
-// settings, which are checked first (kubernetes: and sandbox.url and
-// docker's own settings).
+// settings, which are checked first (and sandbox.transport; kubernetes:
+// sandbox.url and docker's own settings).
 func (o *runOptions) sandboxRuntime(cmd *cobra.Command) (sandbox.Runtime, error) {
+	switch o.spec.Transport {
+	case "", "auto", "quic", "tcp": // gt-agent's --transport
+	default:
+		return nil, fmt.Errorf("sandbox.transport %q: want auto, quic or tcp", o.spec.Transport)
+	}
 	if runtimes.IsKubernetes(o.rt.Name) {
 		if err := settings.Explain(o.rt.Kubernetes.Validate(), &o.rt.Kubernetes, o.table, o.Where(cmd.Flags())); err != nil {
 			return nil, err

@@ -102,6 +102,9 @@ func (c Config) podSpec(s sandbox.Spec, id wire.Identity, object string, res cor
 	if s.BeatInterval > 0 {
 		env = append(env, corev1.EnvVar{Name: "GT_AGENT_BEAT_INTERVAL", Value: s.BeatInterval.String()})
 	}
+	if s.Transport != "" {
+		env = append(env, corev1.EnvVar{Name: "GT_AGENT_TRANSPORT", Value: s.Transport})
+	}
 	var tolerations []corev1.Toleration
 	for _, t := range c.Tolerations {
 		tol, err := toleration(t)

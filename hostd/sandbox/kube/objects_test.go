@@ -14,7 +14,7 @@ import (
 
 var (
 	furiosa = wire.Identity{Rig: "gastown", Name: "furiosa"}
-	spec    = sandbox.Spec{Image: "polecat:v1", URL: "https://10.244.0.1:9876", Agent: "/usr/local/bin/gt-agent", BeatInterval: 5 * time.Second}
+	spec    = sandbox.Spec{Image: "polecat:v1", URL: "https://10.244.0.1:9876", Agent: "/usr/local/bin/gt-agent", BeatInterval: 5 * time.Second, Transport: "tcp"}
 )
 
 // TestObjects: the objects of a sandbox, as the settings and the Spec
@@ -92,7 +92,7 @@ func TestObjects(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	for k, v := range map[string]string{"GT_PROXY_URL": spec.URL, "GT_AGENT_IDENTITY": "gastown/furiosa", "GT_RIG": "gastown", "GT_POLECAT": "furiosa",
-		"GT_AGENT_STATE_DIR": StateDir, "GT_AGENT_JOIN_FILE": JoinDir + "/token", "GT_AGENT_BEAT_INTERVAL": "5s"} {
+		"GT_AGENT_STATE_DIR": StateDir, "GT_AGENT_JOIN_FILE": JoinDir + "/token", "GT_AGENT_BEAT_INTERVAL": "5s", "GT_AGENT_TRANSPORT": "tcp"} {
 		if env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
 		}
