@@ -19,8 +19,9 @@ const RelayClientEnv = "SIDECAR_RELAY_CLIENT"
 // BenchmarkPrototypeRelayClient: BenchmarkRelayRoundTrip's loopback
 // relayed command and its floor, interleaved one of each per iteration in
 // turn: the gt shim, the client in $SIDECAR_RELAY_CLIENT (skipped when
-// unset), the same frames from this process, a do-nothing Go program, the
-// command run directly, one round trip. Each one's p50 is <row>-us, and
+// unset), the same frames from this process, a do-nothing Go program,
+// /bin/true (a C program's start), the command run directly, one round
+// trip. Each one's p50 is <row>-us, and
 // the CPU each process spends a command (from wait4 and /proc, in µs) is
 // <row>-<process>-cpu-us.
 func BenchmarkPrototypeRelayClient(b *testing.B) {
@@ -40,6 +41,7 @@ func BenchmarkPrototypeRelayClient(b *testing.B) {
 		}},
 		{name: "inproc", op: func() error { return relayInProc(rb.r.socket, rb.req) }},
 		{name: "hello", cmd: func() *exec.Cmd { return exec.Command(hello) }},
+		{name: "true", cmd: func() *exec.Cmd { return exec.Command("/bin/true") }},
 		{name: "direct", cmd: func() *exec.Cmd { return exec.Command(rb.fake, rb.args[1:]...) }},
 		{name: "link", op: rb.probe.roundTrip},
 	}
