@@ -41,9 +41,14 @@ static int writeall(int fd, const void *b, size_t n) {
 	while (n) { ssize_t w = write(fd, p, n); if (w < 0 && errno == EINTR) continue; if (w <= 0) return -1; p += w; n -= w; }
 	return 0;
 }
+static int sendall(int fd, const void *b, size_t n) { /* no SIGPIPE once hostd is done */
+	const char *p = b;
+	while (n) { ssize_t w = send(fd, p, n, MSG_NOSIGNAL); if (w < 0 && errno == EINTR) continue; if (w <= 0) return -1; p += w; n -= w; }
+	return 0;
+}
 static int frame(int fd, char typ, const void *p, size_t n) {
 	unsigned char h[5] = {typ, n >> 24, n >> 16, n >> 8, n};
-	return writeall(fd, h, 5) || writeall(fd, p, n) ? -1 : 0;
+	return sendall(fd, h, 5) || sendall(fd, p, n) ? -1 : 0;
 }
 static int readall(int fd, void *b, size_t n) {
 	char *p = b;
