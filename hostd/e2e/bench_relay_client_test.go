@@ -20,8 +20,8 @@ const RelayClientEnv = "SIDECAR_RELAY_CLIENT"
 // relayed command and its floor, interleaved one of each per iteration in
 // turn: the gt shim, the client in $SIDECAR_RELAY_CLIENT (skipped when
 // unset), the same frames from this process, a do-nothing Go program,
-// /bin/true (a C program's start), the command run directly, one round
-// trip. Each one's p50 is <row>-us, and
+// /bin/true, the command run directly, one round trip, and that client
+// with no agent to reach (its start alone). Each one's p50 is <row>-us, and
 // the CPU each process spends a command (from wait4 and /proc, in µs) is
 // <row>-<process>-cpu-us.
 func BenchmarkPrototypeRelayClient(b *testing.B) {
@@ -31,6 +31,7 @@ func BenchmarkPrototypeRelayClient(b *testing.B) {
 		name                                string
 		cmd                                 func() *exec.Cmd // a process; nil: op
 		op                                  func() error
+		exit                                int // the exit status it should end with
 		took, client, hostd, agent, command []float64
 	}
 	rows := []*row{
@@ -46,7 +47,12 @@ func BenchmarkPrototypeRelayClient(b *testing.B) {
 		{name: "link", op: rb.probe.roundTrip},
 	}
 	if c := os.Getenv(RelayClientEnv); c != "" {
-		rows = append(rows, &row{name: "cshim", cmd: func() *exec.Cmd { return rb.r.command("gt", rb.args[1:]...) }})
+		rows = append(rows, &row{name: "cshim", cmd: func() *exec.Cmd { return rb.r.command("gt", rb.args[1:]...) }},
+			&row{name: "cstart", exit: 255, cmd: func() *exec.Cmd { // its start alone: no agent there, exit 255
+				cmd := exec.Command(c, rb.args[1:]...)
+				cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+rb.r.socket+".none")
+				return cmd
+			}})
 	}
 	for n := 0; b.Loop(); n++ {
 		for k := range rows {
@@ -57,7 +63,9 @@ func BenchmarkPrototypeRelayClient(b *testing.B) {
 			var cmd *exec.Cmd
 			if r.cmd != nil {
 				cmd = r.cmd()
-				err = runQuiet(cmd)
+				if err = runQuiet(cmd); r.exit != 0 && cmd.ProcessState.ExitCode() == r.exit {
+					err = nil
+				}
 			} else {
 				err = r.op()
 			}
