@@ -16,13 +16,12 @@ import (
 // is one, in C.
 const RelayClientEnv = "SIDECAR_RELAY_CLIENT"
 
-// BenchmarkPrototypeRelayClient: BenchmarkRelayRoundTrip's loopback
-// relayed command and its floor, interleaved one of each per iteration in
-// turn: the gt shim, the client in $SIDECAR_RELAY_CLIENT (skipped when
-// unset), the same frames from this process, a do-nothing Go program,
-// /bin/true, the command run directly, one round trip, and that client
-// with no agent to reach (its start alone). Each one's p50 is <row>-us, and
-// the CPU each process spends a command (from wait4 and /proc, in µs) is
+// BenchmarkPrototypeRelayClient: BenchmarkRelayRoundTrip's loopback relayed
+// command and its floor, one of each per iteration in turn: bin/gt, the
+// client in $SIDECAR_RELAY_CLIENT and its start alone (no agent; both
+// skipped when unset), this process's frames, a do-nothing Go program,
+// /bin/true, the command direct, one round trip. Each one's p50 is
+// <row>-us; the CPU each process spends a command (wait4, /proc; µs) is
 // <row>-<process>-cpu-us.
 func BenchmarkPrototypeRelayClient(b *testing.B) {
 	rb := newRelayBench(b, ends{})
