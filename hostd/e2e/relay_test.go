@@ -89,9 +89,14 @@ type result struct {
 	code           int
 }
 
-// command prepares the gt (or bd) shim with args.
+// command prepares the gt (or bd) shim with args: bin/gt, or gt as the
+// client in $SIDECAR_RELAY_CLIENT when it is set.
 func (r *relayRig) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(BinDir, name), args...)
+	path := filepath.Join(BinDir, name)
+	if c := os.Getenv(RelayClientEnv); c != "" && name == "gt" {
+		path = c
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), "GT_AGENT_SOCKET="+r.socket)
 	return cmd
 }
