@@ -67,12 +67,12 @@ func (s *Service) newContents(id wire.Identity) (*os.File, error) {
 }
 
 // newBaseContents writes the contents a new base m keeps (archive.
-// WriteContents, from dir, the received tree, and cur, the current base's)
-// to a file beside the current ones, for the caller to remove unless
+// WriteContents, from sent, what the archive carried, and cur, the
+// current base's) to a file beside the current ones, for the caller to remove unless
 // replaceBase took it, and returns its path and index. When cur holds
 // exactly what m keeps it writes nothing and returns "" and cur's index:
 // rewriting base.tar cost an unchanged pull of 10,000 small files 25 MB.
-func (s *Service) newBaseContents(id wire.Identity, m *datasync.Manifest, dir string, cur *archive.Contents) (string, *archive.ContentsIndex, error) {
+func (s *Service) newBaseContents(id wire.Identity, m *datasync.Manifest, sent fs.FS, cur *archive.Contents) (string, *archive.ContentsIndex, error) {
 	if cur != nil && cur.Holds(m) {
 		return "", cur.Index(), nil
 	}
@@ -80,7 +80,7 @@ func (s *Service) newBaseContents(id wire.Identity, m *datasync.Manifest, dir st
 	if err != nil {
 		return "", nil, err
 	}
-	ix, err := archive.WriteContents(f, m, dir, fsOf(cur))
+	ix, err := archive.WriteContents(f, m, sent, fsOf(cur))
 	return f.Name(), ix, errors.Join(err, f.Close())
 }
 

@@ -37,7 +37,7 @@ func keepBase(t *testing.T, s *Service, id wire.Identity, files map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := archive.WriteContents(f, m, dir, nil)
+	ix, err := archive.WriteContents(f, m, os.DirFS(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestNewBaseContentsUnchanged(t *testing.T) {
 	for i := range same.Entries {
 		same.Entries[i].Unchanged = true
 	}
-	p, ix, err := s.newBaseContents(id, same, t.TempDir(), cur)
+	p, ix, err := s.newBaseContents(id, same, os.DirFS(t.TempDir()), cur)
 	if err != nil || p != "" || ix != cur.Index() {
 		t.Errorf("unchanged: wrote %q (index %p, current %p), %v", p, ix, cur.Index(), err)
 	}
@@ -228,7 +228,7 @@ func TestNewBaseContentsUnchanged(t *testing.T) {
 			}
 		}
 	}
-	p, _, err = s.newBaseContents(id, changed, dir, cur)
+	p, _, err = s.newBaseContents(id, changed, os.DirFS(dir), cur)
 	if err != nil || p == "" {
 		t.Fatalf("changed: wrote %q, %v", p, err)
 	}

@@ -96,7 +96,7 @@ func (s *Service) receiveLocked(ctx context.Context, id wire.Identity, r io.Read
 	}
 	// The new base is what the container has now: its contents kept
 	// before the merge moves files out of the staging tree.
-	kept, ix, err := s.newBaseContents(id, theirs, in.Dir(), contents)
+	kept, ix, err := s.newBaseContents(id, theirs, in.Staged(), contents)
 	if kept != "" {
 		defer os.Remove(kept)
 	}

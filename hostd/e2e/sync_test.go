@@ -382,7 +382,8 @@ func TestSyncHostdKilledMidPull(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m, _ := filepath.Glob(filepath.Join(host, ".sidecar-incoming-furiosa.*", "tree", "results", "big.bin")); len(m) > 0 {
+		// Staged flat: big.bin, the first file, is being written.
+		if m, _ := filepath.Glob(filepath.Join(host, ".sidecar-incoming-furiosa.*", "tree", "*")); len(m) > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/polecat-sidecar/sidecar/sync"
 )
@@ -270,13 +269,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // WriteContents writes to w, as a tar file Contents reads, the contents of
-// m's files of at most MaxKept bytes: from dir (an extracted tree) for the
-// files an archive carried, from prev (the old base's contents, or nil)
-// for those marked unchanged, whose members are copied a run at a time
-// when prev is a *Contents (docs/benchmarks.md, "Issue 25, first steps").
+// m's files of at most MaxKept bytes: from sent (the files an archive
+// carried, by path: a staging tree) for those it carried, from prev (the
+// old base's contents, or nil) for those marked unchanged, whose members
+// are copied a run at a time when prev is a *Contents (docs/benchmarks.md).
 // A file in neither, or no longer hashing as m says, is left out: a merge
 // then keeps both versions. It returns its index, for OpenIndexed.
-func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) (*ContentsIndex, error) {
+func WriteContents(w io.Writer, m *sync.Manifest, sent, prev fs.FS) (*ContentsIndex, error) {
 	cw := &offsetWriter{w: w}
 	tw := tar.NewWriter(cw)
 	ix := &ContentsIndex{files: map[string]contentsMember{}}
@@ -320,7 +319,7 @@ func WriteContents(w io.Writer, m *sync.Manifest, dir string, prev fs.FS) (*Cont
 		if err := copyRun(); err != nil {
 			return nil, err
 		}
-		b, err := readKept(e, dir, prev)
+		b, err := readKept(e, sent, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -363,9 +362,9 @@ func (o *offsetWriter) Write(p []byte) (int, error) {
 }
 
 // readKept reads one file for WriteContents: nil when it is not there.
-func readKept(e sync.Entry, dir string, prev fs.FS) ([]byte, error) {
+func readKept(e sync.Entry, sent, prev fs.FS) ([]byte, error) {
 	if !e.Unchanged {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		b, err := fs.ReadFile(sent, e.Path)
 		if err != nil {
 			return nil, fmt.Errorf("keeping %s: %w", e.Path, err)
 		}

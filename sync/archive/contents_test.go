@@ -134,7 +134,7 @@ func TestWriteContents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			wrote, err := WriteContents(&out, theirs, tree, tt.prev)
+			wrote, err := WriteContents(&out, theirs, os.DirFS(tree), tt.prev)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +287,7 @@ func TestContentsSize(t *testing.T) {
 			m := &sync.Manifest{Entries: []sync.Entry{{Path: tt.path, Type: sync.TypeFile, Size: int64(len(content)), Mode: 0o644,
 				MTime: tt.mtime, SHA256: sync.HashBytes([]byte(content))}}}
 			var out bytes.Buffer
-			if _, err := WriteContents(&out, m, dir, nil); err != nil {
+			if _, err := WriteContents(&out, m, os.DirFS(dir), nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := ContentsSize(m, nil); got != int64(out.Len()) {
@@ -309,7 +309,7 @@ func TestContentsSize(t *testing.T) {
 				MTime: time.Unix(1700000000, 0), SHA256: sync.HashBytes([]byte("new"))}}}
 			next.Entries[0].Unchanged = true
 			out.Reset()
-			if _, err := WriteContents(&out, next, dir, prev); err != nil {
+			if _, err := WriteContents(&out, next, os.DirFS(dir), prev); err != nil {
 				t.Fatal(err)
 			}
 			if got := ContentsSize(next, prev); got != int64(out.Len()) {

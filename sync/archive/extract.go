@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"strconv"
 
 	"github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/sync/tree"
@@ -29,7 +30,7 @@ func Extract(ctx context.Context, r io.Reader, dst string, p sync.Policy, lim sy
 		return nil, err
 	}
 	defer t.Close()
-	staging, m, err := Stage(ctx, t, r, extractSender, p, lim, nil)
+	staging, m, err := Stage(ctx, t, r, extractSender, p, lim, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +48,9 @@ const extractSender = "hostd"
 // process's staging directory) and unpacks the archive from r, with every
 // check UnpackSince makes, into the directory "tree" of a new staging
 // directory in t, whose name it returns; on error nothing of it is left.
+// Flat, "tree" holds only files and symlinks, named as FlatNames says.
 // Extract and merge.Receive both start here.
-func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Policy, lim sync.Limits, base *sync.Manifest) (string, *sync.Manifest, error) {
+func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Policy, lim sync.Limits, base *sync.Manifest, flat bool) (string, *sync.Manifest, error) {
 	if _, err := t.RemoveStaging(who); err != nil {
 		return "", nil, err
 	}
@@ -56,12 +58,30 @@ func Stage(ctx context.Context, t *tree.Tree, r io.Reader, who string, p sync.Po
 	if err != nil {
 		return "", nil, err
 	}
-	m, err := UnpackSince(ctx, r, filepath.Join(t.Dir(), filepath.FromSlash(path.Join(staging, "tree"))), p, lim, base)
+	m, err := unpack(ctx, r, filepath.Join(t.Dir(), filepath.FromSlash(path.Join(staging, "tree"))), p, lim, base, flat)
 	if err != nil {
 		_ = t.RemoveAll(staging)
 		return "", nil, err
 	}
 	return staging, m, nil
+}
+
+// FlatNames maps each file and symlink an archive carried (m is its
+// manifest, as Stage returned it) to its name in a flat staging tree:
+// its place among the archive's members. A name is digits only, so none
+// is a name the archive chose.
+func FlatNames(m *sync.Manifest) map[string]string {
+	names, k := map[string]string{}, 0
+	for _, e := range m.Entries {
+		if e.Unchanged {
+			continue
+		}
+		if e.Type != sync.TypeDir {
+			names[e.Path] = strconv.Itoa(k)
+		}
+		k++
+	}
+	return names
 }
 
 // install moves a verified staging tree (staging, in t) into place:

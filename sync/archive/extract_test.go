@@ -17,6 +17,7 @@ import (
 
 	"github.com/polecat-sidecar/sidecar/sync"
 	"github.com/polecat-sidecar/sidecar/sync/internal/fixture"
+	"github.com/polecat-sidecar/sidecar/sync/tree"
 )
 
 func TestExtractHostile(t *testing.T) {
@@ -137,7 +138,45 @@ func TestExtractHostile(t *testing.T) {
 			if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 				t.Errorf("left beside the target: %v", ents)
 			}
+			// Staged flat, as a pull is: refused the same, nothing left.
+			tr, err := tree.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if _, _, err := Stage(context.Background(), tr, bytes.NewReader(c.data()), "nux", hostilePolicy, lim, nil, true); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("staged flat: error %v, want one saying %q", err, c.want)
+			}
+			if after := listTree(t, dst); len(after) != len(before) {
+				t.Fatalf("staged flat: target changed: %v, was %v", after, before)
+			}
 		})
+	}
+}
+
+// TestStageFlat: a pull's staging tree holds each file and symlink the
+// archive carried under the name FlatNames gives it, with its content,
+// mode and target, and none of the archive's directories.
+func TestStageFlat(t *testing.T) {
+	dst := t.TempDir()
+	tr, err := tree.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ms := []fixture.Member{fixture.Dir("results"), fixture.Dir("results/d"), fixture.File("results/d/a", "a"), fixture.Link("results/l", "d/a"), fixture.File("results/b", "bb")}
+	staging, m, err := Stage(context.Background(), tr, bytes.NewReader(fixture.Archive(t, ms)), "nux", sync.Policy{Include: []string{"results"}}, sync.Limits{}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := FlatNames(m)
+	want := map[string]string{"results/d/a": "2", "results/l": "3", "results/b": "4"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("FlatNames = %v, want %v", names, want)
+	}
+	got := listTree(t, filepath.Join(dst, staging, "tree"))
+	if len(got) != 3 || !strings.HasPrefix(got["2"], "a -rw-r--r-- ") || got["3"] != "->d/a" || !strings.HasPrefix(got["4"], "bb -rw-r--r-- ") {
+		t.Fatalf("staged %v, want files 2 and 4 and link 3 only", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,12 @@ var ErrBaseMismatch = errors.New("archive refused: it leaves out files as unchan
 // not written (the caller has them). The tree the manifest describes,
 // unchanged files included, must be within lim as a whole.
 func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, lim sync.Limits, base *sync.Manifest) (*sync.Manifest, error) {
+	return unpack(ctx, r, dir, p, lim, base, false)
+}
+
+// unpack is UnpackSince, writing each file and symlink flat in dir under
+// the name FlatNames gives it, and no directory, when flat is set.
+func unpack(ctx context.Context, r io.Reader, dir string, p sync.Policy, lim sync.Limits, base *sync.Manifest, flat bool) (*sync.Manifest, error) {
 	lim = lim.WithDefaults()
 	root, err := tree.Open(dir)
 	if err != nil {
@@ -51,7 +58,7 @@ func UnpackSince(ctx context.Context, r io.Reader, dir string, p sync.Policy, li
 	}
 	defer zr.Close()
 	out := &ratioReader{r: zr, in: in, max: lim.MaxRatio}
-	x := &extractor{root: root, policy: p, lim: lim, seen: map[string]string{}, in: []string{"."}}
+	x := &extractor{root: root, flat: flat, policy: p, lim: lim, seen: map[string]string{}, in: []string{"."}}
 	if err := (archives.Tar{}).Extract(ctx, out, x.take); err != nil {
 		if x.refused != nil {
 			return nil, x.refused // as the extractor said it, without the archives wrapping
@@ -80,6 +87,7 @@ func refusal(err error) error {
 // extractor takes members one at a time.
 type extractor struct {
 	root     *tree.Tree
+	flat     bool // files and symlinks written flat (staged), no directories
 	policy   sync.Policy
 	lim      sync.Limits
 	seen     map[string]string // path -> type, in archive order
@@ -134,6 +142,9 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		e.Type = sync.TypeDir
+		if x.flat {
+			break
+		}
 		if err := x.root.MkdirAll(name, 0o700); err != nil {
 			return fmt.Errorf("creating directory %s: %w", name, err)
 		}
@@ -147,7 +158,7 @@ func (x *extractor) member(ctx context.Context, f archives.FileInfo) error {
 		if err := x.parent(name); err != nil {
 			return err
 		}
-		if err := x.root.Symlink(hdr.Linkname, name); err != nil {
+		if err := x.root.Symlink(hdr.Linkname, x.staged(name)); err != nil {
 			return fmt.Errorf("creating symlink %s: %w", name, err)
 		}
 	case tar.TypeReg:
@@ -177,7 +188,7 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	if err := x.parent(e.Path); err != nil {
 		return err
 	}
-	out, err := x.root.Create(e.Path, 0o600)
+	out, err := x.root.Create(x.staged(e.Path), 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", e.Path, err)
 	}
@@ -204,13 +215,21 @@ func (x *extractor) file(hdr *tar.Header, f archives.FileInfo, e *sync.Entry) er
 	// directories'), should the manifest agree: the owner keeps the right
 	// to read and write what is staged, as verify explains.
 	if err == nil {
-		err = x.root.SetMeta(e.Path, e.Mode|0o600, e.MTime)
+		err = x.root.SetMeta(x.staged(e.Path), e.Mode|0o600, e.MTime)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", e.Path, err)
 	}
 	e.Type, e.Size, e.SHA256 = sync.TypeFile, n, hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// staged is where the member name, the next in order, is written.
+func (x *extractor) staged(name string) string {
+	if x.flat {
+		return strconv.Itoa(len(x.order))
+	}
+	return name
 }
 
 // parent makes sure name's directory exists and was made by this
@@ -324,7 +343,7 @@ func (x *extractor) verify(base map[string]*sync.Entry) error {
 	// removed: a read-only directory would stop a merge half-way and stay
 	// behind.
 	for i := len(got) - 1; i >= 0; i-- {
-		if e := got[i]; e.Type == sync.TypeDir {
+		if e := got[i]; e.Type == sync.TypeDir && !x.flat {
 			if err := x.root.SetMeta(e.Path, e.Mode|0o700, e.MTime); err != nil {
 				return err
 			}

@@ -182,7 +182,7 @@ func (pl *planner) place(rel, to string, th *sync.Entry) error {
 			pl.decide(to, "", true)
 		}
 	case th.Type == sync.TypeSymlink:
-		pl.linkMoves = append(pl.linkMoves, [2]string{path.Join(pl.tree, rel), to})
+		pl.linkMoves = append(pl.linkMoves, [2]string{pl.tree.at(rel), to})
 	case th.Unchanged:
 		content, ok := archive.Kept(pl.o.Base, th)
 		if !ok {
@@ -197,7 +197,7 @@ func (pl *planner) place(rel, to string, th *sync.Entry) error {
 		}
 		pl.moves = append(pl.moves, [2]string{staged, to})
 	default:
-		pl.moves = append(pl.moves, [2]string{path.Join(pl.tree, rel), to})
+		pl.moves = append(pl.moves, [2]string{pl.tree.at(rel), to})
 	}
 	return nil
 }

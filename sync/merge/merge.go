@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"slices"
 	"time"
 
@@ -105,8 +106,8 @@ type planner struct {
 	*Plan
 	ctx       context.Context
 	o         Options
-	tree      string // theirs, in t
-	scratch   string // where merged files and merge inputs go, in t
+	tree      stagedTree // theirs, in t
+	scratch   string     // where merged files and merge inputs go, in t
 	base      map[string]*sync.Entry
 	theirs    map[string]*sync.Entry
 	final     map[string]*sync.Entry // what each path looked at will hold (nil: nothing)
@@ -130,7 +131,7 @@ type planner struct {
 // o.Policy still lets cross) or theirs, writes only theirTree and scratch,
 // follows no link, and refuses, naming the path, a link out or to a path
 // that does not cross, too many paths both sides changed, a failed merge.
-func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, theirTree, scratch string, o Options) (*Plan, error) {
+func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, theirTree stagedTree, scratch string, o Options) (*Plan, error) {
 	if o.MaxTextMerge <= 0 {
 		o.MaxTextMerge = archive.MaxKept
 	}
@@ -180,6 +181,16 @@ func planMerge(ctx context.Context, t *tree.Tree, base, theirs *sync.Manifest, t
 	}
 	return pl.Plan, nil
 }
+
+// stagedTree is where archive.Stage put what came, flat: each file's and
+// symlink's name in dir by its path (archive.FlatNames).
+type stagedTree struct {
+	dir   string
+	names map[string]string
+}
+
+// at is where the file or symlink rel of theirs is staged, in t.
+func (s stagedTree) at(rel string) string { return path.Join(s.dir, s.names[rel]) }
 
 // crossing is base without the paths p does not let cross (nor, for a
 // directory, lead to): a path the policy has stopped covering since the

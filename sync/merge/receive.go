@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 
@@ -23,6 +25,7 @@ type Incoming struct {
 	Manifest *sync.Manifest
 	tree     *tree.Tree
 	staging  string
+	flat     map[string]string // each staged file's and symlink's name (archive.FlatNames)
 	unlock   func()
 }
 
@@ -50,18 +53,36 @@ func Receive(ctx context.Context, r io.Reader, host, who string, p sync.Policy, 
 			in.Close()
 		}
 	}()
-	if in.staging, in.Manifest, err = archive.Stage(ctx, t, r, who, p, lim, base); err != nil {
+	// Staged flat: making and removing the archive's directories cost
+	// more than the files in a delta pull (docs/benchmarks.md, issue 40).
+	if in.staging, in.Manifest, err = archive.Stage(ctx, t, r, who, p, lim, base, true); err != nil {
 		return nil, err
 	}
+	in.flat = archive.FlatNames(in.Manifest)
 	if err := t.MkdirAll(path.Join(in.staging, "scratch"), 0o700); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-// Dir is the unpacked tree on disk (for archive.WriteContents).
-func (in *Incoming) Dir() string {
-	return filepath.Join(in.tree.Dir(), filepath.FromSlash(path.Join(in.staging, "tree")))
+// Staged is what the archive carried, each file by its path in the tree
+// (for archive.WriteContents).
+func (in *Incoming) Staged() fs.FS {
+	return stagedFS{dir: filepath.Join(in.tree.Dir(), filepath.FromSlash(path.Join(in.staging, "tree"))), names: in.flat}
+}
+
+// stagedFS opens a flat staging tree's files by their paths in the tree.
+type stagedFS struct {
+	dir   string
+	names map[string]string
+}
+
+func (s stagedFS) Open(name string) (fs.File, error) {
+	n, ok := s.names[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return os.Open(filepath.Join(s.dir, n))
 }
 
 // Plan decides the merge of what came into the host's tree against base,
@@ -75,7 +96,7 @@ func (in *Incoming) Plan(ctx context.Context, base *sync.Manifest, o Options) (*
 	if in.Manifest == nil {
 		return nil, errors.New("nothing was received to merge")
 	}
-	return planMerge(ctx, in.tree, base, in.Manifest, path.Join(in.staging, "tree"), path.Join(in.staging, "scratch"), o)
+	return planMerge(ctx, in.tree, base, in.Manifest, stagedTree{dir: path.Join(in.staging, "tree"), names: in.flat}, path.Join(in.staging, "scratch"), o)
 }
 
 // Close removes what is still staged and unlocks the root.

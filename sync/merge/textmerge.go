@@ -52,7 +52,7 @@ func (pl *planner) textMerge(rel string, base, cur, theirs *sync.Entry) (staged,
 		return staged{}, false, err
 	}
 	abs := func(rel string) string { return filepath.Join(pl.t.Dir(), filepath.FromSlash(rel)) }
-	theirsPath := path.Join(pl.tree, rel)
+	theirsPath := pl.tree.at(rel)
 	for _, p := range []string{basePath, hostCopy, theirsPath} {
 		if !pl.isText(p) {
 			return staged{}, false, nil
