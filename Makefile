@@ -58,7 +58,7 @@ test: ## run every test (real sockets, real binaries); make lint vets
 	@# detector: its 250 ms write timeouts trip when it shares two cores with the rest.
 	$(GO) test -race -short -count=1 -timeout 10m ./tunnel/internal/yamux
 
-bench: ## print the benchmark tables and the one table of ours / baseline with targets, the WAN rows too as root (medians; about 12 minutes on 2 cores, and bench-wan's 10)
+bench: ## print the benchmark tables and the one table of ours / baseline with targets, the WAN rows too as root (medians; about 14 minutes on 2 cores, and bench-wan's 20)
 	@command -v zstd >/dev/null && command -v rsync >/dev/null || { echo "the data benchmark needs zstd and rsync: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN) && rm -f $(BIN)/bench-*.txt $(BIN)/bench-*.prof && date +%s > $(BIN)/bench-started
 	$(GO) test -run '^$$' -bench '^Benchmark(StreamRTT|Bulk|Connect)$$' -benchtime $(BENCHTIME) -count $(COUNT) ./tunnel/ | tee $(BIN)/bench-tunnel.txt | grep -E '^(Benchmark|ok|FAIL)'
@@ -96,7 +96,7 @@ bench: ## print the benchmark tables and the one table of ours / baseline with t
 	@echo; echo "== the table: each row ours beside its baseline from this run (medians), the ratio and the target ($(BIN)/bench-table.md)"
 	@$(GO) run ./hostd/e2e/benchtable -all $(BIN)/bench-*.txt | tee $(BIN)/bench-table.md
 
-bench-wan: ## the WAN rows (as root): hostd and the baselines' servers at one end of an emulated link (internal/linkem), agents and clients at the other; 50 ms RTT at 0, 1 and 3% loss, 20 Mbit/s for bulk, git and data (about 10 minutes)
+bench-wan: ## the WAN rows (as root): hostd and the baselines' servers at one end of an emulated link (internal/linkem), agents and clients at the other; 50 ms RTT at 0, 1 and 3% loss, 20 Mbit/s for bulk, git and data (about 20 minutes: TCP on cubic takes 30-70 s a transfer at 1 and 3% loss)
 	@[ "$$(id -u)" = 0 ] || { echo "the WAN rows need root (network namespaces, TUN devices)"; exit 1; }
 	@command -v rsync >/dev/null && command -v iptables >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || { echo "the WAN rows need rsync, sshd and iptables: make bench-deps"; exit 1; }
 	@mkdir -p $(BIN) && rm -f $(BIN)/bench-wan-*.txt && date +%s > $(BIN)/bench-wan-started
