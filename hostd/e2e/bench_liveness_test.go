@@ -185,14 +185,20 @@ func beatForever(ctx context.Context, s *tunnel.Session, offset time.Duration) {
 
 // cpuTicks is a process's user+system CPU time in clock ticks (1/100 s).
 func cpuTicks(b testing.TB, pid int) int {
+	own, _ := procTicks(b, pid)
+	return own
+}
+
+// procTicks is a process's user+system CPU time in clock ticks (1/100
+// s): its own, and its reaped children's.
+func procTicks(b testing.TB, pid int) (own, children int) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(string(data)[strings.LastIndex(string(data), ")")+2:])
-	u, _ := strconv.Atoi(f[11])
-	s, _ := strconv.Atoi(f[12])
-	return u + s
+	f := strings.Fields(string(data)[strings.LastIndex(string(data), ")")+2:]) // f[0] is field 3
+	tick := func(i int) int { n, _ := strconv.Atoi(f[i]); return n }
+	return tick(11) + tick(12), tick(13) + tick(14)
 }
 
 // procStatus reads a KiB field of /proc/<pid>/status.

@@ -4,8 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -99,18 +97,11 @@ func BenchmarkPrototypeRelayClient(b *testing.B) {
 // children's, in µs (clock ticks: only a mean over many commands means
 // anything).
 func procCPU(b *testing.B, pid int) [2]float64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:])) // f[0] is field 3
-	tick := func(i int) float64 {
-		v, _ := strconv.ParseFloat(f[i-3], 64)
-		return v * 1e6 / 100 // USER_HZ
-	}
-	return [2]float64{tick(14) + tick(15), tick(16) + tick(17)}
+	own, children := procTicks(b, pid)
+	return [2]float64{float64(own) * 1e4, float64(children) * 1e4} // 1/100 s a tick
 }
 
+// mean is the mean of xs.
 func mean(xs []float64) float64 {
 	s := 0.0
 	for _, x := range xs {

@@ -77,6 +77,7 @@ type stagedFS struct {
 	names map[string]string
 }
 
+// Open opens the staged file of the tree's path name.
 func (s stagedFS) Open(name string) (fs.File, error) {
 	n, ok := s.names[name]
 	if !ok {
